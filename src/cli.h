@@ -1,0 +1,20 @@
+/*
+ * cli.h — the command entry points.  Each takes the arguments after
+ * "sluice" (argv[0] is the command name) and returns the process exit code:
+ * 0 success, 1 failure, 2 usage error.  Each accepts --help.
+ */
+#ifndef SL_CLI_H
+#define SL_CLI_H
+
+#define SL_VERSION "0.1.0"
+
+#define SL_EXIT_OK    0
+#define SL_EXIT_FAIL  1
+#define SL_EXIT_USAGE 2
+
+int sl_app_cmd(int argc, char **argv);     /* run      (app.c)     */
+int sl_topics_cmd(int argc, char **argv);  /* topics   (topics.c)  */
+int sl_conf_cmd(int argc, char **argv);    /* config   (config.c)  */
+int sl_inspect_cmd(int argc, char **argv); /* inspect  (inspect.c) */
+
+#endif

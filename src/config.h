@@ -1,0 +1,139 @@
+/*
+ * config.h — the configuration: one INI file, read through one table of keys.
+ *
+ *   [sluice]          app-wide settings (app_id, metrics_listen, ...)
+ *   [kafka]           librdkafka properties, passed through untouched
+ *   [pipeline NAME]   one per pipeline; `type` picks the operator
+ *
+ * Every key is a row in the table in config.c: type, default, bounds, the
+ * pipeline types it applies to, and a one-line description.  The README's
+ * configuration reference is generated from that table (`sluice config
+ * reference`), so code and docs cannot drift.  Cross-field rules live in one
+ * finalize step.  Errors read `FILE:LINE: key: what is wrong`; all of a file's
+ * errors are reported in one pass.
+ *
+ * Environment overrides (for containers), applied after the file:
+ *   SLUICE_KAFKA_<PROP>     [kafka] <prop>, '_' -> '.', lower-cased
+ *                           (SLUICE_KAFKA_BOOTSTRAP_SERVERS ->
+ * bootstrap.servers) SLUICE_<KEY>            [sluice] <key>, lower-cased
+ * (SLUICE_INSTANCE_ID)
+ */
+#ifndef SL_CONFIG_H
+#define SL_CONFIG_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "parse.h"
+
+typedef enum {
+        SL_OP_THROTTLE = 1,
+        SL_OP_DELAY = 2,
+        SL_OP_DEBOUNCE = 4,
+} sl_op_type_t;
+
+const char *sl_op_type_name(sl_op_type_t type);
+
+typedef enum {
+        SL_INPUT_HEADERS = 0,       /* control in sluice-* headers */
+        SL_INPUT_JSON_ENVELOPE = 1, /* {"topic","message","countdown"} */
+} sl_input_format_t;
+
+typedef enum {
+        SL_OUTPUT_JSON = 0,
+        SL_OUTPUT_PROTOBUF = 1,
+} sl_output_format_t;
+
+typedef struct sl_pipeline_conf_s {
+        char *name;
+        int line; /* line of the [pipeline NAME] header */
+        sl_op_type_t type;
+
+        /* Topics.  Internal topic names default to "<name>.<suffix>". */
+        char *input;
+        char *output;           /* throttle, debounce: required */
+        char *changelog;        /* default <name>.changelog */
+        char *dlq;              /* default <name>.dlq; NULL when dlq = none */
+        char *overflow;         /* throttle: default <name>.overflow */
+        char *rates;            /* throttle: default <name>.rates */
+        int replication_factor; /* for topics apply; -1 = broker default */
+        int input_partitions;   /* topics apply creates a missing input
+                                   with this many partitions; 0 = never */
+
+        int64_t max_record_bytes; /* larger input records go to the DLQ */
+        int64_t catchup_rate;     /* due work fired per second per partition
+                                     after a rebuild; 0 = unlimited */
+
+        /* throttle */
+        sl_rate_t default_rate;
+        int64_t ttl_ms;
+        int64_t payload_cache_bytes;
+
+        /* delay */
+        char *default_target; /* NULL if none */
+        sl_globs_t allowed_targets;
+        int64_t max_delay_ms;
+        sl_input_format_t input_format;
+
+        /* debounce */
+        int64_t idle_ms;
+        int64_t max_age_ms;
+        int64_t max_items;
+        int64_t max_bytes;
+        sl_output_format_t output_format;
+} sl_pipeline_conf_t;
+
+typedef struct sl_kv_s {
+        char *key;
+        char *value;
+        int line; /* 0 when it came from the environment */
+} sl_kv_t;
+
+typedef struct sl_conf_s {
+        char *path;
+
+        /* [sluice] */
+        char *app_id;         /* group.id and transactional.id prefix */
+        char *instance_id;    /* group.instance.id; NULL = dynamic member */
+        char *metrics_listen; /* "host:port"; NULL or "" = no HTTP server */
+        int log_level;        /* syslog level */
+        int64_t commit_interval_ms;
+        int64_t shutdown_grace_ms;
+        int64_t transaction_timeout_ms;
+
+        /* [kafka], in file order, environment overrides last */
+        sl_kv_t *kafka;
+        int kafka_cnt;
+
+        sl_pipeline_conf_t *pipelines;
+        int pipeline_cnt;
+} sl_conf_t;
+
+/* Reads and validates path.  On success returns 0 and *confp (owned by the
+ * caller: sl_conf_destroy).  On failure returns the number of errors (> 0),
+ * writes each as one line "FILE:LINE: key: what is wrong\n" to errout
+ * (if not NULL), and sets *confp = NULL.  Environment overrides are applied
+ * when use_env is non-zero. */
+int sl_conf_load(const char *path, int use_env, sl_conf_t **confp,
+                 FILE *errout);
+
+void sl_conf_destroy(sl_conf_t *conf);
+
+/* The pipeline named name, or NULL. */
+const sl_pipeline_conf_t *sl_conf_pipeline(const sl_conf_t *conf,
+                                           const char *name);
+
+/* A new librdkafka conf holding every [kafka] property.  Returns NULL and an
+ * error in errstr when a property is refused.  The caller owns the result. */
+rd_kafka_conf_t *sl_conf_rdkafka(const sl_conf_t *conf, char *errstr,
+                                 size_t errstr_size);
+
+/* Writes the configuration reference (Markdown, generated from the table). */
+void sl_conf_reference(FILE *out);
+
+/* Writes the effective configuration as INI; values of keys that look secret
+ * (password, secret, key) are replaced by "***". */
+void sl_conf_dump(const sl_conf_t *conf, FILE *out);
+
+#endif

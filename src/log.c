@@ -1,0 +1,57 @@
+/*
+ * log.c — the log sink (see log.h).  Lines go to stderr, which is what a
+ * container runtime collects.
+ */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static int log_level = LOG_INFO;
+
+static const char *level_names[] = {"emerg",   "alert",  "crit", "error",
+                                    "warning", "notice", "info", "debug"};
+
+void sl_log_set_level(int level) {
+        log_level = level;
+}
+
+int sl_log_get_level(void) {
+        return log_level;
+}
+
+int sl_log_level_parse(const char *name) {
+        for (int i = 0; i < 8; i++)
+                if (!strcmp(name, level_names[i]))
+                        return i;
+        if (!strcmp(name, "err"))
+                return LOG_ERR;
+        if (!strcmp(name, "warn"))
+                return LOG_WARNING;
+        return -1;
+}
+
+void sl_log(int level, const char *fac, const char *fmt, ...) {
+        char ts[32];
+        struct timeval tv;
+        struct tm tm;
+        va_list ap;
+
+        if (level > log_level)
+                return;
+        gettimeofday(&tv, NULL);
+        gmtime_r(&tv.tv_sec, &tm);
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+
+        flockfile(stderr);
+        fprintf(stderr, "%s.%03dZ %s %s ", ts, (int)(tv.tv_usec / 1000),
+                level >= 0 && level < 8 ? level_names[level] : "?", fac);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        funlockfile(stderr);
+}

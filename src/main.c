@@ -1,0 +1,67 @@
+/*
+ * main.c — `sluice <command>`: dispatch to the command modules (cli.h).
+ */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <string.h>
+#include <uv.h>
+
+#include "cli.h"
+
+static void usage(FILE *out) {
+        fprintf(
+            out,
+            "usage: sluice <command> [options]\n"
+            "\n"
+            "Reshapes Kafka traffic in time: throttle, delay, debounce.\n"
+            "\n"
+            "commands:\n"
+            "  run -c FILE                 run the configured pipelines\n"
+            "  topics apply -c FILE        create missing pipeline topics\n"
+            "  topics check -c FILE        verify pipeline topics\n"
+            "  topics create -c FILE ...   create one topic (tests, demos)\n"
+            "  config check -c FILE        validate a config file\n"
+            "  config reference            print the configuration "
+            "reference\n"
+            "  inspect -c FILE PIPELINE    print a pipeline's pending "
+            "state\n"
+            "  version                     print versions\n"
+            "\n"
+            "`sluice <command> --help` describes each command.\n");
+}
+
+static int version_cmd(void) {
+        printf("sluice %s (librdkafka %s, libuv %s)\n", SL_VERSION,
+               rd_kafka_version_str(), uv_version_string());
+        return SL_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+        static const struct {
+                const char *name;
+                int (*fn)(int argc, char **argv);
+        } cmds[] = {
+            {"run", sl_app_cmd},
+            {"topics", sl_topics_cmd},
+            {"config", sl_conf_cmd},
+            {"inspect", sl_inspect_cmd},
+        };
+
+        if (argc < 2) {
+                usage(stderr);
+                return SL_EXIT_USAGE;
+        }
+        if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+            !strcmp(argv[1], "help")) {
+                usage(stdout);
+                return SL_EXIT_OK;
+        }
+        if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version"))
+                return version_cmd();
+        for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+                if (!strcmp(argv[1], cmds[i].name))
+                        return cmds[i].fn(argc - 1, argv + 1);
+        fprintf(stderr, "sluice: unknown command '%s'\n", argv[1]);
+        usage(stderr);
+        return SL_EXIT_USAGE;
+}

@@ -1,0 +1,67 @@
+/*
+ * parse.h — the value syntaxes of sluice's config file and headers:
+ * durations, sizes, rates and glob lists.  Pure functions: no Kafka, no
+ * libuv, no allocation except where noted.
+ *
+ * Every parser returns 0 on success or -1 on error, with a short reason
+ * (no trailing period, e.g. "unknown unit 'x'") written to errstr.
+ */
+#ifndef SL_PARSE_H
+#define SL_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Durations: an integer or decimal number followed by a unit: "250ms", "90s",
+ * "1.5s", "30m", "24h", "7d"; "0" alone is zero.  Compound forms like
+ * "1h30m" are accepted.  Result in milliseconds; negative values and
+ * overflow are errors. */
+int sl_parse_duration_ms(const char *s, int64_t *out_ms, char *errstr,
+                         size_t errstr_size);
+
+/* Sizes: a number with an optional unit: "512", "64KiB", "64MiB", "1GiB",
+ * "10kB", "10MB" (decimal), "1.5MiB".  Result in bytes. */
+int sl_parse_size(const char *s, int64_t *out_bytes, char *errstr,
+                  size_t errstr_size);
+
+/* Rates: "<number>/<unit>" with unit s, m, h, d (or sec, min, hour, day),
+ * optionally followed by " burst=<number>": "100/s", "6000/m burst=50",
+ * "2.5/s burst=1".  The default burst is the rate over one second, but at
+ * least 1.  A rate of 0 (a stopped key) is allowed; burst must be >= 1. */
+typedef struct sl_rate_s {
+        double per_sec; /* tokens added per second */
+        double burst;   /* bucket capacity */
+} sl_rate_t;
+
+int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
+                  size_t errstr_size);
+
+/* Formats a rate back as text ("100/s burst=100"). */
+void sl_rate_format(const sl_rate_t *rate, char *buf, size_t size);
+
+/* Glob lists: comma- or space-separated fnmatch(3) patterns such as
+ * "orders.*, billing.due".  An empty list matches nothing. */
+typedef struct sl_globs_s {
+        char **pat; /* owned */
+        int cnt;
+} sl_globs_t;
+
+int sl_globs_parse(const char *s, sl_globs_t *out, char *errstr,
+                   size_t errstr_size);
+/* 1 if any pattern matches name. */
+int sl_globs_match(const sl_globs_t *globs, const char *name);
+void sl_globs_free(sl_globs_t *globs);
+
+/* Timestamps for sluice-at: epoch milliseconds ("1767225600000") or RFC 3339
+ * ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00.250+01:00"). */
+int sl_parse_timestamp_ms(const char *s, int64_t *out_ms, char *errstr,
+                          size_t errstr_size);
+
+/* Like the above but on a byte range that is not NUL-terminated (header
+ * values).  Lengths over 63 bytes are an error. */
+int sl_parse_duration_ms_n(const char *s, size_t len, int64_t *out_ms,
+                           char *errstr, size_t errstr_size);
+int sl_parse_timestamp_ms_n(const char *s, size_t len, int64_t *out_ms,
+                            char *errstr, size_t errstr_size);
+
+#endif

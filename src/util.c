@@ -1,0 +1,64 @@
+/*
+ * util.c — assertions, clocks and checked allocation (see util.h).
+ */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void sl_assert_fail(const char *expr, const char *file, int line) {
+        fprintf(stderr, "sluice: assertion failed: %s (%s:%d)\n", expr, file,
+                line);
+        abort();
+}
+
+int64_t sl_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sl_mono_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void oom(size_t size) {
+        fprintf(stderr, "sluice: out of memory allocating %zu bytes\n", size);
+        abort();
+}
+
+void *sl_malloc(size_t size) {
+        void *p = malloc(size ? size : 1);
+        if (!p)
+                oom(size);
+        return p;
+}
+
+void *sl_calloc(size_t n, size_t size) {
+        void *p = calloc(n ? n : 1, size ? size : 1);
+        if (!p)
+                oom(n * size);
+        return p;
+}
+
+void *sl_realloc(void *ptr, size_t size) {
+        void *p = realloc(ptr, size ? size : 1);
+        if (!p)
+                oom(size);
+        return p;
+}
+
+char *sl_strdup(const char *s) {
+        return sl_strndup(s, strlen(s));
+}
+
+char *sl_strndup(const char *s, size_t n) {
+        char *p = sl_malloc(n + 1);
+        memcpy(p, s, n);
+        p[n] = '\0';
+        return p;
+}

@@ -1,0 +1,140 @@
+# lib.sh — helpers for integration tests; `source` it first.
+#
+# A test is a bash script tests/integration/NNNN-name.sh run by run.sh with a
+# broker already up.  It prints what it checks, lines starting with "# " are
+# echoed in the summary (figures such as lateness), and it exits non-zero on
+# failure.  Every wait has a deadline; nothing sleeps a fixed time where a
+# condition can be waited on.
+#
+# Run one test by hand:
+#   tests/integration/kafka/broker.sh start
+#   SLUICE_BIN=$PWD/sluice bash tests/integration/0001-topics.sh
+
+set -euo pipefail
+
+: "${SLUICE_BIN:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/sluice}"
+: "${SLUICE_TEST_BOOTSTRAP:=127.0.0.1:39092}"
+BOOTSTRAP=$SLUICE_TEST_BOOTSTRAP
+TEST_NAME=$(basename "$0" .sh)
+# A unique prefix so tests never share topics, even when rerun on one broker.
+PFX="t${TEST_NAME%%-*}-$(date +%s%N | tail -c 7)-$$"
+WORK=$(mktemp -d "/tmp/sluice-it-$TEST_NAME.XXXXXX")
+declare -A SLUICE_PIDS=()
+
+fail() {
+    echo "FAIL: $*" >&2
+    for n in "${!SLUICE_PIDS[@]}"; do
+        echo "--- sluice[$n] log tail ---" >&2
+        tail -40 "$WORK/sluice-$n.log" >&2 2>/dev/null || true
+    done
+    exit 1
+}
+
+note() { echo "# $*"; }
+
+_cleanup() {
+    local rc=$?
+    for n in "${!SLUICE_PIDS[@]}"; do
+        kill -9 "${SLUICE_PIDS[$n]}" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    if [ "$rc" -eq 0 ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
+}
+trap _cleanup EXIT
+
+# wait_until SECONDS CMD...  — polls CMD every 100 ms until it succeeds.
+wait_until() {
+    local secs=$1
+    shift
+    local end=$(($(date +%s%N) + secs * 1000000000))
+    until "$@"; do
+        [ "$(date +%s%N)" -lt "$end" ] || return 1
+        sleep 0.1
+    done
+}
+
+# base_conf FILE — writes [sluice] and [kafka] for the test broker; append
+# pipeline sections after it.
+base_conf() {
+    cat >"$1" <<EOF
+[sluice]
+app_id = $PFX
+log_level = info
+commit_interval = 100ms
+metrics_listen =
+
+[kafka]
+bootstrap.servers = $BOOTSTRAP
+EOF
+}
+
+# topic_create NAME PARTITIONS [key=value ...] — creates a topic.
+topic_create() {
+    local name=$1 parts=$2
+    shift 2
+    local args=()
+    for kv in "$@"; do args+=(--config "$kv"); done
+    [ -f "$WORK/admin.ini" ] || base_conf "$WORK/admin.ini"
+    "$SLUICE_BIN" topics create -c "$WORK/admin.ini" "$name" --partitions "$parts" "${args[@]}" >/dev/null
+}
+
+# produce TOPIC [kcat args...] — records on stdin, one per line.
+produce() {
+    local topic=$1
+    shift
+    kcat -P -b "$BOOTSTRAP" -t "$topic" "$@"
+}
+
+# consume_all TOPIC [kcat args...] — every committed record, then exit.
+# Default format: key<TAB>value; pass -f to change it.
+consume_all() {
+    local topic=$1
+    shift
+    local fmt=(-f '%k\t%s\n')
+    for a in "$@"; do [ "$a" = "-f" ] && fmt=(); done
+    kcat -C -b "$BOOTSTRAP" -t "$topic" -e -q -X isolation.level=read_committed \
+        "${fmt[@]}" "$@"
+}
+
+# count_records TOPIC — number of committed records in TOPIC.
+count_records() {
+    consume_all "$1" -f 'x\n' | wc -l
+}
+
+# topic_meta TOPIC — prints "partitions" for TOPIC (0 when it is missing).
+topic_partitions() {
+    kcat -b "$BOOTSTRAP" -L -t "$1" -J 2>/dev/null |
+        python3 -c 'import json,sys; d=json.load(sys.stdin); t=[t for t in d["topics"] if not t.get("err")]; print(len(t[0]["partitions"]) if t else 0)'
+}
+
+# sluice_start NAME CONF [extra run args] — starts `sluice run` in the
+# background, logging to $WORK/sluice-NAME.log.
+sluice_start() {
+    local n=$1 conf=$2
+    shift 2
+    "$SLUICE_BIN" run -c "$conf" "$@" >>"$WORK/sluice-$n.log" 2>&1 &
+    SLUICE_PIDS[$n]=$!
+}
+
+# sluice_kill NAME [SIGNAL] — default SIGKILL; waits for the process to end.
+sluice_kill() {
+    local n=$1 sig=${2:-KILL}
+    local pid=${SLUICE_PIDS[$n]:-}
+    [ -n "$pid" ] || return 0
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    local rc=0
+    wait "$pid" 2>/dev/null || rc=$?
+    unset "SLUICE_PIDS[$n]"
+    return $rc
+}
+
+# sluice_alive NAME — 0 when the process still runs.
+sluice_alive() {
+    local pid=${SLUICE_PIDS[$1]:-}
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# log_has NAME REGEX — 0 when the sluice log matches.
+log_has() {
+    grep -Eq "$2" "$WORK/sluice-$1.log" 2>/dev/null
+}

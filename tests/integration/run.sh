@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs the integration tests (tests/integration/NNNN-*.sh) against a real
+# single-node Kafka broker that it starts and stops.  Each test runs in its
+# own process with a deadline; a failing test's output and the tail of the
+# broker log are printed.  Usage: run.sh [PATTERN] (substring of test names).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+pattern=${1:-}
+broker=$here/kafka/broker.sh
+per_test_timeout=${SLUICE_TEST_TIMEOUT:-600}
+passed=0
+failed=0
+failed_names=()
+
+record() {
+    [ -n "${SLUICE_SUMMARY_FILE:-}" ] && echo "integration $passed $failed" >>"$SLUICE_SUMMARY_FILE"
+}
+
+t0=$(date +%s%N)
+if ! "$broker" start; then
+    echo "integration: the test broker did not start"
+    failed=1
+    record
+    echo "integration: 0 passed, 1 failed"
+    exit 1
+fi
+echo "integration: broker start took $((($(date +%s%N) - t0) / 1000000)) ms"
+trap '"$broker" stop' EXIT
+
+export SLUICE_BIN=$root/sluice
+export SLUICE_TEST_BOOTSTRAP
+SLUICE_TEST_BOOTSTRAP=$("$broker" bootstrap)
+
+for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
+    [ -e "$t" ] || continue
+    name=$(basename "$t" .sh)
+    case "$name" in *"$pattern"*) ;; *) continue ;; esac
+    log=$(mktemp)
+    s=$(date +%s)
+    timeout -k 10 "$per_test_timeout" bash "$t" >"$log" 2>&1
+    rc=$?
+    secs=$(($(date +%s) - s))
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + 1))
+        echo "ok   $name (${secs}s)"
+        grep '^# ' "$log" || true
+    else
+        failed=$((failed + 1))
+        failed_names+=("$name")
+        echo "FAIL $name (${secs}s, exit $rc)"
+        sed 's/^/    /' "$log" | tail -120
+        echo "    --- broker log tail ---"
+        "$broker" logs 40 | sed 's/^/    /'
+    fi
+    rm -f "$log"
+done
+
+record
+[ "$failed" -gt 0 ] && echo "integration: failed: ${failed_names[*]}"
+echo "integration: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
