@@ -1,0 +1,11 @@
+/* app.c — placeholder until the runtime lands (same session). */
+#include <stdio.h>
+
+#include "cli.h"
+
+int sl_app_cmd(int argc, char **argv) {
+        (void)argc;
+        (void)argv;
+        fprintf(stderr, "sluice run: not built yet\n");
+        return SL_EXIT_FAIL;
+}
