@@ -1,0 +1,179 @@
+/*
+ * topicplan.h — which Kafka topics a configuration needs, with which
+ * partition counts and settings, and what is wrong with the topics a broker
+ * actually has.  Pure: no Kafka client, no I/O.  topics.c fetches the
+ * observed state with the Admin API and acts on the verdicts.
+ *
+ * A plan holds one spec per (pipeline, role):
+ *
+ *   role       partitions           created by apply with
+ *   input      any (must exist)     input_partitions, when > 0
+ *   changelog  = input              compact, fast cleaning, short tombstones
+ *   overflow   = input  (throttle)  delete, retention.ms = ttl + 1h
+ *   rates      any      (throttle)  compact, 1 partition
+ *   dlq        = input              delete, retention.ms = 7d
+ *   output     any (must exist)     never: output topics belong to the user
+ *
+ * The rates topic has one partition on purpose: it is a small global table
+ * (key -> rate) that every instance reads whole, not a co-partitioned
+ * stream, so more partitions would only add fetch overhead.
+ *
+ * Checks on existing topics (each failure is one problem, all are reported):
+ *
+ *   changelog  cleanup.policy = compact
+ *              segment.ms <= 1d, max.compaction.lag.ms <= 1d,
+ *              min.compaction.lag.ms <= 1h, min.cleanable.dirty.ratio <= 0.5:
+ *              stale records are compacted within a day, so rebuild reads
+ *              roughly the live state and not the history;
+ *              1min <= delete.retention.ms <= 1d: tombstones are purged in
+ *              hours (the lesson of seed 002), yet live long enough for a
+ *              rebuild that started before the cleaner ran to still see them.
+ *   overflow   cleanup.policy = delete, retention.ms >= ttl (or -1),
+ *              retention.bytes = -1: nothing is deleted before it expires.
+ *   rates      cleanup.policy = compact.
+ *   dlq        cleanup.policy = delete (compaction would drop bad records).
+ *
+ * Apply never alters an existing topic; it only reports what differs.
+ */
+#ifndef SL_TOPICPLAN_H
+#define SL_TOPICPLAN_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+typedef enum {
+        SL_TOPIC_INPUT = 0,
+        SL_TOPIC_CHANGELOG,
+        SL_TOPIC_OVERFLOW,
+        SL_TOPIC_RATES,
+        SL_TOPIC_DLQ,
+        SL_TOPIC_OUTPUT, /* output, or a delay pipeline's default_target */
+} sl_topic_role_t;
+
+/* "input", "changelog", ... */
+const char *sl_topic_role_name(sl_topic_role_t role);
+
+/* How an observed config value is judged. */
+typedef enum {
+        SL_TCHECK_NONE = 0, /* set at creation, not checked */
+        SL_TCHECK_EQ,       /* the string must equal bound */
+        SL_TCHECK_LE,       /* the number must be <= bound; -1 fails */
+        SL_TCHECK_GE,       /* the number must be >= bound; -1 passes */
+} sl_tcheck_t;
+
+typedef struct sl_topic_setting_s {
+        const char *key;   /* topic config name, static */
+        char value[24];    /* value given at creation; "" = not set */
+        sl_tcheck_t check; /* how an existing topic's value is judged */
+        char bound[24];    /* operand of check */
+        const char *why;   /* static: what breaks when check fails */
+} sl_topic_setting_t;
+
+#define SL_TOPIC_SETTINGS_MAX 8
+
+typedef struct sl_topic_spec_s {
+        char *name;     /* topic name, owned by the plan */
+        char *pipeline; /* pipeline name, owned by the plan */
+        sl_topic_role_t role;
+        int input_idx;          /* index of this pipeline's input spec */
+        int match_input;        /* partition count must equal the input's */
+        int create_parts;       /* > 0: create with this many partitions;
+                                   0: with the input's count when match_input,
+                                   else never created */
+        int replication_factor; /* -1 = broker default */
+        sl_topic_setting_t settings[SL_TOPIC_SETTINGS_MAX];
+        int setting_cnt;
+        char *conflict; /* set when the name is also used by another spec
+                           in a way that cannot work; owned */
+} sl_topic_spec_t;
+
+typedef struct sl_topicplan_s {
+        sl_topic_spec_t *specs;
+        int cnt;
+} sl_topicplan_t;
+
+/* Builds the plan for every pipeline of conf.  Topic names default to
+ * "<pipeline>.<role>" when conf leaves them NULL (dlq NULL means none).
+ * Never fails; the caller owns the result (sl_topicplan_destroy).  The plan
+ * copies what it needs: conf may be destroyed first. */
+sl_topicplan_t *sl_topicplan_new(const sl_conf_t *conf);
+void sl_topicplan_destroy(sl_topicplan_t *plan);
+
+/* The distinct topic names of the plan, in plan order, in names (a caller
+ * array of at least plan->cnt entries, pointing into the plan).  Returns the
+ * count. */
+int sl_topicplan_names(const sl_topicplan_t *plan, const char **names);
+
+/* What a broker has: filled by topics.c from metadata and DescribeConfigs,
+ * or by hand in tests. */
+typedef struct sl_topic_conf_entry_s {
+        char *key;   /* owned */
+        char *value; /* owned; NULL when the broker hides it */
+        int is_set;  /* set on the topic itself (not a default) */
+} sl_topic_conf_entry_t;
+
+typedef struct sl_topic_state_s {
+        char *name;     /* owned */
+        int exists;     /* in the metadata */
+        int partitions; /* when exists */
+        int described;  /* configs below are known */
+        char *error;    /* why configs or metadata are unknown; owned */
+        sl_topic_conf_entry_t *configs; /* owned */
+        int config_cnt;
+} sl_topic_state_t;
+
+typedef struct sl_topics_observed_s {
+        sl_topic_state_t *topics;
+        int cnt;
+} sl_topics_observed_t;
+
+sl_topics_observed_t *sl_topics_observed_new(void);
+/* Appends a topic; returns it (valid until the next add). */
+sl_topic_state_t *sl_topics_observed_add(sl_topics_observed_t *obs,
+                                         const char *name, int exists,
+                                         int partitions);
+/* Adds a config entry to st (value may be NULL). */
+void sl_topic_state_set_config(sl_topic_state_t *st, const char *key,
+                               const char *value, int is_set);
+void sl_topics_observed_destroy(sl_topics_observed_t *obs);
+
+const sl_topic_state_t *sl_topics_observed_find(const sl_topics_observed_t *obs,
+                                                const char *name);
+/* The value of key in st, or NULL if absent or hidden. */
+const char *sl_topic_state_config(const sl_topic_state_t *st, const char *key);
+
+typedef enum {
+        SL_TOPIC_OK = 0,      /* exists and matches the plan */
+        SL_TOPIC_MISSING = 1, /* does not exist; see create_parts */
+        SL_TOPIC_BAD = 2,     /* exists but differs; see problems */
+} sl_topic_status_t;
+
+typedef struct sl_topic_verdict_s {
+        const sl_topic_spec_t *spec; /* points into the plan */
+        sl_topic_status_t status;
+        /* MISSING: > 0 when apply can create it with this many partitions;
+         * 0 when it cannot, with the reason as the one problem. */
+        int create_parts;
+        char **problems; /* owned, one sentence each, no topic name */
+        int problem_cnt;
+} sl_topic_verdict_t;
+
+typedef struct sl_topicplan_eval_s {
+        sl_topic_verdict_t *verdicts; /* one per plan spec, in plan order */
+        int cnt;
+} sl_topicplan_eval_t;
+
+/* Judges obs against plan: one verdict per spec.  A topic absent from obs
+ * counts as missing.  The result points into plan (keep plan alive) and is
+ * owned by the caller (sl_topicplan_eval_destroy). */
+sl_topicplan_eval_t *sl_topicplan_eval(const sl_topicplan_t *plan,
+                                       const sl_topics_observed_t *obs);
+void sl_topicplan_eval_destroy(sl_topicplan_eval_t *ev);
+
+/* Number of problems in ev; a missing topic that apply would create counts
+ * as one problem when count_missing is set (check), not otherwise (apply). */
+int sl_topicplan_eval_problems(const sl_topicplan_eval_t *ev,
+                               int count_missing);
+
+#endif
