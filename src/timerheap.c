@@ -1,0 +1,400 @@
+/*
+ * timerheap.c — the pending timers of one delay partition (see timerheap.h).
+ *
+ * DESIGN
+ *
+ * A delay partition can hold millions of pending timers, so memory per timer
+ * is the figure that matters (the target is at most 64 bytes beyond the key
+ * and data bytes; general-purpose timer wheels and maps of boxed entries
+ * spend several hundred).  Everything a timer needs sits in one allocation:
+ *
+ *   sl_timer_t: due_ms | seq | hnext | heap_idx keylen datalen | key… data…
+ *               8        8     8       4        4      4         (inline)
+ *
+ * and the heap keeps only two arrays of pointers:
+ *
+ *   heap[]     binary min-heap of timer pointers ordered by (due_ms, seq);
+ *              each timer stores its own index, so cancelling or
+ *              rescheduling one is O(log n) without searching.
+ *   buckets[]  power-of-two array of hash chain heads; the chain link is
+ *              the timer's hnext (intrusive: no per-entry node).
+ *
+ * Per timer that is the 36-byte header plus malloc's chunk overhead (8
+ * bytes, rounded up to 16), one heap slot (8 bytes) and half a bucket to one
+ * bucket (4 to 8 bytes, see MAX_LOAD).  With 16-byte keys and no data glibc
+ * hands out a 64-byte chunk, so a timer costs about 48 + 8 + 4..8 bytes
+ * beyond its key: ~61 at 1M timers (tests/unit/test_timerheap.c and
+ * bench/timerheap_mem.c measure it).
+ *
+ * The bucket array doubles when the count exceeds MAX_LOAD per bucket and
+ * halves when it falls below a quarter of that; the heap array likewise
+ * doubles when full and halves below a quarter, so a partition that once
+ * held a burst gives the memory back.  Resizing the buckets rehashes the
+ * keys by walking the heap array (every timer is in it exactly once).
+ *
+ * The hash is a small multiply-rotate over 8-byte words with a murmur-style
+ * finaliser, so the low bits used as the bucket index depend on every key
+ * byte.
+ */
+#include "timerheap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Chains average at most this many timers before the bucket array doubles.
+ * 2 rather than 1 halves the bucket array (4 to 8 bytes per timer instead
+ * of 8 to 16), which is what keeps a 16-byte-key timer under 64 bytes of
+ * overhead; a lookup then compares about 2 keys instead of 1.5, and most
+ * comparisons stop at the length. */
+#define MAX_LOAD        2
+#define MIN_BUCKETS     16
+#define MIN_HEAP_CAP    16
+#define MAX_TIMERS      UINT32_MAX /* heap_idx is 32 bits */
+#define MAX_FIELD_BYTES UINT32_MAX /* keylen and datalen are 32 bits */
+
+struct sl_timerheap_s {
+        sl_timer_t **heap; /* heap[0] is the earliest */
+        size_t cnt;
+        size_t cap;
+        sl_timer_t **buckets;
+        size_t nbuckets; /* power of two */
+        size_t bytes;    /* key + data bytes of all timers */
+};
+
+static inline uint64_t rotl64(uint64_t x, int r) {
+        return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t hash_bytes(const void *key, size_t len) {
+        const unsigned char *p = key;
+        uint64_t h = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)len << 32);
+        uint64_t w;
+
+        while (len >= 8) {
+                memcpy(&w, p, 8);
+                h ^= w * 0x87c37b91114253d5ULL;
+                h = rotl64(h, 31) * 0x4cf5ad432745937fULL;
+                p += 8;
+                len -= 8;
+        }
+        if (len) {
+                w = 0;
+                memcpy(&w, p, len);
+                h ^= w * 0x87c37b91114253d5ULL;
+                h = rotl64(h, 31) * 0x4cf5ad432745937fULL;
+        }
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 33;
+        h *= 0xc4ceb9fe1a85ec53ULL;
+        h ^= h >> 33;
+        return h;
+}
+
+static inline size_t bucket_of(const sl_timerheap_t *h, const void *key,
+                               size_t keylen) {
+        return (size_t)hash_bytes(key, keylen) & (h->nbuckets - 1);
+}
+
+static inline int key_eq(const sl_timer_t *t, const void *key, size_t keylen) {
+        return t->keylen == keylen &&
+               (keylen == 0 || !memcmp(t->buf, key, keylen));
+}
+
+/* 1 if a fires before b. */
+static inline int before(const sl_timer_t *a, const sl_timer_t *b) {
+        return a->due_ms < b->due_ms ||
+               (a->due_ms == b->due_ms && a->seq < b->seq);
+}
+
+/*
+ * Hash index
+ */
+
+/* The link (bucket head or a predecessor's hnext) that points at the timer
+ * with this key, or at the NULL ending its chain when there is none. */
+static sl_timer_t **find_link(const sl_timerheap_t *h, const void *key,
+                              size_t keylen) {
+        sl_timer_t **link = &h->buckets[bucket_of(h, key, keylen)];
+
+        while (*link && !key_eq(*link, key, keylen))
+                link = &(*link)->hnext;
+        return link;
+}
+
+static void rehash(sl_timerheap_t *h, size_t nbuckets) {
+        sl_timer_t **b = sl_calloc(nbuckets, sizeof(*b));
+
+        free(h->buckets);
+        h->buckets = b;
+        h->nbuckets = nbuckets;
+        for (size_t i = 0; i < h->cnt; i++) {
+                sl_timer_t *t = h->heap[i];
+                size_t k = bucket_of(h, t->buf, t->keylen);
+                t->hnext = b[k];
+                b[k] = t;
+        }
+}
+
+/* Unlinks t from its hash chain. */
+static void hash_unlink(sl_timerheap_t *h, const sl_timer_t *t) {
+        sl_timer_t **link = &h->buckets[bucket_of(h, t->buf, t->keylen)];
+
+        while (*link != t) {
+                sl_assert(*link);
+                link = &(*link)->hnext;
+        }
+        *link = t->hnext;
+}
+
+/*
+ * Heap
+ */
+
+static void heap_set(sl_timerheap_t *h, size_t i, sl_timer_t *t) {
+        h->heap[i] = t;
+        t->heap_idx = (uint32_t)i;
+}
+
+/* Moves the timer at i up towards the root while it fires before its
+ * parent.  Returns its final index. */
+static size_t sift_up(sl_timerheap_t *h, size_t i) {
+        sl_timer_t *t = h->heap[i];
+
+        while (i > 0) {
+                size_t parent = (i - 1) / 2;
+                if (!before(t, h->heap[parent]))
+                        break;
+                heap_set(h, i, h->heap[parent]);
+                i = parent;
+        }
+        heap_set(h, i, t);
+        return i;
+}
+
+/* Moves the timer at i down while a child fires before it. */
+static void sift_down(sl_timerheap_t *h, size_t i) {
+        sl_timer_t *t = h->heap[i];
+
+        for (;;) {
+                size_t c = 2 * i + 1;
+                if (c >= h->cnt)
+                        break;
+                if (c + 1 < h->cnt && before(h->heap[c + 1], h->heap[c]))
+                        c++;
+                if (!before(h->heap[c], t))
+                        break;
+                heap_set(h, i, h->heap[c]);
+                i = c;
+        }
+        heap_set(h, i, t);
+}
+
+/* Restores heap order after the timer at i changed its (due_ms, seq). */
+static void heap_fix(sl_timerheap_t *h, size_t i) {
+        if (sift_up(h, i) == i)
+                sift_down(h, i);
+}
+
+/* Takes the timer at i out of the heap array (not out of the hash). */
+static void heap_remove_at(sl_timerheap_t *h, size_t i) {
+        sl_timer_t *last = h->heap[--h->cnt];
+
+        if (i < h->cnt) {
+                heap_set(h, i, last);
+                heap_fix(h, i);
+        }
+}
+
+/* Gives memory back once the heap has shrunk well below its arrays. */
+static void maybe_shrink(sl_timerheap_t *h) {
+        if (h->cap > MIN_HEAP_CAP && h->cnt < h->cap / 4) {
+                h->cap /= 2;
+                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
+        }
+        if (h->nbuckets > MIN_BUCKETS && h->cnt < h->nbuckets * MAX_LOAD / 4)
+                rehash(h, h->nbuckets / 2);
+}
+
+/* Unlinks t from both structures, updates the accounting, frees nothing. */
+static void detach(sl_timerheap_t *h, sl_timer_t *t) {
+        hash_unlink(h, t);
+        heap_remove_at(h, t->heap_idx);
+        h->bytes -= (size_t)t->keylen + t->datalen;
+        maybe_shrink(h);
+}
+
+/*
+ * Public API
+ */
+
+sl_timerheap_t *sl_timerheap_new(void) {
+        sl_timerheap_t *h = sl_calloc(1, sizeof(*h));
+
+        h->nbuckets = MIN_BUCKETS;
+        h->buckets = sl_calloc(h->nbuckets, sizeof(*h->buckets));
+        return h;
+}
+
+void sl_timerheap_destroy(sl_timerheap_t *h) {
+        if (!h)
+                return;
+        for (size_t i = 0; i < h->cnt; i++)
+                free(h->heap[i]);
+        free(h->heap);
+        free(h->buckets);
+        free(h);
+}
+
+static sl_timer_t *timer_new(const void *key, size_t keylen, int64_t due_ms,
+                             int64_t seq, const void *data, size_t datalen) {
+        sl_timer_t *t = sl_malloc(offsetof(sl_timer_t, buf) + keylen + datalen);
+
+        t->due_ms = due_ms;
+        t->seq = seq;
+        t->hnext = NULL;
+        t->heap_idx = 0;
+        t->keylen = (uint32_t)keylen;
+        t->datalen = (uint32_t)datalen;
+        if (keylen)
+                memcpy(t->buf, key, keylen);
+        if (datalen)
+                memcpy(t->buf + keylen, data, datalen);
+        return t;
+}
+
+int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
+                        int64_t due_ms, int64_t seq, const void *data,
+                        size_t datalen) {
+        sl_timer_t **link, *old, *t;
+
+        sl_assert(h && (key || !keylen) && (data || !datalen));
+        if (keylen >= MAX_FIELD_BYTES || datalen >= MAX_FIELD_BYTES)
+                return -1;
+
+        link = find_link(h, key, keylen);
+        old = *link;
+        if (old) {
+                h->bytes -= old->datalen;
+                h->bytes += datalen;
+                if (old->datalen == datalen) {
+                        /* Same size: rewrite in place, no allocation. */
+                        old->due_ms = due_ms;
+                        old->seq = seq;
+                        if (datalen)
+                                memcpy(old->buf + keylen, data, datalen);
+                        heap_fix(h, old->heap_idx);
+                        return 1;
+                }
+                t = timer_new(key, keylen, due_ms, seq, data, datalen);
+                t->hnext = old->hnext;
+                *link = t;
+                heap_set(h, old->heap_idx, t);
+                free(old);
+                heap_fix(h, t->heap_idx);
+                return 1;
+        }
+
+        if (h->cnt >= MAX_TIMERS)
+                return -1;
+        if (h->cnt == h->cap) {
+                h->cap = h->cap ? h->cap * 2 : MIN_HEAP_CAP;
+                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
+        }
+        t = timer_new(key, keylen, due_ms, seq, data, datalen);
+        t->hnext = *link;
+        *link = t;
+        h->heap[h->cnt] = t;
+        sift_up(h, h->cnt++);
+        h->bytes += keylen + datalen;
+        if (h->cnt > h->nbuckets * MAX_LOAD)
+                rehash(h, h->nbuckets * 2);
+        return 0;
+}
+
+int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen) {
+        sl_timer_t *t;
+
+        sl_assert(h && (key || !keylen));
+        t = *find_link(h, key, keylen);
+        if (!t)
+                return 0;
+        detach(h, t);
+        free(t);
+        return 1;
+}
+
+const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
+                                    size_t keylen) {
+        sl_assert(h && (key || !keylen));
+        return *find_link(h, key, keylen);
+}
+
+const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h) {
+        sl_assert(h);
+        return h->cnt ? h->heap[0] : NULL;
+}
+
+sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h) {
+        sl_timer_t *t;
+
+        sl_assert(h);
+        if (!h->cnt)
+                return NULL;
+        t = h->heap[0];
+        detach(h, t);
+        t->hnext = NULL;
+        return t;
+}
+
+void sl_timer_free(sl_timer_t *t) {
+        free(t);
+}
+
+size_t sl_timerheap_count(const sl_timerheap_t *h) {
+        sl_assert(h);
+        return h->cnt;
+}
+
+size_t sl_timerheap_bytes(const sl_timerheap_t *h) {
+        sl_assert(h);
+        return h->bytes;
+}
+
+void sl_timerheap_foreach(const sl_timerheap_t *h,
+                          void (*cb)(const sl_timer_t *t, void *opaque),
+                          void *opaque) {
+        sl_assert(h && cb);
+        for (size_t i = 0; i < h->cnt; i++)
+                cb(h->heap[i], opaque);
+}
+
+int sl_timerheap_verify(const sl_timerheap_t *h) {
+        size_t chained = 0, bytes = 0;
+
+        if (h->cnt > h->cap || !h->nbuckets ||
+            (h->nbuckets & (h->nbuckets - 1)))
+                return -1;
+        for (size_t i = 0; i < h->cnt; i++) {
+                const sl_timer_t *t = h->heap[i];
+                if (t->heap_idx != i)
+                        return -1;
+                if (i > 0 && before(t, h->heap[(i - 1) / 2]))
+                        return -1;
+                if (*find_link(h, t->buf, t->keylen) != t)
+                        return -1;
+                bytes += (size_t)t->keylen + t->datalen;
+        }
+        for (size_t b = 0; b < h->nbuckets; b++)
+                for (const sl_timer_t *t = h->buckets[b]; t; t = t->hnext) {
+                        if (bucket_of(h, t->buf, t->keylen) != b ||
+                            t->heap_idx >= h->cnt || h->heap[t->heap_idx] != t)
+                                return -1;
+                        chained++;
+                }
+        if (chained != h->cnt || bytes != h->bytes)
+                return -1;
+        return 0;
+}

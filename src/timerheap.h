@@ -1,0 +1,94 @@
+/*
+ * timerheap.h — the pending timers of one delay partition: a min-heap by
+ * (due_ms, seq) with an index by timer id for cancel and reschedule.
+ *
+ * Pure data structure: no Kafka, no libuv, not thread-safe (one partition's
+ * state lives on the loop thread).  See timerheap.c for the memory layout.
+ */
+#ifndef SL_TIMERHEAP_H
+#define SL_TIMERHEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * One pending timer: a single allocation holding this header, then the key
+ * (timer id) bytes, then the data bytes.  Read it through the accessors;
+ * the fields after seq belong to the heap.
+ */
+typedef struct sl_timer_s {
+        int64_t due_ms; /* when it fires, epoch milliseconds */
+        int64_t seq;    /* arrival order: equal due_ms fire in seq order */
+        struct sl_timer_s *hnext; /* next in the same hash bucket */
+        uint32_t heap_idx;        /* own position in the heap array */
+        uint32_t keylen;
+        uint32_t datalen;
+        char buf[]; /* keylen key bytes, then datalen data bytes */
+} sl_timer_t;
+
+static inline const void *sl_timer_key(const sl_timer_t *t) {
+        return t->buf;
+}
+
+static inline const void *sl_timer_data(const sl_timer_t *t) {
+        return t->buf + t->keylen;
+}
+
+typedef struct sl_timerheap_s sl_timerheap_t;
+
+/* An empty heap.  Never fails (allocation failure aborts). */
+sl_timerheap_t *sl_timerheap_new(void);
+
+/* Frees the heap and every timer still in it.  NULL is a no-op. */
+void sl_timerheap_destroy(sl_timerheap_t *h);
+
+/*
+ * Schedules the timer with this key (any bytes, keylen may be 0), or
+ * replaces the one already pending under it: due, seq and data all take
+ * the new values.  Key and data are copied; the caller keeps its buffers.
+ * Returns 1 if a pending timer was replaced, 0 if the key was new, -1 if
+ * keylen or datalen is 4 GiB or more or the heap holds 2^32 - 1 timers
+ * (nothing changed).
+ */
+int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
+                        int64_t due_ms, int64_t seq, const void *data,
+                        size_t datalen);
+
+/* Cancels the timer with this key: 1 if it was removed (and freed), 0 if no
+ * timer has this key. */
+int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen);
+
+/* The pending timer with this key, or NULL.  Owned by the heap: valid until
+ * the next call that modifies the heap. */
+const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
+                                    size_t keylen);
+
+/* The earliest timer (smallest due_ms, then smallest seq), or NULL when the
+ * heap is empty.  Owned by the heap, valid until the next modification. */
+const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h);
+
+/* Takes the earliest timer out of the heap, or returns NULL when empty.
+ * Ownership passes to the caller, who frees it with sl_timer_free(). */
+sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h);
+
+/* Frees a timer returned by sl_timerheap_pop().  NULL is a no-op. */
+void sl_timer_free(sl_timer_t *t);
+
+/* Number of pending timers. */
+size_t sl_timerheap_count(const sl_timerheap_t *h);
+
+/* Key plus data bytes of all pending timers (the payload the heap holds,
+ * for metrics; the heap's own overhead is not included). */
+size_t sl_timerheap_bytes(const sl_timerheap_t *h);
+
+/* Calls cb for every pending timer, in no particular order.  cb must not
+ * modify the heap. */
+void sl_timerheap_foreach(const sl_timerheap_t *h,
+                          void (*cb)(const sl_timer_t *t, void *opaque),
+                          void *opaque);
+
+/* Checks every internal invariant (heap order, positions, hash chains,
+ * counts) in O(n): 0 if sound, -1 if not.  For tests. */
+int sl_timerheap_verify(const sl_timerheap_t *h);
+
+#endif
