@@ -1,0 +1,347 @@
+/*
+ * http.c — the metrics address, served by libmicrohttpd (see http.h).
+ *
+ * DESIGN
+ *
+ * libmicrohttpd runs with MHD_USE_INTERNAL_POLLING_THREAD: one thread of its
+ * own accepts connections and calls handle_request() for each request.
+ * Nothing here runs on the libuv loop.  That is deliberate: Prometheus and
+ * the kubelet must get answers even while the loop is busy or stuck, and a
+ * stuck loop must show up as a failing /healthz (the runtime stops calling
+ * sl_http_set_alive(h, 1)) rather than as a hung connection.
+ *
+ * State shared with the loop thread:
+ *   - alive: an atomic int, written by the loop, read per request;
+ *   - ready and its reason: a flag and a short string, which must be read
+ *     together, so both sit behind a mutex held only to copy them;
+ *   - the metrics registry, which has its own lock for rendering.
+ *
+ * Every response is one small buffer handed to libmicrohttpd, which frees
+ * it (or copies it) when sent.  Request bodies are never read: any request
+ * is answered on the first call of the access handler.
+ */
+#include "http.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define READY_REASON_MAX 256
+
+struct sl_http_s {
+        struct MHD_Daemon *daemon;
+        sl_metrics_t *metrics; /* borrowed */
+        int port;
+        atomic_int alive;
+        pthread_mutex_t lock; /* guards ready and reason */
+        int ready;
+        char reason[READY_REASON_MAX];
+        /* While starting, the last message libmicrohttpd logged on the
+         * starting thread, so a failed start can say why in errstr. */
+        char starterr[256];
+        atomic_int starting;
+        pthread_t starter;
+};
+
+/*
+ * Splits "HOST:PORT" / "[V6]:PORT" into host and port strings.  Returns 0,
+ * or -1 with errstr set.
+ */
+static int listen_split(const char *listen, char *host, size_t hostsize,
+                        char *port, size_t portsize, char *errstr,
+                        size_t errstr_size) {
+        const char *h, *colon;
+        size_t hlen;
+
+        if (!listen || !*listen) {
+                snprintf(errstr, errstr_size, "empty listen address");
+                return -1;
+        }
+        if (listen[0] == '[') {
+                const char *close = strchr(listen, ']');
+                if (!close || close[1] != ':') {
+                        snprintf(errstr, errstr_size,
+                                 "\"%s\": expected [IPV6]:PORT", listen);
+                        return -1;
+                }
+                h = listen + 1;
+                hlen = (size_t)(close - h);
+                colon = close + 1;
+        } else {
+                colon = strrchr(listen, ':');
+                if (!colon) {
+                        snprintf(errstr, errstr_size,
+                                 "\"%s\": expected HOST:PORT", listen);
+                        return -1;
+                }
+                if (memchr(listen, ':', (size_t)(colon - listen))) {
+                        snprintf(errstr, errstr_size,
+                                 "\"%s\": an IPv6 address needs brackets, "
+                                 "e.g. [::1]:9464",
+                                 listen);
+                        return -1;
+                }
+                h = listen;
+                hlen = (size_t)(colon - listen);
+                if (hlen == 0 || (hlen == 1 && h[0] == '*')) {
+                        h = "0.0.0.0";
+                        hlen = strlen(h);
+                }
+        }
+        if (hlen == 0 || hlen >= hostsize) {
+                snprintf(errstr, errstr_size, "\"%s\": bad host", listen);
+                return -1;
+        }
+        memcpy(host, h, hlen);
+        host[hlen] = '\0';
+
+        const char *p = colon + 1;
+        size_t plen = strlen(p);
+        long v = 0;
+        if (plen == 0 || plen > 5 || plen >= portsize) {
+                snprintf(errstr, errstr_size, "\"%s\": bad port", listen);
+                return -1;
+        }
+        for (size_t i = 0; i < plen; i++) {
+                if (p[i] < '0' || p[i] > '9') {
+                        snprintf(errstr, errstr_size, "\"%s\": bad port",
+                                 listen);
+                        return -1;
+                }
+                v = v * 10 + (p[i] - '0');
+        }
+        if (v > 65535) {
+                snprintf(errstr, errstr_size, "\"%s\": port must be 0-65535",
+                         listen);
+                return -1;
+        }
+        memcpy(port, p, plen + 1);
+        return 0;
+}
+
+/* Resolves listen to one socket address.  Returns 0, or -1 with errstr. */
+static int listen_resolve(const char *listen, struct sockaddr_storage *ss,
+                          char *errstr, size_t errstr_size) {
+        char host[256], port[8];
+        struct addrinfo hints = {0}, *res = NULL;
+        int r;
+
+        if (listen_split(listen, host, sizeof(host), port, sizeof(port), errstr,
+                         errstr_size) == -1)
+                return -1;
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+        r = getaddrinfo(host, port, &hints, &res);
+        if (r != 0) {
+                snprintf(errstr, errstr_size, "\"%s\": %s", listen,
+                         gai_strerror(r));
+                return -1;
+        }
+        sl_assert(res && res->ai_addrlen <= sizeof(*ss));
+        memset(ss, 0, sizeof(*ss));
+        memcpy(ss, res->ai_addr, res->ai_addrlen);
+        freeaddrinfo(res);
+        return 0;
+}
+
+int sl_http_listen_check(const char *listen, char *errstr, size_t errstr_size) {
+        struct sockaddr_storage ss;
+        return listen_resolve(listen, &ss, errstr, errstr_size);
+}
+
+/* libmicrohttpd's error messages, into our log (and errstr while
+ * starting). */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        sl_http_t *h = cls;
+        char buf[512];
+        size_t n;
+
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        n = strlen(buf);
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+                buf[--n] = '\0';
+        if (atomic_load(&h->starting) &&
+            pthread_equal(pthread_self(), h->starter))
+                snprintf(h->starterr, sizeof(h->starterr), "%s", buf);
+        sl_log(LOG_WARNING, "HTTP", "%s", buf);
+}
+
+/*
+ * Queues one response.  body is copied unless owned (then libmicrohttpd
+ * frees it with free()).
+ */
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
+                             const char *content_type, char *body, size_t len,
+                             int owned) {
+        struct MHD_Response *resp = MHD_create_response_from_buffer(
+            len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+        enum MHD_Result r;
+
+        if (!resp) {
+                if (owned)
+                        free(body);
+                return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                content_type);
+        /* Probes and scrapes want the state now, never a cached copy. */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+                                "no-store");
+        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                        "GET, HEAD");
+        r = MHD_queue_response(conn, status, resp);
+        MHD_destroy_response(resp);
+        return r;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn,
+                                  unsigned int status, const char *text) {
+        return reply(conn, status, "text/plain; charset=utf-8", (char *)text,
+                     strlen(text), 0);
+}
+
+/* Runs on the libmicrohttpd thread, once per request. */
+static enum MHD_Result
+handle_request(void *cls, struct MHD_Connection *conn, const char *url,
+               const char *method, const char *version, const char *upload_data,
+               size_t *upload_data_size, void **req_cls) {
+        sl_http_t *h = cls;
+        (void)version;
+        (void)upload_data;
+        (void)upload_data_size;
+        (void)req_cls;
+
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+            strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+                return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                  "method not allowed\n");
+
+        if (!strcmp(url, "/metrics")) {
+                size_t len;
+                char *text = sl_metrics_render(h->metrics, &len);
+                return reply(conn, MHD_HTTP_OK,
+                             "text/plain; version=0.0.4; charset=utf-8", text,
+                             len, 1);
+        }
+        if (!strcmp(url, "/healthz")) {
+                if (atomic_load_explicit(&h->alive, memory_order_relaxed))
+                        return reply_text(conn, MHD_HTTP_OK, "ok\n");
+                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                  "event loop not running\n");
+        }
+        if (!strcmp(url, "/readyz")) {
+                char body[READY_REASON_MAX + 1];
+                int ready;
+                pthread_mutex_lock(&h->lock);
+                ready = h->ready;
+                snprintf(body, sizeof(body), "%s\n", h->reason);
+                pthread_mutex_unlock(&h->lock);
+                if (ready)
+                        return reply_text(conn, MHD_HTTP_OK, "ready\n");
+                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, body);
+        }
+        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
+                         size_t errstr_size) {
+        struct sockaddr_storage ss;
+        unsigned int flags;
+        sl_http_t *h;
+
+        if (!m) {
+                snprintf(errstr, errstr_size, "no metrics registry");
+                return NULL;
+        }
+        if (listen_resolve(listen, &ss, errstr, errstr_size) == -1)
+                return NULL;
+
+        h = sl_calloc(1, sizeof(*h));
+        h->metrics = m;
+        atomic_init(&h->alive, 0);
+        atomic_init(&h->starting, 0);
+        pthread_mutex_init(&h->lock, NULL);
+        snprintf(h->reason, sizeof(h->reason), "starting");
+
+        flags =
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+        if (ss.ss_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+
+        h->starter = pthread_self();
+        atomic_store(&h->starting, 1);
+        /* The port is ignored beside MHD_OPTION_SOCK_ADDR, but libmicrohttpd
+         * names it in its error messages. */
+        uint16_t port = ntohs(ss.ss_family == AF_INET6
+                                  ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                  : ((struct sockaddr_in *)&ss)->sin_port);
+        h->daemon = MHD_start_daemon(
+            flags, port, NULL, NULL, handle_request, h,
+            /* The logger must come first to catch start-up errors. */
+            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_SOCK_ADDR,
+            (struct sockaddr *)&ss,
+            /* Scrapers and probes are few; bound what a flood can take. */
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+        atomic_store(&h->starting, 0);
+        if (!h->daemon) {
+                snprintf(errstr, errstr_size, "cannot listen on %s: %s", listen,
+                         h->starterr[0] ? h->starterr : "libmicrohttpd failed");
+                pthread_mutex_destroy(&h->lock);
+                free(h);
+                return NULL;
+        }
+
+        const union MHD_DaemonInfo *info =
+            MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+        h->port = info ? (int)info->port : 0;
+        sl_log(LOG_INFO, "HTTP",
+               "serving /metrics, /healthz, /readyz on %s "
+               "(port %d)",
+               listen, h->port);
+        return h;
+}
+
+void sl_http_stop(sl_http_t *h) {
+        if (!h)
+                return;
+        MHD_stop_daemon(h->daemon);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+}
+
+int sl_http_port(const sl_http_t *h) {
+        return h ? h->port : 0;
+}
+
+void sl_http_set_alive(sl_http_t *h, int alive) {
+        if (h)
+                atomic_store_explicit(&h->alive, alive != 0,
+                                      memory_order_relaxed);
+}
+
+void sl_http_set_ready(sl_http_t *h, int ready, const char *reason) {
+        if (!h)
+                return;
+        pthread_mutex_lock(&h->lock);
+        h->ready = ready != 0;
+        snprintf(h->reason, sizeof(h->reason), "%s",
+                 reason && *reason ? reason : (ready ? "" : "not ready"));
+        /* One line: a probe's output is logged line by line. */
+        for (char *p = h->reason; *p; p++)
+                if (*p == '\n' || *p == '\r')
+                        *p = ' ';
+        pthread_mutex_unlock(&h->lock);
+}

@@ -1,0 +1,61 @@
+/*
+ * http.h — the HTTP server on the metrics address: /metrics, /healthz and
+ * /readyz for Prometheus and Kubernetes probes.
+ *
+ *   GET /metrics  200, the registry in Prometheus text format 0.0.4
+ *   GET /healthz  200 "ok" while the runtime says its loop is alive, else 503
+ *   GET /readyz   200 "ready" once the runtime says so (every assigned
+ *                 partition rebuilt), else 503 with a one-line reason
+ *   other paths   404;  methods other than GET and HEAD: 405
+ *
+ * Threading: libmicrohttpd serves every request on one internal thread of
+ * its own, never on the libuv loop, so a slow scrape cannot stall the
+ * pipelines and a stalled loop is seen by the liveness probe.  The runtime
+ * sets the alive and ready states from the loop thread; they are published
+ * to the server thread through an atomic and a mutex.
+ */
+#ifndef SL_HTTP_H
+#define SL_HTTP_H
+
+#include <stddef.h>
+
+#include "metrics.h"
+
+typedef struct sl_http_s sl_http_t;
+
+/*
+ * Checks a listen address without binding it: "HOST:PORT" where HOST is an
+ * IPv4 address, a host name, or an IPv6 address in brackets ("[::1]:9464");
+ * an empty HOST or "*" means every IPv4 interface; PORT is 0-65535 (0 picks
+ * a free port).  Returns 0, or -1 with the reason in errstr.  For config
+ * validation.  Any thread.
+ */
+int sl_http_listen_check(const char *listen, char *errstr, size_t errstr_size);
+
+/*
+ * Starts serving on listen (see sl_http_listen_check()), rendering m on
+ * /metrics.  The server starts not alive and not ready ("starting").  m is
+ * borrowed: it must outlive the server.  Returns the server, or NULL with
+ * the reason in errstr (bad address, address in use, ...).  Call from the
+ * thread that will call sl_http_stop().
+ */
+sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
+                         size_t errstr_size);
+
+/* Stops serving, waiting for requests in progress, and frees h.  NULL is a
+ * no-op. */
+void sl_http_stop(sl_http_t *h);
+
+/* The port actually bound (the ephemeral one when the address said 0). */
+int sl_http_port(const sl_http_t *h);
+
+/* What /healthz reports: alive non-zero while the loop runs.  Called from
+ * the loop thread; NULL h is a no-op (no HTTP server configured). */
+void sl_http_set_alive(sl_http_t *h, int alive);
+
+/* What /readyz reports.  reason (copied; may be NULL) explains not ready,
+ * e.g. "rebuilding 3 of 12 partitions"; line breaks become spaces and it is
+ * cut at 255 bytes.  Called from the loop thread; NULL h is a no-op. */
+void sl_http_set_ready(sl_http_t *h, int ready, const char *reason);
+
+#endif
