@@ -1,0 +1,998 @@
+/*
+ * topics.c — `sluice topics apply | check | create | describe`, and the
+ * Admin API calls they need (see topics.h).  The plan and the judgement of
+ * existing topics are in topicplan.c; this file talks to the broker and
+ * prints.
+ *
+ * Output is one line per topic, first word the verdict, so a person reads it
+ * and a script greps it:
+ *
+ *   created  notify.changelog   notify changelog, 3 partitions
+ *   exists   notify.in          notify input, 3 partitions
+ *   problem  notify.overflow    notify overflow: cleanup.policy is compact, ...
+ *   missing  notify.dlq         notify dlq: would be created with 3 ...
+ *
+ * ("missing" only from apply --dry-run).  apply creates what is
+ * missing and never alters an existing topic; a second apply creates nothing
+ * and says so.  check reports every problem of every topic in one run.  Exit
+ * codes: 0 all good, 1 problems or errors, 2 usage.
+ */
+#include "topics.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kafka.h"
+#include "log.h"
+#include "parse.h"
+#include "util.h"
+
+#define DEFAULT_TIMEOUT_MS 30000
+
+struct sl_topics_admin_s {
+        rd_kafka_t *rk;
+        rd_kafka_queue_t *rkqu; /* admin results */
+        int timeout_ms;
+        char bootstrap[256]; /* for error messages */
+};
+
+/*
+ * Admin client
+ */
+
+static void conf_bootstrap(const sl_conf_t *conf, char *buf, size_t size) {
+        snprintf(buf, size, "(bootstrap.servers not set)");
+        for (int i = 0; i < conf->kafka_cnt; i++)
+                if (!strcmp(conf->kafka[i].key, "bootstrap.servers") ||
+                    !strcmp(conf->kafka[i].key, "metadata.broker.list"))
+                        snprintf(buf, size, "%s", conf->kafka[i].value);
+}
+
+sl_topics_admin_t *sl_topics_admin_new(const sl_conf_t *conf, int timeout_ms,
+                                       char *errstr, size_t errstr_size) {
+        sl_topics_admin_t *adm;
+        rd_kafka_conf_t *kconf;
+
+        if (!conf || timeout_ms <= 0) {
+                snprintf(errstr, errstr_size, "invalid arguments");
+                return NULL;
+        }
+        kconf = sl_conf_rdkafka(conf, errstr, errstr_size);
+        if (!kconf)
+                return NULL;
+        rd_kafka_conf_set_log_cb(kconf, sl_kafka_log_cb);
+
+        adm = sl_calloc(1, sizeof(*adm));
+        adm->timeout_ms = timeout_ms;
+        conf_bootstrap(conf, adm->bootstrap, sizeof(adm->bootstrap));
+        adm->rk = rd_kafka_new(RD_KAFKA_PRODUCER, kconf, errstr, errstr_size);
+        if (!adm->rk) {
+                rd_kafka_conf_destroy(kconf);
+                free(adm);
+                return NULL;
+        }
+        adm->rkqu = rd_kafka_queue_new(adm->rk);
+        return adm;
+}
+
+void sl_topics_admin_destroy(sl_topics_admin_t *adm) {
+        if (!adm)
+                return;
+        rd_kafka_queue_destroy(adm->rkqu);
+        rd_kafka_destroy(adm->rk);
+        free(adm);
+}
+
+static int unreachable(sl_topics_admin_t *adm, const char *what,
+                       rd_kafka_resp_err_t err, char *errstr,
+                       size_t errstr_size) {
+        int timeout = err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                      err == RD_KAFKA_RESP_ERR__TRANSPORT;
+
+        snprintf(errstr, errstr_size, "%s: %s%s (bootstrap.servers %s, %d ms)",
+                 what, rd_kafka_err2str(err),
+                 timeout ? ": the Kafka cluster did not answer" : "",
+                 adm->bootstrap, adm->timeout_ms);
+        return timeout ? -ETIMEDOUT : -EIO;
+}
+
+/* Waits for the one result event of an admin request on adm->rkqu.  The
+ * request's own timeout makes librdkafka emit a timed-out result; the extra
+ * second here only guards against a lost event. */
+static rd_kafka_event_t *admin_wait(sl_topics_admin_t *adm,
+                                    rd_kafka_event_type_t type,
+                                    const char *what, char *errstr,
+                                    size_t errstr_size) {
+        int64_t end = sl_mono_us() + (int64_t)(adm->timeout_ms + 1000) * 1000;
+        rd_kafka_event_t *ev;
+
+        for (;;) {
+                int64_t left_ms = (end - sl_mono_us()) / 1000;
+                if (left_ms <= 0) {
+                        unreachable(adm, what, RD_KAFKA_RESP_ERR__TIMED_OUT,
+                                    errstr, errstr_size);
+                        return NULL;
+                }
+                ev = rd_kafka_queue_poll(adm->rkqu, (int)left_ms);
+                if (!ev)
+                        continue;
+                if (rd_kafka_event_type(ev) == type)
+                        break;
+                rd_kafka_event_destroy(ev);
+        }
+        if (rd_kafka_event_error(ev)) {
+                unreachable(adm, what, rd_kafka_event_error(ev), errstr,
+                            errstr_size);
+                rd_kafka_event_destroy(ev);
+                return NULL;
+        }
+        return ev;
+}
+
+static rd_kafka_AdminOptions_t *admin_options(sl_topics_admin_t *adm,
+                                              rd_kafka_admin_op_t op) {
+        rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(adm->rk, op);
+        char err[256];
+
+        rd_kafka_AdminOptions_set_request_timeout(opts, adm->timeout_ms, err,
+                                                  sizeof(err));
+        if (op == RD_KAFKA_ADMIN_OP_CREATETOPICS)
+                rd_kafka_AdminOptions_set_operation_timeout(
+                    opts, adm->timeout_ms, err, sizeof(err));
+        return opts;
+}
+
+/* Cluster metadata of every topic; never triggers auto-creation (a request
+ * for all topics names none). */
+static int metadata(sl_topics_admin_t *adm,
+                    const struct rd_kafka_metadata **mdp, char *errstr,
+                    size_t errstr_size) {
+        rd_kafka_resp_err_t err =
+            rd_kafka_metadata(adm->rk, 1, NULL, mdp, adm->timeout_ms);
+
+        if (err)
+                return unreachable(adm, "metadata", err, errstr, errstr_size);
+        return 0;
+}
+
+static const rd_kafka_metadata_topic_t *
+md_topic(const struct rd_kafka_metadata *md, const char *name) {
+        for (int i = 0; i < md->topic_cnt; i++)
+                if (!strcmp(md->topics[i].topic, name))
+                        return &md->topics[i];
+        return NULL;
+}
+
+static int describe(sl_topics_admin_t *adm, sl_topics_observed_t *obs,
+                    char *errstr, size_t errstr_size) {
+        rd_kafka_ConfigResource_t **res;
+        rd_kafka_AdminOptions_t *opts;
+        const rd_kafka_ConfigResource_t **rres;
+        rd_kafka_event_t *ev;
+        size_t rcnt;
+        int cnt = 0;
+
+        res = sl_calloc(obs->cnt, sizeof(*res));
+        for (int i = 0; i < obs->cnt; i++)
+                if (obs->topics[i].exists)
+                        res[cnt++] = rd_kafka_ConfigResource_new(
+                            RD_KAFKA_RESOURCE_TOPIC, obs->topics[i].name);
+        if (!cnt) {
+                free(res);
+                return 0;
+        }
+        opts = admin_options(adm, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+        rd_kafka_DescribeConfigs(adm->rk, res, cnt, opts, adm->rkqu);
+        rd_kafka_AdminOptions_destroy(opts);
+        rd_kafka_ConfigResource_destroy_array(res, cnt);
+        free(res);
+
+        ev = admin_wait(adm, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT,
+                        "DescribeConfigs", errstr, errstr_size);
+        if (!ev)
+                return -ETIMEDOUT;
+        rres = rd_kafka_DescribeConfigs_result_resources(
+            rd_kafka_event_DescribeConfigs_result(ev), &rcnt);
+        for (size_t i = 0; i < rcnt; i++) {
+                const rd_kafka_ConfigEntry_t **entries;
+                sl_topic_state_t *st = NULL;
+                size_t ecnt;
+
+                for (int j = 0; j < obs->cnt && !st; j++)
+                        if (!strcmp(obs->topics[j].name,
+                                    rd_kafka_ConfigResource_name(rres[i])))
+                                st = &obs->topics[j];
+                if (!st)
+                        continue;
+                if (rd_kafka_ConfigResource_error(rres[i])) {
+                        const char *e =
+                            rd_kafka_ConfigResource_error_string(rres[i]);
+                        free(st->error);
+                        st->error = sl_strdup(
+                            e ? e
+                              : rd_kafka_err2str(
+                                    rd_kafka_ConfigResource_error(rres[i])));
+                        continue;
+                }
+                entries = rd_kafka_ConfigResource_configs(rres[i], &ecnt);
+                for (size_t k = 0; k < ecnt; k++)
+                        sl_topic_state_set_config(
+                            st, rd_kafka_ConfigEntry_name(entries[k]),
+                            rd_kafka_ConfigEntry_value(entries[k]),
+                            rd_kafka_ConfigEntry_source(entries[k]) ==
+                                RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG);
+                /* A topic with no configs at all is still described. */
+                st->described = 1;
+        }
+        rd_kafka_event_destroy(ev);
+        return 0;
+}
+
+int sl_topics_observe(sl_topics_admin_t *adm, const char *const *names, int cnt,
+                      sl_topics_observed_t **obsp, char *errstr,
+                      size_t errstr_size) {
+        const struct rd_kafka_metadata *md;
+        sl_topics_observed_t *obs;
+        int r;
+
+        *obsp = NULL;
+        if ((r = metadata(adm, &md, errstr, errstr_size)))
+                return r;
+        obs = sl_topics_observed_new();
+        for (int i = 0; i < cnt; i++) {
+                const rd_kafka_metadata_topic_t *t = md_topic(md, names[i]);
+                sl_topic_state_t *st;
+
+                if (sl_topics_observed_find(obs, names[i]))
+                        continue;
+                st = sl_topics_observed_add(obs, names[i], t != NULL,
+                                            t ? t->partition_cnt : 0);
+                if (t && t->err)
+                        st->error = sl_strdup(rd_kafka_err2str(t->err));
+        }
+        rd_kafka_metadata_destroy(md);
+        if ((r = describe(adm, obs, errstr, errstr_size))) {
+                sl_topics_observed_destroy(obs);
+                return r;
+        }
+        *obsp = obs;
+        return 0;
+}
+
+/* Waits until the metadata shows name with partitions partitions: a created
+ * topic is then usable by the next command. */
+static int await_topic(sl_topics_admin_t *adm, const char *name, int partitions,
+                       char *errstr, size_t errstr_size) {
+        int64_t end = sl_mono_us() + (int64_t)adm->timeout_ms * 1000;
+
+        for (;;) {
+                const struct rd_kafka_metadata *md;
+                const rd_kafka_metadata_topic_t *t;
+                int ok, r;
+
+                if ((r = metadata(adm, &md, errstr, errstr_size)))
+                        return r;
+                t = md_topic(md, name);
+                ok = t && !t->err &&
+                     (partitions <= 0 || t->partition_cnt == partitions);
+                rd_kafka_metadata_destroy(md);
+                if (ok)
+                        return 0;
+                if (sl_mono_us() > end) {
+                        snprintf(errstr, errstr_size,
+                                 "created, but not in the metadata after %d ms",
+                                 adm->timeout_ms);
+                        return -ETIMEDOUT;
+                }
+                rd_kafka_poll(adm->rk, 100);
+        }
+}
+
+int sl_topics_create(sl_topics_admin_t *adm, const char *name, int partitions,
+                     int replication_factor, const char *const *keys,
+                     const char *const *values, int cnt, char *errstr,
+                     size_t errstr_size) {
+        rd_kafka_NewTopic_t *nt;
+        rd_kafka_AdminOptions_t *opts;
+        rd_kafka_event_t *ev;
+        const rd_kafka_topic_result_t **tres;
+        rd_kafka_resp_err_t err;
+        size_t tcnt;
+
+        if (!adm || !name || partitions <= 0 || cnt < 0) {
+                snprintf(errstr, errstr_size, "invalid arguments");
+                return -EINVAL;
+        }
+        nt = rd_kafka_NewTopic_new(name, partitions, replication_factor, errstr,
+                                   errstr_size);
+        if (!nt)
+                return -EINVAL;
+        for (int i = 0; i < cnt; i++) {
+                if (rd_kafka_NewTopic_set_config(nt, keys[i], values[i])) {
+                        snprintf(errstr, errstr_size, "config %s=%s refused",
+                                 keys[i], values[i]);
+                        rd_kafka_NewTopic_destroy(nt);
+                        return -EINVAL;
+                }
+        }
+        opts = admin_options(adm, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+        rd_kafka_CreateTopics(adm->rk, &nt, 1, opts, adm->rkqu);
+        rd_kafka_AdminOptions_destroy(opts);
+        rd_kafka_NewTopic_destroy(nt);
+
+        ev = admin_wait(adm, RD_KAFKA_EVENT_CREATETOPICS_RESULT, "CreateTopics",
+                        errstr, errstr_size);
+        if (!ev)
+                return -ETIMEDOUT;
+        tres = rd_kafka_CreateTopics_result_topics(
+            rd_kafka_event_CreateTopics_result(ev), &tcnt);
+        err = tcnt == 1 ? rd_kafka_topic_result_error(tres[0])
+                        : RD_KAFKA_RESP_ERR__BAD_MSG;
+        if (err && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+                snprintf(errstr, errstr_size, "%s",
+                         tcnt == 1 &&
+                                 rd_kafka_topic_result_error_string(tres[0])
+                             ? rd_kafka_topic_result_error_string(tres[0])
+                             : rd_kafka_err2str(err));
+        rd_kafka_event_destroy(ev);
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+                return -EEXIST;
+        if (err)
+                return -EIO;
+        return await_topic(adm, name, partitions, errstr, errstr_size);
+}
+
+int sl_topics_create_spec(sl_topics_admin_t *adm, const sl_topic_spec_t *spec,
+                          int partitions, char *errstr, size_t errstr_size) {
+        const char *keys[SL_TOPIC_SETTINGS_MAX], *values[SL_TOPIC_SETTINGS_MAX];
+        int cnt = 0;
+
+        for (int i = 0; i < spec->setting_cnt; i++) {
+                const sl_topic_setting_t *s = &spec->settings[i];
+                int dup = 0;
+                if (!s->value[0])
+                        continue;
+                for (int j = 0; j < cnt && !dup; j++)
+                        dup = !strcmp(keys[j], s->key);
+                if (dup)
+                        continue;
+                keys[cnt] = s->key;
+                values[cnt++] = s->value;
+        }
+        return sl_topics_create(adm, spec->name, partitions,
+                                spec->replication_factor, keys, values, cnt,
+                                errstr, errstr_size);
+}
+
+/*
+ * Command line
+ */
+
+typedef struct topics_opts_s {
+        const char *conf_path;
+        int timeout_ms;
+        int dry_run;
+        int all;
+        int partitions;
+        int replication_factor;
+        const char **cfg_keys; /* --config key=value, split in place */
+        const char **cfg_values;
+        int cfg_cnt;
+        char **args; /* positional arguments */
+        int arg_cnt;
+} topics_opts_t;
+
+static const char *sub_usage[] = {
+    "apply",
+    "usage: sluice topics apply -c FILE [--dry-run] [--timeout DURATION]\n"
+    "\n"
+    "Creates every missing topic of every pipeline with the Admin API: the\n"
+    "changelog (compacted), the throttle's overflow (delete, retention =\n"
+    "ttl + 1h) and rates (compacted, 1 partition), the dlq (delete, 7d),\n"
+    "all with the input's partition count.  A missing input is created\n"
+    "only when the pipeline sets input_partitions.  Existing topics are\n"
+    "never altered: what differs is reported and the exit code is 1.\n"
+    "Output topics belong to you; a missing one is reported.\n"
+    "\n"
+    "  -c, --config FILE      the sluice config file\n"
+    "  -n, --dry-run          print what would be created, create nothing\n"
+    "  -t, --timeout DURATION bound on each broker request (default 30s)\n",
+
+    "check",
+    "usage: sluice topics check -c FILE [--timeout DURATION]\n"
+    "\n"
+    "Verifies every topic of every pipeline and reports every problem in one\n"
+    "run: missing topics, partition counts that differ from the input's,\n"
+    "cleanup policies, changelog settings that would make rebuilds slow\n"
+    "(segment.ms, max.compaction.lag.ms <= 1d; min.compaction.lag.ms <= 1h;\n"
+    "min.cleanable.dirty.ratio <= 0.5; 1min <= delete.retention.ms <= 1d),\n"
+    "and overflow retention shorter than the pipeline's ttl.\n"
+    "Exit 0 and \"ok\" when all is well, 1 otherwise.\n"
+    "\n"
+    "  -c, --config FILE      the sluice config file\n"
+    "  -t, --timeout DURATION bound on each broker request (default 30s)\n",
+
+    "create",
+    "usage: sluice topics create -c FILE NAME --partitions N\n"
+    "                            [--replication-factor N] [--config K=V]...\n"
+    "\n"
+    "Creates one topic (for tests and demos).  An existing topic with the\n"
+    "same partition count is fine (\"exists\", exit 0); another count is an\n"
+    "error (exit 1).  Configs of an existing topic are not compared.\n"
+    "\n"
+    "  -c, --config FILE            the sluice config file ([kafka] section)\n"
+    "  -p, --partitions N           partition count (required)\n"
+    "  -r, --replication-factor N   default -1: the broker's default\n"
+    "      --config KEY=VALUE       a topic config; repeatable\n"
+    "  -t, --timeout DURATION       bound on each broker request\n",
+
+    "describe",
+    "usage: sluice topics describe -c FILE [--all] [TOPIC]...\n"
+    "\n"
+    "Prints each topic (default: every topic of the config's pipelines) on\n"
+    "one line: its name, partitions=N and the configs set on the topic\n"
+    "itself as key=value, or \"missing\".  With --all, every config,\n"
+    "defaults included.  Exit 1 when a topic is missing.\n"
+    "\n"
+    "  -c, --config FILE      the sluice config file\n"
+    "  -a, --all              include configs left at their defaults\n"
+    "  -t, --timeout DURATION bound on each broker request (default 30s)\n",
+};
+
+static void usage_topics(FILE *out) {
+        fprintf(out,
+                "usage: sluice topics <subcommand> -c FILE [options]\n"
+                "\n"
+                "subcommands:\n"
+                "  apply      create the missing topics of every pipeline\n"
+                "  check      verify partition counts and configs\n"
+                "  create     create one topic\n"
+                "  describe   print topics with their partitions and "
+                "configs\n"
+                "\n"
+                "`sluice topics <subcommand> --help` describes each.\n");
+}
+
+static const char *sub_help(const char *sub) {
+        for (size_t i = 0; i < SL_ARRAY_SIZE(sub_usage); i += 2)
+                if (!strcmp(sub_usage[i], sub))
+                        return sub_usage[i + 1];
+        return NULL;
+}
+
+/* Parses argv (argv[0] is the subcommand).  Returns -1 to exit with
+ * SL_EXIT_OK (help printed), 0 to go on, or SL_EXIT_USAGE. */
+static int parse_opts(const char *sub, int argc, char **argv,
+                      topics_opts_t *o) {
+        enum { OPT_CONFIG_KV = 1000 };
+        static const struct option longopts[] = {
+            {"config", required_argument, NULL, OPT_CONFIG_KV},
+            {"dry-run", no_argument, NULL, 'n'},
+            {"timeout", required_argument, NULL, 't'},
+            {"all", no_argument, NULL, 'a'},
+            {"partitions", required_argument, NULL, 'p'},
+            {"replication-factor", required_argument, NULL, 'r'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        int is_create = !strcmp(sub, "create");
+        int c;
+
+        memset(o, 0, sizeof(*o));
+        o->timeout_ms = DEFAULT_TIMEOUT_MS;
+        o->replication_factor = -1;
+        o->cfg_keys = sl_calloc(argc, sizeof(*o->cfg_keys));
+        o->cfg_values = sl_calloc(argc, sizeof(*o->cfg_values));
+        optind = 0; /* glibc: full reinitialisation */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":c:nt:ap:r:h", longopts, NULL)) !=
+               -1) {
+                char err[128], *end;
+                int64_t ms;
+                long n;
+
+                switch (c) {
+                case OPT_CONFIG_KV:
+                        /* create: --config KEY=VALUE is a topic config;
+                         * elsewhere (or without '=') --config is -c. */
+                        if (is_create && strchr(optarg, '=')) {
+                                char *eq = strchr(optarg, '=');
+                                *eq = '\0';
+                                o->cfg_keys[o->cfg_cnt] = optarg;
+                                o->cfg_values[o->cfg_cnt++] = eq + 1;
+                                break;
+                        }
+                        /* fall through */
+                case 'c':
+                        o->conf_path = optarg;
+                        break;
+                case 'n':
+                        o->dry_run = 1;
+                        break;
+                case 'a':
+                        o->all = 1;
+                        break;
+                case 't':
+                        if (sl_parse_duration_ms(optarg, &ms, err,
+                                                 sizeof(err)) ||
+                            ms <= 0 || ms > 3600000) {
+                                fprintf(stderr,
+                                        "sluice topics %s: --timeout %s: %s\n",
+                                        sub, optarg,
+                                        ms <= 0 || ms > 3600000
+                                            ? "must be between 1ms and 1h"
+                                            : err);
+                                return SL_EXIT_USAGE;
+                        }
+                        o->timeout_ms = (int)ms;
+                        break;
+                case 'p':
+                case 'r':
+                        errno = 0;
+                        n = strtol(optarg, &end, 10);
+                        if (errno || end == optarg || *end ||
+                            (c == 'p' && (n < 1 || n > 100000)) ||
+                            (c == 'r' && (n < -1 || n == 0 || n > 1000))) {
+                                fprintf(stderr,
+                                        "sluice topics %s: %s: invalid "
+                                        "count '%s'\n",
+                                        sub,
+                                        c == 'p' ? "--partitions"
+                                                 : "--replication-factor",
+                                        optarg);
+                                return SL_EXIT_USAGE;
+                        }
+                        if (c == 'p')
+                                o->partitions = (int)n;
+                        else
+                                o->replication_factor = (int)n;
+                        break;
+                case 'h':
+                        fputs(sub_help(sub), stdout);
+                        return -1;
+                case ':':
+                        fprintf(stderr,
+                                "sluice topics %s: option %s needs a "
+                                "value\n",
+                                sub, argv[optind - 1]);
+                        fputs(sub_help(sub), stderr);
+                        return SL_EXIT_USAGE;
+                default:
+                        fprintf(stderr, "sluice topics %s: unknown option %s\n",
+                                sub, argv[optind - 1]);
+                        fputs(sub_help(sub), stderr);
+                        return SL_EXIT_USAGE;
+                }
+        }
+        o->args = argv + optind;
+        o->arg_cnt = argc - optind;
+        if (!o->conf_path) {
+                fprintf(stderr, "sluice topics %s: -c FILE is required\n", sub);
+                fputs(sub_help(sub), stderr);
+                return SL_EXIT_USAGE;
+        }
+        return 0;
+}
+
+static void opts_free(topics_opts_t *o) {
+        free(o->cfg_keys);
+        free(o->cfg_values);
+}
+
+/* Loads the config and connects.  Returns 0, or an exit code. */
+static int open_admin(const char *sub, const topics_opts_t *o,
+                      sl_conf_t **confp, sl_topics_admin_t **admp) {
+        char errstr[512];
+
+        *admp = NULL;
+        if (sl_conf_load(o->conf_path, 1, confp, stderr) != 0) {
+                fprintf(stderr, "sluice topics %s: %s: invalid config\n", sub,
+                        o->conf_path);
+                return SL_EXIT_FAIL;
+        }
+        sl_log_set_level((*confp)->log_level);
+        *admp =
+            sl_topics_admin_new(*confp, o->timeout_ms, errstr, sizeof(errstr));
+        if (!*admp) {
+                fprintf(stderr, "sluice topics %s: %s\n", sub, errstr);
+                sl_conf_destroy(*confp);
+                *confp = NULL;
+                return SL_EXIT_FAIL;
+        }
+        return 0;
+}
+
+static int observe_plan(const char *sub, sl_topics_admin_t *adm,
+                        const sl_topicplan_t *plan,
+                        sl_topics_observed_t **obsp) {
+        const char **names = sl_calloc(plan->cnt, sizeof(*names));
+        int cnt = sl_topicplan_names(plan, names);
+        char errstr[512];
+        int r;
+
+        r = sl_topics_observe(adm, names, cnt, obsp, errstr, sizeof(errstr));
+        free(names);
+        if (r) {
+                fprintf(stderr, "sluice topics %s: %s\n", sub, errstr);
+                return SL_EXIT_FAIL;
+        }
+        return 0;
+}
+
+/* "notify changelog, 3 partitions" */
+static void print_topic(const char *verdict, const sl_topic_spec_t *spec,
+                        int partitions, const char *text) {
+        printf("%-8s %-30s %s %s", verdict, spec->name, spec->pipeline,
+               sl_topic_role_name(spec->role));
+        if (text)
+                printf(": %s\n", text);
+        else if (partitions > 0)
+                printf(", %d partition%s\n", partitions,
+                       partitions == 1 ? "" : "s");
+        else
+                printf("\n");
+}
+
+static void print_problems(const sl_topic_verdict_t *v, int joined) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (!joined) {
+                for (int i = 0; i < v->problem_cnt; i++)
+                        print_topic("problem", v->spec, 0, v->problems[i]);
+                return;
+        }
+        f = open_memstream(&buf, &size);
+        for (int i = 0; i < v->problem_cnt; i++)
+                fprintf(f, "%s%s", i ? "; " : "", v->problems[i]);
+        fclose(f);
+        print_topic("problem", v->spec, 0, buf);
+        free(buf);
+}
+
+static int observed_parts(const sl_topics_observed_t *obs, const char *name) {
+        const sl_topic_state_t *st = sl_topics_observed_find(obs, name);
+        return st && st->exists ? st->partitions : 0;
+}
+
+/* 1 when name occurs in list[0..cnt). */
+static int in_list(char **list, int cnt, const char *name) {
+        for (int i = 0; i < cnt; i++)
+                if (!strcmp(list[i], name))
+                        return 1;
+        return 0;
+}
+
+static int cmd_apply(const topics_opts_t *o) {
+        sl_conf_t *conf = NULL;
+        sl_topics_admin_t *adm = NULL;
+        sl_topicplan_t *plan = NULL;
+        sl_topics_observed_t *obs = NULL;
+        sl_topicplan_eval_t *ev = NULL;
+        char **created, **failed, **failed_why, **printed;
+        int created_cnt = 0, failed_cnt = 0, printed_cnt = 0;
+        int problems = 0, existed = 0, rc;
+
+        if ((rc = open_admin("apply", o, &conf, &adm)))
+                return rc;
+        plan = sl_topicplan_new(conf);
+        created = sl_calloc(plan->cnt, sizeof(*created));
+        failed = sl_calloc(plan->cnt, sizeof(*failed));
+        failed_why = sl_calloc(plan->cnt, sizeof(*failed_why));
+        printed = sl_calloc(plan->cnt, sizeof(*printed));
+        if ((rc = observe_plan("apply", adm, plan, &obs)))
+                goto done;
+        ev = sl_topicplan_eval(plan, obs);
+
+        /* Create what is missing, inputs first (plan order). */
+        for (int i = 0; i < ev->cnt && !o->dry_run; i++) {
+                const sl_topic_verdict_t *v = &ev->verdicts[i];
+                char errstr[512];
+                int r;
+
+                if (v->status != SL_TOPIC_MISSING || v->create_parts <= 0 ||
+                    in_list(created, created_cnt, v->spec->name) ||
+                    in_list(failed, failed_cnt, v->spec->name))
+                        continue;
+                r = sl_topics_create_spec(adm, v->spec, v->create_parts, errstr,
+                                          sizeof(errstr));
+                if (r == 0) {
+                        created[created_cnt++] = v->spec->name;
+                        sl_log(LOG_INFO, "TOPICS",
+                               "created %s with %d partition(s)", v->spec->name,
+                               v->create_parts);
+                } else if (r != -EEXIST) {
+                        failed[failed_cnt] = v->spec->name;
+                        failed_why[failed_cnt++] = sl_strdup(errstr);
+                        if (r == -ETIMEDOUT)
+                                break; /* the cluster is gone: stop here */
+                }
+        }
+
+        /* Judge the result as the broker now has it. */
+        if (created_cnt) {
+                sl_topicplan_eval_destroy(ev);
+                sl_topics_observed_destroy(obs);
+                ev = NULL;
+                if ((rc = observe_plan("apply", adm, plan, &obs)))
+                        goto done;
+                ev = sl_topicplan_eval(plan, obs);
+        }
+
+        for (int i = 0; i < ev->cnt; i++) {
+                const sl_topic_verdict_t *v = &ev->verdicts[i];
+                const char *name = v->spec->name;
+                int fi = -1;
+
+                for (int j = 0; j < failed_cnt; j++)
+                        if (!strcmp(failed[j], name))
+                                fi = j;
+                if (fi >= 0) {
+                        char *text;
+                        if (asprintf(&text, "create failed: %s",
+                                     failed_why[fi]) < 0)
+                                sl_assert(!"out of memory");
+                        print_topic("problem", v->spec, 0, text);
+                        free(text);
+                        problems++;
+                } else if (o->dry_run && v->status == SL_TOPIC_MISSING &&
+                           v->create_parts > 0 && !v->spec->conflict) {
+                        if (in_list(printed, printed_cnt, name))
+                                continue;
+                        char text[64];
+                        snprintf(text, sizeof(text),
+                                 "would be created with %d partition%s",
+                                 v->create_parts,
+                                 v->create_parts == 1 ? "" : "s");
+                        print_topic("missing", v->spec, 0, text);
+                        created_cnt++;
+                } else if (v->status == SL_TOPIC_OK) {
+                        int was_created = in_list(created, created_cnt, name);
+                        if (in_list(printed, printed_cnt, name))
+                                continue;
+                        print_topic(was_created ? "created" : "exists", v->spec,
+                                    observed_parts(obs, name), NULL);
+                        existed += !was_created;
+                } else {
+                        print_problems(v, 1);
+                        problems += v->problem_cnt;
+                }
+                if (!in_list(printed, printed_cnt, name))
+                        printed[printed_cnt++] = (char *)name;
+        }
+
+        if (problems)
+                printf("apply: %d problem%s; existing topics are never "
+                       "altered\n",
+                       problems, problems == 1 ? "" : "s");
+        else if (o->dry_run)
+                printf("apply: dry run: would create %d topic%s\n", created_cnt,
+                       created_cnt == 1 ? "" : "s");
+        else if (created_cnt)
+                printf("apply: created %d topic%s, %d existed\n", created_cnt,
+                       created_cnt == 1 ? "" : "s", existed);
+        else
+                printf("apply: nothing to change: all %d topics exist as "
+                       "planned\n",
+                       existed);
+        rc = problems ? SL_EXIT_FAIL : SL_EXIT_OK;
+done:
+        for (int i = 0; i < failed_cnt; i++)
+                free(failed_why[i]);
+        free(created);
+        free(failed);
+        free(failed_why);
+        free(printed);
+        sl_topicplan_eval_destroy(ev);
+        sl_topics_observed_destroy(obs);
+        sl_topicplan_destroy(plan);
+        sl_topics_admin_destroy(adm);
+        sl_conf_destroy(conf);
+        return rc;
+}
+
+static int cmd_check(const topics_opts_t *o) {
+        sl_conf_t *conf = NULL;
+        sl_topics_admin_t *adm = NULL;
+        sl_topicplan_t *plan;
+        sl_topics_observed_t *obs = NULL;
+        sl_topicplan_eval_t *ev;
+        int problems, rc;
+
+        if ((rc = open_admin("check", o, &conf, &adm)))
+                return rc;
+        plan = sl_topicplan_new(conf);
+        if ((rc = observe_plan("check", adm, plan, &obs)))
+                goto done;
+        ev = sl_topicplan_eval(plan, obs);
+        for (int i = 0; i < ev->cnt; i++) {
+                const sl_topic_verdict_t *v = &ev->verdicts[i];
+                if (v->status == SL_TOPIC_OK)
+                        print_topic("ok", v->spec,
+                                    observed_parts(obs, v->spec->name), NULL);
+                else
+                        print_problems(v, 0);
+        }
+        problems = sl_topicplan_eval_problems(ev, 1);
+        if (problems)
+                printf("check: %d problem%s in %d topics\n", problems,
+                       problems == 1 ? "" : "s", ev->cnt);
+        else
+                printf("check: ok (%d topics)\n", ev->cnt);
+        rc = problems ? SL_EXIT_FAIL : SL_EXIT_OK;
+        sl_topicplan_eval_destroy(ev);
+done:
+        sl_topics_observed_destroy(obs);
+        sl_topicplan_destroy(plan);
+        sl_topics_admin_destroy(adm);
+        sl_conf_destroy(conf);
+        return rc;
+}
+
+static int cmd_create(const topics_opts_t *o) {
+        sl_conf_t *conf = NULL;
+        sl_topics_admin_t *adm = NULL;
+        sl_topics_observed_t *obs = NULL;
+        const char *name;
+        char errstr[512];
+        int r, rc;
+
+        if (o->arg_cnt != 1 || o->partitions <= 0) {
+                fprintf(stderr, "sluice topics create: %s\n",
+                        o->arg_cnt != 1 ? "exactly one topic NAME is needed"
+                                        : "--partitions N is required");
+                fputs(sub_help("create"), stderr);
+                return SL_EXIT_USAGE;
+        }
+        for (int i = 0; i < o->cfg_cnt; i++) {
+                if (!*o->cfg_keys[i]) {
+                        fprintf(stderr, "sluice topics create: --config needs "
+                                        "KEY=VALUE\n");
+                        return SL_EXIT_USAGE;
+                }
+        }
+        name = o->args[0];
+        if ((rc = open_admin("create", o, &conf, &adm)))
+                return rc;
+        r = sl_topics_create(adm, name, o->partitions, o->replication_factor,
+                             o->cfg_keys, o->cfg_values, o->cfg_cnt, errstr,
+                             sizeof(errstr));
+        if (r == 0) {
+                printf("created  %s, %d partition%s\n", name, o->partitions,
+                       o->partitions == 1 ? "" : "s");
+                rc = SL_EXIT_OK;
+        } else if (r == -EEXIST) {
+                r = sl_topics_observe(adm, &name, 1, &obs, errstr,
+                                      sizeof(errstr));
+                if (r) {
+                        fprintf(stderr, "sluice topics create: %s\n", errstr);
+                        rc = SL_EXIT_FAIL;
+                } else if (obs->topics[0].partitions == o->partitions) {
+                        printf("exists   %s, %d partition%s\n", name,
+                               o->partitions, o->partitions == 1 ? "" : "s");
+                        rc = SL_EXIT_OK;
+                } else {
+                        printf("problem  %s: exists with %d partitions, want "
+                               "%d\n",
+                               name, obs->topics[0].partitions, o->partitions);
+                        rc = SL_EXIT_FAIL;
+                }
+        } else {
+                fprintf(stderr, "sluice topics create: %s: %s\n", name, errstr);
+                rc = SL_EXIT_FAIL;
+        }
+        sl_topics_observed_destroy(obs);
+        sl_topics_admin_destroy(adm);
+        sl_conf_destroy(conf);
+        return rc;
+}
+
+static int cmd_describe(const topics_opts_t *o) {
+        sl_conf_t *conf = NULL;
+        sl_topics_admin_t *adm = NULL;
+        sl_topicplan_t *plan = NULL;
+        sl_topics_observed_t *obs = NULL;
+        const char **names;
+        int cnt, missing = 0, rc;
+        char errstr[512];
+
+        if ((rc = open_admin("describe", o, &conf, &adm)))
+                return rc;
+        if (o->arg_cnt) {
+                names = sl_calloc(o->arg_cnt, sizeof(*names));
+                for (int i = 0; i < o->arg_cnt; i++)
+                        names[i] = o->args[i];
+                cnt = o->arg_cnt;
+        } else {
+                plan = sl_topicplan_new(conf);
+                names = sl_calloc(plan->cnt, sizeof(*names));
+                cnt = sl_topicplan_names(plan, names);
+        }
+        if (sl_topics_observe(adm, names, cnt, &obs, errstr, sizeof(errstr))) {
+                fprintf(stderr, "sluice topics describe: %s\n", errstr);
+                rc = SL_EXIT_FAIL;
+                goto done;
+        }
+        for (int i = 0; i < obs->cnt; i++) {
+                const sl_topic_state_t *st = &obs->topics[i];
+                if (!st->exists) {
+                        printf("%s missing\n", st->name);
+                        missing++;
+                        continue;
+                }
+                printf("%s partitions=%d", st->name, st->partitions);
+                for (int j = 0; j < st->config_cnt; j++)
+                        if (o->all || st->configs[j].is_set)
+                                printf(" %s=%s", st->configs[j].key,
+                                       st->configs[j].value
+                                           ? st->configs[j].value
+                                           : "(hidden)");
+                if (st->error)
+                        printf(" error=\"%s\"", st->error);
+                printf("\n");
+        }
+        rc = missing ? SL_EXIT_FAIL : SL_EXIT_OK;
+done:
+        free(names);
+        sl_topics_observed_destroy(obs);
+        sl_topicplan_destroy(plan);
+        sl_topics_admin_destroy(adm);
+        sl_conf_destroy(conf);
+        return rc;
+}
+
+int sl_topics_cmd(int argc, char **argv) {
+        static const struct {
+                const char *name;
+                int (*fn)(const topics_opts_t *o);
+        } subs[] = {
+            {"apply", cmd_apply},
+            {"check", cmd_check},
+            {"create", cmd_create},
+            {"describe", cmd_describe},
+        };
+        topics_opts_t o;
+        const char *sub;
+        int rc;
+
+        if (argc < 2) {
+                usage_topics(stderr);
+                return SL_EXIT_USAGE;
+        }
+        sub = argv[1];
+        if (!strcmp(sub, "--help") || !strcmp(sub, "-h") ||
+            !strcmp(sub, "help")) {
+                usage_topics(stdout);
+                return SL_EXIT_OK;
+        }
+        for (size_t i = 0; i < SL_ARRAY_SIZE(subs); i++) {
+                if (strcmp(sub, subs[i].name))
+                        continue;
+                rc = parse_opts(sub, argc - 1, argv + 1, &o);
+                if (rc == 0) {
+                        if (o.arg_cnt && strcmp(sub, "create") &&
+                            strcmp(sub, "describe")) {
+                                fprintf(stderr,
+                                        "sluice topics %s: unexpected "
+                                        "argument '%s'\n",
+                                        sub, o.args[0]);
+                                rc = SL_EXIT_USAGE;
+                        } else {
+                                rc = subs[i].fn(&o);
+                        }
+                } else if (rc == -1) {
+                        rc = SL_EXIT_OK;
+                }
+                opts_free(&o);
+                return rc;
+        }
+        fprintf(stderr, "sluice topics: unknown subcommand '%s'\n", sub);
+        usage_topics(stderr);
+        return SL_EXIT_USAGE;
+}
