@@ -19,10 +19,18 @@
 int sl_parse_duration_ms(const char *s, int64_t *out_ms, char *errstr,
                          size_t errstr_size);
 
+/* Formats a duration in the largest unit that keeps it whole ("90m",
+ * "1500ms", "0"); the result parses back to the same value. */
+void sl_duration_format(int64_t ms, char *buf, size_t size);
+
 /* Sizes: a number with an optional unit: "512", "64KiB", "64MiB", "1GiB",
  * "10kB", "10MB" (decimal), "1.5MiB".  Result in bytes. */
 int sl_parse_size(const char *s, int64_t *out_bytes, char *errstr,
                   size_t errstr_size);
+
+/* Formats a size in the largest binary unit that keeps it whole ("64MiB",
+ * "1000"); the result parses back to the same value. */
+void sl_size_format(int64_t bytes, char *buf, size_t size);
 
 /* Rates: "<number>/<unit>" with unit s, m, h, d (or sec, min, hour, day),
  * optionally followed by " burst=<number>": "100/s", "6000/m burst=50",
@@ -46,8 +54,13 @@ typedef struct sl_globs_s {
         int cnt;
 } sl_globs_t;
 
+/* On success *out is overwritten (the caller frees it with sl_globs_free);
+ * on error *out is left untouched.  A pattern holding a character that
+ * cannot appear in a topic name, or an unclosed '[', is an error. */
 int sl_globs_parse(const char *s, sl_globs_t *out, char *errstr,
                    size_t errstr_size);
+/* Writes the patterns joined by ", " (truncated to size). */
+void sl_globs_format(const sl_globs_t *globs, char *buf, size_t size);
 /* 1 if any pattern matches name. */
 int sl_globs_match(const sl_globs_t *globs, const char *name);
 void sl_globs_free(sl_globs_t *globs);
