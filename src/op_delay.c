@@ -1,0 +1,760 @@
+/*
+ * op_delay.c — the delay operator: durable timers with cancel and
+ * reschedule.
+ *
+ * STATE MODEL
+ *
+ *   changelog key    the timer id (the input record's key)
+ *   changelog value  sluice.v1.Timer (proto/sluice.proto): due time, target
+ *                    topic/key/partition, payload, pass-through headers, seq
+ *   tombstone        written when the timer fires or is cancelled
+ *   rebuild          apply the changelog in order: a value upserts the timer,
+ *                    a tombstone removes it; then arm the earliest due time
+ *
+ * In memory each partition holds a timer heap (timerheap.c): due order, ties
+ * in arrival order (seq = the input offset that scheduled it, so the order is
+ * the same after a rebuild), with an index by id for cancel and reschedule.
+ * Each timer carries a compact blob rather than the protobuf record, to keep
+ * the per-timer overhead small (SPEC §6: ≤ 64 bytes beyond key and payload):
+ *
+ *   u8      flags (1: has target key, 2: has target partition)
+ *   u16     target topic index into the pipeline's interned topic table
+ *   varint  target partition            (flag 2)
+ *   varint  target key length, bytes    (flag 1)
+ *   varint  header count, then per header: varint name length, name,
+ *           varint value length + 1 (0 = null value), value
+ *   ...     payload: the rest of the blob
+ *
+ * FIRING
+ *
+ * One uv timer per partition is armed for the earliest due time.  When it
+ * fires, due timers are produced to their target with the pass-through
+ * headers plus sluice-timer-id and sluice-due, and tombstoned in the
+ * changelog, in the same transaction; the runtime commits promptly after.
+ * After a rebuild the backlog of overdue timers fires at most catchup_rate
+ * per second per partition, and any wake-up fires at most SL_DELAY_FIRE_MAX
+ * before yielding to the loop.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "delay_input.h"
+#include "kafka.h"
+#include "log.h"
+#include "metrics.h"
+#include "sluice.pb-c.h"
+#include "task.h"
+#include "timerheap.h"
+#include "util.h"
+
+/* Timers fired per wake-up before yielding to the loop. */
+#define SL_DELAY_FIRE_MAX     5000
+#define SL_DELAY_MAX_TARGETS  65535
+#define SL_BLOB_HAS_KEY       1
+#define SL_BLOB_HAS_PARTITION 2
+
+typedef struct delay_pipeline_s {
+        char **targets; /* interned target topic names */
+        int target_cnt;
+        sl_delay_params_t params;
+        const char **internal; /* for params.internal_topics */
+
+        sl_counter_t *m_out;
+        sl_counter_t *m_scheduled;
+        sl_counter_t *m_rescheduled;
+        sl_counter_t *m_cancelled;
+        sl_counter_t *m_cancel_unknown;
+        sl_counter_t *m_restore_bad;
+        sl_gauge_t *m_pending;
+        sl_gauge_t *m_pending_bytes;
+        sl_gauge_t *m_drift;
+        sl_histogram_t *m_lateness;
+} delay_pipeline_t;
+
+typedef struct delay_state_s {
+        sl_timerheap_t *heap;
+        struct delay_pipeline_s *dp;
+        double catchup_tokens;
+        int64_t catchup_at_us;
+        size_t pending_counted; /* what this partition added to the gauge */
+        size_t bytes_counted;
+} delay_state_t;
+
+static delay_pipeline_t *dp_of(sl_task_t *t) {
+        return t->pl->op_data;
+}
+
+/* ------------------------------------------------------------------ */
+/* Blob codec.                                                         */
+
+typedef struct blob_s {
+        char *buf;
+        size_t len, size;
+} blob_t;
+
+static void blob_put(blob_t *b, const void *p, size_t n) {
+        if (b->len + n > b->size) {
+                b->size = SL_MAX(b->size * 2, b->len + n + 64);
+                b->buf = sl_realloc(b->buf, b->size);
+        }
+        memcpy(b->buf + b->len, p, n);
+        b->len += n;
+}
+
+static void blob_varint(blob_t *b, uint64_t v) {
+        uint8_t tmp[10];
+        size_t n = 0;
+        do {
+                tmp[n] = (uint8_t)(v & 0x7f);
+                v >>= 7;
+                if (v)
+                        tmp[n] |= 0x80;
+                n++;
+        } while (v);
+        blob_put(b, tmp, n);
+}
+
+typedef struct blob_reader_s {
+        const uint8_t *p, *end;
+        int bad;
+} blob_reader_t;
+
+static uint64_t rd_varint(blob_reader_t *r) {
+        uint64_t v = 0;
+        int shift = 0;
+        while (r->p < r->end && shift < 64) {
+                uint8_t c = *r->p++;
+                v |= (uint64_t)(c & 0x7f) << shift;
+                if (!(c & 0x80))
+                        return v;
+                shift += 7;
+        }
+        r->bad = 1;
+        return 0;
+}
+
+static const void *rd_bytes(blob_reader_t *r, size_t n) {
+        const void *p = r->p;
+        if ((size_t)(r->end - r->p) < n) {
+                r->bad = 1;
+                return NULL;
+        }
+        r->p += n;
+        return p;
+}
+
+/* The decoded view of a blob (pointers into it). */
+typedef struct fire_view_s {
+        int target_idx;
+        int32_t partition; /* -1: partitioner */
+        const void *key;
+        size_t keylen;
+        int has_key;
+        size_t hdr_cnt;
+        const uint8_t *hdrs; /* encoded headers, hdr_cnt of them */
+        const void *payload;
+        size_t payload_len;
+} fire_view_t;
+
+static int blob_decode(const void *data, size_t len, fire_view_t *v) {
+        blob_reader_t r = {data, (const uint8_t *)data + len, 0};
+        const uint8_t *flags = rd_bytes(&r, 1);
+        const uint8_t *idx = rd_bytes(&r, 2);
+        if (!flags || !idx)
+                return -1;
+        memset(v, 0, sizeof(*v));
+        v->target_idx = idx[0] | (idx[1] << 8);
+        v->partition = -1;
+        if (*flags & SL_BLOB_HAS_PARTITION)
+                v->partition = (int32_t)rd_varint(&r);
+        if (*flags & SL_BLOB_HAS_KEY) {
+                v->has_key = 1;
+                v->keylen = rd_varint(&r);
+                v->key = rd_bytes(&r, v->keylen);
+        }
+        v->hdr_cnt = rd_varint(&r);
+        v->hdrs = r.p;
+        for (size_t i = 0; i < v->hdr_cnt && !r.bad; i++) {
+                size_t n = rd_varint(&r);
+                rd_bytes(&r, n);
+                n = rd_varint(&r);
+                if (n)
+                        rd_bytes(&r, n - 1);
+        }
+        v->payload = r.p;
+        v->payload_len = (size_t)(r.end - r.p);
+        return r.bad ? -1 : 0;
+}
+
+/* Adds the encoded headers of a view to hdrs. */
+static void blob_headers(const fire_view_t *v, const void *end,
+                         rd_kafka_headers_t *hdrs) {
+        blob_reader_t r = {v->hdrs, end, 0};
+        for (size_t i = 0; i < v->hdr_cnt && !r.bad; i++) {
+                size_t nlen = rd_varint(&r);
+                const char *name = rd_bytes(&r, nlen);
+                size_t vlen = rd_varint(&r);
+                const void *val = vlen ? rd_bytes(&r, vlen - 1) : NULL;
+                if (r.bad)
+                        break;
+                rd_kafka_header_add(hdrs, name, (ssize_t)nlen, val,
+                                    vlen ? (ssize_t)(vlen - 1) : 0);
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Targets.                                                            */
+
+static int target_index(delay_pipeline_t *dp, const char *name, size_t len) {
+        for (int i = 0; i < dp->target_cnt; i++)
+                if (strlen(dp->targets[i]) == len &&
+                    !memcmp(dp->targets[i], name, len))
+                        return i;
+        if (dp->target_cnt >= SL_DELAY_MAX_TARGETS)
+                return -1;
+        dp->targets = sl_realloc(dp->targets,
+                                 sizeof(char *) * (size_t)(dp->target_cnt + 1));
+        dp->targets[dp->target_cnt] = sl_strndup(name, len);
+        return dp->target_cnt++;
+}
+
+/* ------------------------------------------------------------------ */
+/* Gauges: each partition adds its delta to the pipeline's gauges.      */
+
+static void delay_update_gauges(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        size_t n = sl_timerheap_count(st->heap);
+        size_t b = sl_timerheap_bytes(st->heap);
+        sl_gauge_add(dp->m_pending, (double)n - (double)st->pending_counted);
+        sl_gauge_add(dp->m_pending_bytes,
+                     (double)b - (double)st->bytes_counted);
+        st->pending_counted = n;
+        st->bytes_counted = b;
+}
+
+/* ------------------------------------------------------------------ */
+/* Operator callbacks.                                                 */
+
+static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
+                               size_t errstr_size) {
+        const sl_pipeline_conf_t *pc = pl->conf;
+        sl_metrics_t *m = sl_app_metrics(pl->app);
+        delay_pipeline_t *dp = sl_calloc(1, sizeof(*dp));
+        const char *name = pc->name;
+        int n = 0;
+        (void)errstr;
+        (void)errstr_size;
+
+        /* Every pipeline's internal topics are refused as targets. */
+        dp->internal = sl_calloc(
+            4 * (size_t)sl_app_conf(pl->app)->pipeline_cnt + 1, sizeof(char *));
+        for (int i = 0; i < sl_app_conf(pl->app)->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *o =
+                    &sl_app_conf(pl->app)->pipelines[i];
+                const char *names[] = {o->changelog, o->dlq, o->overflow,
+                                       o->rates};
+                for (size_t j = 0; j < 4; j++)
+                        if (names[j])
+                                dp->internal[n++] = names[j];
+        }
+        dp->params.default_target = pc->default_target;
+        dp->params.allowed_targets = &pc->allowed_targets;
+        dp->params.max_delay_ms = pc->max_delay_ms;
+        dp->params.max_record_bytes = pc->max_record_bytes;
+        dp->params.input_format = pc->input_format;
+        dp->params.internal_topics = dp->internal;
+        dp->params.internal_cnt = n;
+
+        dp->m_out = sl_metrics_counter(m, "sluice_records_out_total",
+                                       "Records produced to outputs/targets.",
+                                       "pipeline", name, NULL);
+        dp->m_scheduled = sl_metrics_counter(m, "sluice_timers_scheduled_total",
+                                             "Timers scheduled (new ids).",
+                                             "pipeline", name, NULL);
+        dp->m_rescheduled = sl_metrics_counter(
+            m, "sluice_timers_rescheduled_total",
+            "Timers rescheduled (an id seen again while pending).", "pipeline",
+            name, NULL);
+        dp->m_cancelled = sl_metrics_counter(
+            m, "sluice_timers_cancelled_total",
+            "Pending timers cancelled by a null-value record.", "pipeline",
+            name, NULL);
+        dp->m_cancel_unknown = sl_metrics_counter(
+            m, "sluice_timers_cancel_unknown_total",
+            "Cancels for ids with no pending timer (harmless).", "pipeline",
+            name, NULL);
+        dp->m_restore_bad = sl_metrics_counter(
+            m, "sluice_changelog_bad_records_total",
+            "Changelog records that could not be decoded (skipped).",
+            "pipeline", name, NULL);
+        dp->m_pending =
+            sl_metrics_gauge(m, "sluice_timers_pending",
+                             "Timers waiting to fire.", "pipeline", name, NULL);
+        dp->m_pending_bytes =
+            sl_metrics_gauge(m, "sluice_timers_pending_bytes",
+                             "Key and data bytes held by pending timers.",
+                             "pipeline", name, NULL);
+        dp->m_drift =
+            sl_metrics_gauge(m, "sluice_timer_drift_seconds",
+                             "Now minus the due time of the last fired timer.",
+                             "pipeline", name, NULL);
+        dp->m_lateness = sl_metrics_histogram(
+            m, "sluice_timer_lateness_seconds",
+            "Due time to produced (before the transaction commits).",
+            sl_metrics_buckets_latency, sl_metrics_buckets_latency_cnt,
+            "pipeline", name, NULL);
+        pl->op_data = dp;
+        return 0;
+}
+
+static void delay_pipeline_destroy(sl_pipeline_t *pl) {
+        delay_pipeline_t *dp = pl->op_data;
+        if (!dp)
+                return;
+        for (int i = 0; i < dp->target_cnt; i++)
+                free(dp->targets[i]);
+        free(dp->targets);
+        free(dp->internal);
+        free(dp);
+        pl->op_data = NULL;
+}
+
+static void *delay_state_new(sl_task_t *t) {
+        delay_state_t *st = sl_calloc(1, sizeof(*st));
+        st->dp = dp_of(t);
+        st->heap = sl_timerheap_new();
+        return st;
+}
+
+/* The gauges are pipeline-wide: a destroyed partition takes its share. */
+static void delay_state_destroy(void *state) {
+        delay_state_t *st = state;
+        if (!st)
+                return;
+        sl_gauge_add(st->dp->m_pending, -(double)st->pending_counted);
+        sl_gauge_add(st->dp->m_pending_bytes, -(double)st->bytes_counted);
+        sl_timerheap_destroy(st->heap);
+        free(st);
+}
+
+/* Builds the in-memory blob for a timer. */
+static int delay_blob(delay_pipeline_t *dp, blob_t *b, const char *target,
+                      size_t target_len, int32_t partition, int has_key,
+                      const void *key, size_t keylen, size_t hdr_cnt,
+                      const char *const *hnames, const size_t *hnamelens,
+                      const void *const *hvals, const size_t *hvallens,
+                      const void *payload, size_t payload_len) {
+        uint8_t flags = 0;
+        int idx = target_index(dp, target, target_len);
+        uint8_t idxb[2];
+        if (idx < 0)
+                return -1;
+        if (has_key)
+                flags |= SL_BLOB_HAS_KEY;
+        if (partition >= 0)
+                flags |= SL_BLOB_HAS_PARTITION;
+        idxb[0] = (uint8_t)(idx & 0xff);
+        idxb[1] = (uint8_t)(idx >> 8);
+        blob_put(b, &flags, 1);
+        blob_put(b, idxb, 2);
+        if (partition >= 0)
+                blob_varint(b, (uint64_t)partition);
+        if (has_key) {
+                blob_varint(b, keylen);
+                blob_put(b, key, keylen);
+        }
+        blob_varint(b, hdr_cnt);
+        for (size_t i = 0; i < hdr_cnt; i++) {
+                blob_varint(b, hnamelens[i]);
+                blob_put(b, hnames[i], hnamelens[i]);
+                if (!hvals[i]) {
+                        blob_varint(b, 0);
+                } else {
+                        blob_varint(b, hvallens[i] + 1);
+                        blob_put(b, hvals[i], hvallens[i]);
+                }
+        }
+        blob_put(b, payload, payload_len);
+        return 0;
+}
+
+static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        Sluice__V1__Timer *tm;
+        blob_t b = {0};
+
+        if (!m->key || !m->key_len) {
+                sl_counter_inc(dp->m_restore_bad);
+                return;
+        }
+        if (!m->payload) {
+                sl_timerheap_remove(st->heap, m->key, m->key_len);
+                return;
+        }
+        tm = sluice__v1__timer__unpack(NULL, m->len, m->payload);
+        if (!tm || !tm->target_topic || !*tm->target_topic) {
+                sl_counter_inc(dp->m_restore_bad);
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d] @%" PRId64 ": undecodable timer record skipped",
+                       t->pl->conf->name, t->partition, m->offset);
+                if (tm)
+                        sluice__v1__timer__free_unpacked(tm, NULL);
+                return;
+        }
+        {
+                size_t n = tm->n_headers;
+                const char **hn = sl_calloc(n + 1, sizeof(char *));
+                size_t *hnl = sl_calloc(n + 1, sizeof(size_t));
+                const void **hv = sl_calloc(n + 1, sizeof(void *));
+                size_t *hvl = sl_calloc(n + 1, sizeof(size_t));
+                for (size_t i = 0; i < n; i++) {
+                        Sluice__V1__Header *h = tm->headers[i];
+                        hn[i] = h->name ? h->name : "";
+                        hnl[i] = strlen(hn[i]);
+                        hv[i] =
+                            h->null_value
+                                ? NULL
+                                : (h->value.data ? (const void *)h->value.data
+                                                 : "");
+                        hvl[i] = h->value.len;
+                }
+                if (delay_blob(dp, &b, tm->target_topic,
+                               strlen(tm->target_topic), tm->target_partition,
+                               tm->has_target_key, tm->target_key.data,
+                               tm->target_key.len, n, hn, hnl, hv, hvl,
+                               tm->payload.data, tm->payload.len) == 0)
+                        sl_timerheap_upsert(st->heap, m->key, m->key_len,
+                                            tm->due_ms, tm->seq, b.buf, b.len);
+                else
+                        sl_counter_inc(dp->m_restore_bad);
+                free(hn);
+                free(hnl);
+                free(hv);
+                free(hvl);
+        }
+        free(b.buf);
+        sluice__v1__timer__free_unpacked(tm, NULL);
+}
+
+static void delay_arm(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        const sl_timer_t *next = sl_timerheap_peek(st->heap);
+        sl_task_wake_at(t, 0);
+        if (next)
+                sl_task_wake_at(t, next->due_ms > 0 ? next->due_ms : 1);
+}
+
+static void delay_restored(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        st->catchup_tokens = 0;
+        st->catchup_at_us = sl_mono_us();
+        delay_update_gauges(t);
+        delay_arm(t);
+}
+
+/* Sends a fired timer that cannot be delivered to the DLQ. */
+static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
+                           const fire_view_t *v, const char *reason,
+                           const char *detail) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        rd_kafka_headers_t *hdrs;
+        char buf[32];
+
+        sl_counter_inc(sl_metrics_counter(
+            sl_app_metrics(t->app), "sluice_records_dlq_total",
+            "Records sent to the DLQ (or dropped without one), by reason.",
+            "pipeline", pc->name, "reason", reason, NULL));
+        sl_log(LOG_WARNING, "DELAY", "%s [%d]: timer %.*s: %s: %s", pc->name,
+               t->partition, (int)SL_MIN(tm->keylen, 64),
+               (const char *)sl_timer_key(tm), reason, detail);
+        if (!pc->dlq)
+                return;
+        hdrs = rd_kafka_headers_new(8);
+        blob_headers(v, (const char *)sl_timer_data(tm) + tm->datalen, hdrs);
+        rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
+        rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
+        rd_kafka_header_add(hdrs, "sluice-timer-id", -1, sl_timer_key(tm),
+                            tm->keylen);
+        snprintf(buf, sizeof(buf), "%" PRId64, tm->due_ms);
+        rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
+        sl_task_produce(t, pc->dlq, t->partition, sl_timer_key(tm), tm->keylen,
+                        v->payload, v->payload_len, hdrs);
+}
+
+/* Produces one due timer and tombstones it. */
+static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
+        delay_pipeline_t *dp = dp_of(t);
+        fire_view_t v;
+        rd_kafka_headers_t *hdrs;
+        const char *target;
+        char buf[32];
+        int r, parts;
+
+        if (blob_decode(sl_timer_data(tm), tm->datalen, &v) == -1 ||
+            v.target_idx >= dp->target_cnt) {
+                sl_assert(!"timer blob corrupt");
+        }
+        target = dp->targets[v.target_idx];
+        parts = sl_task_topic_partitions(t, target);
+        if (parts == 0) {
+                delay_fire_dlq(t, tm, &v, "target-missing",
+                               "the target topic no longer exists");
+        } else if (v.partition >= 0 && parts > 0 && v.partition >= parts) {
+                delay_fire_dlq(t, tm, &v, "bad-target-partition",
+                               "the target has fewer partitions now");
+        } else {
+                hdrs = rd_kafka_headers_new(v.hdr_cnt + 2);
+                blob_headers(&v, (const char *)sl_timer_data(tm) + tm->datalen,
+                             hdrs);
+                rd_kafka_header_add(hdrs, "sluice-timer-id", -1,
+                                    sl_timer_key(tm), tm->keylen);
+                snprintf(buf, sizeof(buf), "%" PRId64, tm->due_ms);
+                rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
+                r = sl_task_produce(t, target,
+                                    v.partition >= 0 ? v.partition
+                                                     : RD_KAFKA_PARTITION_UA,
+                                    v.has_key ? v.key : sl_timer_key(tm),
+                                    v.has_key ? v.keylen : tm->keylen,
+                                    v.payload, v.payload_len, hdrs);
+                if (r < 0)
+                        delay_fire_dlq(
+                            t, tm, &v, "target-refused",
+                            rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                else
+                        sl_counter_inc(dp->m_out);
+        }
+        sl_task_changelog(t, sl_timer_key(tm), tm->keylen, NULL, 0);
+        sl_histogram_observe(dp->m_lateness,
+                             (double)SL_MAX(0, now - tm->due_ms) / 1000.0);
+        sl_gauge_set(dp->m_drift, (double)(now - tm->due_ms) / 1000.0);
+}
+
+static void delay_wake(sl_task_t *t, int64_t now) {
+        delay_state_t *st = t->state_data;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        const sl_timer_t *next;
+        int fired = 0, limited = 0;
+        double budget = SL_DELAY_FIRE_MAX;
+
+        if (pc->catchup_rate > 0) {
+                /* Token bucket: at most catchup_rate per second, bursts of
+                 * a tenth of a second. */
+                int64_t us = sl_mono_us();
+                double cap = SL_MAX(1.0, (double)pc->catchup_rate / 10.0);
+                st->catchup_tokens +=
+                    (double)(us - st->catchup_at_us) / 1e6 * pc->catchup_rate;
+                if (st->catchup_tokens > cap)
+                        st->catchup_tokens = cap;
+                st->catchup_at_us = us;
+                budget = SL_MIN(budget, st->catchup_tokens);
+        }
+        while ((next = sl_timerheap_peek(st->heap)) && next->due_ms <= now) {
+                sl_timer_t *tm;
+                if (fired >= budget) {
+                        limited = 1;
+                        break;
+                }
+                tm = sl_timerheap_pop(st->heap);
+                delay_fire_one(t, tm, now);
+                sl_timer_free(tm);
+                fired++;
+        }
+        if (pc->catchup_rate > 0)
+                st->catchup_tokens -= fired;
+        if (fired) {
+                delay_update_gauges(t);
+                sl_task_commit_soon(t);
+        }
+        if (limited) {
+                /* More is due: come back when the budget allows. */
+                int64_t wait_ms = 0;
+                if (pc->catchup_rate > 0 && st->catchup_tokens < 1)
+                        wait_ms = (int64_t)((1 - st->catchup_tokens) * 1000 /
+                                            (double)pc->catchup_rate) +
+                                  1;
+                sl_task_wake_at(t, 0);
+                sl_task_wake_at(t, now + wait_ms);
+        } else {
+                delay_arm(t);
+        }
+}
+
+static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        sl_delay_req_t req = {0};
+        sl_delay_record_t rec;
+        sl_hdr_t hdrs_in[64];
+        sl_hdr_t *hdrs = hdrs_in;
+        size_t hdr_cnt = 0;
+        rd_kafka_headers_t *kh = NULL;
+        char detail[256] = "";
+        int64_t now = sl_now_ms();
+        int reason;
+
+        /* Headers as a plain array for the parser. */
+        if (rd_kafka_message_headers(m, &kh) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                size_t cnt = rd_kafka_header_cnt(kh);
+                if (cnt > SL_ARRAY_SIZE(hdrs_in))
+                        hdrs = sl_calloc(cnt, sizeof(*hdrs));
+                for (size_t i = 0; i < cnt; i++) {
+                        const char *name;
+                        const void *val;
+                        size_t size;
+                        if (rd_kafka_header_get_all(kh, i, &name, &val, &size))
+                                break;
+                        hdrs[hdr_cnt].name = name;
+                        hdrs[hdr_cnt].value = val;
+                        hdrs[hdr_cnt].size = size;
+                        hdr_cnt++;
+                }
+        }
+
+        rec.key = m->key;
+        rec.key_len = m->key_len;
+        rec.value = m->payload;
+        rec.value_len = m->len;
+        rec.hdrs = hdrs;
+        rec.hdr_cnt = hdr_cnt;
+        reason = sl_delay_input_parse(&dp->params, &rec, now, &req, detail,
+                                      sizeof(detail));
+        if (reason) {
+                sl_task_dlq(t, m, sl_delay_reason_str(reason), detail);
+                goto out_req;
+        }
+
+        if (req.action == SL_DELAY_CANCEL) {
+                if (sl_timerheap_remove(st->heap, m->key, m->key_len)) {
+                        sl_task_changelog(t, m->key, m->key_len, NULL, 0);
+                        sl_counter_inc(dp->m_cancelled);
+                        delay_update_gauges(t);
+                } else {
+                        sl_counter_inc(dp->m_cancel_unknown);
+                }
+                goto out_req;
+        }
+
+        {
+                const char *target = req.target;
+                int parts;
+                Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
+                Sluice__V1__Header *hv = NULL, **hp = NULL;
+                uint8_t *packed;
+                size_t plen;
+                blob_t b = {0};
+                int replaced, r;
+                const char **hn;
+                size_t *hnl, *hvl;
+                const void **hvv;
+
+                parts = sl_task_topic_partitions(t, target);
+                if (parts == 0) {
+                        snprintf(detail, sizeof(detail),
+                                 "target topic %s does not exist", target);
+                        sl_task_dlq(t, m, "unknown-target", detail);
+                        goto out_req;
+                }
+                if (req.target_partition >= 0 && parts > 0 &&
+                    req.target_partition >= parts) {
+                        snprintf(detail, sizeof(detail),
+                                 "%s has %d partitions, asked for %d", target,
+                                 parts, (int)req.target_partition);
+                        sl_task_dlq(t, m, "bad-target-partition", detail);
+                        goto out_req;
+                }
+
+                /* The changelog record. */
+                tm.due_ms = req.due_ms;
+                tm.target_topic = (char *)target;
+                tm.has_target_key = req.has_target_key;
+                tm.target_key.data = (uint8_t *)req.target_key;
+                tm.target_key.len = req.has_target_key ? req.target_key_len : 0;
+                tm.target_partition = req.target_partition;
+                tm.payload.data = (uint8_t *)req.payload;
+                tm.payload.len = req.payload_len;
+                tm.seq = m->offset;
+                tm.created_ms = now;
+                tm.n_headers = req.hdr_cnt;
+                if (req.hdr_cnt) {
+                        hv = sl_calloc(req.hdr_cnt, sizeof(*hv));
+                        hp = sl_calloc(req.hdr_cnt, sizeof(*hp));
+                }
+                hn = sl_calloc(req.hdr_cnt + 1, sizeof(char *));
+                hnl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
+                hvv = sl_calloc(req.hdr_cnt + 1, sizeof(void *));
+                hvl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
+                for (size_t i = 0; i < req.hdr_cnt; i++) {
+                        const sl_hdr_t *h = &req.hdrs[i];
+                        sluice__v1__header__init(&hv[i]);
+                        hv[i].name = (char *)h->name;
+                        hv[i].value.data = (uint8_t *)h->value;
+                        hv[i].value.len = h->value ? h->size : 0;
+                        hv[i].null_value = h->value == NULL;
+                        hp[i] = &hv[i];
+                        hn[i] = h->name;
+                        hnl[i] = strlen(h->name);
+                        hvv[i] = h->value;
+                        hvl[i] = h->value ? h->size : 0;
+                }
+                tm.headers = hp;
+                plen = sluice__v1__timer__get_packed_size(&tm);
+                packed = sl_malloc(plen);
+                sluice__v1__timer__pack(&tm, packed);
+
+                r = sl_task_produce(t, t->pl->conf->changelog, t->partition,
+                                    m->key, m->key_len, packed, plen, NULL);
+                if (r < 0) {
+                        snprintf(detail, sizeof(detail),
+                                 "changelog record of %zu bytes refused: %s",
+                                 plen,
+                                 rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                        sl_task_dlq(t, m, "oversize", detail);
+                } else if (delay_blob(dp, &b, target, strlen(target),
+                                      req.target_partition, req.has_target_key,
+                                      req.target_key, req.target_key_len,
+                                      req.hdr_cnt, hn, hnl, hvv, hvl,
+                                      req.payload, req.payload_len) == -1) {
+                        /* Too many distinct targets: undo the record. */
+                        sl_task_changelog(t, m->key, m->key_len, NULL, 0);
+                        sl_task_dlq(t, m, "too-many-targets",
+                                    "over 65535 distinct targets");
+                } else {
+                        replaced = sl_timerheap_upsert(st->heap, m->key,
+                                                       m->key_len, req.due_ms,
+                                                       m->offset, b.buf, b.len);
+                        sl_counter_inc(replaced ? dp->m_rescheduled
+                                                : dp->m_scheduled);
+                        delay_update_gauges(t);
+                        sl_task_wake_at(t, req.due_ms > 0 ? req.due_ms : 1);
+                }
+                free(b.buf);
+                free(packed);
+                free(hv);
+                free(hp);
+                free(hn);
+                free(hnl);
+                free(hvv);
+                free(hvl);
+        }
+out_req:
+        sl_delay_req_clear(&req);
+        if (hdrs != hdrs_in)
+                free(hdrs);
+}
+
+const sl_op_t sl_op_delay = {
+    .name = "delay",
+    .pipeline_init = delay_pipeline_init,
+    .pipeline_destroy = delay_pipeline_destroy,
+    .state_new = delay_state_new,
+    .state_destroy = delay_state_destroy,
+    .restore = delay_restore,
+    .restored = delay_restored,
+    .input = delay_input,
+    .wake = delay_wake,
+};

@@ -1,0 +1,388 @@
+/*
+ * task.c — one assigned input partition of one pipeline: its lifecycle,
+ * its rebuild from the changelog, and the write helpers operators use.
+ * The state machine and the exactly-once contract are described in task.h.
+ *
+ * REBUILD
+ *
+ * At assignment (and after an aborted transaction) the changelog partition's
+ * high watermark is captured and the partition is read from the beginning on
+ * the reader (read_committed) until a record at end-1 or a partition EOF at
+ * or past end arrives.  The EOF matters: the tail below the watermark may be
+ * transaction markers or aborted records, which are never delivered.  While a
+ * previous owner's transaction is still open, the reader cannot pass it
+ * (read_committed stops at the last stable offset); the rebuild waits until
+ * that transaction is aborted (fenced by our transactional.id, or timed out
+ * by the broker after transaction_timeout) — exactly the wait that keeps a
+ * zombie's writes out of our state.
+ *
+ * Then the input offset committed for the partition is fetched (with
+ * read_committed librdkafka asks for stable offsets, so a pending
+ * transactional offset commit is waited for too), the input is sought there
+ * and resumed.  Input records below that offset are dropped if any arrive.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "log.h"
+#include "util.h"
+
+/* How long a blocking metadata/offset call on the loop may take. */
+#define SL_TASK_BLOCKING_MS 10000
+/* Retry delay when a rebuild step could not talk to the broker. */
+#define SL_TASK_RETRY_MS 1000
+
+static void task_start_rebuild(sl_task_t *t);
+
+static const char *task_changelog(const sl_task_t *t) {
+        return t->pl->conf->changelog;
+}
+
+static rd_kafka_topic_partition_list_t *
+task_tp(const char *topic, int32_t partition, int64_t offset) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(l, topic, partition)->offset = offset;
+        return l;
+}
+
+static void task_pause_input(sl_task_t *t) {
+        rd_kafka_topic_partition_list_t *l =
+            task_tp(t->pl->conf->input, t->partition, RD_KAFKA_OFFSET_INVALID);
+        rd_kafka_pause_partitions(t->app->consumer, l);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void task_reader_unassign(sl_task_t *t) {
+        rd_kafka_topic_partition_list_t *l;
+        rd_kafka_error_t *error;
+        if (!t->rebuild_reading)
+                return;
+        l = task_tp(task_changelog(t), t->partition, RD_KAFKA_OFFSET_INVALID);
+        error = rd_kafka_incremental_unassign(t->app->reader, l);
+        if (error) {
+                sl_log(LOG_WARNING, "REBUILD", "%s [%d]: unassign: %s",
+                       task_changelog(t), t->partition,
+                       rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        t->rebuild_reading = 0;
+}
+
+/* The wake timer doubles as the retry timer while rebuilding. */
+static void task_on_wake(uv_timer_t *timer) {
+        sl_task_t *t = timer->data;
+        t->wake_at = 0;
+        if (t->state == SL_TASK_REBUILDING) {
+                if (!t->rebuild_reading)
+                        task_start_rebuild(t);
+                return;
+        }
+        t->pl->op->wake(t, sl_now_ms());
+}
+
+static void task_retry_later(sl_task_t *t) {
+        t->wake_at = sl_now_ms() + SL_TASK_RETRY_MS;
+        uv_timer_start(&t->wake, task_on_wake, SL_TASK_RETRY_MS, 0);
+}
+
+static void task_finish_rebuild(sl_task_t *t) {
+        rd_kafka_topic_partition_list_t *l;
+        rd_kafka_resp_err_t err;
+        rd_kafka_error_t *error;
+        int64_t committed;
+        double secs;
+
+        task_reader_unassign(t);
+
+        /* Where input resumes: the offset committed with the state we just
+         * read. */
+        l = task_tp(t->pl->conf->input, t->partition, RD_KAFKA_OFFSET_INVALID);
+        err = rd_kafka_committed(t->app->consumer, l, SL_TASK_BLOCKING_MS);
+        if (err || l->elems[0].err) {
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d]: committed offset not available yet: %s",
+                       t->pl->conf->input, t->partition,
+                       rd_kafka_err2str(err ? err : l->elems[0].err));
+                rd_kafka_topic_partition_list_destroy(l);
+                /* The state read so far is complete; only the offset is
+                 * missing.  Read again from scratch for simplicity. */
+                t->pl->op->state_destroy(t->state_data);
+                t->state_data = t->pl->op->state_new(t);
+                task_retry_later(t);
+                return;
+        }
+        committed = l->elems[0].offset;
+        l->elems[0].offset =
+            committed >= 0 ? committed : RD_KAFKA_OFFSET_BEGINNING;
+
+        t->state = SL_TASK_RUNNING;
+        t->next_offset = committed >= 0 ? committed : -1;
+        t->committed_offset = t->next_offset;
+        t->pl->op->restored(t);
+
+        /* Resume, then seek: the seek discards anything fetched from an
+         * older position (after an abort the consumer is ahead). */
+        rd_kafka_resume_partitions(t->app->consumer, l);
+        error =
+            rd_kafka_seek_partitions(t->app->consumer, l, SL_TASK_BLOCKING_MS);
+        if (error) {
+                sl_log(LOG_ERR, "REBUILD", "%s [%d]: seek: %s",
+                       t->pl->conf->input, t->partition,
+                       rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+        } else if (l->elems[0].err) {
+                sl_log(LOG_ERR, "REBUILD", "%s [%d]: seek: %s",
+                       t->pl->conf->input, t->partition,
+                       rd_kafka_err2str(l->elems[0].err));
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        sl_kwatch_kick(t->app->consumer_w);
+
+        secs = (double)(sl_mono_us() - t->rebuild_start_us) / 1e6;
+        sl_gauge_set(t->pl->metrics->rebuild_seconds, secs);
+        sl_log(LOG_INFO, "REBUILD",
+               "%s [%d]: rebuilt from %" PRId64 " changelog records in "
+               "%.3f s; input resumes at %" PRId64,
+               t->pl->conf->name, t->partition, t->rebuild_records, secs,
+               committed);
+        sl_app_update_ready(t->app);
+}
+
+static void task_start_rebuild(sl_task_t *t) {
+        rd_kafka_topic_partition_list_t *l;
+        rd_kafka_error_t *error;
+        rd_kafka_resp_err_t err;
+        int64_t lo = 0, hi = 0;
+
+        t->state = SL_TASK_REBUILDING;
+        t->rebuild_start_us = sl_mono_us();
+        t->rebuild_records = 0;
+
+        err = rd_kafka_query_watermark_offsets(t->app->reader,
+                                               task_changelog(t), t->partition,
+                                               &lo, &hi, SL_TASK_BLOCKING_MS);
+        if (err) {
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d]: end offset unavailable: %s; retrying",
+                       task_changelog(t), t->partition, rd_kafka_err2str(err));
+                task_retry_later(t);
+                return;
+        }
+        t->rebuild_end = hi;
+        if (hi <= lo) {
+                task_finish_rebuild(t);
+                return;
+        }
+        l = task_tp(task_changelog(t), t->partition, RD_KAFKA_OFFSET_BEGINNING);
+        error = rd_kafka_incremental_assign(t->app->reader, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (error) {
+                sl_log(LOG_WARNING, "REBUILD", "%s [%d]: assign: %s; retrying",
+                       task_changelog(t), t->partition,
+                       rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+                task_retry_later(t);
+                return;
+        }
+        t->rebuild_reading = 1;
+        sl_kwatch_kick(t->app->reader_w);
+}
+
+sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition) {
+        sl_task_t *t = sl_calloc(1, sizeof(*t));
+        t->app = app;
+        t->pl = pl;
+        t->partition = partition;
+        t->next_offset = -1;
+        t->committed_offset = -1;
+        uv_timer_init(app->loop, &t->wake);
+        t->wake.data = t;
+        t->state_data = pl->op->state_new(t);
+        sl_log(LOG_INFO, "REBUILD", "%s [%d]: rebuilding from %s",
+               pl->conf->name, partition, pl->conf->changelog);
+        task_start_rebuild(t);
+        return t;
+}
+
+static void task_on_close(uv_handle_t *h) {
+        free(h->data);
+}
+
+void sl_task_destroy(sl_task_t *t) {
+        if (!t)
+                return;
+        task_reader_unassign(t);
+        t->pl->op->state_destroy(t->state_data);
+        t->state_data = NULL;
+        uv_timer_stop(&t->wake);
+        uv_close((uv_handle_t *)&t->wake, task_on_close);
+}
+
+void sl_task_restart(sl_task_t *t) {
+        task_reader_unassign(t);
+        task_pause_input(t);
+        uv_timer_stop(&t->wake);
+        t->wake_at = 0;
+        t->pl->op->state_destroy(t->state_data);
+        t->state_data = t->pl->op->state_new(t);
+        t->state = SL_TASK_REBUILDING;
+        sl_log(LOG_INFO, "REBUILD", "%s [%d]: rebuilding after abort",
+               t->pl->conf->name, t->partition);
+        task_start_rebuild(t);
+}
+
+void sl_task_on_changelog(sl_task_t *t, const rd_kafka_message_t *m) {
+        if (t->state != SL_TASK_REBUILDING || !t->rebuild_reading)
+                return;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                if (m->offset >= t->rebuild_end)
+                        task_finish_rebuild(t);
+                return;
+        }
+        if (m->err) {
+                sl_log(LOG_WARNING, "REBUILD", "%s [%d]: %s", task_changelog(t),
+                       t->partition, rd_kafka_message_errstr(m));
+                return;
+        }
+        t->pl->op->restore(t, m);
+        t->rebuild_records++;
+        sl_counter_inc(t->pl->metrics->rebuild_records);
+        if (m->offset + 1 >= t->rebuild_end)
+                task_finish_rebuild(t);
+}
+
+void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
+        if (t->state != SL_TASK_RUNNING)
+                return;
+        if (t->next_offset >= 0 && m->offset < t->next_offset)
+                return; /* already part of the committed state */
+        sl_counter_inc(t->pl->metrics->records_in);
+        t->pl->op->input(t, m);
+        t->next_offset = m->offset + 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writes.                                                             */
+
+int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
+                    const void *key, size_t keylen, const void *value,
+                    size_t valuelen, rd_kafka_headers_t *hdrs) {
+        sl_app_t *app = t->app;
+        rd_kafka_resp_err_t err;
+        int tries = 0;
+
+        if (app->txn_failed || sl_app_txn_begin(app) == -1) {
+                /* The transaction will abort and this work be redone after
+                 * the rebuild: nothing for the caller to do. */
+                if (hdrs)
+                        rd_kafka_headers_destroy(hdrs);
+                sl_app_txn_fail(app, "transaction not usable");
+                return 0;
+        }
+        for (;;) {
+                err =
+                    rd_kafka_producev(app->producer, RD_KAFKA_V_TOPIC(topic),
+                                      RD_KAFKA_V_PARTITION(partition),
+                                      RD_KAFKA_V_KEY((void *)key, keylen),
+                                      RD_KAFKA_V_VALUE((void *)value, valuelen),
+                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                      RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || ++tries > 3000)
+                        break;
+                /* The producer's queue is full: let it drain. */
+                rd_kafka_poll(app->producer, 10);
+        }
+        if (!err) {
+                app->txn_records++;
+                return 0;
+        }
+        if (hdrs)
+                rd_kafka_headers_destroy(hdrs);
+        switch (err) {
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+        case RD_KAFKA_RESP_ERR__INVALID_ARG:
+                return -(int)err;
+        default:
+                sl_app_txn_fail(app, rd_kafka_err2str(err));
+                return 0;
+        }
+}
+
+int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
+                      const void *value, size_t valuelen) {
+        int r = sl_task_produce(t, task_changelog(t), t->partition, key, keylen,
+                                value, valuelen, NULL);
+        if (r < 0) {
+                /* Memory now differs from the changelog: abort and rebuild. */
+                sl_app_txn_fail(t->app, "changelog record refused");
+        }
+        return r;
+}
+
+void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
+                 const char *detail) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        rd_kafka_headers_t *src = NULL, *hdrs;
+        char buf[32];
+        int r;
+
+        sl_counter_inc(sl_metrics_counter(
+            t->app->metrics, "sluice_records_dlq_total",
+            "Records sent to the DLQ (or dropped without one), by reason.",
+            "pipeline", pc->name, "reason", reason, NULL));
+        if (!pc->dlq) {
+                sl_log(LOG_WARNING, "DLQ",
+                       "%s [%d] @%" PRId64 ": %s%s%s (no DLQ: dropped)",
+                       pc->name, m->partition, m->offset, reason,
+                       detail ? ": " : "", detail ? detail : "");
+                return;
+        }
+        if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                hdrs = rd_kafka_headers_copy(src);
+        else
+                hdrs = rd_kafka_headers_new(6);
+        rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
+        if (detail)
+                rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail,
+                                    -1);
+        rd_kafka_header_add(hdrs, "sluice-source-topic", -1,
+                            rd_kafka_topic_name(m->rkt), -1);
+        snprintf(buf, sizeof(buf), "%" PRId32, m->partition);
+        rd_kafka_header_add(hdrs, "sluice-source-partition", -1, buf, -1);
+        snprintf(buf, sizeof(buf), "%" PRId64, m->offset);
+        rd_kafka_header_add(hdrs, "sluice-source-offset", -1, buf, -1);
+
+        r = sl_task_produce(t, pc->dlq, m->partition, m->key, m->key_len,
+                            m->payload, m->len, hdrs);
+        if (r < 0)
+                sl_log(LOG_ERR, "DLQ",
+                       "%s [%d] @%" PRId64 ": DLQ %s refused the record (%s); "
+                       "dropped",
+                       pc->name, m->partition, m->offset, pc->dlq,
+                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+}
+
+void sl_task_wake_at(sl_task_t *t, int64_t when_ms) {
+        int64_t now;
+        if (when_ms == 0) {
+                uv_timer_stop(&t->wake);
+                t->wake_at = 0;
+                return;
+        }
+        if (t->wake_at && t->wake_at <= when_ms)
+                return;
+        /* The loop's cached time may be stale after a blocking call. */
+        uv_update_time(t->app->loop);
+        now = sl_now_ms();
+        t->wake_at = when_ms;
+        uv_timer_start(&t->wake, task_on_wake,
+                       when_ms > now ? (uint64_t)(when_ms - now) : 0, 0);
+}
