@@ -155,6 +155,11 @@ static sl_topic_spec_t *spec_add(sl_topicplan_t *plan, int *alloc,
         return spec;
 }
 
+/* An optional name: NULL when unset or empty. */
+static const char *opt(const char *s) {
+        return s && *s ? s : NULL;
+}
+
 static void pipeline_plan(sl_topicplan_t *plan, int *alloc,
                           const sl_pipeline_conf_t *p) {
         int rf = p->replication_factor;
@@ -162,11 +167,11 @@ static void pipeline_plan(sl_topicplan_t *plan, int *alloc,
         const char *pn = p->name ? p->name : "?";
         sl_topic_spec_t *s;
 
-        s = spec_add(plan, alloc, pn, SL_TOPIC_INPUT, p->input, "input", -1,
-                     rf);
+        s = spec_add(plan, alloc, pn, SL_TOPIC_INPUT, opt(p->input), "input",
+                     -1, rf);
         s->create_parts = p->input_partitions > 0 ? p->input_partitions : 0;
 
-        s = spec_add(plan, alloc, pn, SL_TOPIC_CHANGELOG, p->changelog,
+        s = spec_add(plan, alloc, pn, SL_TOPIC_CHANGELOG, opt(p->changelog),
                      "changelog", in, rf);
         s->match_input = 1;
         compacted_settings(s, 1);
@@ -174,8 +179,8 @@ static void pipeline_plan(sl_topicplan_t *plan, int *alloc,
         if (p->type == SL_OP_THROTTLE) {
                 int64_t ttl = p->ttl_ms > 0 ? p->ttl_ms : 0;
 
-                s = spec_add(plan, alloc, pn, SL_TOPIC_OVERFLOW, p->overflow,
-                             "overflow", in, rf);
+                s = spec_add(plan, alloc, pn, SL_TOPIC_OVERFLOW,
+                             opt(p->overflow), "overflow", in, rf);
                 s->match_input = 1;
                 setting(s, "cleanup.policy", "delete", SL_TCHECK_EQ, "delete",
                         "the backlog holds many records per key; compaction "
@@ -191,15 +196,15 @@ static void pipeline_plan(sl_topicplan_t *plan, int *alloc,
                                    : OVERFLOW_SEGMENT_MS,
                            SL_TCHECK_NONE, 0, NULL);
 
-                s = spec_add(plan, alloc, pn, SL_TOPIC_RATES, p->rates, "rates",
-                             in, rf);
+                s = spec_add(plan, alloc, pn, SL_TOPIC_RATES, opt(p->rates),
+                             "rates", in, rf);
                 s->create_parts = 1;
                 compacted_settings(s, 0);
         }
 
-        if (p->dlq) {
-                s = spec_add(plan, alloc, pn, SL_TOPIC_DLQ, p->dlq, "dlq", in,
-                             rf);
+        if (opt(p->dlq)) {
+                s = spec_add(plan, alloc, pn, SL_TOPIC_DLQ, opt(p->dlq), "dlq",
+                             in, rf);
                 s->match_input = 1;
                 setting(s, "cleanup.policy", "delete", SL_TCHECK_EQ, "delete",
                         "compaction would drop all but the last bad record "
@@ -208,10 +213,10 @@ static void pipeline_plan(sl_topicplan_t *plan, int *alloc,
                            0, NULL);
         }
 
-        if (p->output)
-                spec_add(plan, alloc, pn, SL_TOPIC_OUTPUT, p->output, "output",
-                         in, rf);
-        else if (p->type == SL_OP_DELAY && p->default_target)
+        if (opt(p->output))
+                spec_add(plan, alloc, pn, SL_TOPIC_OUTPUT, opt(p->output),
+                         "output", in, rf);
+        else if (p->type == SL_OP_DELAY && opt(p->default_target))
                 spec_add(plan, alloc, pn, SL_TOPIC_OUTPUT, p->default_target,
                          "output", in, rf);
 }
