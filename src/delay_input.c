@@ -1,0 +1,525 @@
+/*
+ * delay_input.c — one delay input record to a schedule/cancel request or a
+ * DLQ reason (see delay_input.h for the contract).
+ *
+ * DESIGN
+ *
+ * The record is read in a fixed order, so a record with several faults
+ * always gets the same reason:
+ *
+ *   1. key        null or empty key                 missing-key
+ *   2. cancel     null value: done (headers ignored)
+ *   3. size       value over max_record_bytes       oversize
+ *   4. headers    a control header twice or null    bad-header
+ *   5. envelope   (json-envelope mode) parse it     bad-envelope
+ *   6. target     header, envelope or default       missing-target,
+ *                 legal Kafka topic name            bad-header / bad-envelope
+ *   7. due        exactly one of sluice-delay, sluice-at, countdown, at;
+ *                 parsed; within max_delay          missing-due,
+ *                                                   conflicting-due,
+ *                                                   bad-delay, bad-at,
+ *                                                   delay-too-long
+ *   8. partition  non-negative int32                bad-target-partition
+ *   9. target     not internal, matches the globs   target-internal,
+ *                                                   target-not-allowed
+ *
+ * Nothing is copied that does not have to be: the request points into the
+ * caller's record, except the target name (copied into the request so it is
+ * NUL-terminated for glob matching and for librdkafka) and, in envelope
+ * mode, the parsed JSON document that the payload points into.
+ */
+#include "delay_input.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *const reason_names[SL_DELAY_REASON_CNT] = {
+    [SL_DELAY_OK] = "ok",
+    [SL_DELAY_MISSING_KEY] = "missing-key",
+    [SL_DELAY_MISSING_TARGET] = "missing-target",
+    [SL_DELAY_MISSING_DUE] = "missing-due",
+    [SL_DELAY_CONFLICTING_DUE] = "conflicting-due",
+    [SL_DELAY_BAD_DELAY] = "bad-delay",
+    [SL_DELAY_BAD_AT] = "bad-at",
+    [SL_DELAY_TOO_LONG] = "delay-too-long",
+    [SL_DELAY_TARGET_NOT_ALLOWED] = "target-not-allowed",
+    [SL_DELAY_TARGET_INTERNAL] = "target-internal",
+    [SL_DELAY_BAD_TARGET_PARTITION] = "bad-target-partition",
+    [SL_DELAY_BAD_ENVELOPE] = "bad-envelope",
+    [SL_DELAY_OVERSIZE] = "oversize",
+    [SL_DELAY_BAD_HEADER] = "bad-header",
+};
+
+const char *sl_delay_reason_str(int reason) {
+        if (reason < 0 || reason >= SL_DELAY_REASON_CNT)
+                return "unknown";
+        return reason_names[reason];
+}
+
+/* The control headers this module consumes. */
+enum {
+        CTL_TARGET,
+        CTL_DELAY,
+        CTL_AT,
+        CTL_TARGET_KEY,
+        CTL_TARGET_PARTITION,
+        CTL_CNT
+};
+
+static const char *const ctl_names[CTL_CNT] = {
+    [CTL_TARGET] = "sluice-target",
+    [CTL_DELAY] = "sluice-delay",
+    [CTL_AT] = "sluice-at",
+    [CTL_TARGET_KEY] = "sluice-target-key",
+    [CTL_TARGET_PARTITION] = "sluice-target-partition",
+};
+
+static int ctl_index(const char *name) {
+        if (!name || strncmp(name, "sluice-", 7))
+                return -1;
+        for (int i = 0; i < CTL_CNT; i++)
+                if (!strcmp(name, ctl_names[i]))
+                        return i;
+        return -1;
+}
+
+/* Empties req, writes the detail and returns reason: every refusal goes
+ * through here so that a refused request never holds memory. */
+static int refuse(sl_delay_req_t *req, int reason, char *detail,
+                  size_t detail_size, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int refuse(sl_delay_req_t *req, int reason, char *detail,
+                  size_t detail_size, const char *fmt, ...) {
+        va_list ap;
+
+        /* Format first: the arguments may point into req. */
+        if (detail && detail_size) {
+                va_start(ap, fmt);
+                vsnprintf(detail, detail_size, fmt, ap);
+                va_end(ap);
+        }
+        sl_delay_req_clear(req);
+        return reason;
+}
+
+/* A printable excerpt of untrusted bytes for a detail string: at most 32
+ * bytes, anything outside printable ASCII shown as '?'. */
+static const char *excerpt(const void *p, size_t len, char *buf, size_t size) {
+        const unsigned char *s = p;
+        size_t n = 0, max = SL_MIN(len, (size_t)32);
+
+        sl_assert(size > max + 3);
+        for (size_t i = 0; i < max; i++)
+                buf[n++] = (s[i] >= 0x20 && s[i] < 0x7f) ? (char)s[i] : '?';
+        if (len > max) {
+                memcpy(buf + n, "...", 3);
+                n += 3;
+        }
+        buf[n] = '\0';
+        return buf;
+}
+
+/* Why name (len bytes) is not a legal Kafka topic name, or NULL if it is:
+ * 1 to 249 characters from [A-Za-z0-9._-], and not "." or "..". */
+static const char *topic_illegal(const char *name, size_t len) {
+        if (len == 0)
+                return "empty topic name";
+        if (len > SL_TOPIC_MAX)
+                return "topic name longer than 249 characters";
+        if ((len == 1 && name[0] == '.') ||
+            (len == 2 && name[0] == '.' && name[1] == '.'))
+                return "'.' and '..' are not topic names";
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)name[i];
+                if (c >= 0x80)
+                        return "topic name is not ASCII";
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                      c == '-'))
+                        return "topic name has a character outside "
+                               "[A-Za-z0-9._-]";
+        }
+        return NULL;
+}
+
+/* Parses a non-negative int32 in decimal, digits only; -1 if it is not. */
+static int64_t parse_partition(const char *s, size_t len) {
+        int64_t v = 0;
+
+        if (len == 0 || len > 10)
+                return -1;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -1;
+                v = v * 10 + (s[i] - '0');
+        }
+        return v <= INT32_MAX ? v : -1;
+}
+
+/* Where the due time comes from: exactly one of these may be present. */
+enum { DUE_HDR_DELAY, DUE_HDR_AT, DUE_ENV_COUNTDOWN, DUE_ENV_AT, DUE_CNT };
+
+static const char *const due_names[DUE_CNT] = {
+    [DUE_HDR_DELAY] = "sluice-delay",
+    [DUE_HDR_AT] = "sluice-at",
+    [DUE_ENV_COUNTDOWN] = "countdown",
+    [DUE_ENV_AT] = "at",
+};
+
+/* What the envelope contributes (json-envelope mode). */
+typedef struct envelope_s {
+        const char *topic; /* NULL: not given */
+        size_t topic_len;
+        json_t *countdown; /* borrowed from the document; NULL: not given */
+        json_t *at;
+} envelope_t;
+
+/* Parses the envelope in value; on success the document is owned by req
+ * and the payload is set. */
+static int parse_envelope(const sl_delay_record_t *rec, sl_delay_req_t *req,
+                          envelope_t *env, char *detail, size_t detail_size) {
+        json_error_t jerr;
+        json_t *root, *topic, *msg;
+
+        root = json_loadb(rec->value, rec->value_len,
+                          JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        if (!root)
+                return refuse(req, SL_DELAY_BAD_ENVELOPE, detail, detail_size,
+                              "envelope: %s at byte %d", jerr.text,
+                              jerr.position);
+        req->priv_json = root;
+        if (!json_is_object(root))
+                return refuse(req, SL_DELAY_BAD_ENVELOPE, detail, detail_size,
+                              "envelope: not a JSON object");
+
+        if ((topic = json_object_get(root, "topic"))) {
+                if (!json_is_string(topic))
+                        return refuse(req, SL_DELAY_BAD_ENVELOPE, detail,
+                                      detail_size, "topic: not a string");
+                env->topic = json_string_value(topic);
+                env->topic_len = json_string_length(topic);
+        }
+
+        if (!(msg = json_object_get(root, "message")))
+                return refuse(req, SL_DELAY_BAD_ENVELOPE, detail, detail_size,
+                              "envelope: no message");
+        if (json_is_string(msg)) {
+                req->payload = json_string_value(msg);
+                req->payload_len = json_string_length(msg);
+        } else {
+                req->priv_dumped =
+                    json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
+                if (!req->priv_dumped)
+                        return refuse(req, SL_DELAY_BAD_ENVELOPE, detail,
+                                      detail_size,
+                                      "message: cannot be encoded");
+                req->payload = req->priv_dumped;
+                req->payload_len = strlen(req->priv_dumped);
+        }
+
+        env->countdown = json_object_get(root, "countdown");
+        env->at = json_object_get(root, "at");
+        return SL_DELAY_OK;
+}
+
+/* Reads the one due source into *due_ms; returns a reason. */
+static int parse_due(const sl_delay_params_t *params,
+                     const sl_hdr_t *const *ctl, const envelope_t *env,
+                     int64_t now_ms, sl_delay_req_t *req, char *detail,
+                     size_t detail_size) {
+        const void *present[DUE_CNT] = {
+            [DUE_HDR_DELAY] = ctl[CTL_DELAY],
+            [DUE_HDR_AT] = ctl[CTL_AT],
+            [DUE_ENV_COUNTDOWN] = env->countdown,
+            [DUE_ENV_AT] = env->at,
+        };
+        int src = -1;
+        int64_t delay_ms = 0, at_ms = 0, ahead;
+        int is_delay;
+        char err[128];
+
+        for (int i = 0; i < DUE_CNT; i++) {
+                if (!present[i])
+                        continue;
+                if (src >= 0)
+                        return refuse(req, SL_DELAY_CONFLICTING_DUE, detail,
+                                      detail_size, "both %s and %s given",
+                                      due_names[src], due_names[i]);
+                src = i;
+        }
+        if (src < 0)
+                return refuse(req, SL_DELAY_MISSING_DUE, detail, detail_size,
+                              params->input_format == SL_INPUT_JSON_ENVELOPE
+                                  ? "no countdown or at (nor sluice-delay "
+                                    "or sluice-at header)"
+                                  : "no sluice-delay or sluice-at header");
+
+        is_delay = src == DUE_HDR_DELAY || src == DUE_ENV_COUNTDOWN;
+        switch (src) {
+        case DUE_HDR_DELAY:
+        case DUE_HDR_AT: {
+                const sl_hdr_t *h =
+                    src == DUE_HDR_DELAY ? ctl[CTL_DELAY] : ctl[CTL_AT];
+                int r =
+                    src == DUE_HDR_DELAY
+                        ? sl_parse_duration_ms_n(h->value, h->size, &delay_ms,
+                                                 err, sizeof(err))
+                        : sl_parse_timestamp_ms_n(h->value, h->size, &at_ms,
+                                                  err, sizeof(err));
+                if (r)
+                        return refuse(
+                            req,
+                            is_delay ? SL_DELAY_BAD_DELAY : SL_DELAY_BAD_AT,
+                            detail, detail_size, "%s: %s", due_names[src], err);
+                break;
+        }
+        case DUE_ENV_COUNTDOWN: {
+                /* Seconds, possibly fractional; rounded to the ms. */
+                json_t *v = env->countdown;
+                double ms;
+                if (json_is_integer(v)) {
+                        json_int_t s = json_integer_value(v);
+                        if (s < 0)
+                                return refuse(req, SL_DELAY_BAD_DELAY, detail,
+                                              detail_size,
+                                              "countdown: negative");
+                        if (s > INT64_MAX / 1000)
+                                return refuse(
+                                    req, SL_DELAY_TOO_LONG, detail, detail_size,
+                                    "countdown: %" PRId64 " s is too far ahead",
+                                    (int64_t)s);
+                        delay_ms = (int64_t)s * 1000;
+                        break;
+                }
+                if (!json_is_real(v))
+                        return refuse(req, SL_DELAY_BAD_DELAY, detail,
+                                      detail_size, "countdown: not a number");
+                ms = json_real_value(v) * 1000.0;
+                if (ms < 0)
+                        return refuse(req, SL_DELAY_BAD_DELAY, detail,
+                                      detail_size, "countdown: negative");
+                if (ms >= 9.2e18)
+                        return refuse(req, SL_DELAY_TOO_LONG, detail,
+                                      detail_size,
+                                      "countdown: %g s is too far ahead",
+                                      json_real_value(v));
+                delay_ms = llround(ms);
+                break;
+        }
+        case DUE_ENV_AT: {
+                /* Epoch ms as a number, or a string as in sluice-at. */
+                json_t *v = env->at;
+                if (json_is_integer(v)) {
+                        at_ms = (int64_t)json_integer_value(v);
+                } else if (json_is_real(v)) {
+                        double d = json_real_value(v);
+                        if (!(d > -9.2e18 && d < 9.2e18))
+                                return refuse(req, SL_DELAY_BAD_AT, detail,
+                                              detail_size, "at: out of range");
+                        at_ms = llround(d);
+                } else if (json_is_string(v)) {
+                        if (sl_parse_timestamp_ms_n(json_string_value(v),
+                                                    json_string_length(v),
+                                                    &at_ms, err, sizeof(err)))
+                                return refuse(req, SL_DELAY_BAD_AT, detail,
+                                              detail_size, "at: %s", err);
+                } else {
+                        return refuse(req, SL_DELAY_BAD_AT, detail, detail_size,
+                                      "at: not a number or a string");
+                }
+                break;
+        }
+        }
+
+        /* How far ahead the timer is; a due in the past fires at once. */
+        if (is_delay) {
+                ahead = delay_ms;
+                if (__builtin_add_overflow(now_ms, delay_ms, &req->due_ms))
+                        return refuse(req, SL_DELAY_TOO_LONG, detail,
+                                      detail_size, "%s: too far ahead",
+                                      due_names[src]);
+        } else {
+                req->due_ms = at_ms;
+                if (__builtin_sub_overflow(at_ms, now_ms, &ahead))
+                        ahead = at_ms > 0 ? INT64_MAX : INT64_MIN;
+        }
+        if (params->max_delay_ms > 0 && ahead > params->max_delay_ms)
+                return refuse(req, SL_DELAY_TOO_LONG, detail, detail_size,
+                              "%s: %" PRId64 " ms ahead, max_delay is %" PRId64
+                              " ms",
+                              due_names[src], ahead, params->max_delay_ms);
+        return SL_DELAY_OK;
+}
+
+int sl_delay_input_parse(const sl_delay_params_t *params,
+                         const sl_delay_record_t *rec, int64_t now_ms,
+                         sl_delay_req_t *req, char *detail,
+                         size_t detail_size) {
+        const sl_hdr_t *ctl[CTL_CNT] = {NULL};
+        envelope_t env = {NULL};
+        const char *tname, *why;
+        size_t tlen, npass = 0;
+        int r, tsrc; /* target from: 0 header, 1 envelope, 2 default */
+        char ex[40];
+
+        sl_assert(params && rec && req && (rec->hdrs || !rec->hdr_cnt));
+        memset(req, 0, sizeof(*req));
+        req->target_partition = -1;
+        if (detail && detail_size)
+                detail[0] = '\0';
+
+        /* 1, 2: the id, and cancels. */
+        if (!rec->key || !rec->key_len)
+                return refuse(req, SL_DELAY_MISSING_KEY, detail, detail_size,
+                              rec->key ? "empty key (the timer id)"
+                                       : "null key (the timer id)");
+        req->id = rec->key;
+        req->id_len = rec->key_len;
+        if (!rec->value) {
+                req->action = SL_DELAY_CANCEL;
+                return SL_DELAY_OK;
+        }
+        req->action = SL_DELAY_SCHEDULE;
+
+        /* 3: size. */
+        if (params->max_record_bytes > 0 &&
+            rec->value_len > (uint64_t)params->max_record_bytes)
+                return refuse(req, SL_DELAY_OVERSIZE, detail, detail_size,
+                              "value is %zu bytes, max_record_bytes is "
+                              "%" PRId64,
+                              rec->value_len, params->max_record_bytes);
+
+        /* 4: control headers, each at most once and not null. */
+        for (size_t i = 0; i < rec->hdr_cnt; i++) {
+                int c = ctl_index(rec->hdrs[i].name);
+                if (c < 0) {
+                        npass++;
+                        continue;
+                }
+                if (ctl[c])
+                        return refuse(req, SL_DELAY_BAD_HEADER, detail,
+                                      detail_size, "%s: given twice",
+                                      ctl_names[c]);
+                if (!rec->hdrs[i].value)
+                        return refuse(req, SL_DELAY_BAD_HEADER, detail,
+                                      detail_size, "%s: null value",
+                                      ctl_names[c]);
+                ctl[c] = &rec->hdrs[i];
+        }
+
+        /* 5: the payload, from the envelope or the value itself. */
+        if (params->input_format == SL_INPUT_JSON_ENVELOPE) {
+                if ((r = parse_envelope(rec, req, &env, detail, detail_size)))
+                        return r;
+        } else {
+                /* An empty value is "", never NULL: NULL means cancel. */
+                req->payload = rec->value;
+                req->payload_len = rec->value_len;
+        }
+
+        /* 6: the target, from exactly one place. */
+        if (ctl[CTL_TARGET] && env.topic)
+                return refuse(req, SL_DELAY_BAD_HEADER, detail, detail_size,
+                              "sluice-target: the envelope has a topic too");
+        if (ctl[CTL_TARGET]) {
+                tname = ctl[CTL_TARGET]->value;
+                tlen = ctl[CTL_TARGET]->size;
+                tsrc = 0;
+        } else if (env.topic) {
+                tname = env.topic;
+                tlen = env.topic_len;
+                tsrc = 1;
+        } else if (params->default_target) {
+                tname = params->default_target;
+                tlen = strlen(tname);
+                tsrc = 2;
+        } else {
+                return refuse(req, SL_DELAY_MISSING_TARGET, detail, detail_size,
+                              params->input_format == SL_INPUT_JSON_ENVELOPE
+                                  ? "no topic in the envelope, no "
+                                    "sluice-target header and no "
+                                    "default_target"
+                                  : "no sluice-target header and no "
+                                    "default_target");
+        }
+        if ((why = topic_illegal(tname, tlen))) {
+                static const int reasons[] = {SL_DELAY_BAD_HEADER,
+                                              SL_DELAY_BAD_ENVELOPE,
+                                              SL_DELAY_MISSING_TARGET};
+                static const char *const where[] = {"sluice-target", "topic",
+                                                    "default_target"};
+                return refuse(req, reasons[tsrc], detail, detail_size,
+                              "%s: %s: '%s'", where[tsrc], why,
+                              excerpt(tname, tlen, ex, sizeof(ex)));
+        }
+        memcpy(req->target, tname, tlen);
+        req->target[tlen] = '\0';
+
+        /* 7: when. */
+        if ((r = parse_due(params, ctl, &env, now_ms, req, detail,
+                           detail_size)))
+                return r;
+
+        /* 8: where in the target. */
+        if (ctl[CTL_TARGET_KEY]) {
+                req->target_key = ctl[CTL_TARGET_KEY]->value;
+                req->target_key_len = ctl[CTL_TARGET_KEY]->size;
+                req->has_target_key = 1;
+        } else {
+                req->target_key = req->id;
+                req->target_key_len = req->id_len;
+        }
+        if (ctl[CTL_TARGET_PARTITION]) {
+                const sl_hdr_t *h = ctl[CTL_TARGET_PARTITION];
+                int64_t p = parse_partition(h->value, h->size);
+                if (p < 0)
+                        return refuse(
+                            req, SL_DELAY_BAD_TARGET_PARTITION, detail,
+                            detail_size,
+                            "sluice-target-partition: not an "
+                            "integer in [0, 2147483647]: '%s'",
+                            excerpt(h->value, h->size, ex, sizeof(ex)));
+                req->target_partition = (int32_t)p;
+        }
+
+        /* 9: may it write there? */
+        for (int i = 0; i < params->internal_cnt; i++)
+                if (params->internal_topics[i] &&
+                    !strcmp(req->target, params->internal_topics[i]))
+                        return refuse(
+                            req, SL_DELAY_TARGET_INTERNAL, detail, detail_size,
+                            "'%s' is an internal topic of sluice", req->target);
+        if (params->allowed_targets &&
+            !sl_globs_match(params->allowed_targets, req->target))
+                return refuse(
+                    req, SL_DELAY_TARGET_NOT_ALLOWED, detail, detail_size,
+                    "'%s' does not match allowed_targets", req->target);
+
+        /* The rest of the headers pass through, in order. */
+        if (npass) {
+                req->hdrs = sl_malloc(npass * sizeof(*req->hdrs));
+                for (size_t i = 0; i < rec->hdr_cnt; i++)
+                        if (ctl_index(rec->hdrs[i].name) < 0)
+                                req->hdrs[req->hdr_cnt++] = rec->hdrs[i];
+        }
+        return SL_DELAY_OK;
+}
+
+void sl_delay_req_clear(sl_delay_req_t *req) {
+        if (!req)
+                return;
+        if (req->priv_json)
+                json_decref((json_t *)req->priv_json);
+        free(req->priv_dumped);
+        free(req->hdrs);
+        memset(req, 0, sizeof(*req));
+        req->target_partition = -1;
+}

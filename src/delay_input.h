@@ -1,0 +1,134 @@
+/*
+ * delay_input.h — reads one delay input record (SPEC §3 "delay") into a
+ * request to schedule or cancel a timer, or into the reason it goes to the
+ * DLQ.
+ *
+ * Pure: no Kafka, no libuv.  The operator hands over the record's key,
+ * value and headers as plain arrays and acts on the request.
+ */
+#ifndef SL_DELAY_INPUT_H
+#define SL_DELAY_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "parse.h"
+
+/* Kafka's longest legal topic name. */
+#define SL_TOPIC_MAX 249
+
+/* One record header.  value NULL is a null header (distinct from ""). */
+typedef struct sl_hdr_s {
+        const char *name;
+        const void *value;
+        size_t size;
+} sl_hdr_t;
+
+/* Why a record is refused.  The strings (sl_delay_reason_str) are the
+ * sluice-error header value and the metrics label: never change them. */
+typedef enum {
+        SL_DELAY_OK = 0,
+        SL_DELAY_MISSING_KEY,          /* "missing-key": null or empty key */
+        SL_DELAY_MISSING_TARGET,       /* "missing-target" */
+        SL_DELAY_MISSING_DUE,          /* "missing-due": no delay, no at */
+        SL_DELAY_CONFLICTING_DUE,      /* "conflicting-due": both */
+        SL_DELAY_BAD_DELAY,            /* "bad-delay" */
+        SL_DELAY_BAD_AT,               /* "bad-at" */
+        SL_DELAY_TOO_LONG,             /* "delay-too-long": over max_delay */
+        SL_DELAY_TARGET_NOT_ALLOWED,   /* "target-not-allowed" */
+        SL_DELAY_TARGET_INTERNAL,      /* "target-internal" */
+        SL_DELAY_BAD_TARGET_PARTITION, /* "bad-target-partition" */
+        SL_DELAY_BAD_ENVELOPE,         /* "bad-envelope" */
+        SL_DELAY_OVERSIZE,             /* "oversize": value too large */
+        SL_DELAY_BAD_HEADER,           /* "bad-header" */
+        SL_DELAY_REASON_CNT
+} sl_delay_reason_t;
+
+/* The reason's stable name ("missing-key", ...; "ok" for SL_DELAY_OK), or
+ * "unknown" for a value out of range. */
+const char *sl_delay_reason_str(int reason);
+
+/* Pipeline parameters, built once by the operator from its
+ * sl_pipeline_conf_t.  Every pointer is borrowed and must outlive the
+ * calls that use it. */
+typedef struct sl_delay_params_s {
+        const char *default_target;        /* NULL: sluice-target required */
+        const sl_globs_t *allowed_targets; /* NULL: any target allowed */
+        int64_t max_delay_ms;              /* <= 0: no limit */
+        int64_t max_record_bytes;          /* value limit; <= 0: no limit */
+        sl_input_format_t input_format;
+        const char *const *internal_topics; /* never a target */
+        int internal_cnt;
+} sl_delay_params_t;
+
+/* One input record.  key NULL is a null key; value NULL is a null value
+ * (a cancel).  Nothing here is copied by sl_delay_input_parse(). */
+typedef struct sl_delay_record_s {
+        const void *key;
+        size_t key_len;
+        const void *value;
+        size_t value_len;
+        const sl_hdr_t *hdrs;
+        size_t hdr_cnt;
+} sl_delay_record_t;
+
+typedef enum {
+        SL_DELAY_SCHEDULE = 1, /* insert or replace the timer */
+        SL_DELAY_CANCEL = 2,   /* remove the timer (absent is fine) */
+} sl_delay_action_t;
+
+/*
+ * What the record asks for.  Pointers point into the record or into memory
+ * the request owns; both stay valid until sl_delay_req_clear() (the record
+ * must outlive the request).  For a cancel only action and id are set.
+ */
+typedef struct sl_delay_req_s {
+        sl_delay_action_t action;
+        const void *id; /* the timer id: the record's key */
+        size_t id_len;
+        int64_t due_ms; /* absolute, epoch ms; may lie in the past */
+        char target[SL_TOPIC_MAX + 1]; /* NUL-terminated */
+        const void *target_key;        /* the id unless has_target_key */
+        size_t target_key_len;
+        int has_target_key;       /* sluice-target-key was given */
+        int32_t target_partition; /* -1: the producer's partitioner */
+        const void *payload;      /* never NULL for a schedule */
+        size_t payload_len;
+        /* Headers to pass through to the target, in input order: all but
+         * the control headers read here. */
+        sl_hdr_t *hdrs;
+        size_t hdr_cnt;
+
+        /* Owned memory, released by sl_delay_req_clear(). */
+        void *priv_json;   /* the parsed envelope (payload may point in) */
+        char *priv_dumped; /* a non-string envelope message as JSON */
+} sl_delay_req_t;
+
+/*
+ * Reads rec under params at time now_ms (the wall clock the due time of a
+ * sluice-delay counts from).
+ *
+ * Returns SL_DELAY_OK with *req filled in, or a reason (> 0) with *req
+ * empty and a one-line explanation in detail (e.g. "sluice-delay: unknown
+ * unit 'x'"; detail may be NULL).  Either way the caller calls
+ * sl_delay_req_clear(req) when done with it.  Never asserts on bad data.
+ *
+ * Control headers (sluice-target, sluice-delay, sluice-at,
+ * sluice-target-key, sluice-target-partition) must appear at most once and
+ * are not passed through; every other header is, including other sluice-*
+ * names.  In json-envelope mode the envelope's "topic" stands for
+ * sluice-target and its "countdown" (seconds) or "at" (epoch ms or RFC 3339
+ * string) for sluice-delay or sluice-at; giving one both ways is refused.
+ *
+ * The target partition is only checked to be a non-negative int32: whether
+ * the target has it is for the caller to check against metadata.
+ */
+int sl_delay_input_parse(const sl_delay_params_t *params,
+                         const sl_delay_record_t *rec, int64_t now_ms,
+                         sl_delay_req_t *req, char *detail, size_t detail_size);
+
+/* Releases what req owns and empties it.  Safe on an empty request. */
+void sl_delay_req_clear(sl_delay_req_t *req);
+
+#endif
