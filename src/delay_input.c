@@ -437,7 +437,7 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                 tname = env.topic;
                 tlen = env.topic_len;
                 tsrc = 1;
-        } else if (params->default_target) {
+        } else if (params->default_target && *params->default_target) {
                 tname = params->default_target;
                 tlen = strlen(tname);
                 tsrc = 2;

@@ -53,7 +53,7 @@ const char *sl_delay_reason_str(int reason);
  * sl_pipeline_conf_t.  Every pointer is borrowed and must outlive the
  * calls that use it. */
 typedef struct sl_delay_params_s {
-        const char *default_target;        /* NULL: sluice-target required */
+        const char *default_target; /* NULL or "": sluice-target required */
         const sl_globs_t *allowed_targets; /* NULL: any target allowed */
         int64_t max_delay_ms;              /* <= 0: no limit */
         int64_t max_record_bytes;          /* value limit; <= 0: no limit */
