@@ -624,11 +624,21 @@ static int observe_plan(const char *sub, sl_topics_admin_t *adm,
         return 0;
 }
 
-/* "notify changelog, 3 partitions" */
+/* Width of the name column: the longest topic name of the plan. */
+static int name_width = 30;
+
+static void set_name_width(const sl_topicplan_t *plan) {
+        name_width = 1;
+        for (int i = 0; i < plan->cnt; i++)
+                name_width =
+                    SL_MAX(name_width, (int)strlen(plan->specs[i].name));
+}
+
+/* "created  notify.changelog  notify changelog, 3 partitions" */
 static void print_topic(const char *verdict, const sl_topic_spec_t *spec,
                         int partitions, const char *text) {
-        printf("%-8s %-30s %s %s", verdict, spec->name, spec->pipeline,
-               sl_topic_role_name(spec->role));
+        printf("%-8s %-*s  %s %s", verdict, name_width, spec->name,
+               spec->pipeline, sl_topic_role_name(spec->role));
         if (text)
                 printf(": %s\n", text);
         else if (partitions > 0)
@@ -677,11 +687,12 @@ static int cmd_apply(const topics_opts_t *o) {
         sl_topicplan_eval_t *ev = NULL;
         char **created, **failed, **failed_why, **printed;
         int created_cnt = 0, failed_cnt = 0, printed_cnt = 0;
-        int problems = 0, existed = 0, rc;
+        int problems = 0, existed = 0, would_create = 0, rc;
 
         if ((rc = open_admin("apply", o, &conf, &adm)))
                 return rc;
         plan = sl_topicplan_new(conf);
+        set_name_width(plan);
         created = sl_calloc(plan->cnt, sizeof(*created));
         failed = sl_calloc(plan->cnt, sizeof(*failed));
         failed_why = sl_calloc(plan->cnt, sizeof(*failed_why));
@@ -751,7 +762,7 @@ static int cmd_apply(const topics_opts_t *o) {
                                  v->create_parts,
                                  v->create_parts == 1 ? "" : "s");
                         print_topic("missing", v->spec, 0, text);
-                        created_cnt++;
+                        would_create++;
                 } else if (v->status == SL_TOPIC_OK) {
                         int was_created = in_list(created, created_cnt, name);
                         if (in_list(printed, printed_cnt, name))
@@ -772,8 +783,8 @@ static int cmd_apply(const topics_opts_t *o) {
                        "altered\n",
                        problems, problems == 1 ? "" : "s");
         else if (o->dry_run)
-                printf("apply: dry run: would create %d topic%s\n", created_cnt,
-                       created_cnt == 1 ? "" : "s");
+                printf("apply: dry run: would create %d topic%s\n",
+                       would_create, would_create == 1 ? "" : "s");
         else if (created_cnt)
                 printf("apply: created %d topic%s, %d existed\n", created_cnt,
                        created_cnt == 1 ? "" : "s", existed);
@@ -808,6 +819,7 @@ static int cmd_check(const topics_opts_t *o) {
         if ((rc = open_admin("check", o, &conf, &adm)))
                 return rc;
         plan = sl_topicplan_new(conf);
+        set_name_width(plan);
         if ((rc = observe_plan("check", adm, plan, &obs)))
                 goto done;
         ev = sl_topicplan_eval(plan, obs);

@@ -138,3 +138,14 @@ sluice_alive() {
 log_has() {
     grep -Eq "$2" "$WORK/sluice-$1.log" 2>/dev/null
 }
+
+# topic_list PREFIX — "NAME PARTITIONS" for every topic whose name starts
+# with PREFIX, sorted by name (from `kcat -L -J`; topics in error skipped).
+topic_list() {
+    kcat -b "$BOOTSTRAP" -L -J 2>/dev/null |
+        python3 -c 'import json,sys
+p = sys.argv[1]
+for t in sorted(json.load(sys.stdin)["topics"], key=lambda t: t["topic"]):
+    if t["topic"].startswith(p) and not t.get("err"):
+        print(t["topic"], len(t["partitions"]))' "$1"
+}
