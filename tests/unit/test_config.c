@@ -1,0 +1,979 @@
+/*
+ * test_config.c — the configuration table, loader, finalize rules,
+ * environment overrides, dump, reference and `sluice config`.
+ *
+ * Each malformed file is written to a temporary file and loaded; the test
+ * asserts the exact error lines, with the file's path shown as "CFG".
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli.h"
+#include "config.h"
+
+static char tmpdir[] = "/tmp/sluice-test-config-XXXXXX";
+static char cfg_path[256];
+
+static int setup(void **state) {
+        (void)state;
+        if (!mkdtemp(tmpdir))
+                return -1;
+        snprintf(cfg_path, sizeof(cfg_path), "%s/t.ini", tmpdir);
+        return 0;
+}
+
+static int teardown(void **state) {
+        (void)state;
+        unlink(cfg_path);
+        rmdir(tmpdir);
+        return 0;
+}
+
+static void write_file(const char *path, const char *text) {
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs(text, fp);
+        fclose(fp);
+}
+
+/* Replaces every occurrence of from in s by to; returns a new string. */
+static char *replace_all(const char *s, const char *from, const char *to) {
+        size_t fl = strlen(from), tl = strlen(to), n = 0;
+        const char *p;
+        char *out, *o;
+
+        for (p = s; (p = strstr(p, from)); p += fl)
+                n++;
+        out = malloc(strlen(s) + n * tl + 1);
+        for (o = out, p = s;;) {
+                const char *q = strstr(p, from);
+                if (!q) {
+                        strcpy(o, p);
+                        break;
+                }
+                memcpy(o, p, (size_t)(q - p));
+                o += q - p;
+                memcpy(o, to, tl);
+                o += tl;
+                p = q + fl;
+        }
+        return out;
+}
+
+/* Loads ini; returns the error count and the error text (path shown as
+ * "CFG"), which the caller frees. */
+static int load(const char *ini, int use_env, sl_conf_t **confp, char **errs) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *mem = open_memstream(&buf, &size);
+        int n;
+
+        write_file(cfg_path, ini);
+        n = sl_conf_load(cfg_path, use_env, confp, mem);
+        fclose(mem);
+        *errs = replace_all(buf, cfg_path, "CFG");
+        free(buf);
+        return n;
+}
+
+/* Asserts that ini fails with exactly the error lines expected. */
+static void expect_errors(const char *ini, int cnt, const char *expected) {
+        sl_conf_t *conf = (void *)1;
+        char *errs;
+        int n = load(ini, 0, &conf, &errs);
+
+        if (strcmp(errs, expected))
+                fail_msg("errors differ\n--- expected\n%s--- got\n%s", expected,
+                         errs);
+        assert_int_equal(n, cnt);
+        assert_null(conf);
+        free(errs);
+}
+
+static sl_conf_t *load_ok(const char *ini, int use_env) {
+        sl_conf_t *conf = NULL;
+        char *errs;
+        int n = load(ini, use_env, &conf, &errs);
+
+        if (n != 0)
+                fail_msg("unexpected errors:\n%s", errs);
+        assert_string_equal(errs, "");
+        free(errs);
+        assert_non_null(conf);
+        return conf;
+}
+
+#define DELAY_OK                                                               \
+        "[pipeline timers]\n"                                                  \
+        "type = delay\n"                                                       \
+        "input = timers.in\n"
+
+/* Good files and defaults. */
+
+static void test_defaults(void **state) {
+        sl_conf_t *conf;
+        const sl_pipeline_conf_t *t, *d, *b;
+        char buf[64];
+        (void)state;
+
+        conf = load_ok("; a comment\n"
+                       "# another\n"
+                       "[kafka]\n"
+                       "bootstrap.servers = localhost:9092\n"
+                       "\n"
+                       "[pipeline push]\n"
+                       "type = throttle\n"
+                       "input = push.in\n"
+                       "output = push.out\n"
+                       "\n"
+                       "[pipeline timers]\n"
+                       "input = timers.in\n"
+                       "type = delay  ; type after input is fine\n"
+                       "\n"
+                       "[pipeline orders]\n"
+                       "type = debounce\n"
+                       "input = orders.in\n"
+                       "output = orders.batches\n",
+                       0);
+        assert_string_equal(conf->path, cfg_path);
+        assert_string_equal(conf->app_id, "sluice");
+        assert_null(conf->instance_id);
+        assert_string_equal(conf->metrics_listen, "127.0.0.1:9464");
+        assert_int_equal(conf->log_level, LOG_INFO);
+        assert_int_equal(conf->commit_interval_ms, 100);
+        assert_int_equal(conf->shutdown_grace_ms, 30000);
+        assert_int_equal(conf->transaction_timeout_ms, 10000);
+        assert_int_equal(conf->kafka_cnt, 1);
+        assert_string_equal(conf->kafka[0].key, "bootstrap.servers");
+        assert_string_equal(conf->kafka[0].value, "localhost:9092");
+        assert_int_equal(conf->kafka[0].line, 4);
+        assert_int_equal(conf->pipeline_cnt, 3);
+
+        t = sl_conf_pipeline(conf, "push");
+        assert_non_null(t);
+        assert_int_equal(t->line, 6);
+        assert_int_equal(t->type, SL_OP_THROTTLE);
+        assert_string_equal(t->input, "push.in");
+        assert_string_equal(t->output, "push.out");
+        assert_string_equal(t->changelog, "push.changelog");
+        assert_string_equal(t->dlq, "push.dlq");
+        assert_string_equal(t->overflow, "push.overflow");
+        assert_string_equal(t->rates, "push.rates");
+        assert_int_equal(t->replication_factor, -1);
+        assert_int_equal(t->input_partitions, 0);
+        assert_int_equal(t->max_record_bytes, 1 << 20);
+        assert_int_equal(t->catchup_rate, 50000);
+        assert_float_equal(t->default_rate.per_sec, 100, 1e-9);
+        assert_float_equal(t->default_rate.burst, 100, 1e-9);
+        assert_int_equal(t->ttl_ms, 6 * 3600 * 1000);
+        assert_int_equal(t->payload_cache_bytes, 64 << 20);
+        /* Keys of other types stay zero. */
+        assert_null(t->default_target);
+        assert_int_equal(t->allowed_targets.cnt, 0);
+        assert_int_equal(t->idle_ms, 0);
+
+        d = sl_conf_pipeline(conf, "timers");
+        assert_non_null(d);
+        assert_int_equal(d->type, SL_OP_DELAY);
+        assert_string_equal(d->changelog, "timers.changelog");
+        assert_string_equal(d->dlq, "timers.dlq");
+        assert_null(d->overflow);
+        assert_null(d->rates);
+        assert_null(d->output);
+        assert_null(d->default_target);
+        assert_int_equal(d->allowed_targets.cnt, 1);
+        assert_string_equal(d->allowed_targets.pat[0], "*");
+        assert_int_equal(d->max_delay_ms, 366LL * 86400000);
+        assert_int_equal(d->input_format, SL_INPUT_HEADERS);
+
+        b = sl_conf_pipeline(conf, "orders");
+        assert_non_null(b);
+        assert_int_equal(b->type, SL_OP_DEBOUNCE);
+        assert_string_equal(b->output, "orders.batches");
+        assert_string_equal(b->changelog, "orders.changelog");
+        assert_int_equal(b->idle_ms, 2000);
+        assert_int_equal(b->max_age_ms, 30000);
+        assert_int_equal(b->max_items, 1000);
+        assert_int_equal(b->max_bytes, 1 << 20);
+        assert_int_equal(b->output_format, SL_OUTPUT_JSON);
+
+        assert_null(sl_conf_pipeline(conf, "nope"));
+        assert_null(sl_conf_pipeline(NULL, "push"));
+        assert_string_equal(sl_op_type_name(SL_OP_DEBOUNCE), "debounce");
+
+        {
+                char errstr[256];
+                rd_kafka_conf_t *kc =
+                    sl_conf_rdkafka(conf, errstr, sizeof(errstr));
+                size_t sz = sizeof(buf);
+                assert_non_null(kc);
+                assert_int_equal(
+                    rd_kafka_conf_get(kc, "bootstrap.servers", buf, &sz),
+                    RD_KAFKA_CONF_OK);
+                assert_string_equal(buf, "localhost:9092");
+                rd_kafka_conf_destroy(kc);
+        }
+        sl_conf_destroy(conf);
+        sl_conf_destroy(NULL);
+}
+
+static void test_all_keys_set(void **state) {
+        sl_conf_t *conf;
+        const sl_pipeline_conf_t *t, *d, *b;
+        (void)state;
+
+        conf = load_ok("[sluice]\n"
+                       "  app_id = billing\n"
+                       "  instance_id = pod-0\n"
+                       "  metrics_listen =\n"
+                       "  log_level = debug\n"
+                       "  commit_interval = 250ms\n"
+                       "  shutdown_grace = 1m\n"
+                       "  transaction_timeout = 15m\n"
+                       "[pipeline t]\n"
+                       "  type = throttle\n"
+                       "  input = in.t\n"
+                       "  output = out.t\n"
+                       "  changelog = cl.t\n"
+                       "  dlq = none\n"
+                       "  overflow = of.t\n"
+                       "  rates = r.t\n"
+                       "  replication_factor = 3\n"
+                       "  input_partitions = 12\n"
+                       "  max_record_bytes = 2MiB\n"
+                       "  catchup_rate = 0\n"
+                       "  default_rate = 6000/m burst=50\n"
+                       "  ttl = 30d\n"
+                       "  payload_cache = 1GiB\n"
+                       "[pipeline d]\n"
+                       "  type = delay\n"
+                       "  input = in.d\n"
+                       "  default_target = orders.due\n"
+                       "  allowed_targets = orders.*, billing.due\n"
+                       "  max_delay = 7d\n"
+                       "  input_format = json-envelope\n"
+                       "[pipeline b]\n"
+                       "  type = debounce\n"
+                       "  input = in.b\n"
+                       "  output = out.b\n"
+                       "  idle = 500ms\n"
+                       "  max_age = 500ms\n"
+                       "  max_items = 1\n"
+                       "  max_bytes = 10kB\n"
+                       "  output_format = protobuf\n",
+                       0);
+        assert_string_equal(conf->app_id, "billing");
+        assert_string_equal(conf->instance_id, "pod-0");
+        assert_null(conf->metrics_listen);
+        assert_int_equal(conf->log_level, LOG_DEBUG);
+        assert_int_equal(conf->commit_interval_ms, 250);
+        assert_int_equal(conf->shutdown_grace_ms, 60000);
+        assert_int_equal(conf->transaction_timeout_ms, 900000);
+
+        t = sl_conf_pipeline(conf, "t");
+        assert_string_equal(t->changelog, "cl.t");
+        assert_null(t->dlq);
+        assert_string_equal(t->overflow, "of.t");
+        assert_string_equal(t->rates, "r.t");
+        assert_int_equal(t->replication_factor, 3);
+        assert_int_equal(t->input_partitions, 12);
+        assert_int_equal(t->max_record_bytes, 2 << 20);
+        assert_int_equal(t->catchup_rate, 0);
+        assert_float_equal(t->default_rate.per_sec, 100, 1e-9);
+        assert_float_equal(t->default_rate.burst, 50, 1e-9);
+        assert_int_equal(t->ttl_ms, 30LL * 86400000);
+        assert_int_equal(t->payload_cache_bytes, 1LL << 30);
+
+        d = sl_conf_pipeline(conf, "d");
+        assert_string_equal(d->default_target, "orders.due");
+        assert_int_equal(d->allowed_targets.cnt, 2);
+        assert_string_equal(d->allowed_targets.pat[1], "billing.due");
+        assert_int_equal(d->max_delay_ms, 7 * 86400000);
+        assert_int_equal(d->input_format, SL_INPUT_JSON_ENVELOPE);
+
+        b = sl_conf_pipeline(conf, "b");
+        assert_int_equal(b->idle_ms, 500);
+        assert_int_equal(b->max_age_ms, 500);
+        assert_int_equal(b->max_items, 1);
+        assert_int_equal(b->max_bytes, 10000);
+        assert_int_equal(b->output_format, SL_OUTPUT_PROTOBUF);
+        sl_conf_destroy(conf);
+}
+
+static void test_long_line(void **state) {
+        char ini[2048], servers[1200] = "";
+        sl_conf_t *conf;
+        (void)state;
+
+        /* Longer than inih's default 200-byte line buffer. */
+        for (int i = 0; i < 60; i++)
+                snprintf(servers + strlen(servers),
+                         sizeof(servers) - strlen(servers),
+                         "%sbroker-%02d:9092", i ? "," : "", i);
+        snprintf(ini, sizeof(ini),
+                 "[kafka]\nbootstrap.servers = %s\nclient.id = x\n" DELAY_OK,
+                 servers);
+        conf = load_ok(ini, 0);
+        assert_int_equal(conf->kafka_cnt, 2);
+        assert_string_equal(conf->kafka[0].value, servers);
+        assert_int_equal(conf->kafka[1].line, 3);
+        assert_int_equal(conf->pipelines[0].line, 4);
+        sl_conf_destroy(conf);
+}
+
+/* Malformed files: one error each. */
+
+static void test_unknown_key(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "colour = blue\n", 1,
+                      "CFG:4: colour: unknown key in [pipeline timers]\n");
+        expect_errors("[sluice]\nappid = x\n" DELAY_OK, 1,
+                      "CFG:2: appid: unknown key in [sluice]\n");
+}
+
+static void test_key_for_wrong_type(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "ttl = 1h\n", 1,
+                      "CFG:4: ttl: not valid for type delay (only for "
+                      "throttle)\n");
+        expect_errors(DELAY_OK "output = x\n", 1,
+                      "CFG:4: output: not valid for type delay (only for "
+                      "throttle, debounce)\n");
+}
+
+static void test_bad_duration(void **state) {
+        (void)state;
+        expect_errors("[sluice]\ncommit_interval = 5x\n" DELAY_OK, 1,
+                      "CFG:2: commit_interval: invalid duration '5x': unknown "
+                      "unit 'x' (use ms, s, m, h or d)\n");
+        expect_errors(DELAY_OK "max_delay = 10\n", 1,
+                      "CFG:4: max_delay: invalid duration '10': missing unit "
+                      "after '10' (use ms, s, m, h or d)\n");
+        expect_errors("[sluice]\ncommit_interval = 2m\n" DELAY_OK, 1,
+                      "CFG:2: commit_interval: 2m is out of range 1ms..60s\n");
+}
+
+static void test_bad_size(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "max_record_bytes = 1 megabyte\n", 1,
+                      "CFG:4: max_record_bytes: invalid size '1 megabyte': "
+                      "unknown unit 'megabyte' (use B, kB, MB, GB, TB, KiB, "
+                      "MiB, GiB or TiB)\n");
+        expect_errors(DELAY_OK "max_record_bytes = 2GiB\n", 1,
+                      "CFG:4: max_record_bytes: 2GiB is out of range "
+                      "1..1GiB\n");
+}
+
+static void test_bad_rate(void **state) {
+        (void)state;
+        expect_errors("[pipeline p]\ntype = throttle\ninput = a\noutput = b\n"
+                      "default_rate = 100 per second\n",
+                      1,
+                      "CFG:5: default_rate: invalid rate '100 per second': "
+                      "expected <number>/<unit>, e.g. '100/s'\n");
+}
+
+static void test_int_out_of_bounds(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "replication_factor = 40000\n", 1,
+                      "CFG:4: replication_factor: 40000 is out of range "
+                      "-1..32767\n");
+        expect_errors("[pipeline b]\ntype = debounce\ninput = a\noutput = b\n"
+                      "max_items = 0\n",
+                      1, "CFG:5: max_items: 0 is out of range 1..1000000\n");
+        expect_errors(DELAY_OK "catchup_rate = -5\n", 1,
+                      "CFG:4: catchup_rate: -5 is below the minimum 0\n");
+        expect_errors(DELAY_OK "input_partitions = twelve\n", 1,
+                      "CFG:4: input_partitions: 'twelve' is not an integer\n");
+        expect_errors(DELAY_OK "replication_factor = 0\n", 1,
+                      "CFG:4: replication_factor: must be -1 (broker default) "
+                      "or at least 1\n");
+        expect_errors("[pipeline p]\ntype = throttle\ninput = a\noutput = b\n"
+                      "ttl = 31d\n",
+                      1, "CFG:5: ttl: 31d is out of range 1s..30d\n");
+}
+
+static void test_missing_required(void **state) {
+        (void)state;
+        expect_errors("[pipeline p]\ntype = throttle\ninput = a\n", 1,
+                      "CFG:1: output: missing (required for type "
+                      "throttle)\n");
+        expect_errors("[pipeline p]\ninput = a\n", 1,
+                      "CFG:1: type: missing (one of throttle, delay, "
+                      "debounce)\n");
+        expect_errors("[pipeline p]\n", 2,
+                      "CFG:1: type: missing (one of throttle, delay, "
+                      "debounce)\n"
+                      "CFG:1: input: missing (required)\n");
+        expect_errors("[pipeline p]\ntype = delay\ninput =\n", 1,
+                      "CFG:3: input: must not be empty\n");
+}
+
+static void test_duplicate_key(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "\ninput = other\n", 1,
+                      "CFG:5: input: duplicate key (first set at line 3)\n");
+        expect_errors("[kafka]\nacks = all\nacks = 1\n" DELAY_OK, 1,
+                      "CFG:3: acks: duplicate key (first set at line 2)\n");
+        expect_errors("[sluice]\nlog_level = info\n[sluice]\n" DELAY_OK, 1,
+                      "CFG:3: [sluice]: duplicate section (first at line "
+                      "1)\n");
+}
+
+static void test_unknown_section(void **state) {
+        (void)state;
+        expect_errors("[sluise]\napp_id = x\n" DELAY_OK, 1,
+                      "CFG:1: [sluise]: unknown section (expected [sluice], "
+                      "[kafka] or [pipeline NAME])\n");
+        expect_errors("app_id = x\n" DELAY_OK, 1,
+                      "CFG:1: app_id: key outside of any section (add "
+                      "[sluice], [kafka] or [pipeline NAME] above it)\n");
+}
+
+static void test_bad_pipeline_name(void **state) {
+        (void)state;
+        expect_errors("[pipeline my timers]\ntype = delay\ninput = a\n", 1,
+                      "CFG:1: [pipeline my timers]: invalid pipeline name 'my "
+                      "timers' (use A-Z a-z 0-9 . _ -)\n");
+        expect_errors("[pipeline]\ntype = delay\ninput = a\n" DELAY_OK, 1,
+                      "CFG:1: [pipeline]: missing pipeline name ([pipeline "
+                      "NAME])\n");
+        expect_errors(DELAY_OK "[pipeline timers]\ntype = delay\ninput = b\n",
+                      1,
+                      "CFG:4: [pipeline timers]: duplicate pipeline name "
+                      "(first at line 1)\n");
+}
+
+static void test_duplicate_input(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "[pipeline b]\ntype = debounce\noutput = x\n"
+                               "input = timers.in\n",
+                      1,
+                      "CFG:7: input: topic 'timers.in' is already the input "
+                      "of pipeline 'timers' (line 3)\n");
+}
+
+static void test_internal_topic_as_output(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "[pipeline b]\ntype = debounce\ninput = x\n"
+                               "output = timers.dlq\n",
+                      1,
+                      "CFG:7: output: 'timers.dlq' is the dlq topic of "
+                      "pipeline 'timers'; sluice's internal topics cannot be "
+                      "used here\n");
+        expect_errors("[pipeline t]\ntype = delay\ninput = t.changelog\n", 1,
+                      "CFG:3: input: 't.changelog' is the changelog topic of "
+                      "pipeline 't'; sluice's internal topics cannot be used "
+                      "here\n");
+        expect_errors(DELAY_OK "default_target = timers.changelog\n", 1,
+                      "CFG:4: default_target: 'timers.changelog' is the "
+                      "changelog topic of pipeline 'timers'; sluice's "
+                      "internal topics cannot be used here\n");
+        /* Internal topics are unique across pipelines; a default clashes
+         * at its section's header line. */
+        expect_errors(DELAY_OK "dlq = shared.dlq\n"
+                               "[pipeline p]\ntype = throttle\ninput = x\n"
+                               "output = y\noverflow = shared.dlq\n",
+                      1,
+                      "CFG:9: overflow: topic 'shared.dlq' is already the dlq "
+                      "topic of pipeline 'timers' (line 4)\n");
+        expect_errors(DELAY_OK "[pipeline x]\ntype = delay\ninput = x\n"
+                               "changelog = timers.changelog\n",
+                      1,
+                      "CFG:7: changelog: topic 'timers.changelog' is already "
+                      "the changelog topic of pipeline 'timers' (line 1)\n");
+        expect_errors("[pipeline p]\ntype = throttle\ninput = a\noutput = a\n",
+                      1, "CFG:4: output: same topic as input ('a')\n");
+}
+
+static void test_bad_kafka(void **state) {
+        (void)state;
+        expect_errors("[kafka]\nbootstrap.servers = b:9092\nacks = maybe\n"
+                      "no.such.thing = 1\n" DELAY_OK,
+                      2,
+                      /* librdkafka's words, with its alias name */
+                      "CFG:3: acks: Invalid value for configuration property "
+                      "\"request.required.acks\"\n"
+                      "CFG:4: no.such.thing: No such configuration property: "
+                      "\"no.such.thing\"\n");
+        expect_errors("[kafka]\ngroup.id = mine\ngroup.instance.id = pod\n"
+                      "enable.auto.commit = true\n" DELAY_OK,
+                      3,
+                      "CFG:2: group.id: set by sluice (set app_id in "
+                      "[sluice])\n"
+                      "CFG:3: group.instance.id: set by sluice (set "
+                      "instance_id in [sluice])\n"
+                      "CFG:4: enable.auto.commit: set by sluice (sluice "
+                      "commits offsets in its transactions)\n");
+}
+
+static void test_idle_over_max_age(void **state) {
+        (void)state;
+        expect_errors("[pipeline b]\ntype = debounce\ninput = a\noutput = b\n"
+                      "idle = 1m\n",
+                      1, "CFG:5: idle: 1m is longer than max_age (30s)\n");
+        expect_errors("[pipeline b]\ntype = debounce\ninput = a\noutput = b\n"
+                      "max_age = 1s\n",
+                      1, "CFG:5: max_age: 1s is shorter than idle (2s)\n");
+}
+
+static void test_default_target_not_allowed(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "allowed_targets = orders.*\n"
+                               "default_target = billing.due\n",
+                      1,
+                      "CFG:5: default_target: 'billing.due' does not match "
+                      "allowed_targets (orders.*)\n");
+        expect_errors(DELAY_OK "allowed_targets = orders/*\n", 1,
+                      "CFG:4: allowed_targets: invalid pattern 'orders/*': "
+                      "'/' cannot appear in a topic name\n");
+}
+
+static void test_misc_errors(void **state) {
+        (void)state;
+        expect_errors("[sluice]\n", 1,
+                      "CFG: [pipeline NAME]: no pipeline configured\n");
+        expect_errors("[sluice]\nlog_level = loud\n" DELAY_OK, 1,
+                      "CFG:2: log_level: 'loud' is not one of debug, info, "
+                      "notice, warning, error\n");
+        expect_errors("[sluice]\nmetrics_listen = 9464\n" DELAY_OK, 1,
+                      "CFG:2: metrics_listen: invalid address '9464' "
+                      "(expected host:port, e.g. 0.0.0.0:9464)\n");
+        expect_errors("[sluice]\napp_id =\n" DELAY_OK, 1,
+                      "CFG:2: app_id: must not be empty\n");
+        expect_errors(DELAY_OK "changelog = my changelog\n", 1,
+                      "CFG:4: changelog: invalid topic name 'my changelog' "
+                      "(use A-Z a-z 0-9 . _ -, at most 249)\n");
+        expect_errors(DELAY_OK "type = debounce\n", 1,
+                      "CFG:4: type: duplicate key (first set at line 2)\n");
+        expect_errors("[pipeline p]\ntype = filter\ninput = a\n", 1,
+                      "CFG:2: type: 'filter' is not one of throttle, delay, "
+                      "debounce\n");
+}
+
+static void test_syntax_errors(void **state) {
+        (void)state;
+        expect_errors(DELAY_OK "just some words\n", 1,
+                      "CFG:4: syntax error: expected 'key = value', "
+                      "'[section]' or a comment, not 'just some words'\n");
+        /* Pairs under a broken header are not blamed on another section. */
+        expect_errors(DELAY_OK "[pipeline x\ninput = y\n", 1,
+                      "CFG:4: syntax error: unterminated section header "
+                      "'[pipeline x'\n");
+        expect_errors(DELAY_OK "= 5\n", 1,
+                      "CFG:4: syntax error: missing key name before '='\n");
+}
+
+static void test_missing_file(void **state) {
+        sl_conf_t *conf = (void *)1;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *mem = open_memstream(&buf, &size);
+        (void)state;
+
+        assert_int_equal(sl_conf_load("/nonexistent/sluice.ini", 0, &conf, mem),
+                         1);
+        fclose(mem);
+        assert_null(conf);
+        assert_string_equal(
+            buf, "/nonexistent/sluice.ini: cannot open: No such file or "
+                 "directory\n");
+        free(buf);
+}
+
+/* One file with many errors: all of them, in line order. */
+static void test_many_errors(void **state) {
+        (void)state;
+        expect_errors("[sluice]\n"                           /* 1 */
+                      "log_level = chatty\n"                 /* 2 */
+                      "commit_interval = 0\n"                /* 3 */
+                      "[kafka]\n"                            /* 4 */
+                      "isolation.level = read_uncommitted\n" /* 5 */
+                      "[pipeline a]\n"                       /* 6 */
+                      "type = delay\n"                       /* 7 */
+                      "input = shared\n"                     /* 8 */
+                      "ttl = 5m\n"                           /* 9 */
+                      "max_delay = soon\n"                   /* 10 */
+                      "[pipeline b]\n"                       /* 11 */
+                      "type = debounce\n"                    /* 12 */
+                      "input = shared\n"                     /* 13 */
+                      "output = a.changelog\n"               /* 14 */
+                      "idle = 1h\n"                          /* 15 */
+                      "max_bytes = lots\n"                   /* 16 */
+                      "[mystery]\n"                          /* 17 */
+                      "x = 1\n",                             /* 18 */
+                      10,
+                      "CFG:2: log_level: 'chatty' is not one of debug, info, "
+                      "notice, warning, error\n"
+                      "CFG:3: commit_interval: 0 is out of range 1ms..60s\n"
+                      "CFG:5: isolation.level: set by sluice (sluice always "
+                      "reads read_committed)\n"
+                      "CFG:9: ttl: not valid for type delay (only for "
+                      "throttle)\n"
+                      "CFG:10: max_delay: invalid duration 'soon': expected "
+                      "a number at 'soon'\n"
+                      "CFG:13: input: topic 'shared' is already the input of "
+                      "pipeline 'a' (line 8)\n"
+                      "CFG:14: output: 'a.changelog' is the changelog topic "
+                      "of pipeline 'a'; sluice's internal topics cannot be "
+                      "used here\n"
+                      "CFG:15: idle: 1h is longer than max_age (30s)\n"
+                      "CFG:16: max_bytes: invalid size 'lots': expected a "
+                      "number at 'lots'\n"
+                      "CFG:17: [mystery]: unknown section (expected "
+                      "[sluice], [kafka] or [pipeline NAME])\n");
+}
+
+/* Environment overrides. */
+
+static void test_env_overrides(void **state) {
+        sl_conf_t *conf;
+        char *errs;
+        const char *ini = "[sluice]\n"
+                          "log_level = warning\n"
+                          "[kafka]\n"
+                          "bootstrap.servers = file:9092\n"
+                          "acks = all\n" DELAY_OK;
+        (void)state;
+
+        setenv("SLUICE_LOG_LEVEL", "debug", 1);
+        setenv("SLUICE_INSTANCE_ID", "pod-7", 1);
+        setenv("SLUICE_KAFKA_BOOTSTRAP_SERVERS", "env:9092", 1);
+        setenv("SLUICE_KAFKA_SOCKET_TIMEOUT_MS", "5000", 1);
+        setenv("SLUICE_NOT_A_KEY", "ignored", 1);
+
+        conf = load_ok(ini, 1);
+        assert_int_equal(conf->log_level, LOG_DEBUG);
+        assert_string_equal(conf->instance_id, "pod-7");
+        assert_int_equal(conf->kafka_cnt, 3);
+        assert_string_equal(conf->kafka[0].key, "acks");
+        assert_string_equal(conf->kafka[1].key, "bootstrap.servers");
+        assert_string_equal(conf->kafka[1].value, "env:9092");
+        assert_int_equal(conf->kafka[1].line, 0);
+        assert_string_equal(conf->kafka[2].key, "socket.timeout.ms");
+        assert_string_equal(conf->kafka[2].value, "5000");
+        sl_conf_destroy(conf);
+
+        /* Without use_env the file stands. */
+        conf = load_ok(ini, 0);
+        assert_int_equal(conf->log_level, LOG_WARNING);
+        assert_null(conf->instance_id);
+        assert_string_equal(conf->kafka[0].value, "file:9092");
+        sl_conf_destroy(conf);
+
+        /* Bad values name the variable. */
+        setenv("SLUICE_LOG_LEVEL", "shouty", 1);
+        setenv("SLUICE_KAFKA_GROUP_ID", "g", 1);
+        setenv("SLUICE_KAFKA_SOCKET_TIMEOUT_MS", "never", 1);
+        assert_int_equal(load(ini, 1, &conf, &errs), 3);
+        assert_null(conf);
+        assert_string_equal(
+            errs, "env SLUICE_LOG_LEVEL: log_level: 'shouty' is not one of "
+                  "debug, info, notice, warning, error\n"
+                  "env SLUICE_KAFKA_GROUP_ID: group.id: set by sluice (set "
+                  "app_id in [sluice])\n"
+                  "env SLUICE_KAFKA_SOCKET_TIMEOUT_MS: socket.timeout.ms: "
+                  "Invalid value for configuration property "
+                  "\"socket.timeout.ms\"\n");
+        free(errs);
+
+        unsetenv("SLUICE_LOG_LEVEL");
+        unsetenv("SLUICE_INSTANCE_ID");
+        unsetenv("SLUICE_KAFKA_BOOTSTRAP_SERVERS");
+        unsetenv("SLUICE_KAFKA_SOCKET_TIMEOUT_MS");
+        unsetenv("SLUICE_KAFKA_GROUP_ID");
+        unsetenv("SLUICE_NOT_A_KEY");
+}
+
+/* Dump and reference. */
+
+static char *dump_str(const sl_conf_t *conf) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *mem = open_memstream(&buf, &size);
+        sl_conf_dump(conf, mem);
+        fclose(mem);
+        return buf;
+}
+
+static void test_dump_roundtrip(void **state) {
+        sl_conf_t *conf, *again;
+        char *d1, *d2, *body1, *body2;
+        const char *ini = "[sluice]\n"
+                          "app_id = billing\n"
+                          "[kafka]\n"
+                          "bootstrap.servers = b:9092\n"
+                          "sasl.password = hunter2\n"
+                          "[pipeline p]\n"
+                          "type = throttle\n"
+                          "input = a\n"
+                          "output = b\n"
+                          "default_rate = 1/m burst=3\n"
+                          "dlq = none\n"
+                          "ttl = 90m\n"
+                          "[pipeline d]\n"
+                          "type = delay\n"
+                          "input = c\n"
+                          "allowed_targets = x.*, y\n";
+        (void)state;
+
+        conf = load_ok(ini, 0);
+        d1 = dump_str(conf);
+        assert_null(strstr(d1, "hunter2"));
+        assert_non_null(strstr(d1, "sasl.password = ***\n"));
+        assert_non_null(strstr(d1, "default_rate = 1/m burst=3\n"));
+        assert_non_null(strstr(d1, "dlq = none\n"));
+        assert_non_null(strstr(d1, "ttl = 90m\n"));
+        assert_non_null(strstr(d1, "changelog = p.changelog\n"));
+        assert_non_null(strstr(d1, "allowed_targets = x.*, y\n"));
+        assert_non_null(strstr(d1, "instance_id = \n"));
+        assert_null(strstr(d1, "idle"));
+
+        /* The dump is itself a valid file with the same meaning. */
+        again = load_ok(d1, 0);
+        d2 = dump_str(again);
+        body1 = strchr(d1, '\n');
+        body2 = strchr(d2, '\n');
+        assert_string_equal(body1, body2);
+        free(d1);
+        free(d2);
+        sl_conf_destroy(again);
+        sl_conf_destroy(conf);
+}
+
+static void test_reference(void **state) {
+        static const char *keys[] = {"app_id",
+                                     "instance_id",
+                                     "metrics_listen",
+                                     "log_level",
+                                     "commit_interval",
+                                     "shutdown_grace",
+                                     "transaction_timeout",
+                                     "type",
+                                     "input",
+                                     "changelog",
+                                     "dlq",
+                                     "replication_factor",
+                                     "input_partitions",
+                                     "max_record_bytes",
+                                     "catchup_rate",
+                                     "output",
+                                     "overflow",
+                                     "rates",
+                                     "default_rate",
+                                     "ttl",
+                                     "payload_cache",
+                                     "default_target",
+                                     "allowed_targets",
+                                     "max_delay",
+                                     "input_format",
+                                     "idle",
+                                     "max_age",
+                                     "max_items",
+                                     "max_bytes",
+                                     "output_format"};
+        char *buf = NULL, needle[64];
+        size_t size = 0;
+        FILE *mem = open_memstream(&buf, &size);
+        (void)state;
+
+        sl_conf_reference(mem);
+        fclose(mem);
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                snprintf(needle, sizeof(needle), "| `%s` |", keys[i]);
+                if (!strstr(buf, needle))
+                        fail_msg("reference lacks %s", keys[i]);
+        }
+        assert_non_null(strstr(buf, "### [sluice]\n"));
+        assert_non_null(strstr(buf, "### [kafka]\n"));
+        assert_non_null(
+            strstr(buf, "### [pipeline NAME] with type = throttle"));
+        assert_non_null(strstr(buf, "### [pipeline NAME] with type = delay"));
+        assert_non_null(
+            strstr(buf, "### [pipeline NAME] with type = debounce"));
+        assert_non_null(strstr(buf, "| `commit_interval` | duration, "
+                                    "1ms..60s | `100ms` |"));
+        assert_non_null(strstr(buf, "| `changelog` | topic | "
+                                    "`NAME.changelog` |"));
+        assert_non_null(strstr(buf, "| `input` | topic | required |"));
+        assert_non_null(strstr(buf, "`group.id` (set app_id in [sluice])"));
+        free(buf);
+}
+
+/* `sluice config ...`, with stdout and stderr captured. */
+
+static int run_cmd(char **out, char **err, int argc, ...) {
+        char *argv[16], opath[300], epath[300];
+        int saved_out, saved_err, rc;
+        va_list ap;
+        FILE *fp;
+        long n;
+
+        va_start(ap, argc);
+        for (int i = 0; i < argc; i++)
+                argv[i] = va_arg(ap, char *);
+        va_end(ap);
+        argv[argc] = NULL;
+
+        snprintf(opath, sizeof(opath), "%s/out", tmpdir);
+        snprintf(epath, sizeof(epath), "%s/err", tmpdir);
+        fflush(stdout);
+        fflush(stderr);
+        saved_out = dup(1);
+        saved_err = dup(2);
+        assert_non_null(freopen(opath, "w", stdout));
+        assert_non_null(freopen(epath, "w", stderr));
+        rc = sl_conf_cmd(argc, argv);
+        fflush(stdout);
+        fflush(stderr);
+        dup2(saved_out, 1);
+        dup2(saved_err, 2);
+        close(saved_out);
+        close(saved_err);
+
+        for (int i = 0; i < 2; i++) {
+                char **dst = i ? err : out;
+                fp = fopen(i ? epath : opath, "r");
+                assert_non_null(fp);
+                fseek(fp, 0, SEEK_END);
+                n = ftell(fp);
+                rewind(fp);
+                *dst = calloc(1, (size_t)n + 1);
+                if (n)
+                        assert_int_equal(fread(*dst, 1, (size_t)n, fp), n);
+                fclose(fp);
+                unlink(i ? epath : opath);
+        }
+        return rc;
+}
+
+static void test_cmd(void **state) {
+        char *out, *err, *expect;
+        (void)state;
+
+        write_file(cfg_path, DELAY_OK);
+        assert_int_equal(
+            run_cmd(&out, &err, 4, "config", "check", "-c", cfg_path),
+            SL_EXIT_OK);
+        assert_true(asprintf(&expect, "%s: ok (1 pipeline)\n", cfg_path) > 0);
+        assert_string_equal(out, expect);
+        assert_string_equal(err, "");
+        free(expect);
+        free(out);
+        free(err);
+
+        assert_int_equal(run_cmd(&out, &err, 2, "config", "dump"),
+                         SL_EXIT_USAGE);
+        free(out);
+        free(err);
+
+        write_file(cfg_path, DELAY_OK "bogus = 1\n");
+        assert_int_equal(run_cmd(&out, &err, 3, "config", "check", "-c"),
+                         SL_EXIT_USAGE);
+        free(out);
+        free(err);
+        assert_int_equal(
+            run_cmd(&out, &err, 4, "config", "check", "--config", cfg_path),
+            SL_EXIT_FAIL);
+        assert_string_equal(out, "");
+        assert_true(asprintf(&expect,
+                             "%s:4: bogus: unknown key in [pipeline "
+                             "timers]\n",
+                             cfg_path) > 0);
+        assert_string_equal(err, expect);
+        free(expect);
+        free(out);
+        free(err);
+
+        write_file(cfg_path, "[kafka]\nsasl.password = s3cret\n" DELAY_OK);
+        assert_int_equal(
+            run_cmd(&out, &err, 4, "config", "dump", "-c", cfg_path),
+            SL_EXIT_OK);
+        assert_non_null(strstr(out, "[pipeline timers]\ntype = delay\n"));
+        assert_null(strstr(out, "s3cret"));
+        free(out);
+        free(err);
+
+        assert_int_equal(run_cmd(&out, &err, 2, "config", "reference"),
+                         SL_EXIT_OK);
+        assert_non_null(strstr(out, "### [sluice]"));
+        free(out);
+        free(err);
+
+        assert_int_equal(run_cmd(&out, &err, 3, "config", "check", "--help"),
+                         SL_EXIT_OK);
+        assert_non_null(strstr(out, "usage: sluice config check -c FILE"));
+        free(out);
+        free(err);
+        assert_int_equal(run_cmd(&out, &err, 2, "config", "--help"),
+                         SL_EXIT_OK);
+        assert_non_null(strstr(out, "usage: sluice config check"));
+        free(out);
+        free(err);
+
+        /* Usage errors: exit 2 with a usage line on stderr. */
+        assert_int_equal(run_cmd(&out, &err, 2, "config", "frobnicate"),
+                         SL_EXIT_USAGE);
+        assert_non_null(strstr(err, "usage: sluice config"));
+        free(out);
+        free(err);
+        assert_int_equal(run_cmd(&out, &err, 1, "config"), SL_EXIT_USAGE);
+        assert_non_null(strstr(err, "usage: sluice config"));
+        free(out);
+        free(err);
+        assert_int_equal(run_cmd(&out, &err, 3, "config", "check", "--frob"),
+                         SL_EXIT_USAGE);
+        assert_non_null(strstr(err, "usage: sluice config check"));
+        free(out);
+        free(err);
+        assert_int_equal(run_cmd(&out, &err, 2, "config", "check"),
+                         SL_EXIT_USAGE);
+        assert_non_null(strstr(err, "-c FILE is required"));
+        free(out);
+        free(err);
+        assert_int_equal(run_cmd(&out, &err, 3, "config", "reference", "x"),
+                         SL_EXIT_USAGE);
+        free(out);
+        free(err);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_defaults),
+            cmocka_unit_test(test_all_keys_set),
+            cmocka_unit_test(test_long_line),
+            cmocka_unit_test(test_unknown_key),
+            cmocka_unit_test(test_key_for_wrong_type),
+            cmocka_unit_test(test_bad_duration),
+            cmocka_unit_test(test_bad_size),
+            cmocka_unit_test(test_bad_rate),
+            cmocka_unit_test(test_int_out_of_bounds),
+            cmocka_unit_test(test_missing_required),
+            cmocka_unit_test(test_duplicate_key),
+            cmocka_unit_test(test_unknown_section),
+            cmocka_unit_test(test_bad_pipeline_name),
+            cmocka_unit_test(test_duplicate_input),
+            cmocka_unit_test(test_internal_topic_as_output),
+            cmocka_unit_test(test_bad_kafka),
+            cmocka_unit_test(test_idle_over_max_age),
+            cmocka_unit_test(test_default_target_not_allowed),
+            cmocka_unit_test(test_misc_errors),
+            cmocka_unit_test(test_syntax_errors),
+            cmocka_unit_test(test_missing_file),
+            cmocka_unit_test(test_many_errors),
+            cmocka_unit_test(test_env_overrides),
+            cmocka_unit_test(test_dump_roundtrip),
+            cmocka_unit_test(test_reference),
+            cmocka_unit_test(test_cmd),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
