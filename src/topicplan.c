@@ -124,8 +124,7 @@ static void compacted_settings(sl_topic_spec_t *spec, int checked) {
                    "recent updates would stay uncompacted that long");
         setting_ms(spec, "delete.retention.ms", CHANGELOG_TOMBSTONE_MS, le,
                    CHANGELOG_TOMBSTONE_MAX,
-                   "tombstones kept for days slow every rebuild (the 002 "
-                   "lesson)");
+                   "tombstones kept for days slow every rebuild");
         if (checked)
                 setting_ms(spec, "delete.retention.ms", -1, SL_TCHECK_GE,
                            CHANGELOG_TOMBSTONE_MIN,

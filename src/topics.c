@@ -833,7 +833,7 @@ static int cmd_check(const topics_opts_t *o) {
         }
         problems = sl_topicplan_eval_problems(ev, 1);
         if (problems)
-                printf("check: %d problem%s in %d topics\n", problems,
+                printf("check: %d problem%s (%d topics checked)\n", problems,
                        problems == 1 ? "" : "s", ev->cnt);
         else
                 printf("check: ok (%d topics)\n", ev->cnt);

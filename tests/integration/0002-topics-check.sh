@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# 0002-topics-check — `sluice topics check` reports every problem in one
+# run, naming each: an overflow with the wrong partition count, a changelog
+# that is not compacted, a changelog keeping tombstones for a week, missing
+# DLQs.  apply then creates what is missing but leaves the wrong topics as
+# they are, and says what differs.  A broker that does not answer is a clear
+# error within the timeout, not a hang; usage errors exit 2.
+source "$(dirname "$0")/lib.sh"
+
+conf=$WORK/sluice.ini
+base_conf "$conf"
+cat >>"$conf" <<EOF
+
+[pipeline $PFX-thr]
+type = throttle
+input = $PFX-thr.in
+output = $PFX-thr.out
+
+[pipeline $PFX-rem]
+type = delay
+input = $PFX-rem.in
+default_target = $PFX-rem.out
+EOF
+
+# Good changelog settings but cleanup.policy and delete.retention.ms.
+changelog=(segment.ms=600000 min.cleanable.dirty.ratio=0.1
+    max.compaction.lag.ms=900000 min.compaction.lag.ms=0)
+
+topic_create "$PFX-thr.in" 4
+topic_create "$PFX-thr.out" 4
+# Not compacted (everything else right).
+topic_create "$PFX-thr.changelog" 4 "${changelog[@]}" cleanup.policy=delete \
+    delete.retention.ms=3600000
+# 2 partitions where the input has 4.
+topic_create "$PFX-thr.overflow" 2 cleanup.policy=delete retention.ms=25200000
+topic_create "$PFX-thr.rates" 1 cleanup.policy=compact
+topic_create "$PFX-rem.in" 3
+topic_create "$PFX-rem.out" 3
+# Tombstones kept for 7 days.
+topic_create "$PFX-rem.changelog" 3 "${changelog[@]}" cleanup.policy=compact \
+    delete.retention.ms=604800000
+# The two DLQs are missing.
+
+run_check() {
+    local rc=0
+    "$SLUICE_BIN" topics check -c "$conf" >"$WORK/$1.out" 2>"$WORK/$1.err" || rc=$?
+    cat "$WORK/$1.out"
+    return $rc
+}
+
+# expect_problem FILE TOPIC REGEX — FILE has a problem line for TOPIC
+# matching REGEX.
+expect_problem() {
+    grep -E "^problem +$2 " "$1" | grep -Eq -- "$3" ||
+        fail "no problem for $2 matching '$3' in $(basename "$1")"
+}
+
+rc=0
+run_check check1 || rc=$?
+[ "$rc" -eq 1 ] || fail "check exited $rc, want 1"
+expect_problem "$WORK/check1.out" "$PFX-thr.overflow" "has 2 partitions, want 4 like its input $PFX-thr.in"
+expect_problem "$WORK/check1.out" "$PFX-thr.changelog" "cleanup.policy is delete, want compact"
+expect_problem "$WORK/check1.out" "$PFX-rem.changelog" "delete.retention.ms is 604800000, want <= 86400000"
+expect_problem "$WORK/check1.out" "$PFX-thr.dlq" "missing"
+expect_problem "$WORK/check1.out" "$PFX-rem.dlq" "missing"
+n=$(grep -c '^problem' "$WORK/check1.out")
+[ "$n" -eq 5 ] || fail "check reported $n problems, want exactly 5"
+grep -q '^check: 5 problems' "$WORK/check1.out" || fail "check summary does not count 5 problems"
+for t in thr.in thr.out thr.rates rem.in rem.out; do
+    grep -Eq "^ok +$PFX-$t " "$WORK/check1.out" || fail "check does not say $PFX-$t is ok"
+done
+echo "check: the 5 problems named in one run, nothing else"
+
+# apply: creates the DLQs, alters nothing, exits 1 naming what differs.
+rc=0
+"$SLUICE_BIN" topics apply -c "$conf" >"$WORK/apply.out" 2>"$WORK/apply.err" || rc=$?
+cat "$WORK/apply.out"
+[ "$rc" -eq 1 ] || fail "apply exited $rc, want 1 (existing topics differ)"
+grep -Eq "^created +$PFX-thr.dlq " "$WORK/apply.out" || fail "apply did not create $PFX-thr.dlq"
+grep -Eq "^created +$PFX-rem.dlq " "$WORK/apply.out" || fail "apply did not create $PFX-rem.dlq"
+expect_problem "$WORK/apply.out" "$PFX-thr.overflow" "has 2 partitions, want 4"
+expect_problem "$WORK/apply.out" "$PFX-thr.changelog" "cleanup.policy is delete, want compact"
+expect_problem "$WORK/apply.out" "$PFX-rem.changelog" "delete.retention.ms is 604800000"
+grep -q 'never altered' "$WORK/apply.out" || fail "apply does not say existing topics are left alone"
+[ "$(topic_partitions "$PFX-thr.overflow")" -eq 2 ] || fail "apply changed the overflow's partitions"
+"$SLUICE_BIN" topics describe -c "$conf" "$PFX-thr.changelog" "$PFX-rem.changelog" >"$WORK/describe.out"
+grep -q "^$PFX-thr.changelog .* cleanup.policy=delete" "$WORK/describe.out" || fail "apply altered $PFX-thr.changelog"
+grep -q "^$PFX-rem.changelog .* delete.retention.ms=604800000" "$WORK/describe.out" || fail "apply altered $PFX-rem.changelog"
+echo "apply: created the 2 missing DLQs, left the 3 wrong topics as they were"
+
+rc=0
+run_check check2 || rc=$?
+[ "$rc" -eq 1 ] || fail "second check exited $rc, want 1"
+n=$(grep -c '^problem' "$WORK/check2.out")
+[ "$n" -eq 3 ] || fail "second check reported $n problems, want 3"
+! grep -q "missing" "$WORK/check2.out" || fail "second check still reports a missing topic"
+echo "check after apply: the 3 wrong topics remain, nothing missing"
+
+# A broker that does not answer: an error naming the servers, within the
+# timeout.  (The environment override points the same file elsewhere.)
+t0=$(date +%s%N)
+rc=0
+SLUICE_KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:1 timeout 30 \
+    "$SLUICE_BIN" topics check -c "$conf" --timeout 2s >"$WORK/down.out" 2>"$WORK/down.err" || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" -eq 1 ] || { cat "$WORK/down.err" >&2; fail "check against a dead broker exited $rc, want 1"; }
+grep -q "did not answer.*127.0.0.1:1" "$WORK/down.err" || {
+    cat "$WORK/down.err" >&2
+    fail "no clear error for an unreachable broker"
+}
+[ "$ms" -lt 15000 ] || fail "check against a dead broker took $ms ms with --timeout 2s"
+echo "unreachable broker: '$(grep 'did not answer' "$WORK/down.err")' after $ms ms"
+
+# Usage errors exit 2.
+rc=0
+"$SLUICE_BIN" topics check >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "check without -c exited $rc, want 2"
+rc=0
+"$SLUICE_BIN" topics apply -c "$conf" --bogus >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "apply --bogus exited $rc, want 2"
+rc=0
+"$SLUICE_BIN" topics create -c "$conf" "$PFX-x" >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "create without --partitions exited $rc, want 2"
+"$SLUICE_BIN" topics check --help | grep -q '^usage: sluice topics check' || fail "check --help"
+echo "usage errors exit 2"
+echo "PASS"
