@@ -1469,6 +1469,8 @@ static void ref_type(const conf_key_t *k, char *buf, size_t size) {
         } else {
                 snprintf(buf, size, "%s", names[k->type]);
         }
+        if (k->flags & F_NONE)
+                snprintf(buf + strlen(buf), size - strlen(buf), " or `none`");
 }
 
 static void ref_table(FILE *out, sect_kind_t section, int type) {
