@@ -7,6 +7,11 @@
 # error within the timeout, not a hang; usage errors exit 2.
 source "$(dirname "$0")/lib.sh"
 
+# topic_create's config ($WORK/admin.ini): only [kafka] matters to `topics
+# create`, but the config loader insists on a pipeline, so give it one.
+base_conf "$WORK/admin.ini"
+printf '\n[pipeline admin]\ntype = delay\ninput = %s.unused\n' "$PFX" >>"$WORK/admin.ini"
+
 conf=$WORK/sluice.ini
 base_conf "$conf"
 cat >>"$conf" <<EOF

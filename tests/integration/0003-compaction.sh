@@ -8,6 +8,11 @@
 # "tick" record is produced on every poll to roll it).
 source "$(dirname "$0")/lib.sh"
 
+# topic_create's config ($WORK/admin.ini): only [kafka] matters to `topics
+# create`, but the config loader insists on a pipeline, so give it one.
+base_conf "$WORK/admin.ini"
+printf '\n[pipeline admin]\ntype = delay\ninput = %s.unused\n' "$PFX" >>"$WORK/admin.ini"
+
 topic=$PFX.compacted
 TAB=$'\t'
 tombstone_ms=3000
