@@ -715,7 +715,7 @@ static int cmd_apply(const topics_opts_t *o) {
                                           sizeof(errstr));
                 if (r == 0) {
                         created[created_cnt++] = v->spec->name;
-                        sl_log(LOG_INFO, "TOPICS",
+                        sl_log(LOG_DEBUG, "TOPICS",
                                "created %s with %d partition(s)", v->spec->name,
                                v->create_parts);
                 } else if (r != -EEXIST) {
