@@ -244,6 +244,8 @@ static const struct {
     {"group.instance.id", "set instance_id in [sluice]"},
     {"transaction.timeout.ms", "set transaction_timeout in [sluice]"},
     {"enable.auto.commit", "sluice commits offsets in its transactions"},
+    {"enable.auto.offset.store", "sluice commits offsets in its transactions"},
+    {"auto.offset.reset", "sluice reads from the earliest offset"},
     {"isolation.level", "sluice always reads read_committed"},
     {"enable.idempotence", "sluice's transactional producer is idempotent"},
     {"partition.assignment.strategy",
@@ -1173,7 +1175,8 @@ static int pl_line(const pipe_lines_t *pl, const char *name) {
         return line ? line : pl->line;
 }
 
-static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls) {
+static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
+                     int flags) {
         static const char *internal[] = {"changelog", "overflow", "rates",
                                          "dlq"};
         static const char *external[] = {"input", "output", "default_target"};
@@ -1182,7 +1185,7 @@ static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls) {
         char a[64], b[64];
 
         if (conf->pipeline_cnt == 0) {
-                if (ld->pipeline_headers)
+                if (ld->pipeline_headers || flags & SL_CONF_NO_PIPES)
                         return; /* each bad header has its error */
                 err_at(ld, -1, NULL, "[pipeline NAME]",
                        "no pipeline configured");
@@ -1333,6 +1336,13 @@ static int err_cmp(const void *a, const void *b) {
 
 int sl_conf_load(const char *path, int use_env, sl_conf_t **confp,
                  FILE *errout) {
+        return sl_conf_load_flags(path, use_env ? SL_CONF_ENV : 0, confp,
+                                  errout);
+}
+
+int sl_conf_load_flags(const char *path, int flags, sl_conf_t **confp,
+                       FILE *errout) {
+        int use_env = flags & SL_CONF_ENV;
         loader_t ld = {.path = path ? path : "(null)", .cur = -1};
         sl_conf_t *conf;
         pipe_lines_t *pls;
@@ -1373,7 +1383,7 @@ int sl_conf_load(const char *path, int use_env, sl_conf_t **confp,
                                &pls[conf->pipeline_cnt]);
                 conf->pipeline_cnt++;
         }
-        finalize(&ld, conf, pls);
+        finalize(&ld, conf, pls, flags);
         free(pls);
 
         errs = ld.err_cnt;

@@ -12,11 +12,26 @@
  * finalize step.  Errors read `FILE:LINE: key: what is wrong`; all of a file's
  * errors are reported in one pass.
  *
- * Environment overrides (for containers), applied after the file:
- *   SLUICE_KAFKA_<PROP>     [kafka] <prop>, '_' -> '.', lower-cased
- *                           (SLUICE_KAFKA_BOOTSTRAP_SERVERS ->
- * bootstrap.servers) SLUICE_<KEY>            [sluice] <key>, lower-cased
- * (SLUICE_INSTANCE_ID)
+ * Environment overrides (for containers) are applied after the file and
+ * win over it:
+ *
+ *   SLUICE_KAFKA_<PROP>  sets [kafka] <prop>: '_' read as '.', lower-cased;
+ *                        SLUICE_KAFKA_BOOTSTRAP_SERVERS is bootstrap.servers.
+ *   SLUICE_<KEY>         sets [sluice] <key>, lower-cased, for the keys of
+ *                        [sluice] only; SLUICE_INSTANCE_ID is instance_id.
+ *
+ * An error in such a value names the variable instead of FILE:LINE:
+ * "env SLUICE_LOG_LEVEL: log_level: 'x' is not one of ...".
+ *
+ * [kafka] properties that sluice sets itself (group.id, transactional.id,
+ * group.instance.id, transaction.timeout.ms, enable.auto.commit,
+ * enable.auto.offset.store, auto.offset.reset, isolation.level,
+ * enable.idempotence, partition.assignment.strategy) are
+ * errors that name the [sluice] key to use instead; every other property is
+ * checked with rd_kafka_conf_set when the file is loaded.
+ *
+ * Loading is not thread-safe (libinih's options are process globals): load
+ * at startup, before other threads read INI files.
  */
 #ifndef SL_CONFIG_H
 #define SL_CONFIG_H
@@ -113,10 +128,27 @@ typedef struct sl_conf_s {
 /* Reads and validates path.  On success returns 0 and *confp (owned by the
  * caller: sl_conf_destroy).  On failure returns the number of errors (> 0),
  * writes each as one line "FILE:LINE: key: what is wrong\n" to errout
- * (if not NULL), and sets *confp = NULL.  Environment overrides are applied
- * when use_env is non-zero. */
+ * (if not NULL), sorted by line (environment errors, then errors about the
+ * whole file, "FILE: key: ...", last), and sets *confp = NULL.  Environment
+ * overrides are applied when use_env is non-zero.
+ *
+ * Values: optional strings and topics left empty are NULL (instance_id,
+ * metrics_listen, default_target); dlq = none is NULL; keys of other
+ * pipeline types are zero/NULL. */
 int sl_conf_load(const char *path, int use_env, sl_conf_t **confp,
                  FILE *errout);
+
+/* Flags of sl_conf_load_flags(). */
+#define SL_CONF_ENV 0x1 /* apply the environment overrides */
+#define SL_CONF_NO_PIPES                                                       \
+        0x2 /* a file without pipelines is valid: for                          \
+               commands that only need [kafka], such as                        \
+               `topics create` */
+
+/* sl_conf_load() with flags: sl_conf_load(p, 1, c, e) is
+ * sl_conf_load_flags(p, SL_CONF_ENV, c, e). */
+int sl_conf_load_flags(const char *path, int flags, sl_conf_t **confp,
+                       FILE *errout);
 
 void sl_conf_destroy(sl_conf_t *conf);
 
@@ -132,8 +164,10 @@ rd_kafka_conf_t *sl_conf_rdkafka(const sl_conf_t *conf, char *errstr,
 /* Writes the configuration reference (Markdown, generated from the table). */
 void sl_conf_reference(FILE *out);
 
-/* Writes the effective configuration as INI; values of keys that look secret
- * (password, secret, key) are replaced by "***". */
+/* Writes the effective configuration as INI, a file that loads back to
+ * the same configuration; values of [kafka] keys that look secret (their
+ * name holds password, secret, key or oauthbearer.config) are replaced by
+ * "***". */
 void sl_conf_dump(const sl_conf_t *conf, FILE *out);
 
 #endif

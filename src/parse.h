@@ -14,8 +14,9 @@
 
 /* Durations: an integer or decimal number followed by a unit: "250ms", "90s",
  * "1.5s", "30m", "24h", "7d"; "0" alone is zero.  Compound forms like
- * "1h30m" are accepted.  Result in milliseconds; negative values and
- * overflow are errors. */
+ * "1h30m" are accepted.  Result in milliseconds; negative values, overflow
+ * and values finer than a millisecond ("0.5ms") are errors.  Blanks around
+ * the value are ignored, in sizes and rates too. */
 int sl_parse_duration_ms(const char *s, int64_t *out_ms, char *errstr,
                          size_t errstr_size);
 
@@ -24,7 +25,8 @@ int sl_parse_duration_ms(const char *s, int64_t *out_ms, char *errstr,
 void sl_duration_format(int64_t ms, char *buf, size_t size);
 
 /* Sizes: a number with an optional unit: "512", "64KiB", "64MiB", "1GiB",
- * "10kB", "10MB" (decimal), "1.5MiB".  Result in bytes. */
+ * "10kB", "10MB" (decimal), "1.5MiB"; units are case-insensitive (B, kB,
+ * MB, GB, TB, KiB, MiB, GiB, TiB).  Result in bytes; it must be whole. */
 int sl_parse_size(const char *s, int64_t *out_bytes, char *errstr,
                   size_t errstr_size);
 
@@ -66,7 +68,9 @@ int sl_globs_match(const sl_globs_t *globs, const char *name);
 void sl_globs_free(sl_globs_t *globs);
 
 /* Timestamps for sluice-at: epoch milliseconds ("1767225600000") or RFC 3339
- * ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00.250+01:00"). */
+ * ("2026-01-01T00:00:00Z", "2026-01-01T01:00:00.250+01:00"; 't', 'z' and a
+ * space for 'T' are accepted).  Fraction digits beyond milliseconds are
+ * dropped; second 60 (a leap second) is the next second. */
 int sl_parse_timestamp_ms(const char *s, int64_t *out_ms, char *errstr,
                           size_t errstr_size);
 

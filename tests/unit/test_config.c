@@ -573,6 +573,27 @@ static void test_syntax_errors(void **state) {
                       "CFG:4: syntax error: missing key name before '='\n");
 }
 
+static void test_no_pipelines_flag(void **state) {
+        sl_conf_t *conf = NULL;
+        (void)state;
+
+        /* `topics create` only needs [kafka]. */
+        write_file(cfg_path, "[kafka]\nbootstrap.servers = b:9092\n");
+        assert_int_equal(
+            sl_conf_load_flags(cfg_path, SL_CONF_NO_PIPES, &conf, NULL), 0);
+        assert_non_null(conf);
+        assert_int_equal(conf->pipeline_cnt, 0);
+        assert_int_equal(conf->kafka_cnt, 1);
+        sl_conf_destroy(conf);
+        assert_int_equal(sl_conf_load_flags(cfg_path, 0, &conf, NULL), 1);
+        assert_null(conf);
+        /* Everything else is still checked. */
+        write_file(cfg_path, "[kafka]\ngroup.id = x\n");
+        assert_int_equal(
+            sl_conf_load_flags(cfg_path, SL_CONF_NO_PIPES, &conf, NULL), 1);
+        assert_null(conf);
+}
+
 static void test_missing_file(void **state) {
         sl_conf_t *conf = (void *)1;
         char *buf = NULL;
@@ -968,6 +989,7 @@ int main(void) {
             cmocka_unit_test(test_default_target_not_allowed),
             cmocka_unit_test(test_misc_errors),
             cmocka_unit_test(test_syntax_errors),
+            cmocka_unit_test(test_no_pipelines_flag),
             cmocka_unit_test(test_missing_file),
             cmocka_unit_test(test_many_errors),
             cmocka_unit_test(test_env_overrides),
