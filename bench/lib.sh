@@ -1,0 +1,355 @@
+# lib.sh — shared functions for sluice benchmarks; `source` it first.
+#
+# bench/run.sh sources this file and every bench/sections/*.sh.  A section
+# file registers itself and defines one function:
+#
+#   bench_register throttle 120 "throttle pass-through and drain accuracy"
+#   section_throttle() {
+#       bench_topic "$BENCH_ID.thr.in" 4
+#       bench_load "$BENCH_ID.thr.in" 1000000 100 --keys 10000 >/dev/null
+#       ...
+#       bench_figure throttle "pass-through rate" "$rate" rec/s "$(bench_ratio "$rate")" ">= 0.8"
+#   }
+#
+# Each section runs in its own bash process under `timeout` with the budget
+# it registered, so one stuck section cannot hold the run.  Sections talk to
+# the run only through files in $BENCH_WORK (figures, the baseline rate).
+#
+# Environment (all optional):
+#   SLUICE_BENCH_KAFKA_PORT  bench broker port (default 39292; the test broker
+#                            uses 39092 and is never touched)
+#   SLUICE_BIN               the sluice binary (default ./sluice)
+#   BENCH_BIN                the bench programs (default build/bench)
+#   BENCH_OUT                where the figures are written (default
+#                            build/bench/figures.txt and figures.tsv)
+#
+# Benchmarks print figures and assert nothing about speed.  They do check
+# that the records arrived (a fast wrong answer is not a figure).
+
+set -euo pipefail
+# set -e also inside $(...), so a failing helper fails its caller.
+shopt -s inherit_errexit
+
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+: "${SLUICE_BIN:=$BENCH_ROOT/sluice}"
+: "${BENCH_BIN:=$BENCH_ROOT/build/bench}"
+: "${BENCH_OUT:=$BENCH_ROOT/build/bench}"
+: "${SLUICE_BENCH_KAFKA_PORT:=39292}"
+BENCH_PORT=$SLUICE_BENCH_KAFKA_PORT
+BENCH_BOOTSTRAP=127.0.0.1:$BENCH_PORT
+BENCH_BROKER_SH=$BENCH_ROOT/tests/integration/kafka/broker.sh
+# run.sh exports BENCH_WORK and BENCH_ID so every section shares them; a
+# script sourcing lib.sh alone gets its own.
+if [ -z "${BENCH_WORK:-}" ]; then
+    BENCH_WORK=$(mktemp -d /tmp/sluice-bench.XXXXXX)
+fi
+: "${BENCH_ID:=b$(date +%s%N | tail -c 7)}"
+export SLUICE_BIN BENCH_BIN BENCH_OUT SLUICE_BENCH_KAFKA_PORT BENCH_WORK BENCH_ID
+
+# ---- messages -------------------------------------------------------------
+
+# bench_log MSG... — progress line on stderr, with seconds since the start.
+bench_log() {
+    local t0=${BENCH_T0:-$(date +%s%N)}
+    local ms=$((($(date +%s%N) - t0) / 1000000))
+    printf '[%4d.%01ds] %s\n' $((ms / 1000)) $((ms % 1000 / 100)) "$*" >&2
+}
+
+# bench_fail MSG... — the section failed; exits non-zero.
+bench_fail() {
+    echo "bench: FAIL: $*" >&2
+    exit 1
+}
+
+# ---- broker ---------------------------------------------------------------
+
+_bench_broker() {
+    SLUICE_TEST_KAFKA_PORT=$BENCH_PORT "$BENCH_BROKER_SH" "$@"
+}
+
+# bench_broker_start — a fresh single-node broker on $BENCH_PORT.  When one
+# already answers there (a broker someone else started), it is reused and
+# bench_broker_stop leaves it running.
+bench_broker_start() {
+    if _bench_broker status; then
+        bench_log "broker: reusing the one on $BENCH_BOOTSTRAP"
+        echo reused >"$BENCH_WORK/broker.reused"
+        return 0
+    fi
+    _bench_broker start
+}
+
+bench_broker_stop() {
+    if [ -f "$BENCH_WORK/broker.reused" ]; then
+        return 0
+    fi
+    _bench_broker stop
+}
+
+# bench_broker_logs — the broker log tail, for failures.
+bench_broker_logs() {
+    _bench_broker logs 50 >&2 || true
+}
+
+# ---- waiting and running --------------------------------------------------
+
+# bench_wait_until SECONDS CMD... — polls CMD every 100 ms until it succeeds;
+# returns 1 at the deadline.
+bench_wait_until() {
+    local secs=$1
+    shift
+    local end=$(($(date +%s%N) + secs * 1000000000))
+    until "$@"; do
+        [ "$(date +%s%N)" -lt "$end" ] || return 1
+        sleep 0.1
+    done
+}
+
+# bench_run SECONDS NAME CMD... — runs CMD with a deadline, stdout to the
+# caller, stderr to $BENCH_WORK/NAME.err (shown on failure).  Returns CMD's
+# exit code (124 on timeout).  --foreground keeps CMD in the section's
+# process group, so the section's own timeout reaches it too.
+bench_run() {
+    local secs=$1 name=$2
+    shift 2
+    local rc=0
+    timeout --foreground -k 5 "$secs" "$@" 2>"$BENCH_WORK/$name.err" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        echo "bench: $name exited with $rc$([ "$rc" = 124 ] && echo " (timeout ${secs}s)")" >&2
+        tail -20 "$BENCH_WORK/$name.err" >&2 || true
+    fi
+    return "$rc"
+}
+
+# bench_field LINE KEY — the value of KEY=VALUE in a result line.
+bench_field() {
+    local kv
+    for kv in $1; do
+        if [ "${kv%%=*}" = "$2" ]; then
+            echo "${kv#*=}"
+            return 0
+        fi
+    done
+    echo "bench: no $2= in: $1" >&2
+    return 1
+}
+
+# ---- topics, load, copy, consume -----------------------------------------
+
+# bench_topic NAME PARTITIONS [key=value ...] — creates a topic and waits
+# until every partition has a leader.
+bench_topic() {
+    local name=$1 parts=$2
+    shift 2
+    local args=() kv
+    for kv in "$@"; do args+=(-c "$kv"); done
+    bench_run 60 "mktopic-$name" "$BENCH_BIN/mktopic" -b "$BENCH_BOOTSTRAP" \
+        -p "$parts" "${args[@]}" "$name" ||
+        bench_fail "cannot create topic $name"
+}
+
+# bench_load TOPIC COUNT SIZE [load options] — produces COUNT records with
+# SIZE-byte values (see build/bench/load --help for keys, headers and
+# partitioners); prints the result line "load records=N seconds=S rate=R".
+bench_load() {
+    local topic=$1 count=$2 size=$3
+    shift 3
+    bench_run 200 "load-$topic" "$BENCH_BIN/load" -b "$BENCH_BOOTSTRAP" \
+        -t "$topic" -n "$count" -s "$size" --timeout 180 "$@" ||
+        bench_fail "load into $topic failed"
+}
+
+# bench_consume TOPIC COUNT [consume options] — waits until COUNT records
+# are visible to read_committed (COUNT 0: reads to the end); prints
+# "consume records=N seconds=S rate=R wall=W [lateness_...]".
+bench_consume() {
+    local topic=$1 count=$2
+    shift 2
+    bench_run 200 "consume-$topic" "$BENCH_BIN/consume" -b "$BENCH_BOOTSTRAP" \
+        -t "$topic" -n "$count" --timeout 180 "$@" ||
+        bench_fail "reading $topic failed"
+}
+
+# bench_count TOPIC — the number of committed records in TOPIC now.
+bench_count() {
+    local line
+    line=$(bench_consume "$1" 0) || return 1
+    bench_field "$line" records
+}
+
+# bench_copy IN OUT COUNT [eos_copy options] — the exactly-once copy, as
+# consumer group OUT.eos_copy; prints its result line plus " peak_rss_kb=K".
+bench_copy() {
+    local in=$1 out=$2 count=$3
+    shift 3
+    local line
+    line=$(bench_run 200 "eos_copy-$out" /usr/bin/time -f 'peak_rss_kb=%M' \
+        -o "$BENCH_WORK/eos_copy-$out.rss" "$BENCH_BIN/eos_copy" \
+        -b "$BENCH_BOOTSTRAP" -i "$in" -o "$out" -g "$out.eos_copy" \
+        -n "$count" --timeout 180 "$@") || bench_fail "eos_copy $in → $out failed"
+    echo "$line $(tail -1 "$BENCH_WORK/eos_copy-$out.rss")"
+}
+
+# bench_baseline NAME COUNT SIZE PARTITIONS [load options] — the plain
+# exactly-once copy every figure is divided by.  Creates NAME.in, loads
+# COUNT records of SIZE bytes into it, then copies them $BENCH_BASELINE_RUNS
+# times (default 3) into fresh topics NAME.out1, NAME.out2, ... with
+# eos_copy, checking each time that exactly COUNT records are visible.  The
+# figure is the median run (a fresh broker's JIT makes the first run slow;
+# the median shrugs that off).  Records the figures under section NAME and,
+# for NAME "baseline", saves the rate as the run's baseline, which
+# bench_ratio divides by.  A section that wants a baseline shaped like its
+# own input (headers, key space) calls it with its own NAME and load
+# options and passes the printed rate to bench_ratio explicitly.
+# Prints the median copy rate.
+bench_baseline() {
+    local name=$1 count=$2 size=$3 parts=$4
+    shift 4
+    local t=$BENCH_ID.$name runs=${BENCH_BASELINE_RUNS:-3}
+    local line got r rates=() lines=() med
+    bench_topic "$t.in" "$parts"
+    bench_log "$name: loading $count × ${size} B into $parts partitions"
+    line=$(bench_load "$t.in" "$count" "$size" "$@")
+    bench_log "$name: $line"
+    bench_figure "$name" "load (idempotent producer)" "$(bench_field "$line" rate)" rec/s
+    for ((r = 1; r <= runs; r++)); do
+        bench_topic "$t.out$r" "$parts"
+        line=$(bench_copy "$t.in" "$t.out$r" "$count")
+        bench_log "$name: run $r/$runs: $line"
+        got=$(bench_count "$t.out$r")
+        [ "$got" = "$count" ] ||
+            bench_fail "$name: $t.out$r holds $got committed records, expected $count"
+        lines+=("$line")
+        rates+=("$(bench_field "$line" rate)")
+    done
+    # The run with the median rate (the lower middle one for an even count).
+    med=$(for i in "${!rates[@]}"; do echo "${rates[$i]} $i"; done |
+        sort -n | sed -n "$(((runs + 1) / 2))p" | cut -d' ' -f2)
+    line=${lines[$med]}
+    bench_figure "$name" "eos_copy rate ($count × ${size} B, $parts partitions)" "$(bench_field "$line" rate)" rec/s 1.00
+    bench_figure "$name" "eos_copy rate of each run" "$(
+        IFS=/
+        echo "${rates[*]}"
+    )" rec/s
+    bench_figure "$name" "eos_copy seconds" "$(bench_field "$line" seconds)" s
+    bench_figure "$name" "eos_copy transactions" "$(bench_field "$line" transactions)" ""
+    bench_figure "$name" "eos_copy peak RSS" "$(bench_field "$line" peak_rss_kb)" kB
+    if [ "$name" = baseline ]; then
+        bench_field "$line" rate >"$BENCH_WORK/baseline.rate"
+    fi
+    bench_field "$line" rate
+}
+
+# bench_ratio RATE [BASE] — RATE / BASE with two decimals; BASE defaults to
+# the run's baseline copy rate.
+bench_ratio() {
+    local base=${2:-}
+    if [ -z "$base" ]; then
+        [ -f "$BENCH_WORK/baseline.rate" ] || bench_fail "no baseline rate yet"
+        base=$(cat "$BENCH_WORK/baseline.rate")
+    fi
+    awk -v r="$1" -v b="$base" 'BEGIN { if (b > 0) printf "%.2f\n", r / b; else print "n/a" }'
+}
+
+# ---- memory ---------------------------------------------------------------
+
+# bench_rss PID — resident set size of PID now, in kB.
+bench_rss() {
+    awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+}
+
+# bench_peak_rss PID — the peak resident set size of PID so far (VmHWM,
+# kept by the kernel), in kB.  Read it before the process exits; for a
+# command run to completion use `/usr/bin/time -f %M` as bench_copy does.
+bench_peak_rss() {
+    awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"
+}
+
+# ---- sluice ---------------------------------------------------------------
+
+# bench_conf FILE — writes [sluice] and [kafka] for the bench broker;
+# append pipeline sections after it.
+bench_conf() {
+    cat >"$1" <<EOF
+[sluice]
+app_id = $BENCH_ID
+log_level = info
+commit_interval = 100ms
+metrics_listen =
+
+[kafka]
+bootstrap.servers = $BENCH_BOOTSTRAP
+EOF
+}
+
+# bench_sluice_start NAME CONF [run args] — starts `sluice run` in the
+# background, logging to $BENCH_WORK/sluice-NAME.log; prints nothing.
+# The pid is in $BENCH_WORK/sluice-NAME.pid and the run kills it at exit.
+bench_sluice_start() {
+    local n=$1 conf=$2
+    shift 2
+    "$SLUICE_BIN" run -c "$conf" "$@" >>"$BENCH_WORK/sluice-$n.log" 2>&1 &
+    echo $! >"$BENCH_WORK/sluice-$n.pid"
+}
+
+# bench_sluice_pid NAME — the pid of a started sluice.
+bench_sluice_pid() {
+    cat "$BENCH_WORK/sluice-$1.pid"
+}
+
+# bench_sluice_stop NAME [SIGNAL] — default TERM; waits up to 30 s, then
+# kills it.
+bench_sluice_stop() {
+    local n=$1 sig=${2:-TERM} pid
+    [ -f "$BENCH_WORK/sluice-$n.pid" ] || return 0
+    pid=$(cat "$BENCH_WORK/sluice-$n.pid")
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    if ! bench_wait_until 30 _bench_gone "$pid"; then
+        echo "bench: sluice[$n] did not stop in 30 s; killing" >&2
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+    rm -f "$BENCH_WORK/sluice-$n.pid"
+}
+
+_bench_gone() {
+    ! kill -0 "$1" 2>/dev/null
+}
+
+# bench_kill_all_sluice — kills every sluice a section left running.
+bench_kill_all_sluice() {
+    local f pid
+    for f in "$BENCH_WORK"/sluice-*.pid; do
+        [ -f "$f" ] || continue
+        pid=$(cat "$f")
+        kill -9 "$pid" 2>/dev/null || true
+        rm -f "$f"
+    done
+}
+
+# ---- figures --------------------------------------------------------------
+
+# bench_figure SECTION NAME VALUE UNIT [RATIO] [TARGET] — records a figure
+# for the final block.  RATIO is usually $(bench_ratio VALUE); TARGET is
+# the SPEC §6 target as text (">= 0.8", "<= 64 B").
+bench_figure() {
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" "${6:-}" \
+        >>"$BENCH_WORK/figures.tsv"
+}
+
+# bench_figures_print — the figures block, also written to
+# $BENCH_OUT/figures.txt (and the raw rows to figures.tsv).
+bench_figures_print() {
+    local out=$BENCH_OUT/figures.txt
+    mkdir -p "$BENCH_OUT"
+    touch "$BENCH_WORK/figures.tsv"
+    cp "$BENCH_WORK/figures.tsv" "$BENCH_OUT/figures.tsv"
+    {
+        echo "== sluice bench figures: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, broker $BENCH_BOOTSTRAP =="
+        awk -F'\t' '
+            BEGIN { printf "%-10s %-46s %12s %-6s %6s  %s\n", "section", "figure", "value", "unit", "ratio", "target" }
+            { printf "%-10s %-46s %12s %-6s %6s  %s\n", $1, $2, $3, $4, ($5 == "" ? "-" : $5), $6 }
+        ' "$BENCH_WORK/figures.tsv"
+        echo "ratio = figure / baseline eos_copy rate of this run (see bench/README.md)"
+    } | tee "$out"
+}
