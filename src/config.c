@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 
 #include "cli.h"
@@ -1346,6 +1347,7 @@ int sl_conf_load_flags(const char *path, int flags, sl_conf_t **confp,
         loader_t ld = {.path = path ? path : "(null)", .cur = -1};
         sl_conf_t *conf;
         pipe_lines_t *pls;
+        struct stat st;
         int n = 0, errs;
 
         if (confp)
@@ -1355,10 +1357,14 @@ int sl_conf_load_flags(const char *path, int flags, sl_conf_t **confp,
                         fprintf(errout, "sluice: no config file given\n");
                 return 1;
         }
-        if (!(ld.fp = fopen(path, "r"))) {
+        if (!(ld.fp = fopen(path, "r")) ||
+            (fstat(fileno(ld.fp), &st) == 0 && S_ISDIR(st.st_mode) &&
+             (errno = EISDIR))) {
                 if (errout)
                         fprintf(errout, "%s: cannot open: %s\n", path,
                                 strerror(errno));
+                if (ld.fp)
+                        fclose(ld.fp);
                 return 1;
         }
         read_file(&ld);

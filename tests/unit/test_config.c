@@ -609,6 +609,14 @@ static void test_missing_file(void **state) {
             buf, "/nonexistent/sluice.ini: cannot open: No such file or "
                  "directory\n");
         free(buf);
+
+        buf = NULL;
+        mem = open_memstream(&buf, &size);
+        assert_int_equal(sl_conf_load(tmpdir, 0, &conf, mem), 1);
+        fclose(mem);
+        assert_null(conf);
+        assert_non_null(strstr(buf, ": cannot open: Is a directory\n"));
+        free(buf);
 }
 
 /* One file with many errors: all of them, in line order. */
