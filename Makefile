@@ -8,7 +8,7 @@ DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
 CC        ?= gcc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
-CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
              -D_GNU_SOURCE -Isrc -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 
