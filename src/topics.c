@@ -519,14 +519,17 @@ static int parse_opts(const char *sub, int argc, char **argv,
                         break;
                 case 't':
                         if (sl_parse_duration_ms(optarg, &ms, err,
-                                                 sizeof(err)) ||
-                            ms <= 0 || ms > 3600000) {
+                                                 sizeof(err)) == -1) {
                                 fprintf(stderr,
                                         "sluice topics %s: --timeout %s: %s\n",
-                                        sub, optarg,
-                                        ms <= 0 || ms > 3600000
-                                            ? "must be between 1ms and 1h"
-                                            : err);
+                                        sub, optarg, err);
+                                return SL_EXIT_USAGE;
+                        }
+                        if (ms <= 0 || ms > 3600000) {
+                                fprintf(stderr,
+                                        "sluice topics %s: --timeout %s: "
+                                        "must be between 1ms and 1h\n",
+                                        sub, optarg);
                                 return SL_EXIT_USAGE;
                         }
                         o->timeout_ms = (int)ms;
@@ -686,7 +689,7 @@ static int cmd_apply(const topics_opts_t *o) {
         sl_topics_observed_t *obs = NULL;
         sl_topicplan_eval_t *ev = NULL;
         char **created, **failed, **failed_why, **printed;
-        int created_cnt = 0, failed_cnt = 0, printed_cnt = 0;
+        int created_cnt = 0, failed_cnt = 0, printed_cnt = 0, attempts = 0;
         int problems = 0, existed = 0, would_create = 0, rc;
 
         if ((rc = open_admin("apply", o, &conf, &adm)))
@@ -711,6 +714,7 @@ static int cmd_apply(const topics_opts_t *o) {
                     in_list(created, created_cnt, v->spec->name) ||
                     in_list(failed, failed_cnt, v->spec->name))
                         continue;
+                attempts++;
                 r = sl_topics_create_spec(adm, v->spec, v->create_parts, errstr,
                                           sizeof(errstr));
                 if (r == 0) {
@@ -726,8 +730,9 @@ static int cmd_apply(const topics_opts_t *o) {
                 }
         }
 
-        /* Judge the result as the broker now has it. */
-        if (created_cnt) {
+        /* Judge the result as the broker now has it (a topic may also have
+         * been created by someone else meanwhile: -EEXIST). */
+        if (attempts) {
                 sl_topicplan_eval_destroy(ev);
                 sl_topics_observed_destroy(obs);
                 ev = NULL;
