@@ -126,6 +126,79 @@ sl_metrics_t *sl_app_metrics(sl_app_t *app) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Records refused at delivery (see app.h).                            */
+
+#define SL_REFUSED_TTL_MS (10 * 60 * 1000)
+
+static uint64_t refused_hash(const char *topic, const void *key,
+                             size_t keylen) {
+        /* FNV-1a over topic, a separator and the key. */
+        uint64_t h = 1469598103934665603ULL;
+        const unsigned char *p = (const unsigned char *)topic;
+        for (; *p; p++)
+                h = (h ^ *p) * 1099511628211ULL;
+        h = (h ^ 0xff) * 1099511628211ULL;
+        p = key;
+        for (size_t i = 0; i < keylen; i++)
+                h = (h ^ p[i]) * 1099511628211ULL;
+        return h ? h : 1;
+}
+
+rd_kafka_resp_err_t sl_app_refused(sl_app_t *app, const char *topic,
+                                   const void *key, size_t keylen) {
+        uint64_t h;
+        int64_t now;
+        if (!app->refused[0].hash)
+                return RD_KAFKA_RESP_ERR_NO_ERROR; /* the common case */
+        h = refused_hash(topic, key, keylen);
+        now = sl_now_ms();
+        for (int i = 0; i < SL_REFUSED_MAX && app->refused[i].hash; i++)
+                if (app->refused[i].hash == h &&
+                    app->refused[i].expires_ms > now)
+                        return app->refused[i].err;
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* Errors that will repeat however often the same record is sent. */
+static int refusal_is_permanent(rd_kafka_resp_err_t err) {
+        switch (err) {
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+        case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+        case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+/* Delivery reports: only failures are reported (delivery.report.only.error). */
+static void app_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                      void *opaque) {
+        sl_app_t *app = opaque;
+        sl_refused_t *r;
+        (void)rk;
+        if (!m->err || !refusal_is_permanent(m->err))
+                return;
+        sl_log(LOG_WARNING, "PRODUCE",
+               "%s [%d]: record of %zu bytes refused: %s; it will go to the "
+               "DLQ after the abort",
+               rd_kafka_topic_name(m->rkt), (int)m->partition, m->len,
+               rd_kafka_err2str(m->err));
+        r = &app->refused[app->refused_next];
+        app->refused_next = (app->refused_next + 1) % SL_REFUSED_MAX;
+        r->hash = refused_hash(rd_kafka_topic_name(m->rkt), m->key, m->key_len);
+        r->err = m->err;
+        r->expires_ms = sl_now_ms() + SL_REFUSED_TTL_MS;
+        sl_app_txn_fail(app, rd_kafka_err2str(m->err));
+}
+
+/* ------------------------------------------------------------------ */
 /* Transactions.                                                       */
 
 int sl_app_txn_begin(sl_app_t *app) {
@@ -239,7 +312,8 @@ static int app_commit(sl_app_t *app) {
         if (!app->txn_open && !offs)
                 return 0;
         if (!app->txn_open && sl_app_txn_begin(app) == -1) {
-                rd_kafka_topic_partition_list_destroy(offs);
+                if (offs)
+                        rd_kafka_topic_partition_list_destroy(offs);
                 return -1;
         }
 
@@ -280,7 +354,8 @@ static int app_commit(sl_app_t *app) {
                         app_abort(app, why);
                 }
                 rd_kafka_error_destroy(error);
-                rd_kafka_topic_partition_list_destroy(offs);
+                if (offs)
+                        rd_kafka_topic_partition_list_destroy(offs);
                 return -1;
         }
 
@@ -614,6 +689,8 @@ static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
                 SET(kc, "linger.ms", "2");
         if (!user_set(app->conf, "queue.buffering.max.messages"))
                 SET(kc, "queue.buffering.max.messages", "1000000");
+        SET(kc, "delivery.report.only.error", "true");
+        rd_kafka_conf_set_dr_msg_cb(kc, app_dr_cb);
         app->producer =
             rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, errstr_size);
         if (!app->producer) {

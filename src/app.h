@@ -29,6 +29,18 @@
 
 typedef struct sl_topic_cache_s sl_topic_cache_t;
 
+/* A record the broker refused for good at delivery (too large for the topic,
+ * not authorized, ...).  Such a failure aborts the transaction; after the
+ * rebuild the same work would produce the same record again, forever.  So the
+ * runtime remembers (topic, key) and sl_task_produce() refuses the record up
+ * front next time: the operator then sends it to the DLQ. */
+#define SL_REFUSED_MAX 256
+typedef struct sl_refused_s {
+        uint64_t hash; /* of topic and key; 0 = empty slot */
+        rd_kafka_resp_err_t err;
+        int64_t expires_ms;
+} sl_refused_t;
+
 struct sl_app_s {
         sl_conf_t *conf;
         uv_loop_t *loop;
@@ -65,6 +77,8 @@ struct sl_app_s {
         uv_timer_t stats_timer;
 
         sl_topic_cache_t *topics; /* metadata cache for operator targets */
+        sl_refused_t refused[SL_REFUSED_MAX];
+        int refused_next;
 
         sl_metrics_t *metrics;
         sl_http_t *http;
@@ -78,6 +92,10 @@ int sl_app_txn_begin(sl_app_t *app);
 void sl_app_txn_fail(sl_app_t *app, const char *why);
 void sl_app_commit_soon(sl_app_t *app);
 void sl_app_update_ready(sl_app_t *app);
+
+/* The delivery error recorded for (topic, key), or 0. */
+rd_kafka_resp_err_t sl_app_refused(sl_app_t *app, const char *topic,
+                                   const void *key, size_t keylen);
 
 /* task.c */
 sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition);

@@ -284,6 +284,12 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                 sl_app_txn_fail(app, "transaction not usable");
                 return 0;
         }
+        /* Refused at delivery before: refuse it now (see app.h). */
+        if ((err = sl_app_refused(app, topic, key, keylen))) {
+                if (hdrs)
+                        rd_kafka_headers_destroy(hdrs);
+                return -(int)err;
+        }
         for (;;) {
                 err =
                     rd_kafka_producev(app->producer, RD_KAFKA_V_TOPIC(topic),
