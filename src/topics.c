@@ -593,7 +593,12 @@ static int open_admin(const char *sub, const topics_opts_t *o,
         char errstr[512];
 
         *admp = NULL;
-        if (sl_conf_load(o->conf_path, 1, confp, stderr) != 0) {
+        /* `create` needs only [kafka]: a file without pipelines will do. */
+        if (sl_conf_load_flags(
+                o->conf_path,
+                SL_CONF_ENV |
+                    (strcmp(sub, "create") == 0 ? SL_CONF_NO_PIPES : 0),
+                confp, stderr) != 0) {
                 fprintf(stderr, "sluice topics %s: %s: invalid config\n", sub,
                         o->conf_path);
                 return SL_EXIT_FAIL;
