@@ -22,6 +22,11 @@
 #   BENCH_BIN                the bench programs (default build/bench)
 #   BENCH_OUT                where the figures are written (default
 #                            build/bench/figures.txt and figures.tsv)
+#   BENCH_KAFKA_PROPS        librdkafka properties for both sides of every
+#                            ratio, space-separated key=value: passed to
+#                            eos_copy as -X and written into [kafka] by
+#                            bench_conf, so sluice and its baseline always
+#                            run with the same client settings
 #
 # Benchmarks print figures and assert nothing about speed.  They do check
 # that the records arrived (a fast wrong answer is not a figure).
@@ -35,6 +40,7 @@ BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${BENCH_BIN:=$BENCH_ROOT/build/bench}"
 : "${BENCH_OUT:=$BENCH_ROOT/build/bench}"
 : "${SLUICE_BENCH_KAFKA_PORT:=39292}"
+: "${BENCH_KAFKA_PROPS:=}"
 BENCH_PORT=$SLUICE_BENCH_KAFKA_PORT
 BENCH_BOOTSTRAP=127.0.0.1:$BENCH_PORT
 BENCH_BROKER_SH=$BENCH_ROOT/tests/integration/kafka/broker.sh
@@ -44,7 +50,8 @@ if [ -z "${BENCH_WORK:-}" ]; then
     BENCH_WORK=$(mktemp -d /tmp/sluice-bench.XXXXXX)
 fi
 : "${BENCH_ID:=b$(date +%s%N | tail -c 7)}"
-export SLUICE_BIN BENCH_BIN BENCH_OUT SLUICE_BENCH_KAFKA_PORT BENCH_WORK BENCH_ID
+export SLUICE_BIN BENCH_BIN BENCH_OUT SLUICE_BENCH_KAFKA_PORT BENCH_WORK BENCH_ID \
+    BENCH_KAFKA_PROPS
 
 # ---- messages -------------------------------------------------------------
 
@@ -178,15 +185,18 @@ bench_count() {
 }
 
 # bench_copy IN OUT COUNT [eos_copy options] — the exactly-once copy, as
-# consumer group OUT.eos_copy; prints its result line plus " peak_rss_kb=K".
+# consumer group OUT.eos_copy, with $BENCH_KAFKA_PROPS; prints its result
+# line plus " peak_rss_kb=K".
 bench_copy() {
     local in=$1 out=$2 count=$3
     shift 3
-    local line
+    local line kv props=()
+    for kv in $BENCH_KAFKA_PROPS; do props+=(-X "$kv"); done
     line=$(bench_run 200 "eos_copy-$out" /usr/bin/time -f 'peak_rss_kb=%M' \
         -o "$BENCH_WORK/eos_copy-$out.rss" "$BENCH_BIN/eos_copy" \
         -b "$BENCH_BOOTSTRAP" -i "$in" -o "$out" -g "$out.eos_copy" \
-        -n "$count" --timeout 180 "$@") || bench_fail "eos_copy $in → $out failed"
+        -n "$count" --timeout 180 "${props[@]}" "$@") ||
+        bench_fail "eos_copy $in → $out failed"
     echo "$line $(tail -1 "$BENCH_WORK/eos_copy-$out.rss")"
 }
 
@@ -236,6 +246,23 @@ bench_baseline() {
     bench_figure "$name" "eos_copy peak RSS" "$(bench_field "$line" peak_rss_kb)" kB
     if [ "$name" = baseline ]; then
         bench_field "$line" rate >"$BENCH_WORK/baseline.rate"
+        # For reference only, not a denominator: the same copy with the
+        # whole input prefetched.  librdkafka 2.0 stops fetching a
+        # partition once queued.min.messages are queued and looks again
+        # only ~1 s later, however fast the queue drains; this run shows
+        # what that stall costs (and what avoiding it costs in memory).
+        if [ "${BENCH_BASELINE_PREFETCH_RUN:-1}" = 1 ]; then
+            local pre
+            bench_topic "$t.outp" "$parts"
+            pre=$(bench_copy "$t.in" "$t.outp" "$count" \
+                -X consumer.queued.min.messages=10000000 \
+                -X consumer.queued.max.messages.kbytes=2097151)
+            bench_log "$name: prefetch-all: $pre"
+            bench_figure "$name" "(info) eos_copy rate, whole input prefetched" \
+                "$(bench_field "$pre" rate)" rec/s "$(bench_ratio "$(bench_field "$pre" rate)")"
+            bench_figure "$name" "(info) eos_copy peak RSS, whole input prefetched" \
+                "$(bench_field "$pre" peak_rss_kb)" kB
+        fi
     fi
     bench_field "$line" rate
 }
@@ -267,10 +294,12 @@ bench_peak_rss() {
 
 # ---- sluice ---------------------------------------------------------------
 
-# bench_conf FILE — writes [sluice] and [kafka] for the bench broker;
-# append pipeline sections after it.
+# bench_conf FILE — writes [sluice] and [kafka] for the bench broker, with
+# $BENCH_KAFKA_PROPS; append pipeline sections after it.
 bench_conf() {
-    cat >"$1" <<EOF
+    local kv
+    {
+        cat <<EOF
 [sluice]
 app_id = $BENCH_ID
 log_level = info
@@ -280,6 +309,9 @@ metrics_listen =
 [kafka]
 bootstrap.servers = $BENCH_BOOTSTRAP
 EOF
+        for kv in $BENCH_KAFKA_PROPS; do echo "${kv%%=*} = ${kv#*=}"; done
+        echo
+    } >"$1"
 }
 
 # bench_sluice_start NAME CONF [run args] — starts `sluice run` in the
