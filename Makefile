@@ -61,6 +61,9 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# Keep the generated protobuf-c sources between builds.
+.SECONDARY: $(GEN_C) $(GEN_H)
+
 sluice: $(OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -734,6 +734,11 @@ static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
          * empty fetch for long. */
         SET(kc, "fetch.wait.max.ms", "10");
         SET(kc, "fetch.max.bytes", "104857600");
+        /* librdkafka 2.0 stops fetching a partition once queued.min.messages
+         * are queued and looks again only a second later: let a rebuild
+         * prefetch generously (it is transient, and bounded by kbytes). */
+        SET(kc, "queued.min.messages", "1000000");
+        SET(kc, "queued.max.messages.kbytes", "262144");
         SET(kc, "max.partition.fetch.bytes", "16777216");
         app->reader = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size);
         if (!app->reader) {

@@ -77,6 +77,7 @@ typedef struct delay_pipeline_s {
 typedef struct delay_state_s {
         sl_timerheap_t *heap;
         struct delay_pipeline_s *dp;
+        int64_t catchup_until_ms; /* timers due before the rebuild ended */
         double catchup_tokens;
         int64_t catchup_at_us;
         size_t pending_counted; /* what this partition added to the gauge */
@@ -451,7 +452,11 @@ static void delay_arm(sl_task_t *t) {
 
 static void delay_restored(sl_task_t *t) {
         delay_state_t *st = t->state_data;
-        st->catchup_tokens = 0;
+        /* What fell due while nobody owned the partition fires at the
+         * bounded catch-up rate; everything due later fires unthrottled. */
+        st->catchup_until_ms = sl_now_ms();
+        st->catchup_tokens =
+            SL_MAX(1.0, (double)t->pl->conf->catchup_rate / 10.0);
         st->catchup_at_us = sl_mono_us();
         delay_update_gauges(t);
         delay_arm(t);
@@ -538,10 +543,10 @@ static void delay_wake(sl_task_t *t, int64_t now) {
         delay_state_t *st = t->state_data;
         const sl_pipeline_conf_t *pc = t->pl->conf;
         const sl_timer_t *next;
-        int fired = 0, limited = 0;
+        int fired = 0, catchup_fired = 0, limited = 0;
         double budget = SL_DELAY_FIRE_MAX;
 
-        if (pc->catchup_rate > 0) {
+        if (pc->catchup_rate > 0 && st->catchup_until_ms > 0) {
                 /* Token bucket: at most catchup_rate per second, bursts of
                  * a tenth of a second. */
                 int64_t us = sl_mono_us();
@@ -555,17 +560,21 @@ static void delay_wake(sl_task_t *t, int64_t now) {
         }
         while ((next = sl_timerheap_peek(st->heap)) && next->due_ms <= now) {
                 sl_timer_t *tm;
-                if (fired >= budget) {
+                if (fired >= SL_DELAY_FIRE_MAX ||
+                    (next->due_ms <= st->catchup_until_ms &&
+                     catchup_fired >= budget)) {
                         limited = 1;
                         break;
                 }
                 tm = sl_timerheap_pop(st->heap);
+                if (tm->due_ms <= st->catchup_until_ms)
+                        catchup_fired++;
                 delay_fire_one(t, tm, now);
                 sl_timer_free(tm);
                 fired++;
         }
         if (pc->catchup_rate > 0)
-                st->catchup_tokens -= fired;
+                st->catchup_tokens -= catchup_fired;
         if (fired) {
                 delay_update_gauges(t);
                 sl_task_commit_soon(t);
@@ -573,7 +582,8 @@ static void delay_wake(sl_task_t *t, int64_t now) {
         if (limited) {
                 /* More is due: come back when the budget allows. */
                 int64_t wait_ms = 0;
-                if (pc->catchup_rate > 0 && st->catchup_tokens < 1)
+                if (pc->catchup_rate > 0 && st->catchup_tokens < 1 &&
+                    fired < SL_DELAY_FIRE_MAX)
                         wait_ms = (int64_t)((1 - st->catchup_tokens) * 1000 /
                                             (double)pc->catchup_rate) +
                                   1;
