@@ -64,8 +64,11 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 # Keep the generated protobuf-c sources between builds.
 .SECONDARY: $(GEN_C) $(GEN_H)
 
-sluice: $(OBJS)
+$(BUILD)/sluice: $(OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+sluice: $(BUILD)/sluice
+	cp $< $@
 
 # Tests and benchmarks link against the archive, so each pulls in only the
 # modules it uses.
@@ -82,8 +85,8 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" sluice
-	mv sluice sluice-asan
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -Wno-format-truncation" build-asan/sluice
+	cp build-asan/sluice sluice-asan
 
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)

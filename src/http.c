@@ -173,7 +173,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
                 buf[--n] = '\0';
         if (atomic_load(&h->starting) &&
             pthread_equal(pthread_self(), h->starter))
-                snprintf(h->starterr, sizeof(h->starterr), "%s", buf);
+                snprintf(h->starterr, sizeof(h->starterr), "%.*s",
+                         (int)sizeof(h->starterr) - 1, buf);
         sl_log(LOG_WARNING, "HTTP", "%s", buf);
 }
 

@@ -1,8 +1,8 @@
 /*
  * log.h — one line per event: time, level, facility, message.
  *
- * librdkafka's own log lines are routed here too (sl_kafka_log_cb in kafka.h), so an
- * operator reads one stream.  Levels are syslog's.  Never log secrets.
+ * librdkafka's own log lines are routed here too (sl_kafka_log_cb in kafka.h),
+ * so an operator reads one stream.  Levels are syslog's.  Never log secrets.
  */
 #ifndef SL_LOG_H
 #define SL_LOG_H
