@@ -67,8 +67,9 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 $(BUILD)/sluice: $(OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Replaced by rename, so a running ./sluice does not block the build.
 sluice: $(BUILD)/sluice
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@
 
 # Tests and benchmarks link against the archive, so each pulls in only the
 # modules it uses.

@@ -144,19 +144,34 @@ static uint64_t refused_hash(const char *topic, const void *key,
         return h ? h : 1;
 }
 
-rd_kafka_resp_err_t sl_app_refused(sl_app_t *app, const char *topic,
-                                   const void *key, size_t keylen) {
-        uint64_t h;
-        int64_t now;
-        if (!app->refused[0].hash)
-                return RD_KAFKA_RESP_ERR_NO_ERROR; /* the common case */
-        h = refused_hash(topic, key, keylen);
-        now = sl_now_ms();
+static sl_refused_t *refused_find(sl_app_t *app, uint64_t h) {
+        int64_t now = sl_now_ms();
         for (int i = 0; i < SL_REFUSED_MAX && app->refused[i].hash; i++)
                 if (app->refused[i].hash == h &&
+                    app->refused[i].state != SL_REFUSED_NONE &&
                     app->refused[i].expires_ms > now)
-                        return app->refused[i].err;
-        return RD_KAFKA_RESP_ERR_NO_ERROR;
+                        return &app->refused[i];
+        return NULL;
+}
+
+sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
+                                  const void *key, size_t keylen,
+                                  rd_kafka_resp_err_t *errp) {
+        sl_refused_t *r;
+        if (!app->refused[0].hash)
+                return SL_REFUSED_NONE; /* the common case */
+        r = refused_find(app, refused_hash(topic, key, keylen));
+        if (!r)
+                return SL_REFUSED_NONE;
+        *errp = r->err;
+        return r->state;
+}
+
+void sl_app_refused_clear(sl_app_t *app, const char *topic, const void *key,
+                          size_t keylen) {
+        sl_refused_t *r = refused_find(app, refused_hash(topic, key, keylen));
+        if (r)
+                r->state = SL_REFUSED_NONE;
 }
 
 /* Errors that will repeat however often the same record is sent. */
@@ -182,17 +197,25 @@ static void app_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                       void *opaque) {
         sl_app_t *app = opaque;
         sl_refused_t *r;
+        uint64_t h;
+        int alone = m->_private == SL_MSG_ISOLATED;
         (void)rk;
         if (!m->err || !refusal_is_permanent(m->err))
                 return;
-        sl_log(LOG_WARNING, "PRODUCE",
-               "%s [%d]: record of %zu bytes refused: %s; it will go to the "
-               "DLQ after the abort",
+        sl_log(LOG_WARNING, "PRODUCE", "%s [%d]: record of %zu bytes %s: %s",
                rd_kafka_topic_name(m->rkt), (int)m->partition, m->len,
+               alone ? "refused when sent alone (it will go to the DLQ)"
+                     : "refused with its batch (it will be retried alone)",
                rd_kafka_err2str(m->err));
-        r = &app->refused[app->refused_next];
-        app->refused_next = (app->refused_next + 1) % SL_REFUSED_MAX;
-        r->hash = refused_hash(rd_kafka_topic_name(m->rkt), m->key, m->key_len);
+        h = refused_hash(rd_kafka_topic_name(m->rkt), m->key, m->key_len);
+        if (!(r = refused_find(app, h))) {
+                r = &app->refused[app->refused_next];
+                app->refused_next = (app->refused_next + 1) % SL_REFUSED_MAX;
+                r->hash = h;
+                r->state = SL_REFUSED_SUSPECT;
+        }
+        if (alone)
+                r->state = SL_REFUSED_GUILTY;
         r->err = m->err;
         r->expires_ms = sl_now_ms() + SL_REFUSED_TTL_MS;
         sl_app_txn_fail(app, rd_kafka_err2str(m->err));

@@ -29,14 +29,23 @@
 
 typedef struct sl_topic_cache_s sl_topic_cache_t;
 
-/* A record the broker refused for good at delivery (too large for the topic,
- * not authorized, ...).  Such a failure aborts the transaction; after the
- * rebuild the same work would produce the same record again, forever.  So the
- * runtime remembers (topic, key) and sl_task_produce() refuses the record up
- * front next time: the operator then sends it to the DLQ. */
+/* Records the broker refused for good at delivery (too large for the topic,
+ * not authorized, ...).  Such a failure aborts the transaction, and after
+ * the rebuild the same work would produce the same record again, forever.
+ * The broker refuses a whole batch, so a failed record is first only a
+ * SUSPECT: next time it is sent alone (flushed before and after).  Failing
+ * alone makes it GUILTY, and sl_task_produce() then refuses it up front so
+ * the operator sends it to the DLQ; going through alone clears it. */
 #define SL_REFUSED_MAX 256
+typedef enum {
+        SL_REFUSED_NONE = 0,
+        SL_REFUSED_SUSPECT,
+        SL_REFUSED_GUILTY,
+} sl_refused_state_t;
+
 typedef struct sl_refused_s {
         uint64_t hash; /* of topic and key; 0 = empty slot */
+        sl_refused_state_t state;
         rd_kafka_resp_err_t err;
         int64_t expires_ms;
 } sl_refused_t;
@@ -93,9 +102,16 @@ void sl_app_txn_fail(sl_app_t *app, const char *why);
 void sl_app_commit_soon(sl_app_t *app);
 void sl_app_update_ready(sl_app_t *app);
 
-/* The delivery error recorded for (topic, key), or 0. */
-rd_kafka_resp_err_t sl_app_refused(sl_app_t *app, const char *topic,
-                                   const void *key, size_t keylen);
+/* The refusal state of (topic, key), and its error in *errp. */
+sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
+                                  const void *key, size_t keylen,
+                                  rd_kafka_resp_err_t *errp);
+/* Forgets (topic, key): it went through when sent alone. */
+void sl_app_refused_clear(sl_app_t *app, const char *topic, const void *key,
+                          size_t keylen);
+
+/* The msg_opaque of a record sent alone to test a suspect. */
+#define SL_MSG_ISOLATED ((void *)1)
 
 /* task.c */
 sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition);

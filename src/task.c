@@ -274,6 +274,7 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                     size_t valuelen, rd_kafka_headers_t *hdrs) {
         sl_app_t *app = t->app;
         rd_kafka_resp_err_t err;
+        void *isolated = NULL;
         int tries = 0;
 
         if (app->txn_failed || sl_app_txn_begin(app) == -1) {
@@ -284,20 +285,28 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                 sl_app_txn_fail(app, "transaction not usable");
                 return 0;
         }
-        /* Refused at delivery before: refuse it now (see app.h). */
-        if ((err = sl_app_refused(app, topic, key, keylen))) {
+        /* Refused at delivery before (see app.h)? */
+        switch (sl_app_refused(app, topic, key, keylen, &err)) {
+        case SL_REFUSED_GUILTY:
                 if (hdrs)
                         rd_kafka_headers_destroy(hdrs);
                 return -(int)err;
+        case SL_REFUSED_SUSPECT:
+                isolated = SL_MSG_ISOLATED;
+                rd_kafka_flush(app->producer, 30 * 1000);
+                break;
+        default:
+                break;
         }
         for (;;) {
-                err =
-                    rd_kafka_producev(app->producer, RD_KAFKA_V_TOPIC(topic),
-                                      RD_KAFKA_V_PARTITION(partition),
-                                      RD_KAFKA_V_KEY((void *)key, keylen),
-                                      RD_KAFKA_V_VALUE((void *)value, valuelen),
-                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                      RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+                err = rd_kafka_producev(
+                    app->producer, RD_KAFKA_V_TOPIC(topic),
+                    RD_KAFKA_V_PARTITION(partition),
+                    RD_KAFKA_V_KEY((void *)key, keylen),
+                    RD_KAFKA_V_VALUE((void *)value, valuelen),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(isolated),
+                    RD_KAFKA_V_END);
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || ++tries > 3000)
                         break;
                 /* The producer's queue is full: let it drain. */
@@ -305,6 +314,14 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
         }
         if (!err) {
                 app->txn_records++;
+                if (isolated) {
+                        /* Alone in its batch: a failure is its own.  The
+                         * flush serves its delivery report. */
+                        rd_kafka_flush(app->producer, 30 * 1000);
+                        if (sl_app_refused(app, topic, key, keylen, &err) ==
+                            SL_REFUSED_SUSPECT)
+                                sl_app_refused_clear(app, topic, key, keylen);
+                }
                 return 0;
         }
         if (hdrs)
