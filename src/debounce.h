@@ -1,0 +1,212 @@
+/*
+ * debounce.h — the pending windows of one debounce partition: open groups,
+ * their items, the flush rules, batch ids and the batch encodings.
+ *
+ * Pure logic: no Kafka, no libuv, not thread-safe (one partition's state
+ * lives on the loop thread).  The operator (op_debounce.c) feeds it input
+ * and changelog records and turns the batches it hands out into output
+ * records; `sluice inspect` folds a changelog through it too.
+ *
+ * A group (the input key) holds items (by item id) in arrival order: the
+ * order of the input offset that first brought each id (its seq).  A group
+ * is due, whichever comes first, when
+ *
+ *   now - last update        >= idle        reason idle
+ *   now - oldest first-seen  >= max_age     reason max_age
+ *   items                    >= max_items   reason max_items
+ *   payload bytes            >= max_bytes   reason max_bytes
+ *
+ * where last update is the latest last_update of its pending items and
+ * oldest first-seen the earliest first_seen: both are functions of the
+ * pending items alone, so a group rebuilt from the changelog has exactly
+ * the deadline it had before.  A batch takes items in arrival order, at
+ * most max_items of them and at most max_bytes payload bytes (but at least
+ * one item); a group over a size limit flushes batch after batch until it
+ * is under both, and the rest waits for its own deadline.
+ *
+ * The batch id is a 128-bit hash (32 hex digits) of the salt (the pipeline
+ * name), the group key and, per item in batch order, its id and seq: the
+ * same items flushed again after a crash and replay get the same id.
+ */
+#ifndef SL_DEBOUNCE_H
+#define SL_DEBOUNCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Length of a batch id in hex digits (128 bits). */
+#define SL_DEBOUNCE_ID_LEN 32
+
+typedef enum {
+        SL_DEBOUNCE_IDLE = 1,
+        SL_DEBOUNCE_MAX_AGE = 2,
+        SL_DEBOUNCE_MAX_ITEMS = 3,
+        SL_DEBOUNCE_MAX_BYTES = 4,
+} sl_debounce_reason_t;
+
+#define SL_DEBOUNCE_REASON_CNT 4
+
+/* "idle", "max_age", "max_items", "max_bytes" ("?" for anything else). */
+const char *sl_debounce_reason_str(sl_debounce_reason_t r);
+
+typedef struct sl_debounce_params_s {
+        int64_t idle_ms;    /* > 0 */
+        int64_t max_age_ms; /* > 0 */
+        int64_t max_items;  /* >= 1 */
+        int64_t max_bytes;  /* >= 1: payload bytes */
+        const char *salt;   /* batch id salt (copied); NULL = none */
+} sl_debounce_params_t;
+
+/* A view of one item.  The pointers are into memory owned by the state or
+ * by a batch: valid until the next modification of the state, or until
+ * the batch is freed. */
+typedef struct sl_debounce_item_s {
+        const char *id;
+        size_t idlen;
+        const void *payload;
+        size_t payload_len;
+        int64_t first_seen_ms;
+        int64_t last_update_ms;
+        int64_t seq; /* input offset of the first sighting */
+} sl_debounce_item_t;
+
+/* A view of one open group (key owned by the state, same validity). */
+typedef struct sl_debounce_group_s {
+        const char *key;
+        size_t keylen;
+        size_t items;
+        size_t bytes;                /* payload bytes */
+        int64_t opened_ms;           /* earliest first_seen */
+        int64_t last_update_ms;      /* latest last_update */
+        int64_t due_ms;              /* when it flushes */
+        sl_debounce_reason_t reason; /* and why */
+} sl_debounce_group_t;
+
+/* One flushed batch, owned by the caller: sl_debounce_batch_free(). */
+typedef struct sl_debounce_batch_s {
+        char *key;
+        size_t keylen;
+        sl_debounce_reason_t reason;
+        int64_t due_ms;     /* the deadline that made it due */
+        int64_t opened_ms;  /* earliest first_seen of its items */
+        int64_t flushed_ms; /* the now of sl_debounce_take() */
+        char id[SL_DEBOUNCE_ID_LEN + 1];
+        size_t cnt;
+        size_t bytes;              /* payload bytes */
+        sl_debounce_item_t *items; /* cnt views, arrival order */
+        void **priv;               /* the items' storage */
+} sl_debounce_batch_t;
+
+typedef struct sl_debounce_s sl_debounce_t;
+
+/* An empty state with these parameters (copied).  Never fails. */
+sl_debounce_t *sl_debounce_new(const sl_debounce_params_t *p);
+
+/* Frees the state and every pending item.  NULL is a no-op. */
+void sl_debounce_destroy(sl_debounce_t *d);
+
+/* The pending item id of group key, or 0.  When found and out is not NULL,
+ * *out gets its view (see sl_debounce_item_t for how long it is valid). */
+int sl_debounce_find(const sl_debounce_t *d, const void *key, size_t keylen,
+                     const void *id, size_t idlen, sl_debounce_item_t *out);
+
+/*
+ * Input: adds item id to group key (opening the group), or replaces the
+ * payload of the pending item with that id, which keeps its first_seen and
+ * seq.  last_update becomes now_ms; seq is used for a new item only.
+ * Bytes are copied.  Returns 0 for a new item, 1 for a replaced one, -1
+ * when a length is 4 GiB or more (nothing changed).  The group's deadline
+ * moves; when it is now over a size limit it is due at now_ms.
+ */
+int sl_debounce_upsert(sl_debounce_t *d, const void *key, size_t keylen,
+                       const void *id, size_t idlen, const void *payload,
+                       size_t payload_len, int64_t now_ms, int64_t seq);
+
+/* Rebuild: sets item id of group key with the times of its changelog
+ * record, replacing any pending item with that id.  Returns as
+ * sl_debounce_upsert(). */
+int sl_debounce_restore(sl_debounce_t *d, const void *key, size_t keylen,
+                        const void *id, size_t idlen, const void *payload,
+                        size_t payload_len, int64_t first_seen_ms,
+                        int64_t last_update_ms, int64_t seq);
+
+/* Removes a pending item: 1 if it was there, 0 if not.  A group left empty
+ * closes without a batch. */
+int sl_debounce_remove(sl_debounce_t *d, const void *key, size_t keylen,
+                       const void *id, size_t idlen);
+
+/* The earliest deadline of any group, INT64_MAX when none is open. */
+int64_t sl_debounce_next_due(const sl_debounce_t *d);
+
+/*
+ * Takes the next batch due at now_ms: from group key when key is not NULL,
+ * else from the group with the earliest deadline.  Returns 1 and a batch in
+ * *out (owned by the caller) or 0 when nothing is due.  The items leave the
+ * state; a group left empty closes.
+ */
+int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
+                     int64_t now_ms, sl_debounce_batch_t **out);
+
+/* Frees a batch.  NULL is a no-op. */
+void sl_debounce_batch_free(sl_debounce_batch_t *b);
+
+/* Open groups; pending items; their payload bytes. */
+size_t sl_debounce_groups(const sl_debounce_t *d);
+size_t sl_debounce_items(const sl_debounce_t *d);
+size_t sl_debounce_bytes(const sl_debounce_t *d);
+
+/* Earliest first_seen of any pending item, INT64_MAX when none.  O(groups). */
+int64_t sl_debounce_oldest(const sl_debounce_t *d);
+
+/* The view of group key: 1 if open (and *out filled), 0 if not. */
+int sl_debounce_group(const sl_debounce_t *d, const void *key, size_t keylen,
+                      sl_debounce_group_t *out);
+
+/* Calls cb for every open group, in no particular order.  cb must not
+ * modify the state. */
+void sl_debounce_foreach_group(const sl_debounce_t *d,
+                               void (*cb)(const sl_debounce_group_t *g,
+                                          void *opaque),
+                               void *opaque);
+
+/* Calls cb for every item of group key in arrival order; returns the
+ * number of items (0 when the group is not open).  cb must not modify the
+ * state. */
+size_t
+sl_debounce_foreach_item(const sl_debounce_t *d, const void *key, size_t keylen,
+                         void (*cb)(const sl_debounce_item_t *it, void *opaque),
+                         void *opaque);
+
+/* The batch id of these items of group key (what sl_debounce_take() puts
+ * in a batch): 32 lower-case hex digits and a NUL into id. */
+void sl_debounce_batch_id(const char *salt, const void *key, size_t keylen,
+                          const sl_debounce_item_t *items, size_t cnt,
+                          char id[SL_DEBOUNCE_ID_LEN + 1]);
+
+/*
+ * The JSON encoding of a batch (output_format = json):
+ *
+ *   {"batch_id":"…","key":"WH-42","reason":"idle","opened_at":1700000000000,
+ *    "flushed_at":1700000002000,"items":[{"id":"A001","payload":{…},
+ *    "first_seen":1700000000000,"last_update":1700000000500}]}
+ *
+ * Times are epoch milliseconds.  An item's payload is embedded as JSON
+ * when it is a valid JSON text (RFC 8259, any value; surrounding
+ * whitespace trimmed, the bytes otherwise verbatim), else as a JSON string
+ * when it is valid UTF-8, else as a base64 string with an extra member
+ * "payload_encoding":"base64".  Key and ids must be valid UTF-8 (the
+ * operator refuses others at input); invalid bytes would be replaced by
+ * U+FFFD.  Returns a malloc'd buffer (not NUL-terminated) the caller
+ * frees, its length in *lenp.
+ */
+char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp);
+
+/* The protobuf encoding (sluice.v1.Batch, proto/sluice.proto): a malloc'd
+ * buffer the caller frees, its length in *lenp. */
+uint8_t *sl_debounce_batch_protobuf(const sl_debounce_batch_t *b, size_t *lenp);
+
+/* 1 if p[0..n) is valid UTF-8 without NUL bytes (what group keys and item
+ * ids must be, to be JSON strings and protobuf strings), else 0. */
+int sl_debounce_text_ok(const void *p, size_t n);
+
+#endif

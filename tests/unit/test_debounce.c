@@ -1,0 +1,648 @@
+/*
+ * test_debounce.c — unit tests for the debounce windows (debounce.c): each
+ * flush rule, upsert and removal, batches cut at max_items and max_bytes,
+ * batch id determinism, rebuild giving the same deadlines, the JSON and
+ * protobuf encodings, and memory per pending item.
+ */
+#include <malloc.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "debounce.h"
+#include "sluice.pb-c.h"
+#include "util.h"
+
+#define T0 1700000000000LL
+
+static sl_debounce_t *mk(int64_t idle, int64_t max_age, int64_t max_items,
+                         int64_t max_bytes) {
+        sl_debounce_params_t p = {idle, max_age, max_items, max_bytes, "pl"};
+        return sl_debounce_new(&p);
+}
+
+static int up(sl_debounce_t *d, const char *g, const char *id,
+              const char *payload, int64_t now, int64_t seq) {
+        return sl_debounce_upsert(d, g, strlen(g), id, strlen(id), payload,
+                                  strlen(payload), now, seq);
+}
+
+static sl_debounce_batch_t *take(sl_debounce_t *d, const char *g, int64_t now) {
+        sl_debounce_batch_t *b = NULL;
+        int r = sl_debounce_take(d, g, g ? strlen(g) : 0, now, &b);
+        assert_true(r == 0 || r == 1);
+        assert_true((r == 1) == (b != NULL));
+        return b;
+}
+
+static void expect_ids(const sl_debounce_batch_t *b, const char *const *ids,
+                       size_t n) {
+        assert_int_equal(b->cnt, n);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(b->items[i].idlen, strlen(ids[i]));
+                assert_memory_equal(b->items[i].id, ids[i], strlen(ids[i]));
+        }
+}
+
+static void test_idle(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 10000, 1000, 1 << 20);
+        static const char *const want[] = {"a", "b", "c"};
+
+        up(d, "WH-42", "a", "1", T0, 10);
+        up(d, "WH-42", "b", "2", T0 + 500, 11);
+        up(d, "WH-42", "c", "3", T0 + 900, 12);
+        assert_int_equal(sl_debounce_groups(d), 1);
+        assert_int_equal(sl_debounce_items(d), 3);
+        assert_int_equal(sl_debounce_bytes(d), 3);
+        /* Idle counts from the last update. */
+        assert_int_equal(sl_debounce_next_due(d), T0 + 2900);
+        assert_null(take(d, NULL, T0 + 2899));
+        sl_debounce_batch_t *b = take(d, NULL, T0 + 2950);
+        assert_non_null(b);
+        expect_ids(b, want, 3);
+        assert_int_equal(b->reason, SL_DEBOUNCE_IDLE);
+        assert_string_equal(sl_debounce_reason_str(b->reason), "idle");
+        assert_int_equal(b->due_ms, T0 + 2900);
+        assert_int_equal(b->opened_ms, T0);
+        assert_int_equal(b->flushed_ms, T0 + 2950);
+        assert_int_equal(b->keylen, 5);
+        assert_memory_equal(b->key, "WH-42", 5);
+        assert_int_equal(strlen(b->id), SL_DEBOUNCE_ID_LEN);
+        sl_debounce_batch_free(b);
+        assert_int_equal(sl_debounce_groups(d), 0);
+        assert_int_equal(sl_debounce_items(d), 0);
+        assert_int_equal(sl_debounce_bytes(d), 0);
+        assert_int_equal(sl_debounce_next_due(d), INT64_MAX);
+        assert_null(take(d, NULL, T0 + 100000));
+        sl_debounce_destroy(d);
+}
+
+/* A trickle keeps the group busy: max_age flushes it. */
+static void test_max_age(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 5000, 1000, 1 << 20);
+        char id[16];
+        int64_t now = T0;
+        int batches = 0;
+
+        for (int i = 0; i <= 30; i++, now += 500) {
+                sl_debounce_batch_t *b;
+                while ((b = take(d, NULL, now))) {
+                        assert_int_equal(b->reason, SL_DEBOUNCE_MAX_AGE);
+                        assert_int_equal(b->due_ms, b->opened_ms + 5000);
+                        assert_int_equal(b->cnt, 10);
+                        batches++;
+                        sl_debounce_batch_free(b);
+                }
+                if (i == 30)
+                        break;
+                snprintf(id, sizeof(id), "o%d", i);
+                up(d, "g", id, "x", now, i);
+        }
+        /* 15 s of items every 500 ms: flushed at 5, 10 and 15 s. */
+        assert_int_equal(batches, 3);
+        assert_int_equal(sl_debounce_items(d), 0);
+        sl_debounce_destroy(d);
+}
+
+/* 120 items with max_items = 50: 50 and 50 at once, 20 on idle. */
+static void test_max_items(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 30000, 50, 1 << 20);
+        char id[16];
+        int64_t seqs[3][2] = {{0}};
+        size_t sizes[3] = {0};
+        int n = 0;
+
+        for (int i = 0; i < 120; i++) {
+                sl_debounce_batch_t *b;
+                snprintf(id, sizeof(id), "o%03d", i);
+                up(d, "g", id, "x", T0 + i, 1000 + i);
+                while ((b = take(d, "g", T0 + i))) {
+                        assert_true(n < 2);
+                        assert_int_equal(b->reason, SL_DEBOUNCE_MAX_ITEMS);
+                        assert_int_equal(b->due_ms, T0 + i);
+                        sizes[n] = b->cnt;
+                        seqs[n][0] = b->items[0].seq;
+                        seqs[n][1] = b->items[b->cnt - 1].seq;
+                        n++;
+                        sl_debounce_batch_free(b);
+                }
+        }
+        assert_int_equal(n, 2);
+        assert_int_equal(sl_debounce_items(d), 20);
+        assert_null(take(d, NULL, T0 + 119 + 1999));
+        sl_debounce_batch_t *b = take(d, NULL, T0 + 119 + 2000);
+        assert_non_null(b);
+        assert_int_equal(b->reason, SL_DEBOUNCE_IDLE);
+        sizes[2] = b->cnt;
+        seqs[2][0] = b->items[0].seq;
+        seqs[2][1] = b->items[b->cnt - 1].seq;
+        sl_debounce_batch_free(b);
+        assert_int_equal(sizes[0], 50);
+        assert_int_equal(sizes[1], 50);
+        assert_int_equal(sizes[2], 20);
+        assert_int_equal(seqs[0][0], 1000);
+        assert_int_equal(seqs[0][1], 1049);
+        assert_int_equal(seqs[1][0], 1050);
+        assert_int_equal(seqs[1][1], 1099);
+        assert_int_equal(seqs[2][0], 1100);
+        assert_int_equal(seqs[2][1], 1119);
+        assert_int_equal(sl_debounce_groups(d), 0);
+        sl_debounce_destroy(d);
+}
+
+/* A group that is already over max_items (restored under a smaller limit)
+ * flushes in batches of max_items until it is under. */
+static void test_full_group_batches(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 30000, 50, 1 << 20);
+        char id[16];
+        size_t sizes[4] = {0};
+        int n = 0;
+        sl_debounce_batch_t *b;
+
+        for (int i = 0; i < 120; i++) {
+                snprintf(id, sizeof(id), "o%03d", i);
+                assert_int_equal(sl_debounce_restore(d, "g", 1, id, strlen(id),
+                                                     "x", 1, T0, T0 + i, i),
+                                 0);
+        }
+        assert_int_equal(sl_debounce_next_due(d), T0 + 119);
+        while ((b = take(d, NULL, T0 + 200))) {
+                assert_true(n < 3);
+                sizes[n] = b->cnt;
+                assert_int_equal(b->reason, n < 2 ? SL_DEBOUNCE_MAX_ITEMS
+                                                  : SL_DEBOUNCE_IDLE);
+                n++;
+                sl_debounce_batch_free(b);
+                if (n == 2) {
+                        /* The 20 left wait for their own deadline. */
+                        assert_int_equal(sl_debounce_next_due(d),
+                                         T0 + 119 + 2000);
+                        assert_null(take(d, NULL, T0 + 200));
+                        b = take(d, NULL, T0 + 119 + 2000);
+                        assert_non_null(b);
+                        sizes[n++] = b->cnt;
+                        sl_debounce_batch_free(b);
+                }
+        }
+        assert_int_equal(n, 3);
+        assert_int_equal(sizes[0], 50);
+        assert_int_equal(sizes[1], 50);
+        assert_int_equal(sizes[2], 20);
+        sl_debounce_destroy(d);
+}
+
+/* max_bytes: the group flushes when its payloads reach it; a batch never
+ * holds more than max_bytes, except a single larger item. */
+static void test_max_bytes(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 30000, 1000, 100);
+        char payload[41];
+        sl_debounce_batch_t *b;
+
+        memset(payload, 'p', 40);
+        payload[40] = '\0';
+        up(d, "g", "a", payload, T0, 1);
+        up(d, "g", "b", payload, T0 + 1, 2);
+        assert_null(take(d, "g", T0 + 1));
+        up(d, "g", "c", payload, T0 + 2, 3); /* 120 >= 100 */
+        b = take(d, "g", T0 + 2);
+        assert_non_null(b);
+        assert_int_equal(b->reason, SL_DEBOUNCE_MAX_BYTES);
+        assert_string_equal(sl_debounce_reason_str(b->reason), "max_bytes");
+        assert_int_equal(b->cnt, 2); /* 80; a third would make 120 */
+        assert_int_equal(b->bytes, 80);
+        sl_debounce_batch_free(b);
+        assert_null(take(d, "g", T0 + 2));
+        assert_int_equal(sl_debounce_bytes(d), 40);
+
+        /* An item larger than max_bytes goes alone. */
+        char big[201];
+        memset(big, 'B', 200);
+        big[200] = '\0';
+        up(d, "h", "big", big, T0 + 3, 4);
+        b = take(d, "h", T0 + 3);
+        assert_non_null(b);
+        assert_int_equal(b->cnt, 1);
+        assert_int_equal(b->reason, SL_DEBOUNCE_MAX_BYTES);
+        sl_debounce_batch_free(b);
+
+        /* Exactly max_bytes: one batch with all of it. */
+        memset(payload, 'q', 40);
+        payload[20] = '\0';
+        up(d, "g", "d", payload, T0 + 4, 5); /* 40 + 20 */
+        payload[20] = 'q';
+        payload[40] = '\0';
+        up(d, "g", "e", payload, T0 + 5, 6); /* + 40 = 100 */
+        b = take(d, "g", T0 + 5);
+        assert_non_null(b);
+        assert_int_equal(b->cnt, 3);
+        assert_int_equal(b->bytes, 100);
+        sl_debounce_batch_free(b);
+        assert_int_equal(sl_debounce_groups(d), 0);
+        sl_debounce_destroy(d);
+}
+
+static void test_upsert(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 10000, 1000, 1 << 20);
+        sl_debounce_item_t it;
+        sl_debounce_group_t g;
+
+        assert_int_equal(up(d, "g", "A001", "{\"v\":1}", T0, 5), 0);
+        assert_int_equal(up(d, "g", "B", "b", T0 + 10, 6), 0);
+        assert_int_equal(up(d, "g", "A001", "{\"v\":2}", T0 + 100, 7), 1);
+        assert_int_equal(
+            up(d, "g", "A001", "{\"v\":3, \"x\": [1]}", T0 + 1000, 9), 1);
+        assert_int_equal(sl_debounce_items(d), 2);
+        assert_int_equal(sl_debounce_bytes(d), 17 + 1);
+        assert_int_equal(sl_debounce_find(d, "g", 1, "A001", 4, &it), 1);
+        assert_int_equal(it.first_seen_ms, T0);
+        assert_int_equal(it.last_update_ms, T0 + 1000);
+        assert_int_equal(it.seq, 5);
+        assert_int_equal(it.payload_len, 17);
+        assert_memory_equal(it.payload, "{\"v\":3, \"x\": [1]}", 17);
+        assert_int_equal(sl_debounce_find(d, "g", 1, "nope", 4, NULL), 0);
+        assert_int_equal(sl_debounce_find(d, "h", 1, "A001", 4, NULL), 0);
+        assert_int_equal(sl_debounce_group(d, "g", 1, &g), 1);
+        assert_int_equal(g.items, 2);
+        assert_int_equal(g.opened_ms, T0);
+        assert_int_equal(g.last_update_ms, T0 + 1000);
+        assert_int_equal(g.due_ms, T0 + 3000);
+
+        sl_debounce_batch_t *b = take(d, NULL, T0 + 3000);
+        assert_non_null(b);
+        assert_int_equal(b->cnt, 2);
+        /* Arrival order is first-sighting order: A001 came first. */
+        assert_memory_equal(b->items[0].id, "A001", 4);
+        assert_int_equal(b->items[0].first_seen_ms, T0);
+        assert_int_equal(b->items[0].last_update_ms, T0 + 1000);
+        assert_memory_equal(b->items[0].payload, "{\"v\":3, \"x\": [1]}", 17);
+        assert_memory_equal(b->items[1].id, "B", 1);
+        sl_debounce_batch_free(b);
+        sl_debounce_destroy(d);
+}
+
+static void test_remove(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 10000, 1000, 1 << 20);
+        static const char *const want[] = {"a", "c"};
+
+        up(d, "g", "a", "1", T0, 1);
+        up(d, "g", "b", "22", T0 + 100, 2);
+        up(d, "g", "c", "3", T0 + 50, 3);
+        assert_int_equal(sl_debounce_next_due(d), T0 + 2100);
+        assert_int_equal(sl_debounce_remove(d, "g", 1, "b", 1), 1);
+        assert_int_equal(sl_debounce_remove(d, "g", 1, "b", 1), 0);
+        assert_int_equal(sl_debounce_remove(d, "x", 1, "a", 1), 0);
+        assert_int_equal(sl_debounce_items(d), 2);
+        assert_int_equal(sl_debounce_bytes(d), 2);
+        /* The deadline follows the remaining items. */
+        assert_int_equal(sl_debounce_next_due(d), T0 + 2050);
+        sl_debounce_batch_t *b = take(d, NULL, T0 + 2050);
+        expect_ids(b, want, 2);
+        sl_debounce_batch_free(b);
+
+        /* Removing every item closes the group without a batch. */
+        up(d, "h", "x", "1", T0, 1);
+        up(d, "h", "y", "1", T0, 2);
+        assert_int_equal(sl_debounce_remove(d, "h", 1, "x", 1), 1);
+        assert_int_equal(sl_debounce_remove(d, "h", 1, "y", 1), 1);
+        assert_int_equal(sl_debounce_groups(d), 0);
+        assert_null(take(d, NULL, T0 + 1000000));
+        sl_debounce_destroy(d);
+}
+
+/* Groups flush in deadline order; each batch holds only its group. */
+static void test_groups_order(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
+        sl_debounce_batch_t *b;
+
+        up(d, "late", "1", "x", T0 + 500, 1);
+        up(d, "early", "2", "x", T0, 2);
+        up(d, "mid", "3", "x", T0 + 200, 3);
+        up(d, "early", "4", "x", T0 + 100, 4);
+        assert_int_equal(sl_debounce_groups(d), 3);
+        assert_int_equal(sl_debounce_oldest(d), T0);
+        b = take(d, NULL, T0 + 5000);
+        assert_memory_equal(b->key, "early", 5);
+        assert_int_equal(b->cnt, 2);
+        sl_debounce_batch_free(b);
+        assert_int_equal(sl_debounce_oldest(d), T0 + 200);
+        b = take(d, NULL, T0 + 5000);
+        assert_memory_equal(b->key, "mid", 3);
+        sl_debounce_batch_free(b);
+        b = take(d, NULL, T0 + 5000);
+        assert_memory_equal(b->key, "late", 4);
+        sl_debounce_batch_free(b);
+        assert_int_equal(sl_debounce_oldest(d), INT64_MAX);
+        sl_debounce_destroy(d);
+}
+
+/* Same group and items (ids and seqs) => same id; anything else differs. */
+static void test_batch_id(void **state) {
+        (void)state;
+        char ids[6][SL_DEBOUNCE_ID_LEN + 1];
+        sl_debounce_batch_t *b;
+
+        for (int run = 0; run < 2; run++) {
+                sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
+                /* Different times and payloads: the id ignores them. */
+                up(d, "g", "a", run ? "p" : "q", T0 + run * 777, 10);
+                up(d, "g", "b", "x", T0 + run * 777, 11);
+                b = take(d, NULL, T0 + 100000);
+                memcpy(ids[run], b->id, sizeof(ids[run]));
+                sl_debounce_batch_free(b);
+                sl_debounce_destroy(d);
+        }
+        assert_string_equal(ids[0], ids[1]);
+
+        sl_debounce_item_t items[2] = {
+            {"a", 1, "p", 1, 0, 0, 10},
+            {"b", 1, "x", 1, 0, 0, 11},
+        };
+        sl_debounce_batch_id("pl", "g", 1, items, 2, ids[2]);
+        assert_string_equal(ids[0], ids[2]);
+        items[1].seq = 12; /* another sighting of b */
+        sl_debounce_batch_id("pl", "g", 1, items, 2, ids[3]);
+        sl_debounce_batch_id("pl", "h", 1, items, 2, ids[4]);
+        sl_debounce_batch_id("other", "g", 1, items, 2, ids[5]);
+        for (int i = 2; i < 6; i++)
+                for (int j = i + 1; j < 6; j++)
+                        assert_string_not_equal(ids[i], ids[j]);
+        for (int i = 0; i < SL_DEBOUNCE_ID_LEN; i++)
+                assert_non_null(strchr("0123456789abcdef", ids[0][i]));
+        /* Fixed layout: the id of this input never changes (downstream
+         * dedupes on it across versions). */
+        sl_debounce_batch_id("", "", 0, NULL, 0, ids[4]);
+        sl_debounce_batch_id("", "", 0, NULL, 0, ids[5]);
+        assert_string_equal(ids[4], ids[5]);
+}
+
+/* Rebuild from the item records gives the same deadlines and batch. */
+static void test_restore_same_state(void **state) {
+        (void)state;
+        sl_debounce_t *a = mk(2000, 5000, 1000, 1 << 20);
+        sl_debounce_t *b = mk(2000, 5000, 1000, 1 << 20);
+        sl_debounce_item_t it;
+        sl_debounce_batch_t *ba, *bb;
+        const char *ids[] = {"x", "y", "z"};
+
+        up(a, "g", "x", "1", T0, 1);
+        up(a, "g", "y", "2", T0 + 1000, 2);
+        up(a, "g", "z", "3", T0 + 1500, 3);
+        up(a, "g", "y", "22", T0 + 1800, 4);
+        sl_debounce_remove(a, "g", 1, "z", 1);
+        for (int i = 0; i < 3; i++) {
+                if (!sl_debounce_find(a, "g", 1, ids[i], 1, &it))
+                        continue;
+                sl_debounce_restore(b, "g", 1, it.id, it.idlen, it.payload,
+                                    it.payload_len, it.first_seen_ms,
+                                    it.last_update_ms, it.seq);
+        }
+        assert_int_equal(sl_debounce_next_due(a), sl_debounce_next_due(b));
+        assert_int_equal(sl_debounce_next_due(a), T0 + 3800);
+        ba = take(a, NULL, T0 + 9999);
+        bb = take(b, NULL, T0 + 9999);
+        assert_string_equal(ba->id, bb->id);
+        assert_int_equal(ba->cnt, 2);
+        assert_int_equal(bb->cnt, 2);
+        assert_int_equal(ba->opened_ms, bb->opened_ms);
+        sl_debounce_batch_free(ba);
+        sl_debounce_batch_free(bb);
+
+        /* A later record for the same item replaces it, times included. */
+        sl_debounce_restore(b, "g", 1, "q", 1, "1", 1, T0, T0, 1);
+        sl_debounce_restore(b, "g", 1, "q", 1, "2", 1, T0 + 10, T0 + 20, 7);
+        assert_int_equal(sl_debounce_find(b, "g", 1, "q", 1, &it), 1);
+        assert_int_equal(it.first_seen_ms, T0 + 10);
+        assert_int_equal(it.seq, 7);
+        assert_int_equal(sl_debounce_next_due(b), T0 + 2020);
+        sl_debounce_destroy(a);
+        sl_debounce_destroy(b);
+}
+
+static void item_cb(const sl_debounce_item_t *it, void *opaque) {
+        int64_t *last = opaque;
+        assert_true(it->seq > *last);
+        *last = it->seq;
+}
+
+static void group_cb(const sl_debounce_group_t *g, void *opaque) {
+        size_t *n = opaque;
+        assert_true(g->items > 0);
+        *n += g->items;
+}
+
+static void test_foreach(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 5000, 1000, 1 << 20);
+        char id[16];
+        int64_t last = -1;
+        size_t n = 0;
+
+        for (int i = 0; i < 100; i++) {
+                snprintf(id, sizeof(id), "%d", (i * 37) % 100);
+                up(d, i % 2 ? "odd" : "even", id, "x", T0 + i, 1000 - i * 3);
+        }
+        sl_debounce_foreach_group(d, group_cb, &n);
+        assert_int_equal(n, 100);
+        last = INT64_MIN;
+        assert_int_equal(sl_debounce_foreach_item(d, "odd", 3, item_cb, &last),
+                         50);
+        assert_int_equal(sl_debounce_foreach_item(d, "none", 4, item_cb, &last),
+                         0);
+        sl_debounce_destroy(d);
+}
+
+static json_t *json_of(const sl_debounce_batch_t *b) {
+        size_t len;
+        char *s = sl_debounce_batch_json(b, &len);
+        json_error_t err;
+        json_t *j = json_loadb(s, len, JSON_DECODE_INT_AS_REAL, &err);
+        if (!j)
+                fail_msg("invalid JSON (%s): %.*s", err.text, (int)len, s);
+        free(s);
+        return j;
+}
+
+static void test_json(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
+        sl_debounce_batch_t *b;
+        json_t *j, *items, *it;
+
+        up(d, "WH-\"42\"", "obj", " {\"sku\":\"X\",\"qty\":2}\n", T0, 1);
+        up(d, "WH-\"42\"", "num", "12345678901234567890123", T0 + 1, 2);
+        up(d, "WH-\"42\"", "text", "not json: \"quoted\"\n\ttab", T0 + 2, 3);
+        sl_debounce_upsert(d, "WH-\"42\"", 7, "bin", 3, "\xff\x00\x01", 3,
+                           T0 + 3, 4);
+        up(d, "WH-\"42\"", "ünï", "", T0 + 4, 5);
+        b = take(d, NULL, T0 + 5000);
+        j = json_of(b);
+        assert_string_equal(json_string_value(json_object_get(j, "batch_id")),
+                            b->id);
+        assert_string_equal(json_string_value(json_object_get(j, "key")),
+                            "WH-\"42\"");
+        assert_string_equal(json_string_value(json_object_get(j, "reason")),
+                            "idle");
+        assert_int_equal(
+            (int64_t)json_number_value(json_object_get(j, "opened_at")), T0);
+        assert_int_equal(
+            (int64_t)json_number_value(json_object_get(j, "flushed_at")),
+            T0 + 5000);
+        items = json_object_get(j, "items");
+        assert_int_equal(json_array_size(items), 5);
+
+        it = json_array_get(items, 0);
+        assert_string_equal(json_string_value(json_object_get(it, "id")),
+                            "obj");
+        assert_true(json_is_object(json_object_get(it, "payload")));
+        assert_int_equal((int64_t)json_number_value(json_object_get(
+                             json_object_get(it, "payload"), "qty")),
+                         2);
+        assert_int_equal(
+            (int64_t)json_number_value(json_object_get(it, "first_seen")), T0);
+        assert_int_equal(
+            (int64_t)json_number_value(json_object_get(it, "last_update")), T0);
+        assert_null(json_object_get(it, "payload_encoding"));
+
+        it = json_array_get(items, 1);
+        assert_true(json_is_number(json_object_get(it, "payload")));
+
+        it = json_array_get(items, 2);
+        assert_string_equal(json_string_value(json_object_get(it, "payload")),
+                            "not json: \"quoted\"\n\ttab");
+
+        it = json_array_get(items, 3);
+        assert_string_equal(json_string_value(json_object_get(it, "payload")),
+                            "/wAB");
+        assert_string_equal(
+            json_string_value(json_object_get(it, "payload_encoding")),
+            "base64");
+
+        it = json_array_get(items, 4);
+        assert_string_equal(json_string_value(json_object_get(it, "id")),
+                            "ünï");
+        assert_string_equal(json_string_value(json_object_get(it, "payload")),
+                            "");
+        json_decref(j);
+        sl_debounce_batch_free(b);
+        sl_debounce_destroy(d);
+}
+
+static void test_protobuf(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
+        sl_debounce_batch_t *b;
+        Sluice__V1__Batch *m;
+        uint8_t *buf;
+        size_t len;
+
+        up(d, "WH-42", "A1", "one", T0, 1);
+        up(d, "WH-42", "A2", "two", T0 + 7, 2);
+        b = take(d, NULL, T0 + 5000);
+        buf = sl_debounce_batch_protobuf(b, &len);
+        m = sluice__v1__batch__unpack(NULL, len, buf);
+        assert_non_null(m);
+        assert_string_equal(m->batch_id, b->id);
+        assert_int_equal(m->key.len, 5);
+        assert_memory_equal(m->key.data, "WH-42", 5);
+        assert_string_equal(m->reason, "idle");
+        assert_int_equal(m->opened_at_ms, T0);
+        assert_int_equal(m->flushed_at_ms, T0 + 5000);
+        assert_int_equal(m->n_items, 2);
+        assert_string_equal(m->items[1]->id, "A2");
+        assert_int_equal(m->items[1]->payload.len, 3);
+        assert_memory_equal(m->items[1]->payload.data, "two", 3);
+        assert_int_equal(m->items[1]->first_seen_ms, T0 + 7);
+        assert_int_equal(m->items[1]->last_update_ms, T0 + 7);
+        sluice__v1__batch__free_unpacked(m, NULL);
+        free(buf);
+        sl_debounce_batch_free(b);
+        sl_debounce_destroy(d);
+}
+
+static void test_text_ok(void **state) {
+        (void)state;
+        assert_true(sl_debounce_text_ok("WH-42", 5));
+        assert_true(sl_debounce_text_ok("", 0));
+        assert_true(
+            sl_debounce_text_ok("\xc3\xbc\xe2\x82\xac\xf0\x9f\x98\x80", 9));
+        assert_false(sl_debounce_text_ok("a\0b", 3));
+        assert_false(sl_debounce_text_ok("\xff", 1));
+        assert_false(sl_debounce_text_ok("\xc3", 1));         /* truncated */
+        assert_false(sl_debounce_text_ok("\xc0\xaf", 2));     /* overlong */
+        assert_false(sl_debounce_text_ok("\xed\xa0\x80", 3)); /* surrogate */
+        assert_false(sl_debounce_text_ok("\xf4\x90\x80\x80", 4));
+}
+
+/*
+ * Memory per pending item beyond its id and payload, measured with
+ * mallinfo2() at 200k items (16-byte ids, 8-byte payloads) in 1,000 groups.
+ */
+static void test_memory_per_item(void **state) {
+        (void)state;
+        const size_t n = 200000, groups = 1000, idlen = 16, plen = 8;
+        struct mallinfo2 before, after;
+        sl_debounce_t *d;
+        char id[32], g[32];
+
+        before = mallinfo2();
+        d = mk(1000, 10000, 1000000, 1LL << 40);
+        for (size_t i = 0; i < n; i++) {
+                snprintf(id, sizeof(id), "item-%011zu", i);
+                snprintf(g, sizeof(g), "group-%zu", i % groups);
+                assert_int_equal(
+                    sl_debounce_upsert(d, g, strlen(g), id, idlen, "payload!",
+                                       plen, T0 + (int64_t)i, (int64_t)i),
+                    0);
+        }
+        after = mallinfo2();
+        size_t used =
+            (after.uordblks + after.hblkhd) - (before.uordblks + before.hblkhd);
+        if (used == 0) {
+                print_message("memory: allocator reports no usage, skipped\n");
+                sl_debounce_destroy(d);
+                skip();
+        }
+        double per = (double)used / (double)n;
+        double beyond = per - (double)(idlen + plen);
+        print_message("memory: %.1f bytes per item at %zu items in %zu groups "
+                      "(%.1f beyond the %zu-byte id and %zu-byte payload)\n",
+                      per, n, groups, beyond, idlen, plen);
+        assert_true(beyond <= 112.0);
+        sl_debounce_destroy(d);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_idle),
+            cmocka_unit_test(test_max_age),
+            cmocka_unit_test(test_max_items),
+            cmocka_unit_test(test_full_group_batches),
+            cmocka_unit_test(test_max_bytes),
+            cmocka_unit_test(test_upsert),
+            cmocka_unit_test(test_remove),
+            cmocka_unit_test(test_groups_order),
+            cmocka_unit_test(test_batch_id),
+            cmocka_unit_test(test_restore_same_state),
+            cmocka_unit_test(test_foreach),
+            cmocka_unit_test(test_json),
+            cmocka_unit_test(test_protobuf),
+            cmocka_unit_test(test_text_ok),
+            cmocka_unit_test(test_memory_per_item),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
