@@ -149,3 +149,56 @@ for t in sorted(json.load(sys.stdin)["topics"], key=lambda t: t["topic"]):
     if t["topic"].startswith(p) and not t.get("err"):
         print(t["topic"], len(t["partitions"]))' "$1"
 }
+
+# free_port — a TCP port free on 127.0.0.1 right now (for metrics_listen,
+# e.g. SLUICE_METRICS_LISTEN=127.0.0.1:$(free_port) sluice_start ...).
+free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# http_status URL — the HTTP status code of a GET, "000" when nothing answers.
+http_status() {
+    local code
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null) || true
+    echo "${code:-000}"
+}
+
+# metric_value PORT SERIES — the value of one series (exactly as exposed,
+# e.g. 'sluice_records_in_total{pipeline="d"}') from /metrics on
+# 127.0.0.1:PORT; prints nothing when the series is absent.
+metric_value() {
+    curl -s --max-time 2 "http://127.0.0.1:$1/metrics" 2>/dev/null |
+        awk -v s="$2" '$1 == s { print $2; exit }'
+}
+
+# sluice_wait_ready NAME PORT SECS — waits until sluice NAME answers 200 on
+# /readyz (every assigned partition rebuilt); fails the test if it exits.
+sluice_wait_ready() {
+    local n=$1 port=$2 secs=$3
+    _ready() {
+        sluice_alive "$n" || fail "sluice[$n] exited before it was ready"
+        [ "$(http_status "http://127.0.0.1:$port/readyz")" = 200 ]
+    }
+    wait_until "$secs" _ready || fail "sluice[$n] not ready within ${secs}s"
+}
+
+# consume_json TOPIC [kcat args...] — every committed record, one kcat -J
+# object per line: topic, partition, offset, ts, headers ([name, value,
+# ...]), key, payload.
+consume_json() {
+    local topic=$1
+    shift
+    kcat -C -b "$BOOTSTRAP" -t "$topic" -e -q -X isolation.level=read_committed \
+        -J "$@"
+}
+
+# wait_records TOPIC N SECS — waits until TOPIC holds at least N committed
+# records.
+wait_records() {
+    local topic=$1 n=$2 secs=$3
+    _enough() { [ "$(count_records "$topic")" -ge "$n" ]; }
+    wait_until "$secs" _enough
+}
