@@ -295,7 +295,7 @@ static int hostport_ok(const char *s) {
                 return 0;
         errno = 0;
         port = strtol(colon + 1, &end, 10);
-        return colon[1] && !*end && !errno && port >= 1 && port <= 65535 &&
+        return colon[1] && !*end && !errno && port >= 0 && port <= 65535 &&
                isdigit((unsigned char)colon[1]);
 }
 
@@ -411,7 +411,8 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
                 if (*value && !hostport_ok(value))
                         return vfail(errstr, errstr_size,
                                      "invalid address '%s' (expected "
-                                     "host:port, e.g. 0.0.0.0:9464)",
+                                     "host:port, e.g. 0.0.0.0:9464; port 0 "
+                                     "picks a free one)",
                                      value);
                 str_set(field, *value ? value : NULL);
                 return 0;

@@ -106,6 +106,13 @@ void sl_kwatch_close(sl_kwatch_t *w) {
 void sl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf) {
         (void)rk;
+        /* [kafka] goes to every client, so a consumer property is always
+         * "ignored by this producer instance" and vice versa: expected,
+         * not worth a warning on every start. */
+        if (!strcmp(fac, "CONFWARN") &&
+            (strstr(buf, "is a consumer property and will be ignored") ||
+             strstr(buf, "is a producer property and will be ignored")))
+                level = LOG_DEBUG;
         sl_log(level, fac, "%s", buf);
 }
 

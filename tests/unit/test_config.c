@@ -547,7 +547,8 @@ static void test_misc_errors(void **state) {
                       "notice, warning, error\n");
         expect_errors("[sluice]\nmetrics_listen = 9464\n" DELAY_OK, 1,
                       "CFG:2: metrics_listen: invalid address '9464' "
-                      "(expected host:port, e.g. 0.0.0.0:9464)\n");
+                      "(expected host:port, e.g. 0.0.0.0:9464; port 0 picks a "
+                      "free one)\n");
         expect_errors("[sluice]\napp_id =\n" DELAY_OK, 1,
                       "CFG:2: app_id: must not be empty\n");
         expect_errors(DELAY_OK "changelog = my changelog\n", 1,
