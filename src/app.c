@@ -795,6 +795,9 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
                 case SL_OP_DELAY:
                         pl->op = &sl_op_delay;
                         break;
+                case SL_OP_DEBOUNCE:
+                        pl->op = &sl_op_debounce;
+                        break;
                 default:
                         snprintf(errstr, errstr_size,
                                  "pipeline %s: type %s is not available in "

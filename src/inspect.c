@@ -5,7 +5,9 @@
  *
  * The changelog is folded the way a rebuild folds it — a value replaces the
  * key's state, a tombstone removes it — into one map per partition (a timer
- * heap used as a key → record map, ordered by due time for delay).
+ * heap used as a key → record map, ordered by due time for delay).  For
+ * debounce the folded items then go through the operator's own window logic
+ * (debounce.c), so the deadlines shown are the ones a rebuild would arm.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,6 +18,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "debounce.h"
 #include "kafka.h"
 #include "log.h"
 #include "sluice.pb-c.h"
@@ -32,8 +35,12 @@ static void usage(FILE *out) {
                 "prints its\n"
                 "pending state: for delay, the pending timers in due order "
                 "with their\n"
-                "target.  --key shows one id only; --limit caps the rows "
-                "(default 50).\n");
+                "target; for debounce, the open groups in flush order with "
+                "their\n"
+                "item counts and ages.  --key shows one id (delay) or one "
+                "group and\n"
+                "its items (debounce) only; --limit caps the rows (default "
+                "50).\n");
 }
 
 static void fmt_time(int64_t ms, char *buf, size_t size) {
@@ -231,6 +238,119 @@ static int inspect_delay(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
         return key && total == 0 ? SL_EXIT_FAIL : SL_EXIT_OK;
 }
 
+/* debounce: fold the items into windows and list the open groups. */
+static void debounce_fold(const sl_timer_t *t, void *opaque) {
+        sl_debounce_t *d = opaque;
+        const char *k = sl_timer_key(t);
+        const char *sep = memchr(k, '\0', t->keylen);
+        Sluice__V1__DebounceItem *it;
+        if (!sep || sep == k)
+                return;
+        it = sluice__v1__debounce_item__unpack(NULL, t->datalen,
+                                               sl_timer_data(t));
+        if (!it)
+                return;
+        sl_debounce_restore(d, k, (size_t)(sep - k), sep + 1,
+                            t->keylen - (size_t)(sep - k) - 1, it->payload.data,
+                            it->payload.len, it->first_seen_ms,
+                            it->last_update_ms, it->seq);
+        sluice__v1__debounce_item__free_unpacked(it, NULL);
+}
+
+typedef struct debounce_ctx_s {
+        sl_timerheap_t *by_due; /* key "p/group", data: the group view */
+        int partition;
+} debounce_ctx_t;
+
+static void debounce_collect(const sl_debounce_group_t *g, void *opaque) {
+        debounce_ctx_t *c = opaque;
+        char pfx[16];
+        size_t pl = (size_t)snprintf(pfx, sizeof(pfx), "%d/", c->partition);
+        char *k = sl_malloc(pl + g->keylen);
+        memcpy(k, pfx, pl);
+        memcpy(k + pl, g->key, g->keylen);
+        sl_timerheap_upsert(c->by_due, k, pl + g->keylen, g->due_ms,
+                            c->partition, g, sizeof(*g));
+        free(k);
+}
+
+static void debounce_item_row(const sl_debounce_item_t *it, void *opaque) {
+        int64_t now = *(const int64_t *)opaque;
+        char first[40];
+        fmt_time(it->first_seen_ms, first, sizeof(first));
+        printf("    %-24s %9.1fs %9.1fs %8zu  %.*s\n", first,
+               (double)(now - it->first_seen_ms) / 1000.0,
+               (double)(now - it->last_update_ms) / 1000.0, it->payload_len,
+               (int)it->idlen, it->id);
+}
+
+static int inspect_debounce(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
+                            int parts, const char *key, long limit) {
+        sl_debounce_params_t params = {pc->idle_ms, pc->max_age_ms,
+                                       pc->max_items, pc->max_bytes, pc->name};
+        debounce_ctx_t c = {sl_timerheap_new(), 0};
+        sl_debounce_t **wins = sl_calloc((size_t)parts, sizeof(*wins));
+        int64_t now = sl_now_ms();
+        size_t items = 0, groups, found = 0;
+        long shown = 0;
+
+        for (int p = 0; p < parts; p++) {
+                wins[p] = sl_debounce_new(&params);
+                sl_timerheap_foreach(maps[p], debounce_fold, wins[p]);
+                items += sl_debounce_items(wins[p]);
+                c.partition = p;
+                if (!key) {
+                        sl_debounce_foreach_group(wins[p], debounce_collect,
+                                                  &c);
+                } else {
+                        sl_debounce_group_t g;
+                        if (sl_debounce_group(wins[p], key, strlen(key), &g))
+                                debounce_collect(&g, &c);
+                }
+        }
+        groups = sl_timerheap_count(c.by_due);
+        printf("pipeline %s (debounce): %zu open groups, %zu pending items in "
+               "%d partitions\n",
+               pc->name, groups, items, parts);
+        if (groups)
+                printf("%-24s %9s  %-4s %6s %9s %9s %9s  %-9s %s\n", "FLUSH AT",
+                       "IN", "PART", "ITEMS", "BYTES", "AGE", "IDLE", "REASON",
+                       "GROUP");
+        while (shown < limit) {
+                sl_timer_t *t = sl_timerheap_pop(c.by_due);
+                sl_debounce_group_t g;
+                char due[40];
+                int p;
+                if (!t)
+                        break;
+                memcpy(&g, sl_timer_data(t), sizeof(g));
+                p = (int)t->seq;
+                fmt_time(g.due_ms, due, sizeof(due));
+                printf("%-24s %+8.1fs  %-4d %6zu %9zu %8.1fs %8.1fs  %-9s "
+                       "%.*s\n",
+                       due, (double)(g.due_ms - now) / 1000.0, p, g.items,
+                       g.bytes, (double)(now - g.opened_ms) / 1000.0,
+                       (double)(now - g.last_update_ms) / 1000.0,
+                       sl_debounce_reason_str(g.reason), (int)g.keylen, g.key);
+                if (key) {
+                        printf("    %-24s %10s %10s %8s  %s\n", "FIRST SEEN",
+                               "AGE", "IDLE", "BYTES", "ITEM");
+                        sl_debounce_foreach_item(wins[p], key, strlen(key),
+                                                 debounce_item_row, &now);
+                        found++;
+                }
+                sl_timer_free(t);
+                shown++;
+        }
+        if ((size_t)shown < groups)
+                printf("... %zu more\n", groups - (size_t)shown);
+        for (int p = 0; p < parts; p++)
+                sl_debounce_destroy(wins[p]);
+        free(wins);
+        sl_timerheap_destroy(c.by_due);
+        return key && !found ? SL_EXIT_FAIL : SL_EXIT_OK;
+}
+
 int sl_inspect_cmd(int argc, char **argv) {
         static const struct option opts[] = {{"config", 1, NULL, 'c'},
                                              {"key", 1, NULL, 'k'},
@@ -278,7 +398,7 @@ int sl_inspect_cmd(int argc, char **argv) {
                 sl_conf_destroy(conf);
                 return SL_EXIT_FAIL;
         }
-        if (pc->type != SL_OP_DELAY) {
+        if (pc->type != SL_OP_DELAY && pc->type != SL_OP_DEBOUNCE) {
                 fprintf(stderr,
                         "sluice inspect: pipeline %s: inspect of type %s is "
                         "not available in this build\n",
@@ -315,6 +435,8 @@ int sl_inspect_cmd(int argc, char **argv) {
                 maps[p] = sl_timerheap_new();
         if (read_changelog(conf, pc->changelog, parts, maps, &records) == -1)
                 rc = SL_EXIT_FAIL;
+        else if (pc->type == SL_OP_DEBOUNCE)
+                rc = inspect_debounce(pc, maps, parts, key, limit);
         else
                 rc = inspect_delay(pc, maps, parts, key, limit);
         for (int p = 0; p < parts; p++)

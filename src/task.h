@@ -68,6 +68,7 @@ typedef struct sl_op_s {
 } sl_op_t;
 
 extern const sl_op_t sl_op_delay;
+extern const sl_op_t sl_op_debounce;
 
 /* A pipeline: its configuration, operator and per-pipeline operator data. */
 struct sl_pipeline_s {

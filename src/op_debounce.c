@@ -1,0 +1,681 @@
+/*
+ * op_debounce.c — the debounce operator: per-group batching, flushed when a
+ * group has been idle, when its oldest item is too old, or when it is full.
+ *
+ * INPUT
+ *
+ *   key           the group (e.g. a warehouse id): UTF-8 text without NUL
+ *   sluice-item   the item id (e.g. an order id).  Seen again while pending,
+ *                 it replaces the item's payload and keeps its first-seen
+ *                 time and place in the batch.  Without the header each
+ *                 record is its own item, with the id "<partition>-<offset>"
+ *                 (the same after a replay).
+ *   value         the item's payload; a null value with sluice-item removes
+ *                 that item from its pending group
+ *
+ * Other headers are not carried into batches (a batch merges many records).
+ * Bad input goes to the DLQ: missing-key, bad-key (not UTF-8 text, or a NUL
+ * byte), bad-header (sluice-item repeated, null, empty, longer than 1024
+ * bytes, not UTF-8 text), missing-item (a null value without sluice-item),
+ * oversize (value over max_record_bytes, or a changelog record Kafka
+ * refuses).
+ *
+ * STATE MODEL
+ *
+ *   changelog key    group key, 0x00, item id (group keys hold no NUL)
+ *   changelog value  sluice.v1.DebounceItem: payload, first_seen_ms,
+ *                    last_update_ms, seq (the input offset of the first
+ *                    sighting: batch order), group_opened_ms (informative)
+ *   written          on every upsert of an item
+ *   tombstone        when the item's batch is flushed (in the transaction
+ *                    that carries the batch) or the item is removed
+ *   rebuild          apply the changelog in order (a value sets the item
+ *                    with its recorded times, a tombstone removes it); the
+ *                    groups and their deadlines follow from the items alone
+ *                    (debounce.c), so they are what they were before
+ *
+ * OUTPUT
+ *
+ * One record per batch to `output`: key = group, header sluice-batch-id,
+ * value per output_format: json (see sl_debounce_batch_json() in
+ * debounce.h: {"batch_id","key","reason","opened_at","flushed_at","items":
+ * [{"id","payload","first_seen","last_update"}]}, times in epoch ms, a
+ * payload that is valid JSON embedded as JSON, else as a string, base64
+ * with "payload_encoding":"base64" when it is not UTF-8) or protobuf
+ * (sluice.v1.Batch).  A batch the output refuses goes to the DLQ with
+ * reason output-refused.  Since the batch and its items' tombstones commit
+ * in one transaction, a batch replayed after a crash was never visible
+ * before; batch_id (a hash of the group, the item ids and their seqs) names
+ * the same items the same way whenever they are flushed together.
+ *
+ * FLUSHING
+ *
+ * Deadlines are wall-clock: the task's wake-up is armed for the earliest
+ * group deadline, so a group that goes silent still flushes.  A group that
+ * reaches max_items or max_bytes flushes at once, in the input call; a
+ * group already due when a record for it arrives flushes before the record
+ * joins it.  After a rebuild, groups that fell due while nobody owned the
+ * partition flush at most catchup_rate items per second per partition; any
+ * wake-up flushes at most SL_DEBOUNCE_FLUSH_MAX items before yielding.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debounce.h"
+#include "log.h"
+#include "metrics.h"
+#include "sluice.pb-c.h"
+#include "task.h"
+#include "util.h"
+
+/* Items flushed per wake-up before yielding to the loop. */
+#define SL_DEBOUNCE_FLUSH_MAX 20000
+/* Longest sluice-item value. */
+#define SL_DEBOUNCE_MAX_ID 1024
+/* How often the oldest-pending gauge is refreshed while items wait. */
+#define SL_DEBOUNCE_GAUGE_MS 1000
+
+typedef struct debounce_pipeline_s {
+        sl_debounce_params_t params;
+        int partition_cnt;
+        int64_t *oldest; /* by partition: earliest first_seen, or INT64_MAX */
+
+        sl_counter_t *m_out;
+        sl_counter_t *m_added;
+        sl_counter_t *m_replaced;
+        sl_counter_t *m_removed;
+        sl_counter_t *m_remove_unknown;
+        sl_counter_t *m_restore_bad;
+        sl_counter_t *m_batches[SL_DEBOUNCE_REASON_CNT + 1];
+        sl_gauge_t *m_groups;
+        sl_gauge_t *m_items;
+        sl_gauge_t *m_bytes;
+        sl_gauge_t *m_oldest;
+        sl_histogram_t *m_lateness;
+        sl_histogram_t *m_batch_items;
+} debounce_pipeline_t;
+
+typedef struct debounce_state_s {
+        sl_debounce_t *win;
+        debounce_pipeline_t *dp;
+        int32_t partition;
+        int64_t catchup_until_ms; /* groups due before the rebuild ended */
+        double catchup_tokens;
+        int64_t catchup_at_us;
+        int64_t oldest_at_ms;  /* last refresh of dp->oldest[partition] */
+        size_t groups_counted; /* what this partition added to the gauges */
+        size_t items_counted;
+        size_t bytes_counted;
+        char *kbuf; /* changelog key scratch */
+        size_t kbuf_size;
+} debounce_state_t;
+
+static debounce_pipeline_t *dp_of(sl_task_t *t) {
+        return t->pl->op_data;
+}
+
+/* ------------------------------------------------------------------ */
+/* Gauges: each partition adds its delta to the pipeline's gauges.      */
+
+static void oldest_publish(debounce_pipeline_t *dp, int64_t now) {
+        int64_t oldest = INT64_MAX;
+        for (int p = 0; p < dp->partition_cnt; p++)
+                if (dp->oldest[p] < oldest)
+                        oldest = dp->oldest[p];
+        sl_gauge_set(dp->m_oldest,
+                     oldest == INT64_MAX
+                         ? 0.0
+                         : (double)SL_MAX(0, now - oldest) / 1000.0);
+}
+
+static void debounce_update_gauges(sl_task_t *t, int64_t now, int force) {
+        debounce_state_t *st = t->state_data;
+        debounce_pipeline_t *dp = st->dp;
+        size_t g = sl_debounce_groups(st->win);
+        size_t n = sl_debounce_items(st->win);
+        size_t b = sl_debounce_bytes(st->win);
+
+        sl_gauge_add(dp->m_groups, (double)g - (double)st->groups_counted);
+        sl_gauge_add(dp->m_items, (double)n - (double)st->items_counted);
+        sl_gauge_add(dp->m_bytes, (double)b - (double)st->bytes_counted);
+        st->groups_counted = g;
+        st->items_counted = n;
+        st->bytes_counted = b;
+        /* The oldest item is O(groups) to find: at most every 500 ms
+         * (at once when the partition has emptied). */
+        if (force || n == 0 ||
+            now - st->oldest_at_ms >= SL_DEBOUNCE_GAUGE_MS / 2) {
+                dp->oldest[st->partition] =
+                    n ? sl_debounce_oldest(st->win) : INT64_MAX;
+                st->oldest_at_ms = now;
+                oldest_publish(dp, now);
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Pipeline and partition state.                                       */
+
+static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
+                                  size_t errstr_size) {
+        const sl_pipeline_conf_t *pc = pl->conf;
+        sl_metrics_t *m = sl_app_metrics(pl->app);
+        debounce_pipeline_t *dp;
+        const char *name = pc->name;
+
+        if (!pc->output || pc->idle_ms <= 0 || pc->max_age_ms <= 0 ||
+            pc->max_items < 1 || pc->max_bytes < 1) {
+                snprintf(errstr, errstr_size,
+                         "pipeline %s: debounce needs output, idle, max_age, "
+                         "max_items and max_bytes",
+                         name);
+                return -1;
+        }
+        dp = sl_calloc(1, sizeof(*dp));
+        dp->params.idle_ms = pc->idle_ms;
+        dp->params.max_age_ms = pc->max_age_ms;
+        dp->params.max_items = pc->max_items;
+        dp->params.max_bytes = pc->max_bytes;
+        dp->params.salt = pc->name;
+        dp->partition_cnt = pl->partition_cnt;
+        dp->oldest = sl_calloc((size_t)SL_MAX(1, pl->partition_cnt),
+                               sizeof(*dp->oldest));
+        for (int p = 0; p < pl->partition_cnt; p++)
+                dp->oldest[p] = INT64_MAX;
+
+        dp->m_out = sl_metrics_counter(m, "sluice_records_out_total",
+                                       "Records produced to outputs/targets.",
+                                       "pipeline", name, NULL);
+        dp->m_added = sl_metrics_counter(
+            m, "sluice_debounce_items_added_total",
+            "Items that joined a pending group (new item ids).", "pipeline",
+            name, NULL);
+        dp->m_replaced = sl_metrics_counter(
+            m, "sluice_debounce_items_replaced_total",
+            "Upserts of a pending item (payload replaced, first-seen kept).",
+            "pipeline", name, NULL);
+        dp->m_removed =
+            sl_metrics_counter(m, "sluice_debounce_items_removed_total",
+                               "Pending items removed by a null-value record.",
+                               "pipeline", name, NULL);
+        dp->m_remove_unknown = sl_metrics_counter(
+            m, "sluice_debounce_remove_unknown_total",
+            "Removals of items that were not pending (harmless).", "pipeline",
+            name, NULL);
+        dp->m_restore_bad = sl_metrics_counter(
+            m, "sluice_changelog_bad_records_total",
+            "Changelog records that could not be decoded (skipped).",
+            "pipeline", name, NULL);
+        for (int r = SL_DEBOUNCE_IDLE; r <= SL_DEBOUNCE_REASON_CNT; r++)
+                dp->m_batches[r] = sl_metrics_counter(
+                    m, "sluice_debounce_batches_total",
+                    "Batches flushed, by flush reason.", "pipeline", name,
+                    "reason", sl_debounce_reason_str(r), NULL);
+        dp->m_groups =
+            sl_metrics_gauge(m, "sluice_debounce_open_groups",
+                             "Groups with pending items (open windows).",
+                             "pipeline", name, NULL);
+        dp->m_items = sl_metrics_gauge(m, "sluice_debounce_pending_items",
+                                       "Items waiting in open groups.",
+                                       "pipeline", name, NULL);
+        dp->m_bytes = sl_metrics_gauge(
+            m, "sluice_debounce_pending_bytes",
+            "Payload bytes of the items waiting in open groups.", "pipeline",
+            name, NULL);
+        dp->m_oldest = sl_metrics_gauge(
+            m, "sluice_debounce_oldest_pending_seconds",
+            "Age of the oldest pending item (now minus its first-seen time).",
+            "pipeline", name, NULL);
+        dp->m_lateness = sl_metrics_histogram(
+            m, "sluice_debounce_flush_lateness_seconds",
+            "Flush deadline to batch produced (before the transaction "
+            "commits).",
+            sl_metrics_buckets_latency, sl_metrics_buckets_latency_cnt,
+            "pipeline", name, NULL);
+        dp->m_batch_items = sl_metrics_histogram(
+            m, "sluice_debounce_batch_items", "Items per flushed batch.",
+            sl_metrics_buckets_size, sl_metrics_buckets_size_cnt, "pipeline",
+            name, NULL);
+        pl->op_data = dp;
+        return 0;
+}
+
+static void debounce_pipeline_destroy(sl_pipeline_t *pl) {
+        debounce_pipeline_t *dp = pl->op_data;
+        if (!dp)
+                return;
+        free(dp->oldest);
+        free(dp);
+        pl->op_data = NULL;
+}
+
+static void *debounce_state_new(sl_task_t *t) {
+        debounce_state_t *st = sl_calloc(1, sizeof(*st));
+        st->dp = dp_of(t);
+        st->partition = t->partition;
+        st->win = sl_debounce_new(&st->dp->params);
+        return st;
+}
+
+/* The gauges are pipeline-wide: a destroyed partition takes its share. */
+static void debounce_state_destroy(void *state) {
+        debounce_state_t *st = state;
+        debounce_pipeline_t *dp;
+        if (!st)
+                return;
+        dp = st->dp;
+        sl_gauge_add(dp->m_groups, -(double)st->groups_counted);
+        sl_gauge_add(dp->m_items, -(double)st->items_counted);
+        sl_gauge_add(dp->m_bytes, -(double)st->bytes_counted);
+        if (st->partition >= 0 && st->partition < dp->partition_cnt) {
+                dp->oldest[st->partition] = INT64_MAX;
+                oldest_publish(dp, sl_now_ms());
+        }
+        sl_debounce_destroy(st->win);
+        free(st->kbuf);
+        free(st);
+}
+
+/* The changelog key of an item: group, 0x00, id (in st->kbuf). */
+static size_t changelog_key(debounce_state_t *st, const void *key,
+                            size_t keylen, const void *id, size_t idlen) {
+        size_t n = keylen + 1 + idlen;
+        if (n > st->kbuf_size) {
+                st->kbuf_size = SL_MAX(n, 256);
+                st->kbuf = sl_realloc(st->kbuf, st->kbuf_size);
+        }
+        memcpy(st->kbuf, key, keylen);
+        st->kbuf[keylen] = '\0';
+        if (idlen)
+                memcpy(st->kbuf + keylen + 1, id, idlen);
+        return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rebuild.                                                            */
+
+static void debounce_restore_bad(sl_task_t *t, const rd_kafka_message_t *m,
+                                 const char *why) {
+        sl_counter_inc(dp_of(t)->m_restore_bad);
+        sl_log(LOG_WARNING, "REBUILD",
+               "%s [%d] @%" PRId64 ": changelog record skipped: %s",
+               t->pl->conf->name, t->partition, m->offset, why);
+}
+
+static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
+        debounce_state_t *st = t->state_data;
+        const char *key = m->key, *sep;
+        size_t glen, idlen;
+        Sluice__V1__DebounceItem *it;
+
+        sep = key ? memchr(key, '\0', m->key_len) : NULL;
+        if (!sep || sep == key) {
+                debounce_restore_bad(t, m, "key is not group 0x00 item");
+                return;
+        }
+        glen = (size_t)(sep - key);
+        idlen = m->key_len - glen - 1;
+        if (!m->payload) {
+                sl_debounce_remove(st->win, key, glen, sep + 1, idlen);
+                return;
+        }
+        it = sluice__v1__debounce_item__unpack(NULL, m->len, m->payload);
+        if (!it) {
+                debounce_restore_bad(t, m, "undecodable DebounceItem");
+                return;
+        }
+        if (sl_debounce_restore(st->win, key, glen, sep + 1, idlen,
+                                it->payload.data, it->payload.len,
+                                it->first_seen_ms, it->last_update_ms,
+                                it->seq) < 0)
+                debounce_restore_bad(t, m, "item too large");
+        sluice__v1__debounce_item__free_unpacked(it, NULL);
+}
+
+/* Arms the wake-up for the next deadline, and for the gauge refresh while
+ * items wait. */
+static void debounce_arm(sl_task_t *t, int64_t now) {
+        debounce_state_t *st = t->state_data;
+        int64_t next = sl_debounce_next_due(st->win);
+        sl_task_wake_at(t, 0);
+        if (next == INT64_MAX)
+                return;
+        next = SL_MIN(next, now + SL_DEBOUNCE_GAUGE_MS);
+        sl_task_wake_at(t, next > 0 ? next : 1);
+}
+
+static void debounce_restored(sl_task_t *t) {
+        debounce_state_t *st = t->state_data;
+        int64_t now = sl_now_ms();
+        /* What fell due while nobody owned the partition flushes at the
+         * bounded catch-up rate (counted in items); later deadlines flush
+         * unthrottled. */
+        st->catchup_until_ms = now;
+        st->catchup_tokens =
+            SL_MAX(1.0, (double)t->pl->conf->catchup_rate / 10.0);
+        st->catchup_at_us = sl_mono_us();
+        /* Look the output up now: a missing topic is reported before the
+         * first batch, and the producer knows the topic's partitions
+         * before a batch waits on them inside a commit. */
+        if (sl_task_topic_partitions(t, t->pl->conf->output) == 0)
+                sl_log(LOG_WARNING, "DEBOUNCE",
+                       "%s [%d]: output topic %s does not exist; batches "
+                       "will go to the DLQ",
+                       t->pl->conf->name, t->partition, t->pl->conf->output);
+        debounce_update_gauges(t, now, 1);
+        debounce_arm(t, now);
+}
+
+/* ------------------------------------------------------------------ */
+/* Flushing.                                                           */
+
+/* A batch the output refused goes to the DLQ (same partition). */
+static void debounce_batch_dlq(sl_task_t *t, const sl_debounce_batch_t *b,
+                               const void *value, size_t len,
+                               const char *detail) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        static const char reason[] = "output-refused";
+        rd_kafka_headers_t *hdrs;
+        int r;
+
+        sl_counter_inc(sl_metrics_counter(
+            sl_app_metrics(t->app), "sluice_records_dlq_total",
+            "Records sent to the DLQ (or dropped without one), by reason.",
+            "pipeline", pc->name, "reason", reason, NULL));
+        sl_log(LOG_WARNING, "DEBOUNCE",
+               "%s [%d]: batch %s of %.*s (%zu items, %zu bytes): %s: %s",
+               pc->name, t->partition, b->id, (int)SL_MIN(b->keylen, 64),
+               b->key, b->cnt, len, reason, detail);
+        if (!pc->dlq)
+                return;
+        hdrs = rd_kafka_headers_new(4);
+        rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
+        rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
+        rd_kafka_header_add(hdrs, "sluice-batch-id", -1, b->id, -1);
+        r = sl_task_produce(t, pc->dlq, t->partition, b->key, b->keylen, value,
+                            len, hdrs);
+        if (r < 0)
+                sl_log(LOG_ERR, "DLQ",
+                       "%s [%d]: DLQ %s refused batch %s too (%s); dropped",
+                       pc->name, t->partition, pc->dlq, b->id,
+                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+}
+
+/* Produces one batch and tombstones its items, in the open transaction. */
+static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
+        debounce_state_t *st = t->state_data;
+        debounce_pipeline_t *dp = st->dp;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        rd_kafka_headers_t *hdrs;
+        void *value;
+        size_t len;
+        int r;
+
+        if (pc->output_format == SL_OUTPUT_PROTOBUF)
+                value = sl_debounce_batch_protobuf(b, &len);
+        else
+                value = sl_debounce_batch_json(b, &len);
+        hdrs = rd_kafka_headers_new(1);
+        rd_kafka_header_add(hdrs, "sluice-batch-id", -1, b->id, -1);
+        r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, b->key,
+                            b->keylen, value, len, hdrs);
+        if (r < 0)
+                debounce_batch_dlq(t, b, value, len,
+                                   rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+        else
+                sl_counter_inc(dp->m_out);
+        free(value);
+
+        for (size_t i = 0; i < b->cnt; i++) {
+                size_t n = changelog_key(st, b->key, b->keylen, b->items[i].id,
+                                         b->items[i].idlen);
+                sl_task_changelog(t, st->kbuf, n, NULL, 0);
+        }
+        if (b->reason >= SL_DEBOUNCE_IDLE &&
+            b->reason <= SL_DEBOUNCE_REASON_CNT)
+                sl_counter_inc(dp->m_batches[b->reason]);
+        sl_histogram_observe(dp->m_lateness,
+                             (double)SL_MAX(0, now - b->due_ms) / 1000.0);
+        sl_histogram_observe(dp->m_batch_items, (double)b->cnt);
+        sl_debounce_batch_free(b);
+        sl_task_commit_soon(t);
+}
+
+/* Flushes group key while it is due (it is full, or its deadline passed). */
+static int debounce_flush_group(sl_task_t *t, const void *key, size_t keylen,
+                                int64_t now) {
+        debounce_state_t *st = t->state_data;
+        sl_debounce_batch_t *b;
+        int n = 0;
+        while (sl_debounce_take(st->win, key, keylen, now, &b)) {
+                debounce_emit(t, b, now);
+                n++;
+        }
+        return n;
+}
+
+static void debounce_wake(sl_task_t *t, int64_t now) {
+        debounce_state_t *st = t->state_data;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        int64_t rate = pc->catchup_rate;
+        size_t flushed = 0;
+        int limited = 0;
+        sl_debounce_batch_t *b;
+
+        if (rate > 0 && st->catchup_until_ms > 0) {
+                /* Token bucket: at most catchup_rate items per second,
+                 * bursts of a tenth of a second. */
+                int64_t us = sl_mono_us();
+                double cap = SL_MAX(1.0, (double)rate / 10.0);
+                st->catchup_tokens +=
+                    (double)(us - st->catchup_at_us) / 1e6 * (double)rate;
+                if (st->catchup_tokens > cap)
+                        st->catchup_tokens = cap;
+                st->catchup_at_us = us;
+        }
+        for (;;) {
+                int64_t due = sl_debounce_next_due(st->win);
+                int catchup;
+                if (due > now)
+                        break;
+                catchup = rate > 0 && due <= st->catchup_until_ms;
+                if (flushed >= SL_DEBOUNCE_FLUSH_MAX ||
+                    (catchup && st->catchup_tokens <= 0)) {
+                        limited = 1;
+                        break;
+                }
+                if (!sl_debounce_take(st->win, NULL, 0, now, &b))
+                        break;
+                flushed += b->cnt;
+                if (catchup)
+                        st->catchup_tokens -= (double)b->cnt;
+                debounce_emit(t, b, now);
+        }
+        debounce_update_gauges(t, now, 0);
+        if (limited) {
+                /* More is due: come back when the budget allows. */
+                int64_t wait_ms = 0;
+                if (rate > 0 && st->catchup_tokens <= 0 &&
+                    flushed < SL_DEBOUNCE_FLUSH_MAX)
+                        wait_ms = (int64_t)((1 - st->catchup_tokens) * 1000 /
+                                            (double)rate) +
+                                  1;
+                sl_task_wake_at(t, 0);
+                sl_task_wake_at(t, now + wait_ms);
+        } else {
+                debounce_arm(t, now);
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Input.                                                              */
+
+static void debounce_remove(sl_task_t *t, const rd_kafka_message_t *m,
+                            const void *id, size_t idlen, int64_t now) {
+        debounce_state_t *st = t->state_data;
+        debounce_pipeline_t *dp = st->dp;
+        size_t n;
+
+        /* A group already due flushes first: the removal comes too late
+         * for it. */
+        debounce_flush_group(t, m->key, m->key_len, now);
+        if (!sl_debounce_remove(st->win, m->key, m->key_len, id, idlen)) {
+                sl_counter_inc(dp->m_remove_unknown);
+                return;
+        }
+        n = changelog_key(st, m->key, m->key_len, id, idlen);
+        sl_task_changelog(t, st->kbuf, n, NULL, 0);
+        sl_counter_inc(dp->m_removed);
+        debounce_update_gauges(t, now, 0);
+}
+
+static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
+        debounce_state_t *st = t->state_data;
+        debounce_pipeline_t *dp = st->dp;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        Sluice__V1__DebounceItem rec = SLUICE__V1__DEBOUNCE_ITEM__INIT;
+        rd_kafka_headers_t *hdrs = NULL;
+        const void *id = NULL, *v;
+        size_t idlen = 0, sz, ckeylen, plen;
+        int nids = 0, r;
+        char idbuf[48], detail[256];
+        sl_debounce_item_t old;
+        sl_debounce_group_t grp;
+        uint8_t *packed;
+        int64_t now = sl_now_ms();
+
+        if (!m->key || !m->key_len) {
+                sl_task_dlq(t, m, "missing-key",
+                            "the record key (the group) is required");
+                return;
+        }
+        if (!sl_debounce_text_ok(m->key, m->key_len)) {
+                sl_task_dlq(t, m, "bad-key",
+                            "the group key must be UTF-8 text without NUL "
+                            "bytes");
+                return;
+        }
+        if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                while (!rd_kafka_header_get(hdrs, (size_t)nids, "sluice-item",
+                                            &v, &sz)) {
+                        if (!nids++) {
+                                id = v;
+                                idlen = v ? sz : 0;
+                        }
+                }
+        }
+        if (nids > 1) {
+                snprintf(detail, sizeof(detail), "sluice-item given %d times",
+                         nids);
+                sl_task_dlq(t, m, "bad-header", detail);
+                return;
+        }
+        if (nids && (!id || !idlen)) {
+                sl_task_dlq(t, m, "bad-header",
+                            id ? "sluice-item is empty"
+                               : "sluice-item has a null value");
+                return;
+        }
+        if (nids && idlen > SL_DEBOUNCE_MAX_ID) {
+                snprintf(detail, sizeof(detail),
+                         "sluice-item is %zu bytes, at most %d", idlen,
+                         SL_DEBOUNCE_MAX_ID);
+                sl_task_dlq(t, m, "bad-header", detail);
+                return;
+        }
+        if (nids && !sl_debounce_text_ok(id, idlen)) {
+                sl_task_dlq(t, m, "bad-header",
+                            "sluice-item must be UTF-8 text without NUL "
+                            "bytes");
+                return;
+        }
+        if (!m->payload) {
+                if (!nids)
+                        sl_task_dlq(t, m, "missing-item",
+                                    "a null value removes the item named by "
+                                    "sluice-item, which is missing");
+                else
+                        debounce_remove(t, m, id, idlen, now);
+                return;
+        }
+        if (pc->max_record_bytes > 0 &&
+            m->len > (uint64_t)pc->max_record_bytes) {
+                snprintf(detail, sizeof(detail),
+                         "value is %zu bytes, max_record_bytes is %" PRId64,
+                         m->len, pc->max_record_bytes);
+                sl_task_dlq(t, m, "oversize", detail);
+                return;
+        }
+        if (!nids) {
+                int n = snprintf(idbuf, sizeof(idbuf), "%" PRId32 "-%" PRId64,
+                                 m->partition, m->offset);
+                id = idbuf;
+                idlen = (size_t)n;
+        }
+
+        /* A group already due flushes before this record joins it. */
+        debounce_flush_group(t, m->key, m->key_len, now);
+
+        /* The changelog record first: if Kafka refuses it, nothing
+         * changed. */
+        if (sl_debounce_find(st->win, m->key, m->key_len, id, idlen, &old)) {
+                rec.first_seen_ms = old.first_seen_ms;
+                rec.seq = old.seq;
+        } else {
+                rec.first_seen_ms = now;
+                rec.seq = m->offset;
+        }
+        rec.last_update_ms = now;
+        rec.group_opened_ms =
+            sl_debounce_group(st->win, m->key, m->key_len, &grp)
+                ? SL_MIN(grp.opened_ms, rec.first_seen_ms)
+                : rec.first_seen_ms;
+        rec.payload.data = m->payload;
+        rec.payload.len = m->len;
+        plen = sluice__v1__debounce_item__get_packed_size(&rec);
+        packed = sl_malloc(plen ? plen : 1);
+        sluice__v1__debounce_item__pack(&rec, packed);
+        ckeylen = changelog_key(st, m->key, m->key_len, id, idlen);
+        r = sl_task_produce(t, pc->changelog, t->partition, st->kbuf, ckeylen,
+                            packed, plen, NULL);
+        free(packed);
+        if (r < 0) {
+                snprintf(detail, sizeof(detail),
+                         "changelog record of %zu bytes refused: %s", plen,
+                         rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                sl_task_dlq(t, m, "oversize", detail);
+                return;
+        }
+        r = sl_debounce_upsert(st->win, m->key, m->key_len, id, idlen,
+                               m->payload, m->len, now, m->offset);
+        if (r < 0) {
+                /* Cannot happen below 4 GiB (max_record_bytes is at most
+                 * 1 GiB); undo the record all the same. */
+                sl_task_changelog(t, st->kbuf, ckeylen, NULL, 0);
+                sl_task_dlq(t, m, "oversize", "item too large");
+                return;
+        }
+        sl_counter_inc(r ? dp->m_replaced : dp->m_added);
+
+        /* Full (max_items, max_bytes): flush now. */
+        debounce_flush_group(t, m->key, m->key_len, now);
+        debounce_update_gauges(t, now, 0);
+        {
+                int64_t next = sl_debounce_next_due(st->win);
+                if (next != INT64_MAX)
+                        sl_task_wake_at(t, next > 0 ? next : 1);
+        }
+}
+
+const sl_op_t sl_op_debounce = {
+    .name = "debounce",
+    .pipeline_init = debounce_pipeline_init,
+    .pipeline_destroy = debounce_pipeline_destroy,
+    .state_new = debounce_state_new,
+    .state_destroy = debounce_state_destroy,
+    .restore = debounce_restore,
+    .restored = debounce_restored,
+    .input = debounce_input,
+    .wake = debounce_wake,
+};

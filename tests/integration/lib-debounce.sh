@@ -1,0 +1,200 @@
+# lib-debounce.sh — helpers for the debounce integration tests (02NN-*.sh);
+# source it after lib.sh.  Not a test itself (run.sh runs NNNN-*.sh only).
+#
+#   db_pipeline CONF NAME INPUT OUTPUT [key=value ...]
+#                          appends a [pipeline NAME] of type debounce
+#   db_start NAME CONF [env ...]
+#                          starts sluice with a free metrics port (in
+#                          $DB_PORT_<NAME>) and waits until it is ready
+#   db_open_groups CONF PIPELINE
+#                          open groups according to `sluice inspect`
+#   db_wait_drained CONF PIPELINE SECS
+#                          waits until `sluice inspect` shows 0 open groups
+#
+# $WORK/dbcheck.py is a Python module (PYTHONPATH=$WORK) that loads the
+# batches of an output topic read with consume_json: load_batches(path)
+# returns one dict per batch (the decoded JSON or protobuf value plus
+# "_headers", "_ts", "_partition", "_offset").
+
+# Helpers that newer lib.sh versions have; defined here when missing.
+declare -F free_port >/dev/null || free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+declare -F http_status >/dev/null || http_status() {
+    local code
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null) || true
+    echo "${code:-000}"
+}
+declare -F metric_value >/dev/null || metric_value() {
+    curl -s --max-time 2 "http://127.0.0.1:$1/metrics" 2>/dev/null |
+        awk -v s="$2" '$1 == s { print $2; exit }'
+}
+declare -F sluice_wait_ready >/dev/null || sluice_wait_ready() {
+    local n=$1 port=$2 secs=$3
+    _ready() {
+        sluice_alive "$n" || fail "sluice[$n] exited before it was ready"
+        [ "$(http_status "http://127.0.0.1:$port/readyz")" = 200 ]
+    }
+    wait_until "$secs" _ready || fail "sluice[$n] not ready within ${secs}s"
+}
+declare -F consume_json >/dev/null || consume_json() {
+    local topic=$1
+    shift
+    kcat -C -b "$BOOTSTRAP" -t "$topic" -e -q -X isolation.level=read_committed \
+        -J "$@"
+}
+declare -F wait_records >/dev/null || wait_records() {
+    local topic=$1 n=$2 secs=$3
+    _enough() { [ "$(count_records "$topic")" -ge "$n" ]; }
+    wait_until "$secs" _enough
+}
+
+db_pipeline() {
+    local conf=$1 name=$2 in=$3 out=$4
+    shift 4
+    {
+        echo
+        echo "[pipeline $name]"
+        echo "type = debounce"
+        echo "input = $in"
+        echo "output = $out"
+        for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
+    } >>"$conf"
+}
+
+db_start() {
+    local n=$1 conf=$2 port
+    shift 2
+    port=$(free_port)
+    eval "DB_PORT_$n=$port"
+    env SLUICE_METRICS_LISTEN="127.0.0.1:$port" "$@" \
+        "$SLUICE_BIN" run -c "$conf" >>"$WORK/sluice-$n.log" 2>&1 &
+    SLUICE_PIDS[$n]=$!
+    sluice_wait_ready "$n" "$port" 60
+}
+
+# db_consume_raw TOPIC FILE — every committed record as "<key length>
+# <value length>\n<key><value>" (binary-safe; see dbcheck.py).
+db_consume_raw() {
+    kcat -C -b "$BOOTSTRAP" -t "$1" -e -q -X isolation.level=read_committed \
+        -f '%K %S\n%k%s' >"$2"
+}
+
+db_open_groups() {
+    "$SLUICE_BIN" inspect -c "$1" "$2" --limit 0 2>/dev/null |
+        sed -n 's/.*(debounce): \([0-9]*\) open groups.*/\1/p'
+}
+
+db_wait_drained() {
+    local conf=$1 pl=$2 secs=$3
+    _drained() { [ "$(db_open_groups "$conf" "$pl")" = 0 ]; }
+    wait_until "$secs" _drained
+}
+
+cat >"$WORK/dbcheck.py" <<'PY'
+"""Loads debounce batches from `kcat -J` lines (JSON or protobuf values)."""
+import base64
+import json
+
+
+def _varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if not c & 0x80:
+            return v, i
+
+
+def _fields(b):
+    """(field number, wire type, value) of a protobuf message."""
+    i, out = 0, []
+    while i < len(b):
+        k, i = _varint(b, i)
+        f, w = k >> 3, k & 7
+        if w == 0:
+            v, i = _varint(b, i)
+        elif w == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        else:
+            raise ValueError(f"unexpected wire type {w}")
+        out.append((f, w, v))
+    return out
+
+
+def _payload(raw):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def decode_protobuf(b):
+    """sluice.v1.Batch as the same dict shape as the JSON encoding."""
+    d = {"items": []}
+    names = {1: "batch_id", 2: "key", 3: "reason", 4: "opened_at", 5: "flushed_at"}
+    for f, w, v in _fields(b):
+        if f == 6:
+            it = {"first_seen": 0, "last_update": 0}
+            for g, _, u in _fields(v):
+                if g == 1:
+                    it["id"] = u.decode()
+                elif g == 2:
+                    it["payload"] = _payload(u)
+                elif g == 3:
+                    it["first_seen"] = u
+                elif g == 4:
+                    it["last_update"] = u
+            d["items"].append(it)
+        elif f in names:
+            d[names[f]] = v.decode() if w == 2 else v
+    return d
+
+
+def headers(r):
+    h = r.get("headers") or []
+    return {h[i]: h[i + 1] for i in range(0, len(h), 2)}
+
+
+def load_records(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def load_batches(path):
+    out = []
+    for r in load_records(path):
+        b = json.loads(r["payload"])
+        b["_headers"] = headers(r)
+        b["_ts"] = r["ts"]
+        b["_partition"] = r["partition"]
+        b["_offset"] = r["offset"]
+        b["_key"] = r["key"]
+        out.append(b)
+    return out
+
+
+def load_protobuf_batches(path):
+    """Batches from a file written by db_consume_raw: per record a line
+    "<key length> <value length>", then the key and value bytes."""
+    out = []
+    with open(path, "rb") as f:
+        data = f.read()
+    i = 0
+    while i < len(data):
+        nl = data.index(b"\n", i)
+        kl, vl = (int(x) for x in data[i:nl].split())
+        i = nl + 1
+        key, val = data[i:i + kl], data[i + kl:i + kl + vl]
+        i += kl + vl
+        b = decode_protobuf(val)
+        b["_key"] = key.decode()
+        out.append(b)
+    return out
+PY
