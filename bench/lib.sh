@@ -294,8 +294,10 @@ bench_peak_rss() {
 
 # ---- sluice ---------------------------------------------------------------
 
-# bench_conf FILE — writes [sluice] and [kafka] for the bench broker, with
-# $BENCH_KAFKA_PROPS; append pipeline sections after it.
+# bench_conf FILE [METRICS_LISTEN] — writes [sluice] and [kafka] for the
+# bench broker, with $BENCH_KAFKA_PROPS; append pipeline sections after it.
+# METRICS_LISTEN (e.g. 127.0.0.1:$(bench_free_port)) turns on /metrics and
+# /readyz; without it there is no HTTP endpoint.
 bench_conf() {
     local kv
     {
@@ -304,7 +306,7 @@ bench_conf() {
 app_id = $BENCH_ID
 log_level = info
 commit_interval = 100ms
-metrics_listen =
+metrics_listen =${2:+ $2}
 
 [kafka]
 bootstrap.servers = $BENCH_BOOTSTRAP
@@ -359,6 +361,79 @@ bench_kill_all_sluice() {
     done
 }
 
+# ---- sluice's HTTP endpoint ------------------------------------------------
+
+# bench_free_port — a TCP port on 127.0.0.1 nobody listens on now (sluice
+# refuses port 0, so a section picks one for its metrics_listen).
+bench_free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# bench_ready PORT — true when sluice's /readyz on PORT answers 200 (every
+# assigned partition rebuilt).
+bench_ready() {
+    [ "$(curl -s -o /dev/null --max-time 2 -w '%{http_code}' \
+        "http://127.0.0.1:$1/readyz" 2>/dev/null)" = 200 ]
+}
+
+# bench_metrics PORT — the /metrics text of the sluice on PORT.
+bench_metrics() {
+    curl -sf --max-time 5 "http://127.0.0.1:$1/metrics"
+}
+
+# bench_metric PORT NAME [LABEL_TEXT] — the sum of the samples of metric
+# NAME (exact name, any labels) whose line contains LABEL_TEXT (e.g.
+# 'result="commit"'); prints nothing and fails when there is no sample.
+bench_metric() {
+    local m
+    m=$(bench_metrics "$1") || return 1
+    awk -v n="$2" -v l="${3:-}" '
+        $1 == n || index($1, n "{") == 1 {
+            if (l == "" || index($1, l)) { s += $NF; found = 1 }
+        }
+        END { if (!found) exit 1; printf "%.15g\n", s }' <<<"$m"
+}
+
+# bench_metric_is PORT NAME VALUE [LABEL_TEXT] — true when the metric
+# equals VALUE now (for bench_wait_until).
+bench_metric_is() {
+    [ "$(bench_metric "$1" "$2" "${4:-}" 2>/dev/null)" = "$3" ]
+}
+
+# bench_histogram_quantile PORT NAME Q — quantile Q (0..1) of Prometheus
+# histogram NAME (buckets summed over label sets), interpolated linearly
+# inside the bucket as Prometheus's histogram_quantile() does; in seconds
+# when the histogram is.  "n/a" when it is empty.
+bench_histogram_quantile() {
+    local m
+    m=$(bench_metrics "$1") || return 1
+    awk -v n="$2_bucket" -v q="$3" '
+        index($1, n "{") == 1 && match($1, /le="[^"]*"/) {
+            le = substr($1, RSTART + 4, RLENGTH - 5)
+            if (!(le in c)) les[nb++] = le
+            c[le] += $NF
+        }
+        END {
+            total = c["+Inf"]
+            if (!total) { print "n/a"; exit }
+            # Buckets are printed in increasing order of le.
+            rank = q * total; prev_le = 0; prev_c = 0
+            for (i = 0; i < nb; i++) {
+                le = les[i]
+                if (c[le] >= rank) {
+                    if (le == "+Inf") { printf "%s\n", prev_le; exit }
+                    printf "%.6f\n", prev_le + (le - prev_le) * \
+                        (c[le] > prev_c ? (rank - prev_c) / (c[le] - prev_c) : 1)
+                    exit
+                }
+                prev_le = le; prev_c = c[le]
+            }
+        }' <<<"$m"
+}
+
 # ---- figures --------------------------------------------------------------
 
 # bench_figure SECTION NAME VALUE UNIT [RATIO] [TARGET] — records a figure
@@ -379,8 +454,8 @@ bench_figures_print() {
     {
         echo "== sluice bench figures: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, broker $BENCH_BOOTSTRAP =="
         awk -F'\t' '
-            BEGIN { printf "%-10s %-46s %12s %-6s %6s  %s\n", "section", "figure", "value", "unit", "ratio", "target" }
-            { printf "%-10s %-46s %12s %-6s %6s  %s\n", $1, $2, $3, $4, ($5 == "" ? "-" : $5), $6 }
+            BEGIN { printf "%-14s %-46s %13s %-6s %6s  %s\n", "section", "figure", "value", "unit", "ratio", "target" }
+            { printf "%-14s %-46s %13s %-6s %6s  %s\n", $1, $2, $3, $4, ($5 == "" ? "-" : $5), $6 }
         ' "$BENCH_WORK/figures.tsv"
         echo "ratio = figure / baseline eos_copy rate of this run (see bench/README.md)"
     } | tee "$out"

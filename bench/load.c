@@ -6,12 +6,19 @@
  * An idempotent producer (acks=all, no duplicates on retry) with a 5 ms
  * linger and large batches.  Record i has:
  *
- *   key      "k<i>", or "k<i mod K>" with --keys K (a key space of size K)
+ *   key      "k<i>", or "k<i mod K>" with --keys K (a key space of size K);
+ *            --key-len L zero-pads the number so every key is L bytes
+ *            ("k000000000000042" for L = 16)
  *   value    --size bytes: "v<i>" padded with '.'; --null-value for none
  *   headers  each -H name=value, plus --header-seq NAME = "<i>" (decimal)
  *   partition  i mod P with --partitioner rr (the default), else chosen by
  *            librdkafka's partitioner of that name (murmur2_random is
  *            Java's, consistent_random kcat's), from the key
+ *
+ * With --rate N the records are produced at a steady N per second (record i
+ * is handed to librdkafka at t0 + i/N; the producer is polled while
+ * waiting), for benchmarks of lateness under a constant load; without it,
+ * as fast as the broker takes them.
  *
  * It waits for every delivery report and prints one line:
  *
@@ -22,6 +29,7 @@
  */
 #include <getopt.h>
 #include <stdbool.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -49,6 +57,11 @@ static void usage(FILE *fp) {
                 "cancels)\n"
                 "  -k, --keys K            keys k0..k(K-1), cycling "
                 "(default: k<i>, all distinct)\n"
+                "      --key-len L         zero-pad keys to L bytes "
+                "(k000...042)\n"
+                "  -r, --rate N            produce N records per second, "
+                "steadily\n"
+                "                          (default: as fast as possible)\n"
                 "  -H NAME=VALUE           add a fixed header (repeatable)\n"
                 "      --header-seq NAME   add header NAME = record index\n"
                 "  -p, --partitioner NAME  rr (round-robin, default) or a "
@@ -96,6 +109,8 @@ int main(int argc, char **argv) {
             {"size", required_argument, NULL, 's'},
             {"null-value", no_argument, NULL, 'N'},
             {"keys", required_argument, NULL, 'k'},
+            {"key-len", required_argument, NULL, 'K'},
+            {"rate", required_argument, NULL, 'r'},
             {"header-seq", required_argument, NULL, 'S'},
             {"partitioner", required_argument, NULL, 'p'},
             {"timeout", required_argument, NULL, 'T'},
@@ -104,6 +119,7 @@ int main(int argc, char **argv) {
         const char *bootstrap = NULL, *topic = NULL, *partitioner = "rr";
         const char *seq_header = NULL;
         int64_t count = -1, size = 100, keys = 0, timeout_s = 300;
+        int64_t key_len = 0, rate = 0;
         bool null_value = false, rr;
         hdr_t hdrs[MAX_HEADERS];
         int nhdrs = 0;
@@ -113,12 +129,12 @@ int main(int argc, char **argv) {
         rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
         rd_kafka_t *rk;
         rd_kafka_topic_t *rkt;
-        char errstr[512], key[32], seq[32];
+        char errstr[512], key[64], seq[32];
         char *value;
         int64_t t0, t1, deadline;
         int parts = 0, opt;
 
-        while ((opt = getopt_long(argc, argv, "b:t:n:s:k:H:p:X:h", longopts,
+        while ((opt = getopt_long(argc, argv, "b:t:n:s:k:r:H:p:X:h", longopts,
                                   NULL)) != -1) {
                 switch (opt) {
                 case 'b':
@@ -141,6 +157,14 @@ int main(int argc, char **argv) {
                 case 'k':
                         keys = bench_parse_int(prog, "--keys", optarg, 1,
                                                INT64_MAX);
+                        break;
+                case 'K':
+                        key_len =
+                            bench_parse_int(prog, "--key-len", optarg, 2, 40);
+                        break;
+                case 'r':
+                        rate = bench_parse_int(prog, "--rate", optarg, 1,
+                                               100000000);
                         break;
                 case 'H': {
                         const char *eq = strchr(optarg, '=');
@@ -234,8 +258,30 @@ int main(int argc, char **argv) {
                 rd_kafka_resp_err_t err;
                 int klen;
 
-                klen = snprintf(key, sizeof(key), "k%" PRId64,
-                                keys ? i % keys : i);
+                if (rate) {
+                        /* Record i is due at t0 + i/rate: wait for it,
+                         * serving delivery reports meanwhile. */
+                        int64_t at = t0 + i * 1000000 / rate, now;
+                        while ((now = sl_mono_us()) < at) {
+                                if (now >= deadline)
+                                        bench_die(prog,
+                                                  "deadline: %" PRId64
+                                                  " of %" PRId64 " produced",
+                                                  i, count);
+                                if (at - now >= 2000)
+                                        rd_kafka_poll(
+                                            rk, (int)SL_MIN((at - now) / 1000,
+                                                            100));
+                                else
+                                        usleep((useconds_t)(at - now));
+                        }
+                }
+                if (key_len)
+                        klen = snprintf(key, sizeof(key), "k%0*" PRId64,
+                                        (int)key_len - 1, keys ? i % keys : i);
+                else
+                        klen = snprintf(key, sizeof(key), "k%" PRId64,
+                                        keys ? i % keys : i);
                 if (!null_value && size > 0) {
                         /* Mark the value with its index (truncated to fit)
                          * so a human can tell records apart. */

@@ -1,0 +1,292 @@
+# bench/sections/20-delay.sh — the delay operator against SPEC §6:
+#
+#   delay_rebuild   1M timers pending far in the future: memory per pending
+#                   timer (RSS), then SIGTERM and restart: changelog rebuild
+#                   time and records/s
+#   delay_fire      1M timers due at the same instant: timers fired per
+#                   second, due time → last one visible to read_committed
+#   delay_lateness  a steady 10k timers/s with a 2 s delay: lateness, due →
+#                   visible to read_committed (p50/p99/max), and sluice's own
+#                   due → produced histogram
+#
+# Every timer: a 16-byte id ("k" + 15 digits), a 100-byte payload, 4
+# partitions, round-robin (the baseline's shape).  Each section runs its own
+# pipeline, topics, consumer group and sluice process, with metrics on a
+# free port; catchup_rate = 0 everywhere, so the catch-up limiter (which only
+# throttles timers that fell due before a rebuild ended) is never what is
+# measured.
+#
+# Environment (all optional):
+#   BENCH_DELAY_TIMERS          timers in delay_rebuild and delay_fire (1000000)
+#   BENCH_DELAY_FIRE_MARGIN     seconds between the start of the load and the
+#                               common due time in delay_fire (default: twice
+#                               what delay_rebuild took to schedule as many
+#                               timers, plus 5 s, at least 15; 40 without it)
+#   BENCH_DELAY_LATENESS_RATE   timers per second in delay_lateness (10000)
+#   BENCH_DELAY_LATENESS_SECS   seconds of load in delay_lateness (20)
+#   BENCH_DELAY_GDB=0           skip the (info) live-heap figures, which
+#                               attach gdb to sluice to call malloc_stats()
+
+bench_register delay_rebuild 150 "delay: memory per pending timer (1M), changelog rebuild of 1M timers"
+bench_register delay_fire 150 "delay: timers fired/s, 1M due at once"
+bench_register delay_lateness 90 "delay: lateness due → visible to read_committed at a steady 10k timers/s"
+
+DELAY_KEY_LEN=16
+DELAY_PAYLOAD=100
+
+# _delay_pipeline NAME — topics $BENCH_ID.NAME.{in,out} (4 partitions), a
+# config $BENCH_WORK/NAME.ini (its own app_id, metrics on a free port,
+# catchup_rate = 0), its changelog and DLQ created by `sluice topics apply`.
+# Prints the metrics port.
+_delay_pipeline() {
+    local name=$1 t=$BENCH_ID.$1 conf=$BENCH_WORK/$1.ini port
+    port=$(bench_free_port)
+    bench_topic "$t.in" 4
+    bench_topic "$t.out" 4
+    bench_conf "$conf" "127.0.0.1:$port"
+    # One consumer group and transactional.id prefix per section.
+    sed -i "s/^app_id = .*/app_id = $t/" "$conf"
+    cat >>"$conf" <<EOF
+[pipeline $name]
+type = delay
+input = $t.in
+changelog = $t.changelog
+dlq = $t.dlq
+allowed_targets = $t.out
+catchup_rate = 0
+EOF
+    bench_run 60 "topics-apply-$name" "$SLUICE_BIN" topics apply -c "$conf" >/dev/null ||
+        bench_fail "sluice topics apply -c $conf failed"
+    echo "$port"
+}
+
+# _delay_start NAME PORT [CONF_NAME] — starts sluice NAME on the config
+# $BENCH_WORK/CONF_NAME.ini (default NAME.ini) and waits (60 s) until
+# /readyz on PORT answers 200.
+_delay_start() {
+    bench_sluice_start "$1" "$BENCH_WORK/${3:-$1}.ini"
+    bench_wait_until 60 bench_ready "$2" || {
+        tail -20 "$BENCH_WORK/sluice-$1.log" >&2
+        bench_fail "sluice[$1] not ready within 60 s"
+    }
+}
+
+# _delay_heap_inuse PID LOG — bytes malloc has handed out and not had back
+# (malloc_stats()'s "in use", all arenas and mmaps), asked of the live
+# process through gdb; the report goes to the process's stderr, i.e. LOG.
+# Fails when gdb is missing, disabled or cannot attach.
+_delay_heap_inuse() {
+    local pid=$1 log=$2 before
+    [ "${BENCH_DELAY_GDB:-1}" = 1 ] && command -v gdb >/dev/null || return 1
+    before=$(wc -l <"$log")
+    # gdb exits 1 after a successful call when it cannot restore the
+    # thread's extended (AVX) register state; the thread sits in
+    # epoll_wait, whose caller keeps nothing in those registers.  Whether
+    # the call ran is told by the report appearing in the log.
+    timeout 60 gdb -nx -q -p "$pid" -batch -ex 'call (void)malloc_stats()' \
+        >"$BENCH_WORK/gdb-$pid.out" 2>&1 || true
+    tail -n +"$((before + 1))" "$log" | awk '
+        /^Total \(incl. mmap\):/ { t = 1; next }
+        t && /^in use bytes/ { v = $NF }
+        END { if (v == "") exit 1; print v }'
+}
+
+# _delay_cpu_s STATFILE — user + system CPU seconds from a /proc stat file.
+_delay_cpu_s() {
+    # The command name (field 2) may hold spaces: count from after its ")".
+    sed 's/.*) //' "$1" | awk -v hz="$(getconf CLK_TCK)" \
+        '{ printf "%.2f", ($12 + $13) / hz }'
+}
+
+_delay_now_ms() {
+    date +%s%3N
+}
+
+# The sluice build measured: commit, and "+dirty" when src/ differs from it.
+_delay_build_id() {
+    local id
+    id=$(git -C "$BENCH_ROOT" rev-parse --short HEAD 2>/dev/null) || {
+        echo unknown
+        return 0
+    }
+    git -C "$BENCH_ROOT" diff --quiet HEAD -- src 2>/dev/null || id="$id+dirty"
+    echo "$id"
+}
+
+section_delay_rebuild() {
+    local name=drebuild t=$BENCH_ID.drebuild n=${BENCH_DELAY_TIMERS:-1000000}
+    local port pid rss0 rss1 heap0="" heap1="" t0 t1 line secs per kp bytes
+    local ready_ms recs maxs rate rssb hwmb log last cpu_loop cpu_all
+    kp=$((DELAY_KEY_LEN + DELAY_PAYLOAD))
+
+    port=$(_delay_pipeline "$name")
+    bench_log "delay_rebuild: sluice $(_delay_build_id), $SLUICE_BIN"
+    bench_figure delay_rebuild "(info) sluice build measured" "$(_delay_build_id)" ""
+
+    # --- memory: RSS with 0 pending, then with n pending -------------------
+    _delay_start "${name}_a" "$port" "$name"
+    pid=$(bench_sluice_pid "${name}_a")
+    sleep 1
+    rss0=$(bench_rss "$pid")
+    heap0=$(_delay_heap_inuse "$pid" "$BENCH_WORK/sluice-${name}_a.log") || heap0=""
+    bench_log "delay_rebuild: ready with 0 pending: VmRSS ${rss0} kB"
+
+    t0=$(date +%s%N)
+    line=$(bench_load "$t.in" "$n" "$DELAY_PAYLOAD" --key-len "$DELAY_KEY_LEN" \
+        -H sluice-target="$t.out" -H sluice-delay=1h)
+    bench_log "delay_rebuild: $line"
+    # Every input record processed: the input holds exactly n records, so
+    # once n are in, the consumer's prefetch queue is empty too.
+    bench_wait_until 120 bench_metric_is "$port" sluice_records_in_total "$n" ||
+        bench_fail "sluice read $(bench_metric "$port" sluice_records_in_total) of $n input records in 120 s"
+    t1=$(date +%s%N)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+    echo "$secs" >"$BENCH_WORK/delay.schedule_seconds"
+    bench_wait_until 30 bench_metric_is "$port" sluice_timers_pending "$n" ||
+        bench_fail "$(bench_metric "$port" sluice_timers_pending) of $n timers pending"
+    # Lag from the watermarks (refreshed every second), then a quiet second
+    # or two so the last transaction is committed and the producer idle.
+    bench_wait_until 10 bench_metric_is "$port" sluice_consumer_lag 0 ||
+        bench_fail "consumer lag $(bench_metric "$port" sluice_consumer_lag) after all input was read"
+    sleep 2
+    rss1=$(bench_rss "$pid")
+    bytes=$(bench_metric "$port" sluice_timers_pending_bytes)
+    bench_log "delay_rebuild: $n pending (lag 0) after ${secs}s: VmRSS ${rss1} kB, pending_bytes $bytes"
+    heap1=$(_delay_heap_inuse "$pid" "$BENCH_WORK/sluice-${name}_a.log") || heap1=""
+
+    rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
+    bench_figure delay_rebuild "(info) timers scheduled/s (load → all pending)" "$rate" rec/s "$(bench_ratio "$rate")"
+    per=$(awk -v a="$rss0" -v b="$rss1" -v n="$n" -v kp="$kp" \
+        'BEGIN { printf "%.0f", (b - a) * 1024 / n - kp }')
+    bench_figure delay_rebuild "memory per pending timer beyond key+payload" "$per" B "" "<= 64 B"
+    bench_figure delay_rebuild "  VmRSS with 0 / $n pending" "$rss0/$rss1" kB
+    bench_figure delay_rebuild "  key+payload (16 B id + 100 B value)" "$kp" B
+    bench_figure delay_rebuild "  sluice_timers_pending_bytes per timer" \
+        "$(awk -v b="$bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }')" B
+    if [ -n "$heap0" ] && [ -n "$heap1" ]; then
+        bench_figure delay_rebuild "  (info) live malloc heap/timer beyond k+p" \
+            "$(awk -v a="$heap0" -v b="$heap1" -v n="$n" -v kp="$kp" \
+                'BEGIN { printf "%.0f", (b - a) / n - kp }')" B
+    fi
+
+    # --- rebuild: SIGTERM, start again, time to /readyz ---------------------
+    bench_sluice_stop "${name}_a"
+    t0=$(_delay_now_ms)
+    bench_sluice_start "${name}_b" "$BENCH_WORK/$name.ini"
+    pid=$(bench_sluice_pid "${name}_b")
+    log=$BENCH_WORK/sluice-${name}_b.log
+    bench_wait_until 60 bench_ready "$port" || {
+        tail -20 "$log" >&2
+        bench_fail "restarted sluice not ready within 60 s"
+    }
+    # /readyz turns 200 when the last partition logs "rebuilt from": time
+    # that line (polling /readyz finely would steal CPU from the rebuild).
+    last=$(grep 'REBUILD .*rebuilt from' "$log" | tail -1 | cut -d' ' -f1)
+    ready_ms=$(($(date -u -d "$last" +%s%3N) - t0))
+    rssb=$(bench_rss "$pid")
+    hwmb=$(bench_peak_rss "$pid")
+    # CPU the loop thread (the main thread: it applies every record) and the
+    # whole process spent from exec to now: near the rebuild's wall time
+    # means the loop thread is the limit.
+    cpu_loop=$(_delay_cpu_s "/proc/$pid/task/$pid/stat")
+    cpu_all=$(_delay_cpu_s "/proc/$pid/stat")
+    bench_metric_is "$port" sluice_timers_pending "$n" ||
+        bench_fail "after the rebuild $(bench_metric "$port" sluice_timers_pending) of $n timers pending"
+    # "<pipeline> [p]: rebuilt from N changelog records in X s; ..."
+    read -r recs maxs < <(sed -n 's/.*REBUILD .* \[[0-9]*\]: rebuilt from \([0-9]*\) changelog records in \([0-9.]*\) s.*/\1 \2/p' \
+        "$log" |
+        awk '{ r += $1; if ($2 > m) m = $2 } END { print r + 0, m + 0 }')
+    bench_log "delay_rebuild: rebuilt $recs records, slowest partition ${maxs}s, /readyz after ${ready_ms} ms"
+    grep 'REBUILD .*rebuilt from' "$log" | sed 's/^/    /' >&2
+    [ "$recs" -ge "$n" ] || bench_fail "rebuild read $recs changelog records, expected ≥ $n"
+    rate=$(awk -v r="$recs" -v s="$maxs" 'BEGIN { printf "%.0f", (s > 0 ? r / s : 0) }')
+    bench_figure delay_rebuild "rebuild records/s ($recs, 4 partitions)" "$rate" rec/s "" ">= 500000"
+    bench_figure delay_rebuild "rebuild seconds (slowest partition, log)" "$maxs" s "" "<= 2 (1M)"
+    bench_figure delay_rebuild "restart → /readyz 200" \
+        "$(awk -v m="$ready_ms" 'BEGIN { printf "%.3f", m / 1000 }')" s
+    bench_figure delay_rebuild "(info) CPU from exec: loop thread / process" "$cpu_loop/$cpu_all" s
+    bench_figure delay_rebuild "(info) VmRSS after rebuild / peak" "$rssb/$hwmb" kB
+    bench_sluice_stop "${name}_b"
+}
+
+section_delay_fire() {
+    local name=dfire t=$BENCH_ID.dfire n=${BENCH_DELAY_TIMERS:-1000000}
+    local port margin due cpid line left max p50 rate pend
+    port=$(_delay_pipeline "$name")
+    if [ -n "${BENCH_DELAY_FIRE_MARGIN:-}" ]; then
+        margin=$BENCH_DELAY_FIRE_MARGIN
+    elif [ -f "$BENCH_WORK/delay.schedule_seconds" ]; then
+        margin=$(awk -v s="$(cat "$BENCH_WORK/delay.schedule_seconds")" \
+            'BEGIN { m = int(2 * s + 5.5); print (m < 15 ? 15 : m) }')
+    else
+        margin=40
+    fi
+    _delay_start "$name" "$port"
+
+    due=$(($(_delay_now_ms) + margin * 1000))
+    bench_log "delay_fire: $n timers due at $due (in ${margin}s)"
+    line=$(bench_load "$t.in" "$n" "$DELAY_PAYLOAD" --key-len "$DELAY_KEY_LEN" \
+        -H sluice-target="$t.out" -H sluice-at="$due")
+    bench_log "delay_fire: $line"
+    # The reader waits from now; it prefetches generously so that its own
+    # fetch stall (README) is not part of the figure.
+    bench_consume "$t.out" "$n" --lateness-header sluice-due \
+        -X queued.min.messages=1000000 >"$BENCH_WORK/$name.consume" &
+    cpid=$!
+    left=$(((due - $(_delay_now_ms)) / 1000))
+    [ "$left" -ge 1 ] || bench_fail "the load ended after the due time; raise BENCH_DELAY_FIRE_MARGIN"
+    bench_wait_until "$left" bench_metric_is "$port" sluice_timers_pending "$n" || {
+        pend=$(bench_metric "$port" sluice_timers_pending || echo "?")
+        bench_fail "$pend of $n timers pending at the due time; raise BENCH_DELAY_FIRE_MARGIN"
+    }
+    bench_log "delay_fire: all $n pending $(((due - $(_delay_now_ms)) / 1000)) s before the due time"
+    wait "$cpid" || bench_fail "reading $t.out failed"
+    line=$(cat "$BENCH_WORK/$name.consume")
+    bench_log "delay_fire: $line"
+    [ "$(bench_field "$line" records)" = "$n" ] || bench_fail "$t.out: $line"
+    [ "$(bench_field "$line" no_due)" = 0 ] || bench_fail "records without sluice-due: $line"
+    max=$(bench_field "$line" lateness_max_ms)
+    p50=$(bench_field "$line" lateness_p50_ms)
+    rate=$(awk -v n="$n" -v m="$max" 'BEGIN { printf "%.0f", (m > 0 ? n * 1000 / m : 0) }')
+    bench_figure delay_fire "timers fired/s, $n due at once" "$rate" rec/s "$(bench_ratio "$rate")" ">= 0.4"
+    bench_figure delay_fire "  due → last visible (read_committed)" \
+        "$(awk -v m="$max" 'BEGIN { printf "%.3f", m / 1000 }')" s
+    bench_figure delay_fire "  due → half visible" \
+        "$(awk -v m="$p50" 'BEGIN { printf "%.3f", m / 1000 }')" s
+    bench_figure delay_fire "  catchup_rate (0: the limiter is off)" 0 /s
+    bench_figure delay_fire "  transactions committed" \
+        "$(bench_metric "$port" sluice_transactions_total 'result="commit"')" ""
+    bench_sluice_stop "$name"
+}
+
+section_delay_lateness() {
+    local name=dlate t=$BENCH_ID.dlate rate=${BENCH_DELAY_LATENESS_RATE:-10000}
+    local secs=${BENCH_DELAY_LATENESS_SECS:-20} port n cpid line lline q
+    n=$((rate * secs))
+    port=$(_delay_pipeline "$name")
+    _delay_start "$name" "$port"
+
+    bench_consume "$t.out" "$n" --lateness-header sluice-due \
+        >"$BENCH_WORK/$name.consume" &
+    cpid=$!
+    bench_log "delay_lateness: $n timers at $rate/s, sluice-delay 2s"
+    lline=$(bench_load "$t.in" "$n" "$DELAY_PAYLOAD" --key-len "$DELAY_KEY_LEN" \
+        --rate "$rate" -H sluice-target="$t.out" -H sluice-delay=2s)
+    bench_log "delay_lateness: $lline"
+    wait "$cpid" || bench_fail "reading $t.out failed"
+    line=$(cat "$BENCH_WORK/$name.consume")
+    bench_log "delay_lateness: $line"
+    [ "$(bench_field "$line" records)" = "$n" ] || bench_fail "$t.out: $line"
+    bench_figure delay_lateness "lateness p99, due → visible (read_committed)" \
+        "$(bench_field "$line" lateness_p99_ms)" ms "" "<= 50 ms"
+    bench_figure delay_lateness "  p50 / max" \
+        "$(bench_field "$line" lateness_p50_ms)/$(bench_field "$line" lateness_max_ms)" ms
+    for q in 0.5 0.99; do
+        bench_figure delay_lateness "  sluice histogram p$(awk -v q="$q" 'BEGIN { print q * 100 }') (due → produced)" \
+            "$(bench_histogram_quantile "$port" sluice_timer_lateness_seconds "$q" |
+                awk '{ if ($1 == "n/a") print $1; else printf "%.1f", $1 * 1000 }')" ms
+    done
+    bench_figure delay_lateness "  load rate / transactions committed" \
+        "$(bench_field "$lline" rate)/$(bench_metric "$port" sluice_transactions_total 'result="commit"')" ""
+    bench_sluice_stop "$name"
+}
