@@ -145,7 +145,7 @@ static void debounce_update_gauges(sl_task_t *t, int64_t now, int force) {
         st->bytes_counted = b;
         /* The oldest item is O(groups) to find: at most every 500 ms
          * (at once when the partition has emptied). */
-        if (force || n == 0 ||
+        if (force || n == 0 || dp->oldest[st->partition] == INT64_MAX ||
             now - st->oldest_at_ms >= SL_DEBOUNCE_GAUGE_MS / 2) {
                 dp->oldest[st->partition] =
                     n ? sl_debounce_oldest(st->win) : INT64_MAX;
@@ -662,9 +662,13 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         debounce_flush_group(t, m->key, m->key_len, now);
         debounce_update_gauges(t, now, 0);
         {
+                /* An earlier arming wins: this only ever brings the
+                 * wake-up forward (the gauge refresh included). */
                 int64_t next = sl_debounce_next_due(st->win);
                 if (next != INT64_MAX)
-                        sl_task_wake_at(t, next > 0 ? next : 1);
+                        sl_task_wake_at(
+                            t, SL_MAX(1, SL_MIN(next,
+                                                now + SL_DEBOUNCE_GAUGE_MS)));
         }
 }
 

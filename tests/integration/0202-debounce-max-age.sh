@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# 0202-debounce-max-age — a steady trickle that never goes idle: one item
+# every 500 ms for 12.5 s into one group, idle = 2s, max_age = 5s.  The
+# group flushes about every 5 s with reason max_age (each batch 5 s after
+# its oldest item), and the tail flushes on idle once the trickle stops.
+# Every item is in exactly one batch, in arrival order.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-debounce.sh"
+
+in=$PFX.in
+out=$PFX.out
+conf=$WORK/sluice.ini
+n=25
+
+base_conf "$conf"
+db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=1 idle=2s max_age=5s
+"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
+"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_start main "$conf"
+echo "sluice ready on $in -> $out"
+
+# One item every 500 ms on a fixed schedule (no sluice-item: each record is
+# its own item); the pacing is the input under test, not a wait.
+t0=$(date +%s%N)
+for i in $(seq 1 $n); do
+    echo "WH-1:{\"n\":$i}" | produce "$in" -K: || fail "kcat failed"
+    next=$((t0 + i * 500000000))
+    now=$(date +%s%N)
+    [ "$now" -ge "$next" ] || sleep "$(printf '0.%09d' $((next - now)))"
+done
+echo "trickled $n items over $((n / 2)) s"
+
+_all_out() {
+    consume_all "$out" -f '%s\n' | python3 -c '
+import json, sys
+print(sum(len(json.loads(l)["items"]) for l in sys.stdin if l.strip()))' |
+        grep -qx "$n"
+}
+wait_until 30 _all_out || fail "not all $n items flushed within 30 s"
+db_wait_drained "$conf" "$PFX" 30 || fail "group still open"
+
+consume_json "$in" >"$WORK/in.json"
+consume_json "$out" >"$WORK/out.json"
+PYTHONPATH=$WORK python3 - "$WORK" "$n" <<'PY' || fail "output check failed"
+import sys
+import dbcheck
+
+w, n = sys.argv[1], int(sys.argv[2])
+inp = dbcheck.load_records(f"{w}/in.json")
+batches = sorted(dbcheck.load_batches(f"{w}/out.json"), key=lambda b: b["_offset"])
+errors = []
+items = [it for b in batches for it in b["items"]]
+want = [dbcheck.json.loads(r["payload"])["n"] for r in inp]
+got = [it["payload"]["n"] for it in items]
+if got != want:
+    errors.append(f"items {got} != input {want}")
+ids = [it["id"] for it in items]
+if ids != [f"0-{r['offset']}" for r in inp]:
+    errors.append(f"ids {ids[:3]}... are not <partition>-<offset>")
+reasons = [b["reason"] for b in batches]
+age = [b for b in batches if b["reason"] == "max_age"]
+if len(age) < 2 or reasons[-1] != "idle" or any(r != "max_age" for r in reasons[:-1]):
+    errors.append(f"reasons {reasons}: want max_age, max_age, ..., idle")
+for b in age:
+    d = b["flushed_at"] - b["opened_at"]
+    if not 5000 <= d <= 5300:
+        errors.append(f"max_age batch flushed {d} ms after its oldest item, want 5000..5300")
+gaps = [b["flushed_at"] - a["flushed_at"] for a, b in zip(age, age[1:])]
+if any(not 4500 <= g <= 5800 for g in gaps):
+    errors.append(f"max_age batches {gaps} ms apart, want about 5000")
+last = batches[-1]
+idle = last["flushed_at"] - max(it["last_update"] for it in last["items"])
+if not 2000 <= idle <= 2300:
+    errors.append(f"tail flushed {idle} ms after its last update, want 2000..2300")
+print(f"# {len(batches)} batches: sizes {[len(b['items']) for b in batches]}, reasons {reasons}, "
+      f"max_age batches {gaps} ms apart")
+for e in errors:
+    print("ERROR:", e, file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+echo "PASS"
