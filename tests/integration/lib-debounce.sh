@@ -163,7 +163,8 @@ def headers(r):
 
 
 def load_records(path):
-    with open(path) as f:
+    # kcat -J writes binary keys and values raw: keep their bytes.
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
         return [json.loads(l) for l in f if l.strip()]
 
 
