@@ -26,6 +26,18 @@ set -euo pipefail
 shopt -s inherit_errexit
 
 here=$(cd "$(dirname "$0")" && pwd)
+
+# One benchmark run per broker port at a time: a second run would reuse the
+# first one's broker and stop it when done.
+if [ -z "${BENCH_LOCKED:-}" ]; then
+    lock=/tmp/sluice-bench-${SLUICE_BENCH_KAFKA_PORT:-39292}.lock
+    exec 9>"$lock"
+    if ! flock -w 1800 9; then
+        echo "bench: another benchmark run holds $lock" >&2
+        exit 1
+    fi
+    export BENCH_LOCKED=1
+fi
 : "${BENCH_T0:=$(date +%s%N)}"
 export BENCH_T0
 

@@ -712,6 +712,11 @@ static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
                 SET(kc, "linger.ms", "2");
         if (!user_set(app->conf, "queue.buffering.max.messages"))
                 SET(kc, "queue.buffering.max.messages", "1000000");
+        /* A transaction begun right after the previous commit often meets
+         * CONCURRENT_TRANSACTIONS while the broker writes markers; the
+         * default 100 ms retry backoff would land in timer lateness. */
+        if (!user_set(app->conf, "retry.backoff.ms"))
+                SET(kc, "retry.backoff.ms", "10");
         SET(kc, "delivery.report.only.error", "true");
         rd_kafka_conf_set_dr_msg_cb(kc, app_dr_cb);
         app->producer =

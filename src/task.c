@@ -22,6 +22,7 @@
  * and resumed.  Input records below that offset are dropped if any arrive.
  */
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,10 @@ static void task_finish_rebuild(sl_task_t *t) {
                t->pl->conf->name, t->partition, t->rebuild_records, secs,
                committed);
         sl_app_update_ready(t->app);
+        /* The reader's prefetch and the rebuild's garbage are freed now;
+         * give the pages back once the last rebuild is done. */
+        if (t->app->rebuilding_cnt == 0)
+                malloc_trim(0);
 }
 
 static void task_start_rebuild(sl_task_t *t) {
