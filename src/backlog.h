@@ -18,7 +18,11 @@
  *                  in memory: re-read the overflow partition from that offset
  *                  and pass what is read to sl_backlog_fill()).  When nothing
  *                  is due it says when something will be.
- *   commit         sl_backlog_checkpoint() is ThrottleCheckpoint.from_offset;
+ *   commit         first wait for every overflow delivery report of the
+ *                  transaction (stats.awaiting == 0): a message sent before
+ *                  its report moves its key's drained_to only when the
+ *                  report comes.  Then sl_backlog_checkpoint() is
+ *                  ThrottleCheckpoint.from_offset;
  *                  sl_backlog_flush_dirty() lists keys whose ThrottleKey
  *                  record changed; sl_backlog_sweep() drops keys that carry no
  *                  state worth keeping (the operator tombstones them).
@@ -261,8 +265,10 @@ void sl_backlog_flush_dirty(sl_backlog_t *bl,
  * changes no future decision; a key at rate 0 is therefore kept).  Visits
  * at most max_visit idle keys, least recently used first, so the cost per
  * call is bounded; calls cb (which must not modify the backlog) just before
- * each key is freed, for the operator to tombstone "k/" + key.  Returns the
- * number dropped.
+ * each key is freed, for the operator to tombstone "k/" + key.  The
+ * tombstones must commit in the same transaction as a checkpoint record at
+ * least as new as sl_backlog_checkpoint() at the time of the sweep.  Returns
+ * the number dropped.
  */
 size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
                         void (*cb)(const sl_bkey_t *k, void *opaque),
