@@ -28,6 +28,7 @@ fi
 say "Topics: sluice topics apply -c $conf"
 ./sluice topics apply -c "$conf" || true
 ./sluice topics create -c "$conf" demo.reminders.out --partitions 2
+./sluice topics create -c "$conf" demo.transfers.out --partitions 2
 ./sluice topics check -c "$conf"
 
 say "sluice run -c $conf   (log: $log)"
@@ -80,3 +81,48 @@ kcat -C -b $b -t reminders.dlq -o "s@$start_ms" -e -q -f '  %k %s  %h\n'
 
 say "Some metrics (curl http://127.0.0.1:9464/metrics)"
 curl -s http://127.0.0.1:9464/metrics | grep -E '^sluice_(records|timers|timer_lateness_seconds_(sum|count))' | sed 's/^/  /'
+
+say "Warehouse: 30 orders for WH-42 and 3 for WH-7 with kcat (key = warehouse, sluice-item = order)"
+batch_ms=$(date +%s%3N)
+kcats=()
+for i in $(seq -w 1 30); do
+    echo "WH-42:{\"order\":\"A0$i\",\"sku\":\"S-$((10#$i % 4))\",\"qty\":1}" |
+        kcat -P -b $b -t demo.orders.in -K: -H "sluice-item=A0$i" &
+    kcats+=($!)
+done
+for i in 1 2 3; do
+    echo "WH-7:{\"order\":\"B00$i\",\"sku\":\"S-9\",\"qty\":2}" |
+        kcat -P -b $b -t demo.orders.in -K: -H "sluice-item=B00$i" &
+    kcats+=($!)
+done
+wait "${kcats[@]}"
+echo "  A001 again (an upsert: qty 5, same place in the batch), B003 removed (null value)"
+echo 'WH-42:{"order":"A001","sku":"S-1","qty":5}' | kcat -P -b $b -t demo.orders.in -K: -H sluice-item=A001
+echo 'WH-7:' | kcat -P -b $b -t demo.orders.in -K: -Z -H sluice-item=B003
+sleep 0.3
+
+say "Open groups: sluice inspect -c $conf transfers"
+./sluice inspect -c "$conf" transfers
+
+say "Waiting for the warehouses to go quiet (idle = 2s)"
+for _ in $(seq 1 100); do
+    n=$(kcat -C -b $b -t demo.transfers.out -o "s@$batch_ms" -e -q -X isolation.level=read_committed -f 'x\n' | wc -l)
+    [ "$n" -ge 2 ] && break
+    sleep 0.1
+done
+
+say "What came out on demo.transfers.out (read_committed): one batch per warehouse"
+kcat -C -b $b -t demo.transfers.out -o "s@$batch_ms" -e -q -X isolation.level=read_committed \
+    -f '%s\n' | python3 -c '
+import json, sys
+for line in sys.stdin:
+    b = json.loads(line)
+    items = b["items"]
+    after = b["flushed_at"] - max(i["last_update"] for i in items)
+    print("  %s: batch %s..., %d items, reason %s, flushed %d ms after the last update"
+          % (b["key"], b["batch_id"][:12], len(items), b["reason"], after))
+    for it in items[:3]:
+        print("    %s: %s" % (it["id"], json.dumps(it["payload"])))
+    if len(items) > 3:
+        print("    ... %d more" % (len(items) - 3))'
+curl -s http://127.0.0.1:9464/metrics | grep -E '^sluice_debounce_(batches_total|items_(added|replaced|removed)_total)' | sed 's/^/  /'

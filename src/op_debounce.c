@@ -36,9 +36,11 @@
  *
  * OUTPUT
  *
- * One record per batch to `output`: key = group, header sluice-batch-id,
- * value per output_format: json (see sl_debounce_batch_json() in
- * debounce.h: {"batch_id","key","reason","opened_at","flushed_at","items":
+ * One record per batch to `output`: key = group, headers sluice-batch-id
+ * and sluice-due (the deadline that flushed it, epoch ms: the time of the
+ * filling update for max_items and max_bytes), value per output_format: json
+ * (see sl_debounce_batch_json() in debounce.h:
+ * {"batch_id","key","reason","opened_at","flushed_at","items":
  * [{"id","payload","first_seen","last_update"}]}, times in epoch ms, a
  * payload that is valid JSON embedded as JSON, else as a string, base64
  * with "payload_encoding":"base64" when it is not UTF-8) or protobuf
@@ -408,6 +410,7 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
         debounce_pipeline_t *dp = st->dp;
         const sl_pipeline_conf_t *pc = t->pl->conf;
         rd_kafka_headers_t *hdrs;
+        char due[32];
         void *value;
         size_t len;
         int r;
@@ -416,8 +419,10 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
                 value = sl_debounce_batch_protobuf(b, &len);
         else
                 value = sl_debounce_batch_json(b, &len);
-        hdrs = rd_kafka_headers_new(1);
+        hdrs = rd_kafka_headers_new(2);
         rd_kafka_header_add(hdrs, "sluice-batch-id", -1, b->id, -1);
+        snprintf(due, sizeof(due), "%" PRId64, b->due_ms);
+        rd_kafka_header_add(hdrs, "sluice-due", -1, due, -1);
         r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, b->key,
                             b->keylen, value, len, hdrs);
         if (r < 0)

@@ -1,0 +1,179 @@
+# bench/sections/30-debounce.sh — the debounce operator against SPEC §6:
+#
+#   debounce_ingest    1M items of 100 bytes (a backlog on 4 partitions,
+#                      10,000 groups of 100 items, each its own sluice-item)
+#                      read, recorded in the changelog and flushed as 10,000
+#                      batches (max_items = 100): items per second, as a
+#                      ratio to the baseline eos_copy
+#   debounce_lateness  10 rounds, 1.5 s apart, of 5,000 items over 1,000
+#                      groups, idle = 500ms: flush lateness, deadline (the
+#                      sluice-due header) → batch visible to read_committed,
+#                      p50/p99/max over 10,000 batches
+#   debounce_rebuild   a changelog of 1M records of which 90% are
+#                      tombstones (bench/dbchangelog.c), rebuilt as written
+#                      (no compaction: all in the active segment) and after
+#                      the broker's cleaner compacted a copy (1 MiB segments,
+#                      delete.retention.ms = 0): rebuild seconds and records
+#
+# Each section has its own topics, consumer group and sluice process, with
+# metrics on a free port.
+#
+# Environment (all optional):
+#   BENCH_DEBOUNCE_ITEMS      items in debounce_ingest (1000000)
+#   BENCH_DEBOUNCE_CHANGELOG  changelog records in debounce_rebuild (1000000)
+
+bench_register debounce_ingest 200 "debounce: items ingested/s (1M items, 10k groups)"
+bench_register debounce_lateness 90 "debounce: flush lateness deadline → visible (10k batches)"
+bench_register debounce_rebuild 300 "debounce: rebuild of 1M changelog records (90% tombstones), before/after compaction"
+
+_db_free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# _db_conf NAME PORT [key=value ...] — $BENCH_WORK/NAME.ini: its own app_id,
+# metrics on PORT, a debounce pipeline NAME on $BENCH_ID.NAME.{in,out}.
+_db_conf() {
+    local name=$1 port=$2 conf=$BENCH_WORK/$1.ini kv
+    shift 2
+    bench_conf "$conf"
+    sed -i "s/^app_id = .*/app_id = $BENCH_ID.$name/; s/^metrics_listen =.*/metrics_listen = 127.0.0.1:$port/" "$conf"
+    {
+        echo "[pipeline $name]"
+        echo "type = debounce"
+        echo "input = $BENCH_ID.$name.in"
+        echo "output = $BENCH_ID.$name.out"
+        echo "dlq = none"
+        echo "catchup_rate = 0"
+        for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
+    } >>"$conf"
+}
+
+_db_ready() {
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$1/readyz")" = 200 ]
+}
+
+_db_metric() {
+    curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s { print $2; exit }'
+}
+
+# _db_start NAME PORT — starts sluice on $BENCH_WORK/NAME.ini and waits for
+# /readyz; prints the seconds it took.
+_db_start() {
+    local t0
+    t0=$(date +%s%N)
+    bench_sluice_start "$1" "$BENCH_WORK/$1.ini"
+    bench_wait_until 120 _db_ready "$2" || {
+        tail -20 "$BENCH_WORK/sluice-$1.log" >&2
+        bench_fail "sluice $1 not ready within 120 s"
+    }
+    awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f\n", (b - a) / 1e9 }'
+}
+
+section_debounce_ingest() {
+    local n=${BENCH_DEBOUNCE_ITEMS:-1000000} name=dbin port line t0 t1 secs rate
+    local batches=$((n / 100))
+    port=$(_db_free_port)
+    bench_topic "$BENCH_ID.$name.in" 4
+    bench_topic "$BENCH_ID.$name.out" 4
+    _db_conf "$name" "$port" idle=60s max_age=120s max_items=100
+    "$SLUICE_BIN" topics apply -c "$BENCH_WORK/$name.ini" >/dev/null ||
+        bench_fail "topics apply failed"
+    # Keys k0..k9999 round-robin over 4 partitions: each group stays in one
+    # partition (10000 is a multiple of 4) and gets 100 items.
+    line=$(bench_load "$BENCH_ID.$name.in" "$n" 100 --keys 10000 --header-seq sluice-item)
+    bench_log "debounce_ingest: $line"
+    t0=$(date +%s%N)
+    bench_sluice_start "$name" "$BENCH_WORK/$name.ini"
+    line=$(bench_consume "$BENCH_ID.$name.out" "$batches")
+    t1=$(date +%s%N)
+    bench_log "debounce_ingest: $line"
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+    rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
+    [ "$(_db_metric "$port" "sluice_debounce_batches_total{pipeline=\"$name\",reason=\"max_items\"}")" = "$batches" ] ||
+        bench_fail "expected $batches max_items batches"
+    bench_figure debounce "ingest: items/s (1M × 100 B, 10k groups, from start to last batch visible)" \
+        "$rate" items/s "$(bench_ratio "$rate")" ">= 0.5"
+    bench_figure debounce "ingest: seconds for 1M items ($batches batches)" "$secs" s
+    bench_figure debounce "ingest: peak RSS" "$(bench_peak_rss "$(bench_sluice_pid "$name")")" kB
+    bench_sluice_stop "$name"
+}
+
+section_debounce_lateness() {
+    local name=dblat port line rounds=10 per=5000 groups=1000 cpid
+    port=$(_db_free_port)
+    bench_topic "$BENCH_ID.$name.in" 4
+    bench_topic "$BENCH_ID.$name.out" 4
+    _db_conf "$name" "$port" idle=500ms max_age=30s max_items=1000
+    "$SLUICE_BIN" topics apply -c "$BENCH_WORK/$name.ini" >/dev/null ||
+        bench_fail "topics apply failed"
+    _db_start "$name" "$port" >/dev/null
+    # The reader runs before the load: arrival times are when each batch
+    # became visible.
+    bench_consume "$BENCH_ID.$name.out" $((rounds * groups)) \
+        --lateness-header sluice-due >"$BENCH_WORK/$name.consume" &
+    cpid=$!
+    for ((r = 0; r < rounds; r++)); do
+        bench_load "$BENCH_ID.$name.in" "$per" 100 --keys "$groups" \
+            --header-seq sluice-item >/dev/null
+        sleep 1.5 # pacing of the load, not a wait: each round flushes alone
+    done
+    wait "$cpid" || bench_fail "reading the batches failed"
+    line=$(cat "$BENCH_WORK/$name.consume")
+    bench_log "debounce_lateness: $line"
+    bench_figure debounce "flush lateness p50 (deadline → visible, 10k batches)" \
+        "$(bench_field "$line" lateness_p50_ms)" ms
+    bench_figure debounce "flush lateness p99" "$(bench_field "$line" lateness_p99_ms)" ms "" "<= 50"
+    bench_figure debounce "flush lateness max" "$(bench_field "$line" lateness_max_ms)" ms
+    bench_sluice_stop "$name"
+}
+
+# _db_rebuild NAME CHANGELOG — a pipeline on CHANGELOG that never flushes
+# (the live items stay pending); prints "seconds records" of its rebuild.
+_db_rebuild() {
+    local name=$1 cl=$2 port secs recs
+    port=$(_db_free_port)
+    bench_topic "$BENCH_ID.$name.in" 4
+    bench_topic "$BENCH_ID.$name.out" 4
+    _db_conf "$name" "$port" changelog="$cl" idle=1d max_age=1d max_items=1000000 max_bytes=1GiB
+    secs=$(_db_start "$name" "$port")
+    recs=$(_db_metric "$port" "sluice_rebuild_records_total{pipeline=\"$name\"}")
+    bench_log "debounce_rebuild: $cl: ready in $secs s after $recs records; $(grep -c 'rebuilt from' "$BENCH_WORK/sluice-$name.log") partitions"
+    [ "$(_db_metric "$port" "sluice_debounce_pending_items{pipeline=\"$name\"}")" = "$LIVE" ] ||
+        bench_fail "$cl: $(_db_metric "$port" "sluice_debounce_pending_items{pipeline=\"$name\"}") items pending after the rebuild, want $LIVE"
+    bench_sluice_stop "$name"
+    echo "$secs ${recs:-0}"
+}
+
+section_debounce_rebuild() {
+    local n=${BENCH_DEBOUNCE_CHANGELOG:-1000000} a=$BENCH_ID.dbcl.raw b=$BENCH_ID.dbcl.compacted
+    local line left res
+    # A: everything in one active segment, which the cleaner never touches.
+    bench_topic "$a" 4 cleanup.policy=compact segment.bytes=1073741824 segment.ms=604800000
+    # B: small segments, cleaned at once, tombstones dropped when cleaned.
+    bench_topic "$b" 4 cleanup.policy=compact segment.bytes=1048576 \
+        min.cleanable.dirty.ratio=0.01 delete.retention.ms=0 min.compaction.lag.ms=0
+    for t in "$a" "$b"; do
+        line=$(bench_run 200 "dbchangelog-$t" "$BENCH_BIN/dbchangelog" -b "$BENCH_BOOTSTRAP" \
+            -t "$t" -n "$n" --tombstones 90 --groups 10000) || bench_fail "dbchangelog failed"
+        bench_log "debounce_rebuild: $t: $line"
+    done
+    LIVE=$(bench_field "$line" live)
+    res=$(_db_rebuild dbrba "$a")
+    bench_figure debounce "rebuild: 1M records, 90% tombstones, uncompacted" "${res%% *}" s "" "<= 2"
+    bench_figure debounce "rebuild: records/s, uncompacted" \
+        "$(awk -v r="${res##* }" -v s="${res%% *}" 'BEGIN { printf "%.0f", r / s }')" rec/s "" ">= 500000"
+    # Wait for the cleaner to drop the tombstones of B (all but its active
+    # segments' records).
+    _compacted() {
+        left=$(bench_count "$b")
+        [ "$left" -lt $((LIVE + n / 10)) ]
+    }
+    bench_wait_until 150 _compacted || bench_fail "$b still holds $left records after 150 s"
+    bench_log "debounce_rebuild: $b compacted to $left records"
+    res=$(_db_rebuild dbrbb "$b")
+    bench_figure debounce "rebuild: same changelog after compaction" "${res%% *}" s
+    bench_figure debounce "rebuild: records left after compaction" "${res##* }" records
+}
