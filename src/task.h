@@ -65,10 +65,38 @@ typedef struct sl_op_s {
         void (*input)(sl_task_t *t, const rd_kafka_message_t *m);
         /* The wake-up armed with sl_task_wake_at() fell due. */
         void (*wake)(sl_task_t *t, int64_t now_ms);
+
+        /* --- Optional hooks (NULL when unused; throttle uses them). --- */
+
+        /* A second source read during rebuild, after the changelog: the
+         * topic (partition = the task's) and the offset to read from, or
+         * NULL for none.  It is read up to its end offset captured when
+         * this phase starts, each record going to restore_source(). */
+        const char *(*rebuild_source)(sl_task_t *t, int64_t *from_offset);
+        void (*restore_source)(sl_task_t *t, const rd_kafka_message_t *m);
+        /* A record produced with sl_task_produce_tracked() was delivered;
+         * m->offset is its offset.  Called in produce order per partition.
+         * Failed deliveries are not reported: they abort the transaction
+         * and every task is rebuilt. */
+        void (*delivered)(sl_task_t *t, const rd_kafka_message_t *m);
+        /* Before each commit, after every tracked record of the open
+         * transaction was delivered: produce the records that make the
+         * state durable (checkpoints).  Only for RUNNING tasks. */
+        void (*precommit)(sl_task_t *t);
+        /* A record (or a partition EOF: m->err set, m->offset = the end)
+         * read by sl_task_fetch(). */
+        void (*fetched)(sl_task_t *t, const rd_kafka_message_t *m);
+        /* A global table: the topic every instance reads whole (all
+         * partitions, from the beginning, continuously), or NULL.  Tasks
+         * of the pipeline stay REBUILDING until the table has been read
+         * to its end once. */
+        const char *(*table_topic)(const sl_pipeline_t *pl);
+        void (*table)(sl_pipeline_t *pl, const rd_kafka_message_t *m);
 } sl_op_t;
 
 extern const sl_op_t sl_op_delay;
 extern const sl_op_t sl_op_debounce;
+extern const sl_op_t sl_op_throttle;
 
 /* A pipeline: its configuration, operator and per-pipeline operator data. */
 struct sl_pipeline_s {
@@ -79,6 +107,10 @@ struct sl_pipeline_s {
         int partition_cnt; /* of the input topic */
         sl_task_t **tasks; /* by partition; NULL when not assigned */
         struct sl_pipeline_metrics_s *metrics; /* runtime's (app.h) */
+        int index;                             /* in the app's pipeline array */
+        int table_ready;    /* the table topic was read to its end once */
+        int64_t *table_end; /* per table partition; -1 once reached */
+        int table_parts;
 };
 
 struct sl_task_s {
@@ -91,11 +123,16 @@ struct sl_task_s {
         int64_t next_offset;      /* next input offset to process */
         int64_t committed_offset; /* next_offset as of the last commit */
 
+        uint32_t epoch; /* new at every (re)build: stale delivery reports
+                           are recognised by it */
+
         /* Rebuild bookkeeping. */
-        int64_t rebuild_end; /* changelog high watermark at assignment */
+        int rebuild_phase;   /* 0 changelog, 1 the op's second source */
+        int64_t rebuild_end; /* end offset captured for the phase */
         int64_t rebuild_start_us;
         int64_t rebuild_records;
-        int rebuild_reading; /* the changelog reader has this partition */
+        int rebuild_reading;     /* the reader has this partition */
+        const char *fetch_topic; /* sl_task_fetch() in progress, or NULL */
 
         uv_timer_t wake;
         int64_t wake_at; /* ms, 0 = not armed */
@@ -109,6 +146,19 @@ struct sl_task_s {
 int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                     const void *key, size_t keylen, const void *value,
                     size_t valuelen, rd_kafka_headers_t *hdrs);
+
+/* As sl_task_produce(), and op->delivered() is called with the record's
+ * offset once it is delivered. */
+int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
+                            const void *key, size_t keylen, const void *value,
+                            size_t valuelen, rd_kafka_headers_t *hdrs);
+
+/* Reads partition t->partition of topic from offset on (read_committed),
+ * passing each record to op->fetched(), and a partition EOF whenever the end
+ * is reached.  A second call moves the read to the new offset.  Stops with
+ * sl_task_fetch_stop() or when the task is destroyed or rebuilt. */
+int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset);
+void sl_task_fetch_stop(sl_task_t *t);
 
 /* Writes a changelog record for this task's partition (value NULL writes a
  * tombstone).  A failure here is fatal to the transaction. */
