@@ -192,15 +192,40 @@ static int refusal_is_permanent(rd_kafka_resp_err_t err) {
         }
 }
 
-/* Delivery reports: only failures are reported (delivery.report.only.error). */
+/* A tracked record was delivered: tell its task, unless the task was
+ * rebuilt since it produced the record (another epoch). */
+static void app_delivered(sl_app_t *app, const rd_kafka_message_t *m,
+                          uintptr_t flags) {
+        int idx = (int)((flags >> 2) & 0xff);
+        int32_t part = (int32_t)((flags >> 10) & 0x3fffff);
+        uint32_t epoch = (uint32_t)(flags >> 32);
+        sl_task_t *t;
+        if (idx >= app->pipeline_cnt ||
+            part >= app->pipelines[idx].partition_cnt)
+                return;
+        t = app->pipelines[idx].tasks[part];
+        if (t && t->epoch == epoch && t->state == SL_TASK_RUNNING &&
+            t->pl->op->delivered)
+                t->pl->op->delivered(t, m);
+}
+
+/* Delivery reports: failures always; successes matter only for tracked
+ * records (delivery.report.only.error is off only when an operator tracks
+ * deliveries). */
 static void app_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                       void *opaque) {
         sl_app_t *app = opaque;
         sl_refused_t *r;
         uint64_t h;
-        int alone = m->_private == SL_MSG_ISOLATED;
+        uintptr_t flags = (uintptr_t)m->_private;
+        int alone = (flags & SL_MSG_ISOLATED) != 0;
         (void)rk;
-        if (!m->err || !refusal_is_permanent(m->err))
+        if (!m->err) {
+                if (flags & SL_MSG_TRACKED)
+                        app_delivered(app, m, flags);
+                return;
+        }
+        if (!refusal_is_permanent(m->err))
                 return;
         sl_log(LOG_WARNING, "PRODUCE", "%s [%d]: record of %zu bytes %s: %s",
                rd_kafka_topic_name(m->rkt), (int)m->partition, m->len,
@@ -330,6 +355,25 @@ static int app_commit(sl_app_t *app) {
                 else
                         app->txn_failed = 0;
                 return -1;
+        }
+        /* Operators with a precommit hook write their checkpoints now,
+         * once every record of the transaction has been delivered (the
+         * flush serves the delivery reports). */
+        if (app->txn_open && app->has_tracking) {
+                rd_kafka_flush(app->producer, 60 * 1000);
+                if (app->txn_failed) {
+                        app_abort(app, "a record was refused");
+                        return -1;
+                }
+                for (int i = 0; i < app->pipeline_cnt; i++) {
+                        sl_pipeline_t *pl = &app->pipelines[i];
+                        if (!pl->op->precommit)
+                                continue;
+                        for (int p = 0; p < pl->partition_cnt; p++)
+                                if (pl->tasks[p] &&
+                                    pl->tasks[p]->state == SL_TASK_RUNNING)
+                                        pl->op->precommit(pl->tasks[p]);
+                }
         }
         offs = app_offsets(app);
         if (!app->txn_open && !offs)
@@ -468,14 +512,6 @@ static sl_pipeline_t *app_pipeline_by_input(sl_app_t *app, const char *topic) {
         return NULL;
 }
 
-static sl_pipeline_t *app_pipeline_by_changelog(sl_app_t *app,
-                                                const char *topic) {
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                if (!strcmp(app->pipelines[i].conf->changelog, topic))
-                        return &app->pipelines[i];
-        return NULL;
-}
-
 static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
         rd_kafka_error_t *error;
 
@@ -592,33 +628,123 @@ static int app_serve_consumer(void *opaque, int budget) {
         return n;
 }
 
+/* A record of a pipeline's global table (e.g. throttle rates). */
+static void app_on_table(sl_app_t *app, sl_pipeline_t *pl,
+                         const rd_kafka_message_t *m) {
+        int reached = 0;
+        if (m->partition < 0 || m->partition >= pl->table_parts)
+                return;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                reached = pl->table_end[m->partition] >= 0 &&
+                          m->offset >= pl->table_end[m->partition];
+        } else if (m->err) {
+                sl_log(LOG_WARNING, "TABLE", "%s", rd_kafka_message_errstr(m));
+                return;
+        } else {
+                pl->op->table(pl, m);
+                reached = pl->table_end[m->partition] >= 0 &&
+                          m->offset + 1 >= pl->table_end[m->partition];
+        }
+        if (reached) {
+                pl->table_end[m->partition] = -1;
+                for (int i = 0; i < pl->table_parts; i++)
+                        if (pl->table_end[i] >= 0)
+                                return;
+                if (!pl->table_ready)
+                        sl_log(LOG_INFO, "TABLE", "%s: %s read to its end",
+                               pl->conf->name, pl->op->table_topic(pl));
+                pl->table_ready = 1;
+        }
+        (void)app;
+}
+
 static int app_serve_reader(void *opaque, int budget) {
         sl_app_t *app = opaque;
         int n;
         for (n = 0; n < budget; n++) {
                 rd_kafka_message_t *m =
                     rd_kafka_consume_queue(app->reader_q, 0);
+                const char *topic;
+                int served = 0;
                 if (!m)
                         break;
-                if (m->rkt) {
-                        sl_pipeline_t *pl = app_pipeline_by_changelog(
-                            app, rd_kafka_topic_name(m->rkt));
-                        if (pl && m->partition >= 0 &&
-                            m->partition < pl->partition_cnt &&
-                            pl->tasks[m->partition])
-                                sl_task_on_changelog(pl->tasks[m->partition],
-                                                     m);
-                        else if (m->err &&
-                                 m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                                sl_log(LOG_WARNING, "REBUILD", "%s",
+                if (!m->rkt) {
+                        if (m->err)
+                                sl_log(LOG_WARNING, "READER", "%s",
                                        rd_kafka_message_errstr(m));
-                } else if (m->err) {
-                        sl_log(LOG_WARNING, "REBUILD", "%s",
-                               rd_kafka_message_errstr(m));
+                        rd_kafka_message_destroy(m);
+                        continue;
                 }
+                topic = rd_kafka_topic_name(m->rkt);
+                for (int i = 0; i < app->pipeline_cnt && !served; i++) {
+                        sl_pipeline_t *pl = &app->pipelines[i];
+                        sl_task_t *t;
+                        if (pl->table_parts &&
+                            !strcmp(pl->op->table_topic(pl), topic)) {
+                                app_on_table(app, pl, m);
+                                served = 1;
+                        } else if (m->partition >= 0 &&
+                                   m->partition < pl->partition_cnt &&
+                                   (t = pl->tasks[m->partition]) &&
+                                   t->reader_topic &&
+                                   !strcmp(t->reader_topic, topic)) {
+                                sl_task_on_reader(t, m);
+                                served = 1;
+                        }
+                }
+                if (!served && m->err &&
+                    m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                        sl_log(LOG_WARNING, "READER", "%s",
+                               rd_kafka_message_errstr(m));
                 rd_kafka_message_destroy(m);
         }
         return n;
+}
+
+/* Starts reading a pipeline's global table (all partitions, from the
+ * beginning, for as long as the process runs). */
+static int app_table_start(sl_app_t *app, sl_pipeline_t *pl, char *errstr,
+                           size_t errstr_size) {
+        const char *topic = pl->op->table_topic(pl);
+        rd_kafka_topic_partition_list_t *l;
+        rd_kafka_error_t *error;
+        int cnt = sl_kafka_partition_count(app->producer, topic, 10000);
+        if (cnt <= 0) {
+                snprintf(errstr, errstr_size,
+                         "pipeline %s: topic %s %s (run `sluice topics apply`)",
+                         pl->conf->name, topic,
+                         cnt == 0 ? "does not exist" : "cannot be described");
+                return -1;
+        }
+        pl->table_parts = cnt;
+        pl->table_end = sl_calloc((size_t)cnt, sizeof(*pl->table_end));
+        l = rd_kafka_topic_partition_list_new(cnt);
+        pl->table_ready = 1;
+        for (int p = 0; p < cnt; p++) {
+                int64_t lo = 0, hi = 0;
+                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                    app->reader, topic, p, &lo, &hi, 10000);
+                if (err) {
+                        snprintf(errstr, errstr_size, "%s [%d]: %s", topic, p,
+                                 rd_kafka_err2str(err));
+                        rd_kafka_topic_partition_list_destroy(l);
+                        return -1;
+                }
+                pl->table_end[p] = hi > lo ? hi : -1;
+                if (hi > lo)
+                        pl->table_ready = 0;
+                rd_kafka_topic_partition_list_add(l, topic, p)->offset =
+                    RD_KAFKA_OFFSET_BEGINNING;
+        }
+        error = rd_kafka_incremental_assign(app->reader, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        if (error) {
+                snprintf(errstr, errstr_size, "%s: assign: %s", topic,
+                         rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+                return -1;
+        }
+        return 0;
 }
 
 static int app_serve_producer(void *opaque, int budget) {
@@ -717,7 +843,11 @@ static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
          * default 100 ms retry backoff would land in timer lateness. */
         if (!user_set(app->conf, "retry.backoff.ms"))
                 SET(kc, "retry.backoff.ms", "10");
-        SET(kc, "delivery.report.only.error", "true");
+        for (int i = 0; i < app->conf->pipeline_cnt; i++)
+                if (app->conf->pipelines[i].type == SL_OP_THROTTLE)
+                        app->has_tracking = 1;
+        SET(kc, "delivery.report.only.error",
+            app->has_tracking ? "false" : "true");
         rd_kafka_conf_set_dr_msg_cb(kc, app_dr_cb);
         app->producer =
             rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, errstr_size);
@@ -796,6 +926,7 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
 
                 pl->conf = pc;
                 pl->app = app;
+                pl->index = i;
                 switch (pc->type) {
                 case SL_OP_DELAY:
                         pl->op = &sl_op_delay;
@@ -857,6 +988,9 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
                     "pipeline", pc->name, NULL);
                 if (pl->op->pipeline_init &&
                     pl->op->pipeline_init(pl, errstr, errstr_size) == -1)
+                        return -1;
+                if (pl->op->table_topic && pl->op->table_topic(pl) &&
+                    app_table_start(app, pl, errstr, errstr_size) == -1)
                         return -1;
         }
         return 0;
@@ -943,6 +1077,7 @@ static void app_destroy(sl_app_t *app) {
                         pl->op->pipeline_destroy(pl);
                 free(pl->tasks);
                 free(pl->metrics);
+                free(pl->table_end);
         }
         free(app->pipelines);
         sl_kwatch_close(app->consumer_w);

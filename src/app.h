@@ -88,6 +88,8 @@ struct sl_app_s {
         sl_topic_cache_t *topics; /* metadata cache for operator targets */
         sl_refused_t refused[SL_REFUSED_MAX];
         int refused_next;
+        uint32_t epoch_counter; /* task epochs (task.h) */
+        int has_tracking;       /* some operator tracks deliveries */
 
         sl_metrics_t *metrics;
         sl_http_t *http;
@@ -110,16 +112,24 @@ sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
 void sl_app_refused_clear(sl_app_t *app, const char *topic, const void *key,
                           size_t keylen);
 
-/* The msg_opaque of a record sent alone to test a suspect. */
-#define SL_MSG_ISOLATED ((void *)1)
+/* The msg_opaque of a produced record: bit 0, sent alone to test a
+ * suspect; bit 1, tracked (op->delivered wants its offset), with the
+ * pipeline index in bits 2-9, the partition in bits 10-31 and the task's
+ * epoch in bits 32-63. */
+#define SL_MSG_ISOLATED ((uintptr_t)1)
+#define SL_MSG_TRACKED  ((uintptr_t)2)
+#define SL_MSG_TRACK(pl_index, partition, epoch)                               \
+        (SL_MSG_TRACKED | ((uintptr_t)(pl_index) << 2) |                       \
+         ((uintptr_t)(partition) << 10) | ((uintptr_t)(epoch) << 32))
 
 /* task.c */
 sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition);
 void sl_task_destroy(sl_task_t *t);
 /* Drops operator state and rebuilds from the changelog (after an abort). */
 void sl_task_restart(sl_task_t *t);
-/* A record (or partition EOF) from the changelog reader. */
-void sl_task_on_changelog(sl_task_t *t, const rd_kafka_message_t *m);
+/* A record (or partition EOF) the reader read for this task: changelog or
+ * second source during rebuild, sl_task_fetch() records when running. */
+void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m);
 /* One input record for a task. */
 void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m);
 

@@ -37,6 +37,7 @@
 #define SL_TASK_RETRY_MS 1000
 
 static void task_start_rebuild(sl_task_t *t);
+static void task_finish_rebuild(sl_task_t *t);
 
 static const char *task_changelog(const sl_task_t *t) {
         return t->pl->conf->changelog;
@@ -60,18 +61,46 @@ static void task_pause_input(sl_task_t *t) {
 static void task_reader_unassign(sl_task_t *t) {
         rd_kafka_topic_partition_list_t *l;
         rd_kafka_error_t *error;
-        if (!t->rebuild_reading)
+        if (!t->reader_topic)
                 return;
-        l = task_tp(task_changelog(t), t->partition, RD_KAFKA_OFFSET_INVALID);
+        l = task_tp(t->reader_topic, t->partition, RD_KAFKA_OFFSET_INVALID);
         error = rd_kafka_incremental_unassign(t->app->reader, l);
         if (error) {
                 sl_log(LOG_WARNING, "REBUILD", "%s [%d]: unassign: %s",
-                       task_changelog(t), t->partition,
+                       t->reader_topic, t->partition,
                        rd_kafka_error_string(error));
                 rd_kafka_error_destroy(error);
         }
         rd_kafka_topic_partition_list_destroy(l);
-        t->rebuild_reading = 0;
+        t->reader_topic = NULL;
+        t->fetch_topic = NULL;
+}
+
+/* Points the reader at (topic, t->partition) from offset on, in place of
+ * whatever it read for this task. */
+static int task_reader_assign(sl_task_t *t, const char *topic, int64_t offset) {
+        rd_kafka_topic_partition_list_t *l;
+        rd_kafka_error_t *error;
+
+        l = task_tp(topic, t->partition, offset);
+        if (t->reader_topic && !strcmp(t->reader_topic, topic)) {
+                error = rd_kafka_seek_partitions(t->app->reader, l,
+                                                 SL_TASK_BLOCKING_MS);
+        } else {
+                task_reader_unassign(t);
+                error = rd_kafka_incremental_assign(t->app->reader, l);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        if (error) {
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d]: read from %" PRId64 ": %s", topic,
+                       t->partition, offset, rd_kafka_error_string(error));
+                rd_kafka_error_destroy(error);
+                return -1;
+        }
+        t->reader_topic = topic;
+        sl_kwatch_kick(t->app->reader_w);
+        return 0;
 }
 
 /* The wake timer doubles as the retry timer while rebuilding. */
@@ -79,16 +108,27 @@ static void task_on_wake(uv_timer_t *timer) {
         sl_task_t *t = timer->data;
         t->wake_at = 0;
         if (t->state == SL_TASK_REBUILDING) {
-                if (!t->rebuild_reading)
+                if (t->rebuild_phase == 2)
+                        task_finish_rebuild(t);
+                else if (!t->reader_topic)
                         task_start_rebuild(t);
                 return;
         }
         t->pl->op->wake(t, sl_now_ms());
 }
 
-static void task_retry_later(sl_task_t *t) {
-        t->wake_at = sl_now_ms() + SL_TASK_RETRY_MS;
-        uv_timer_start(&t->wake, task_on_wake, SL_TASK_RETRY_MS, 0);
+static void task_retry_in(sl_task_t *t, int64_t ms) {
+        t->wake_at = sl_now_ms() + ms;
+        uv_timer_start(&t->wake, task_on_wake, (uint64_t)ms, 0);
+}
+
+/* A rebuild step failed: start again from an empty state. */
+static void task_retry_rebuild(sl_task_t *t) {
+        task_reader_unassign(t);
+        t->pl->op->state_destroy(t->state_data);
+        t->state_data = t->pl->op->state_new(t);
+        t->rebuild_phase = 0;
+        task_retry_in(t, SL_TASK_RETRY_MS);
 }
 
 static void task_finish_rebuild(sl_task_t *t) {
@@ -97,8 +137,18 @@ static void task_finish_rebuild(sl_task_t *t) {
         rd_kafka_error_t *error;
         int64_t committed;
         double secs;
+        char src[64] = "";
 
         task_reader_unassign(t);
+        t->rebuild_phase = 2;
+
+        /* A pipeline with a global table runs only once the table was read
+         * to its end: the first decisions must see the configured rates. */
+        if (t->pl->op->table_topic && t->pl->op->table_topic(t->pl) &&
+            !t->pl->table_ready) {
+                task_retry_in(t, 100);
+                return;
+        }
 
         /* Where input resumes: the offset committed with the state we just
          * read. */
@@ -110,11 +160,7 @@ static void task_finish_rebuild(sl_task_t *t) {
                        t->pl->conf->input, t->partition,
                        rd_kafka_err2str(err ? err : l->elems[0].err));
                 rd_kafka_topic_partition_list_destroy(l);
-                /* The state read so far is complete; only the offset is
-                 * missing.  Read again from scratch for simplicity. */
-                t->pl->op->state_destroy(t->state_data);
-                t->state_data = t->pl->op->state_new(t);
-                task_retry_later(t);
+                task_retry_in(t, SL_TASK_RETRY_MS);
                 return;
         }
         committed = l->elems[0].offset;
@@ -145,11 +191,14 @@ static void task_finish_rebuild(sl_task_t *t) {
         sl_kwatch_kick(t->app->consumer_w);
 
         secs = (double)(sl_mono_us() - t->rebuild_start_us) / 1e6;
+        if (t->rebuild_source_records)
+                snprintf(src, sizeof(src), " and %" PRId64 " source records",
+                         t->rebuild_source_records);
         sl_gauge_set(t->pl->metrics->rebuild_seconds, secs);
         sl_log(LOG_INFO, "REBUILD",
-               "%s [%d]: rebuilt from %" PRId64 " changelog records in "
+               "%s [%d]: rebuilt from %" PRId64 " changelog records%s in "
                "%.3f s; input resumes at %" PRId64,
-               t->pl->conf->name, t->partition, t->rebuild_records, secs,
+               t->pl->conf->name, t->partition, t->rebuild_records, src, secs,
                committed);
         sl_app_update_ready(t->app);
         /* The reader's prefetch and the rebuild's garbage are freed now;
@@ -158,15 +207,51 @@ static void task_finish_rebuild(sl_task_t *t) {
                 malloc_trim(0);
 }
 
+/* Phase 1: the operator's second source (throttle: the overflow backlog
+ * from its checkpoint), up to its end offset captured now. */
+static void task_start_source(sl_task_t *t) {
+        const char *topic;
+        int64_t from = RD_KAFKA_OFFSET_BEGINNING, lo = 0, hi = 0;
+        rd_kafka_resp_err_t err;
+
+        task_reader_unassign(t);
+        if (!t->pl->op->rebuild_source ||
+            !(topic = t->pl->op->rebuild_source(t, &from))) {
+                task_finish_rebuild(t);
+                return;
+        }
+        t->rebuild_phase = 1;
+        err = rd_kafka_query_watermark_offsets(
+            t->app->reader, topic, t->partition, &lo, &hi, SL_TASK_BLOCKING_MS);
+        if (err) {
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d]: end offset unavailable: %s; retrying", topic,
+                       t->partition, rd_kafka_err2str(err));
+                task_retry_rebuild(t);
+                return;
+        }
+        if (from < lo)
+                from = lo; /* older records left with retention */
+        t->rebuild_end = hi;
+        if (from >= hi) {
+                task_finish_rebuild(t);
+                return;
+        }
+        if (task_reader_assign(t, topic, from) == -1)
+                task_retry_rebuild(t);
+}
+
+/* Phase 0: the changelog, from the beginning to its end captured now. */
 static void task_start_rebuild(sl_task_t *t) {
-        rd_kafka_topic_partition_list_t *l;
-        rd_kafka_error_t *error;
         rd_kafka_resp_err_t err;
         int64_t lo = 0, hi = 0;
 
         t->state = SL_TASK_REBUILDING;
+        t->epoch = ++t->app->epoch_counter;
+        t->rebuild_phase = 0;
         t->rebuild_start_us = sl_mono_us();
         t->rebuild_records = 0;
+        t->rebuild_source_records = 0;
 
         err = rd_kafka_query_watermark_offsets(t->app->reader,
                                                task_changelog(t), t->partition,
@@ -175,27 +260,17 @@ static void task_start_rebuild(sl_task_t *t) {
                 sl_log(LOG_WARNING, "REBUILD",
                        "%s [%d]: end offset unavailable: %s; retrying",
                        task_changelog(t), t->partition, rd_kafka_err2str(err));
-                task_retry_later(t);
+                task_retry_in(t, SL_TASK_RETRY_MS);
                 return;
         }
         t->rebuild_end = hi;
         if (hi <= lo) {
-                task_finish_rebuild(t);
+                task_start_source(t);
                 return;
         }
-        l = task_tp(task_changelog(t), t->partition, RD_KAFKA_OFFSET_BEGINNING);
-        error = rd_kafka_incremental_assign(t->app->reader, l);
-        rd_kafka_topic_partition_list_destroy(l);
-        if (error) {
-                sl_log(LOG_WARNING, "REBUILD", "%s [%d]: assign: %s; retrying",
-                       task_changelog(t), t->partition,
-                       rd_kafka_error_string(error));
-                rd_kafka_error_destroy(error);
-                task_retry_later(t);
-                return;
-        }
-        t->rebuild_reading = 1;
-        sl_kwatch_kick(t->app->reader_w);
+        if (task_reader_assign(t, task_changelog(t),
+                               RD_KAFKA_OFFSET_BEGINNING) == -1)
+                task_retry_in(t, SL_TASK_RETRY_MS);
 }
 
 sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition) {
@@ -241,24 +316,53 @@ void sl_task_restart(sl_task_t *t) {
         task_start_rebuild(t);
 }
 
-void sl_task_on_changelog(sl_task_t *t, const rd_kafka_message_t *m) {
-        if (t->state != SL_TASK_REBUILDING || !t->rebuild_reading)
+void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
+        if (!t->reader_topic ||
+            strcmp(rd_kafka_topic_name(m->rkt), t->reader_topic))
+                return; /* left over from an earlier assignment */
+        if (t->state == SL_TASK_RUNNING) {
+                if (t->fetch_topic && t->pl->op->fetched)
+                        t->pl->op->fetched(t, m);
+                return;
+        }
+        if (t->rebuild_phase > 1)
                 return;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                if (m->offset >= t->rebuild_end)
-                        task_finish_rebuild(t);
-                return;
-        }
-        if (m->err) {
-                sl_log(LOG_WARNING, "REBUILD", "%s [%d]: %s", task_changelog(t),
+                if (m->offset < t->rebuild_end)
+                        return;
+        } else if (m->err) {
+                sl_log(LOG_WARNING, "REBUILD", "%s [%d]: %s", t->reader_topic,
                        t->partition, rd_kafka_message_errstr(m));
                 return;
+        } else {
+                if (t->rebuild_phase == 0) {
+                        t->pl->op->restore(t, m);
+                        t->rebuild_records++;
+                } else {
+                        t->pl->op->restore_source(t, m);
+                        t->rebuild_source_records++;
+                }
+                sl_counter_inc(t->pl->metrics->rebuild_records);
+                if (m->offset + 1 < t->rebuild_end)
+                        return;
         }
-        t->pl->op->restore(t, m);
-        t->rebuild_records++;
-        sl_counter_inc(t->pl->metrics->rebuild_records);
-        if (m->offset + 1 >= t->rebuild_end)
+        if (t->rebuild_phase == 0)
+                task_start_source(t);
+        else
                 task_finish_rebuild(t);
+}
+
+int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset) {
+        sl_assert(t->state == SL_TASK_RUNNING);
+        if (task_reader_assign(t, topic, offset) == -1)
+                return -1;
+        t->fetch_topic = topic;
+        return 0;
+}
+
+void sl_task_fetch_stop(sl_task_t *t) {
+        if (t->fetch_topic)
+                task_reader_unassign(t);
 }
 
 void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
@@ -274,12 +378,13 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
 /* ------------------------------------------------------------------ */
 /* Writes.                                                             */
 
-int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
-                    const void *key, size_t keylen, const void *value,
-                    size_t valuelen, rd_kafka_headers_t *hdrs) {
+static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
+                        const void *key, size_t keylen, const void *value,
+                        size_t valuelen, rd_kafka_headers_t *hdrs,
+                        uintptr_t flags) {
         sl_app_t *app = t->app;
         rd_kafka_resp_err_t err;
-        void *isolated = NULL;
+        int isolated = 0;
         int tries = 0;
 
         if (app->txn_failed || sl_app_txn_begin(app) == -1) {
@@ -297,7 +402,8 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         rd_kafka_headers_destroy(hdrs);
                 return -(int)err;
         case SL_REFUSED_SUSPECT:
-                isolated = SL_MSG_ISOLATED;
+                isolated = 1;
+                flags |= SL_MSG_ISOLATED;
                 rd_kafka_flush(app->producer, 30 * 1000);
                 break;
         default:
@@ -310,7 +416,7 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                     RD_KAFKA_V_KEY((void *)key, keylen),
                     RD_KAFKA_V_VALUE((void *)value, valuelen),
                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(isolated),
+                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)flags),
                     RD_KAFKA_V_END);
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || ++tries > 3000)
                         break;
@@ -342,6 +448,21 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                 sl_app_txn_fail(app, rd_kafka_err2str(err));
                 return 0;
         }
+}
+
+int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
+                    const void *key, size_t keylen, const void *value,
+                    size_t valuelen, rd_kafka_headers_t *hdrs) {
+        return task_produce(t, topic, partition, key, keylen, value, valuelen,
+                            hdrs, 0);
+}
+
+int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
+                            const void *key, size_t keylen, const void *value,
+                            size_t valuelen, rd_kafka_headers_t *hdrs) {
+        return task_produce(t, topic, partition, key, keylen, value, valuelen,
+                            hdrs,
+                            SL_MSG_TRACK(t->pl->index, t->partition, t->epoch));
 }
 
 int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,

@@ -127,11 +127,14 @@ struct sl_task_s {
                            are recognised by it */
 
         /* Rebuild bookkeeping. */
-        int rebuild_phase;   /* 0 changelog, 1 the op's second source */
+        int rebuild_phase;   /* 0 changelog, 1 the op's second source,
+                                2 finishing (table, committed offset) */
         int64_t rebuild_end; /* end offset captured for the phase */
         int64_t rebuild_start_us;
-        int64_t rebuild_records;
-        int rebuild_reading;     /* the reader has this partition */
+        int64_t rebuild_records;        /* changelog */
+        int64_t rebuild_source_records; /* second source */
+        const char *reader_topic;       /* what the reader reads for this task
+                                           (changelog, source or fetch), or NULL */
         const char *fetch_topic; /* sl_task_fetch() in progress, or NULL */
 
         uv_timer_t wake;
