@@ -934,6 +934,9 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
                 case SL_OP_DEBOUNCE:
                         pl->op = &sl_op_debounce;
                         break;
+                case SL_OP_THROTTLE:
+                        pl->op = &sl_op_throttle;
+                        break;
                 default:
                         snprintf(errstr, errstr_size,
                                  "pipeline %s: type %s is not available in "

@@ -1,0 +1,1068 @@
+/*
+ * op_throttle.c — the throttle operator: a token bucket per key, and a
+ * durable FIFO backlog per key in the overflow topic for what is over the
+ * key's rate, drained later at that rate (SPEC §3, §4; seed 000).
+ *
+ * STATE MODEL
+ *
+ *   changelog key "c/"            sluice.v1.ThrottleCheckpoint: from_offset,
+ *                                 the smallest overflow offset the
+ *                                 partition's backlog still needs (never
+ *                                 moves back); written at commit when it
+ *                                 moved
+ *   changelog key "k/" + key      sluice.v1.ThrottleKey: drained_to
+ *                                 (overflow offsets below it are done for
+ *                                 the key), the bucket level and its time;
+ *                                 written at commit for every key whose
+ *                                 record is stale
+ *   tombstone "k/" + key          written when sl_backlog_sweep() drops an
+ *                                 idle key (no backlog, full bucket,
+ *                                 drained_to <= checkpoint), in the same
+ *                                 transaction as a "c/" record at least as
+ *                                 new as the checkpoint of the sweep
+ *   overflow record               key = throttle key, value =
+ *                                 sluice.v1.OverflowRecord (payload,
+ *                                 headers, deadline, source offset), to the
+ *                                 task's partition; the backlog's payloads
+ *                                 live only there
+ *
+ * Rebuild: the changelog is applied in order ("c/" sets the checkpoint,
+ * "k/" restores a key, a tombstone resets it to a fresh key), then the
+ * overflow partition is read from the checkpoint to its end captured then
+ * (rebuild_source / restore_source): every record at or past its key's
+ * drained_to is buffered again, in offset order.  Then the wake-up is
+ * armed and the input resumes.
+ *
+ * COMMIT ORDER (backlog.h)
+ *
+ * Overflow appends are produced with sl_task_produce_tracked(); the
+ * delivery report gives each its offset (sl_backlog_acked).  Before each
+ * commit the runtime flushes the producer, so every report of the
+ * transaction has come, then calls precommit(): the "c/" record if the
+ * checkpoint moved, the "k/" records of the dirty keys, then the sweep's
+ * tombstones.  Outputs, DLQ records, overflow appends, these changelog
+ * records and the input offsets all commit in one transaction, so a crash
+ * at any moment replays from a consistent state: a message is either sent
+ * and its key's drained_to past it, or neither.
+ *
+ * DRAINING
+ *
+ * One wake-up per partition, armed at the backlog's next due time.  Each
+ * wake polls the backlog: SEND produces the unpacked OverflowRecord to the
+ * output (original key, payload and headers), EXPIRE sends it to the DLQ
+ * (reason expired), FETCH re-reads the overflow partition from the head's
+ * offset (sl_task_fetch); what is read comes back through fetched() into
+ * sl_backlog_fill(), which caches the parked heads and, while the cache
+ * admits them, the following messages of every key.  A parked key never
+ * holds up another key.  The fetch stops at the partition's end once no key
+ * is parked; a fetch that makes no progress for a while is restarted.
+ *
+ * RATES
+ *
+ * The rates topic is a global table (table_topic / table): every instance
+ * reads it whole, continuously, into one sl_rates_t per pipeline.  A change
+ * wakes every running partition at once, so it takes effect at the next
+ * decision.  A malformed record is logged and counted, never applied.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backlog.h"
+#include "log.h"
+#include "metrics.h"
+#include "rates.h"
+#include "sluice.pb-c.h"
+#include "task.h"
+#include "util.h"
+
+/* Backlog items handled per wake-up before yielding to the loop. */
+#define SL_THROTTLE_POLL_MAX 10000
+/* Idle keys visited per sweep. */
+#define SL_THROTTLE_SWEEP_MAX 4096
+/* How often idle keys are swept while nothing else commits. */
+#define SL_THROTTLE_MAINT_MS 5000
+/* A fetch that delivers nothing for this long while keys are parked is
+ * restarted. */
+#define SL_THROTTLE_FETCH_STALL_MS 5000
+/* A fetch with no parked key stops after this many records in a row that
+ * the cache did not take. */
+#define SL_THROTTLE_PREFETCH_IDLE 10000
+
+/* Operator bits of a key (sl_bkey_opflags). */
+#define OPF_HAS_RECORD   1u /* a "k/" record is (or will be) in the changelog */
+#define OPF_HEAD_FETCHED 2u /* the head's payload was re-read */
+
+#define CKPT_KEY     "c/"
+#define CKPT_KEY_LEN 2
+
+typedef struct throttle_pipeline_s {
+        sl_rates_t *rates;
+        sl_bcache_t *cache;
+
+        sl_counter_t *m_out;
+        sl_counter_t *m_forwarded;
+        sl_counter_t *m_drained;
+        sl_counter_t *m_appended;
+        sl_counter_t *m_expired;
+        sl_counter_t *m_cache_hits;
+        sl_counter_t *m_refetches;
+        sl_counter_t *m_overflow_reads;
+        sl_counter_t *m_rates_rejected;
+        sl_counter_t *m_rates_applied;
+        sl_counter_t *m_restore_bad;
+        sl_counter_t *m_dlq_expired;
+        sl_gauge_t *m_backlog;
+        sl_gauge_t *m_backlog_bytes;
+        sl_gauge_t *m_keys;
+        sl_gauge_t *m_cache_bytes;
+} throttle_pipeline_t;
+
+typedef struct throttle_state_s {
+        throttle_pipeline_t *tp;
+        sl_backlog_t *bl;
+        int64_t ckpt_restored; /* "c/" read at rebuild, 0 if none */
+        int64_t ckpt_written;  /* last "c/" produced or read, -1 if none */
+        int fetching;          /* sl_task_fetch() in progress */
+        int64_t fetch_pos;     /* next offset the fetch delivers */
+        int64_t fetch_progress_ms;
+        uint64_t prefetch_idle; /* fills in a row the cache did not take */
+        int64_t maint_ms;       /* last idle sweep */
+        int64_t bad_logged_ms;
+        /* This partition's share of the pipeline's gauges. */
+        uint64_t msgs_counted, bytes_counted, keys_counted;
+} throttle_state_t;
+
+static throttle_pipeline_t *tp_of(const sl_task_t *t) {
+        return t->pl->op_data;
+}
+
+static throttle_state_t *st_of(const sl_task_t *t) {
+        return t->state_data;
+}
+
+/* ------------------------------------------------------------------ */
+/* Small helpers.                                                      */
+
+static void throttle_update_gauges(sl_task_t *t) {
+        throttle_state_t *st = st_of(t);
+        throttle_pipeline_t *tp = st->tp;
+        sl_backlog_stats_t s;
+        sl_bcache_stats_t cs;
+
+        sl_backlog_stats(st->bl, &s);
+        sl_gauge_add(tp->m_backlog,
+                     (double)s.messages - (double)st->msgs_counted);
+        sl_gauge_add(tp->m_backlog_bytes,
+                     (double)s.bytes - (double)st->bytes_counted);
+        sl_gauge_add(tp->m_keys, (double)s.keys - (double)st->keys_counted);
+        st->msgs_counted = s.messages;
+        st->bytes_counted = s.bytes;
+        st->keys_counted = s.keys;
+        sl_bcache_stats(tp->cache, &cs);
+        sl_gauge_set(tp->m_cache_bytes, (double)cs.bytes);
+}
+
+/* Reads field 4 (deadline_ms, varint) of a packed OverflowRecord without
+ * unpacking it: the rebuild reads a million of these.  Returns 0, or -1 if
+ * the bytes are not a well-formed record with a deadline. */
+static int wire_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
+        const uint8_t *p = *pp;
+        uint64_t x = 0;
+        for (int shift = 0; p < end && shift < 64; shift += 7) {
+                uint8_t c = *p++;
+                x |= (uint64_t)(c & 0x7f) << shift;
+                if (!(c & 0x80)) {
+                        *pp = p;
+                        *v = x;
+                        return 0;
+                }
+        }
+        return -1;
+}
+
+static int overflow_deadline(const void *data, size_t len, int64_t *out) {
+        const uint8_t *p = data, *end = p + len;
+        int found = 0;
+        while (p < end) {
+                uint64_t tag, v;
+                if (wire_varint(&p, end, &tag) == -1)
+                        return -1;
+                switch (tag & 7) {
+                case 0:
+                        if (wire_varint(&p, end, &v) == -1)
+                                return -1;
+                        if ((tag >> 3) == 4) {
+                                *out = (int64_t)v;
+                                found = 1;
+                        }
+                        break;
+                case 1:
+                        if (end - p < 8)
+                                return -1;
+                        p += 8;
+                        break;
+                case 2:
+                        if (wire_varint(&p, end, &v) == -1 ||
+                            (uint64_t)(end - p) < v)
+                                return -1;
+                        p += v;
+                        break;
+                case 5:
+                        if (end - p < 4)
+                                return -1;
+                        p += 4;
+                        break;
+                default:
+                        return -1;
+                }
+        }
+        return found ? 0 : -1;
+}
+
+/* The changelog key "k/" + key, in buf if it fits, else allocated (the
+ * caller frees the result when it differs from buf). */
+static char *key_record_name(const void *key, size_t keylen, char *buf,
+                             size_t size, size_t *outlen) {
+        char *p = keylen + 2 <= size ? buf : sl_malloc(keylen + 2);
+        p[0] = 'k';
+        p[1] = '/';
+        if (keylen)
+                memcpy(p + 2, key, keylen);
+        *outlen = keylen + 2;
+        return p;
+}
+
+/* Headers of an unpacked OverflowRecord as librdkafka headers (extra
+ * slots for what the caller adds). */
+static rd_kafka_headers_t *
+overflow_headers(const Sluice__V1__OverflowRecord *rec, size_t extra) {
+        rd_kafka_headers_t *h;
+        if (!rec->n_headers && !extra)
+                return NULL;
+        h = rd_kafka_headers_new(rec->n_headers + extra);
+        for (size_t i = 0; i < rec->n_headers; i++) {
+                const Sluice__V1__Header *x = rec->headers[i];
+                rd_kafka_header_add(
+                    h, x->name ? x->name : "", -1,
+                    x->null_value
+                        ? NULL
+                        : (x->value.data ? (const void *)x->value.data : ""),
+                    x->null_value ? 0 : (ssize_t)x->value.len);
+        }
+        return h;
+}
+
+static void log_bad(sl_task_t *t, const char *what, int64_t offset) {
+        throttle_state_t *st = st_of(t);
+        int64_t now = sl_now_ms();
+        sl_counter_inc(st->tp->m_restore_bad);
+        if (now - st->bad_logged_ms < 1000)
+                return;
+        st->bad_logged_ms = now;
+        sl_log(LOG_WARNING, "THROTTLE", "%s [%d] @%" PRId64 ": %s",
+               t->pl->conf->name, t->partition, offset, what);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pipeline and partition state.                                       */
+
+static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
+                                  size_t errstr_size) {
+        const sl_pipeline_conf_t *pc = pl->conf;
+        sl_metrics_t *m = sl_app_metrics(pl->app);
+        throttle_pipeline_t *tp = sl_calloc(1, sizeof(*tp));
+        const char *name = pc->name;
+        (void)errstr;
+        (void)errstr_size;
+
+        tp->rates = sl_rates_new(&pc->default_rate);
+        tp->cache = sl_bcache_new(pc->payload_cache_bytes);
+
+        tp->m_out = sl_metrics_counter(m, "sluice_records_out_total",
+                                       "Records produced to outputs/targets.",
+                                       "pipeline", name, NULL);
+        tp->m_forwarded = sl_metrics_counter(
+            m, "sluice_throttle_forwarded_total",
+            "Messages forwarded at once (key under its rate, no backlog).",
+            "pipeline", name, NULL);
+        tp->m_drained = sl_metrics_counter(
+            m, "sluice_throttle_drained_total",
+            "Messages sent from the backlog at their key's rate.", "pipeline",
+            name, NULL);
+        tp->m_appended = sl_metrics_counter(
+            m, "sluice_throttle_appended_total",
+            "Messages over their key's rate appended to the overflow topic.",
+            "pipeline", name, NULL);
+        tp->m_expired = sl_metrics_counter(
+            m, "sluice_throttle_expired_total",
+            "Messages not sent by their deadline (DLQ reason expired).",
+            "pipeline", name, NULL);
+        tp->m_cache_hits = sl_metrics_counter(
+            m, "sluice_throttle_cache_hits_total",
+            "Backlog messages whose payload was in memory when due.",
+            "pipeline", name, NULL);
+        tp->m_refetches = sl_metrics_counter(
+            m, "sluice_throttle_rereads_total",
+            "Backlog heads re-read from the overflow topic (not cached).",
+            "pipeline", name, NULL);
+        tp->m_overflow_reads = sl_metrics_counter(
+            m, "sluice_throttle_overflow_read_records_total",
+            "Overflow records read back while running (re-reads).", "pipeline",
+            name, NULL);
+        tp->m_rates_rejected = sl_metrics_counter(
+            m, "sluice_throttle_rates_rejected_total",
+            "Malformed records of the rates topic (logged, not applied).",
+            "pipeline", name, NULL);
+        tp->m_rates_applied = sl_metrics_counter(
+            m, "sluice_throttle_rates_applied_total",
+            "Records of the rates topic applied.", "pipeline", name, NULL);
+        tp->m_restore_bad = sl_metrics_counter(
+            m, "sluice_changelog_bad_records_total",
+            "Changelog records that could not be decoded (skipped).",
+            "pipeline", name, NULL);
+        tp->m_dlq_expired = sl_metrics_counter(
+            m, "sluice_records_dlq_total",
+            "Records sent to the DLQ (or dropped without one), by reason.",
+            "pipeline", name, "reason", "expired", NULL);
+        tp->m_backlog = sl_metrics_gauge(
+            m, "sluice_throttle_backlog_messages",
+            "Messages buffered in the overflow topic.", "pipeline", name, NULL);
+        tp->m_backlog_bytes = sl_metrics_gauge(
+            m, "sluice_throttle_backlog_bytes",
+            "Bytes of the buffered messages (overflow records).", "pipeline",
+            name, NULL);
+        tp->m_keys = sl_metrics_gauge(m, "sluice_throttle_keys",
+                                      "Keys with state in memory.", "pipeline",
+                                      name, NULL);
+        tp->m_cache_bytes = sl_metrics_gauge(
+            m, "sluice_throttle_cache_bytes",
+            "Bytes charged to the payload cache (budget: payload_cache).",
+            "pipeline", name, NULL);
+        pl->op_data = tp;
+        return 0;
+}
+
+static void throttle_pipeline_destroy(sl_pipeline_t *pl) {
+        throttle_pipeline_t *tp = pl->op_data;
+        if (!tp)
+                return;
+        sl_bcache_destroy(tp->cache);
+        sl_rates_destroy(tp->rates);
+        free(tp);
+        pl->op_data = NULL;
+}
+
+static void *throttle_state_new(sl_task_t *t) {
+        throttle_state_t *st = sl_calloc(1, sizeof(*st));
+        st->tp = tp_of(t);
+        st->bl = sl_backlog_new(st->tp->rates, st->tp->cache, 0);
+        st->ckpt_written = -1;
+        return st;
+}
+
+/* The gauges are pipeline-wide: a destroyed partition takes its share. */
+static void throttle_state_destroy(void *state) {
+        throttle_state_t *st = state;
+        if (!st)
+                return;
+        sl_gauge_add(st->tp->m_backlog, -(double)st->msgs_counted);
+        sl_gauge_add(st->tp->m_backlog_bytes, -(double)st->bytes_counted);
+        sl_gauge_add(st->tp->m_keys, -(double)st->keys_counted);
+        sl_backlog_destroy(st->bl);
+        free(st);
+}
+
+/* ------------------------------------------------------------------ */
+/* Rebuild.                                                            */
+
+static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
+        throttle_state_t *st = st_of(t);
+        const char *key = m->key;
+
+        if (m->key_len == CKPT_KEY_LEN && !memcmp(key, CKPT_KEY, 2)) {
+                Sluice__V1__ThrottleCheckpoint *c;
+                if (!m->payload)
+                        return;
+                c = sluice__v1__throttle_checkpoint__unpack(NULL, m->len,
+                                                            m->payload);
+                if (!c || c->from_offset < 0) {
+                        log_bad(t, "bad checkpoint record", m->offset);
+                } else {
+                        st->ckpt_restored = c->from_offset;
+                        st->ckpt_written = c->from_offset;
+                        sl_backlog_set_next_offset(st->bl, c->from_offset);
+                }
+                sluice__v1__throttle_checkpoint__free_unpacked(c, NULL);
+                return;
+        }
+        if (m->key_len < 2 || memcmp(key, "k/", 2)) {
+                log_bad(t, "unknown changelog key", m->offset);
+                return;
+        }
+        if (!m->payload) {
+                /* Gone: a fresh key (full bucket, nothing drained), which
+                 * the next sweep drops. */
+                sl_bkey_t *k = sl_backlog_restore_key(
+                    st->bl, key + 2, m->key_len - 2, 0, HUGE_VAL, sl_now_ms());
+                if (k)
+                        *sl_bkey_opflags(k) &= ~OPF_HAS_RECORD;
+                return;
+        }
+        {
+                Sluice__V1__ThrottleKey *r =
+                    sluice__v1__throttle_key__unpack(NULL, m->len, m->payload);
+                sl_bkey_t *k;
+                if (!r) {
+                        log_bad(t, "bad key record", m->offset);
+                        return;
+                }
+                k = sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2,
+                                           r->drained_to, r->tokens,
+                                           r->updated_ms);
+                if (k)
+                        *sl_bkey_opflags(k) |= OPF_HAS_RECORD;
+                sluice__v1__throttle_key__free_unpacked(r, NULL);
+        }
+}
+
+static const char *throttle_rebuild_source(sl_task_t *t, int64_t *from) {
+        *from = st_of(t)->ckpt_restored;
+        return t->pl->conf->overflow;
+}
+
+static void throttle_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
+        throttle_state_t *st = st_of(t);
+        int64_t deadline;
+
+        if (!m->key || !m->payload || m->len > UINT32_MAX ||
+            overflow_deadline(m->payload, m->len, &deadline) == -1) {
+                log_bad(t, "overflow record without key or deadline",
+                        m->offset);
+                return;
+        }
+        if (sl_backlog_rebuild_append(st->bl, m->key, m->key_len, m->offset,
+                                      deadline, m->payload, (uint32_t)m->len,
+                                      sl_now_ms()) == -1)
+                log_bad(t, "overflow record out of order", m->offset);
+}
+
+static void throttle_restored(sl_task_t *t) {
+        throttle_state_t *st = st_of(t);
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        int64_t now;
+        int n;
+
+        /* Learn the topics we write to now (cached by the runtime, and in
+         * the producer's metadata): the producer would otherwise hold the
+         * first records for them until its next metadata scan, ~1 s. */
+        n = sl_task_topic_partitions(t, pc->overflow);
+        if (n >= 0 && n != t->pl->partition_cnt)
+                sl_log(LOG_ERR, "THROTTLE",
+                       "%s: overflow topic %s has %d partitions, the input "
+                       "%d (run `sluice topics check`)",
+                       pc->name, pc->overflow, n, t->pl->partition_cnt);
+        if (sl_task_topic_partitions(t, pc->output) == 0)
+                sl_log(LOG_ERR, "THROTTLE", "%s: output topic %s is missing",
+                       pc->name, pc->output);
+        if (pc->dlq)
+                sl_task_topic_partitions(t, pc->dlq);
+        now = sl_now_ms();
+        st->maint_ms = now;
+        throttle_update_gauges(t);
+        sl_task_wake_at(t, 0);
+        sl_task_wake_at(t, now);
+}
+
+/* ------------------------------------------------------------------ */
+/* Input.                                                              */
+
+/* The message's deadline from sluice-ttl or sluice-deadline, capped by the
+ * pipeline's ttl.  Returns NULL, or a DLQ reason with detail. */
+static const char *input_deadline(sl_task_t *t, const rd_kafka_message_t *m,
+                                  int64_t now, int64_t *deadline, char *detail,
+                                  size_t detail_size) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        rd_kafka_headers_t *h = NULL;
+        int64_t cap = now + pc->ttl_ms, v;
+        int have_ttl = 0, have_dl = 0;
+        char err[128];
+
+        *deadline = cap;
+        if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                return NULL;
+        for (size_t i = 0;; i++) {
+                const char *name;
+                const void *val;
+                size_t size;
+                if (rd_kafka_header_get_all(h, i, &name, &val, &size))
+                        break;
+                if (!strcmp(name, "sluice-ttl")) {
+                        if (have_ttl++) {
+                                snprintf(detail, detail_size,
+                                         "sluice-ttl given twice");
+                                return "bad-ttl";
+                        }
+                        if (!val || sl_parse_duration_ms_n(val, size, &v, err,
+                                                           sizeof(err))) {
+                                snprintf(detail, detail_size,
+                                         "sluice-ttl '%.*s': %s",
+                                         (int)SL_MIN(size, 64),
+                                         val ? (const char *)val : "",
+                                         val ? err : "null value");
+                                return "bad-ttl";
+                        }
+                        if (v <= 0) {
+                                snprintf(detail, detail_size,
+                                         "sluice-ttl must be positive");
+                                return "bad-ttl";
+                        }
+                        *deadline = now + SL_MIN(v, pc->ttl_ms);
+                } else if (!strcmp(name, "sluice-deadline")) {
+                        if (have_dl++) {
+                                snprintf(detail, detail_size,
+                                         "sluice-deadline given twice");
+                                return "bad-deadline";
+                        }
+                        if (!val || sl_parse_timestamp_ms_n(val, size, &v, err,
+                                                            sizeof(err))) {
+                                snprintf(detail, detail_size,
+                                         "sluice-deadline '%.*s': %s",
+                                         (int)SL_MIN(size, 64),
+                                         val ? (const char *)val : "",
+                                         val ? err : "null value");
+                                return "bad-deadline";
+                        }
+                        *deadline = SL_MIN(v, cap);
+                }
+        }
+        if (have_ttl && have_dl) {
+                snprintf(detail, detail_size,
+                         "both sluice-ttl and sluice-deadline given");
+                return "conflicting-deadline";
+        }
+        return NULL;
+}
+
+/* Produces a live message to the output as it came. */
+static void forward_live(sl_task_t *t, const rd_kafka_message_t *m) {
+        throttle_pipeline_t *tp = tp_of(t);
+        rd_kafka_headers_t *src = NULL, *h = NULL;
+        int r;
+        if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                h = rd_kafka_headers_copy(src);
+        r = sl_task_produce(t, t->pl->conf->output, RD_KAFKA_PARTITION_UA,
+                            m->key, m->key_len, m->payload, m->len, h);
+        if (r < 0) {
+                sl_task_dlq(t, m, "output-refused",
+                            rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                return;
+        }
+        sl_counter_inc(tp->m_out);
+        sl_counter_inc(tp->m_forwarded);
+}
+
+/* Packs the OverflowRecord of a live message (caller frees *out). */
+static size_t pack_overflow(const rd_kafka_message_t *m, int64_t deadline,
+                            int64_t now, uint8_t **out) {
+        Sluice__V1__OverflowRecord rec = SLUICE__V1__OVERFLOW_RECORD__INIT;
+        Sluice__V1__Header hv_in[16], *hp_in[16];
+        Sluice__V1__Header *hv = hv_in, **hp = hp_in;
+        rd_kafka_headers_t *h = NULL;
+        size_t cnt = 0, len;
+
+        rec.payload.data = m->payload;
+        rec.payload.len = m->payload ? m->len : 0;
+        rec.null_payload = m->payload == NULL;
+        rec.deadline_ms = deadline;
+        rec.source_offset = m->offset;
+        rec.received_ms = now;
+        if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                cnt = rd_kafka_header_cnt(h);
+        if (cnt > SL_ARRAY_SIZE(hv_in)) {
+                hv = sl_calloc(cnt, sizeof(*hv));
+                hp = sl_calloc(cnt, sizeof(*hp));
+        }
+        for (size_t i = 0; i < cnt; i++) {
+                const char *name;
+                const void *val;
+                size_t size;
+                if (rd_kafka_header_get_all(h, i, &name, &val, &size)) {
+                        cnt = i;
+                        break;
+                }
+                sluice__v1__header__init(&hv[i]);
+                hv[i].name = (char *)name;
+                hv[i].value.data = (uint8_t *)val;
+                hv[i].value.len = val ? size : 0;
+                hv[i].null_value = val == NULL;
+                hp[i] = &hv[i];
+        }
+        rec.n_headers = cnt;
+        rec.headers = hp;
+        len = sluice__v1__overflow_record__get_packed_size(&rec);
+        *out = sl_malloc(len ? len : 1);
+        sluice__v1__overflow_record__pack(&rec, *out);
+        if (hv != hv_in) {
+                free(hv);
+                free(hp);
+        }
+        return len;
+}
+
+static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
+        throttle_state_t *st = st_of(t);
+        throttle_pipeline_t *tp = st->tp;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        int64_t now = sl_now_ms(), deadline;
+        const char *reason;
+        char detail[256];
+        sl_bkey_t *k;
+
+        if (!m->key) {
+                sl_task_dlq(t, m, "missing-key",
+                            "the record key is the throttle key");
+                return;
+        }
+        if ((int64_t)(m->key_len + m->len) > pc->max_record_bytes) {
+                snprintf(
+                    detail, sizeof(detail),
+                    "%zu bytes of key and value, max_record_bytes %" PRId64,
+                    m->key_len + m->len, pc->max_record_bytes);
+                sl_task_dlq(t, m, "oversize", detail);
+                return;
+        }
+        reason = input_deadline(t, m, now, &deadline, detail, sizeof(detail));
+        if (reason) {
+                sl_task_dlq(t, m, reason, detail);
+                return;
+        }
+
+        switch (
+            sl_backlog_offer(st->bl, m->key, m->key_len, deadline, now, &k)) {
+        case SL_BACKLOG_FORWARD:
+                forward_live(t, m);
+                break;
+        case SL_BACKLOG_EXPIRED:
+                snprintf(detail, sizeof(detail),
+                         "deadline %" PRId64 " passed on arrival", deadline);
+                sl_counter_inc(tp->m_expired);
+                sl_task_dlq(t, m, "expired", detail);
+                break;
+        case SL_BACKLOG_APPEND: {
+                uint8_t *packed;
+                size_t plen = pack_overflow(m, deadline, now, &packed);
+                int r;
+                if (plen > UINT32_MAX) {
+                        free(packed);
+                        sl_task_dlq(t, m, "oversize",
+                                    "overflow record over 4 GiB");
+                        break;
+                }
+                r = sl_task_produce_tracked(t, pc->overflow, t->partition,
+                                            m->key, m->key_len, packed, plen,
+                                            NULL);
+                if (r < 0) {
+                        snprintf(detail, sizeof(detail),
+                                 "overflow topic %s refused %zu bytes: %s",
+                                 pc->overflow, plen,
+                                 rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                        sl_task_dlq(t, m, "overflow-refused", detail);
+                } else {
+                        sl_backlog_append(st->bl, k, deadline, packed,
+                                          (uint32_t)plen);
+                        sl_counter_inc(tp->m_appended);
+                        if (sl_bkey_len(k) == 1 &&
+                            sl_bkey_due_ms(k) != SL_BACKLOG_NEVER)
+                                sl_task_wake_at(t,
+                                                SL_MAX(1, sl_bkey_due_ms(k)));
+                }
+                free(packed);
+                break;
+        }
+        }
+        throttle_update_gauges(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Draining.                                                           */
+
+/* Sends a backlog item whose deadline passed to the DLQ (or drops it). */
+static void drain_expired(sl_task_t *t, const sl_backlog_item_t *it,
+                          const Sluice__V1__OverflowRecord *rec) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        throttle_pipeline_t *tp = tp_of(t);
+        rd_kafka_headers_t *h;
+        const void *key;
+        size_t keylen;
+        char buf[64];
+        int r;
+
+        sl_counter_inc(tp->m_expired);
+        sl_counter_inc(tp->m_dlq_expired);
+        if (!pc->dlq)
+                return;
+        key = sl_bkey_key(it->key, &keylen);
+        h = overflow_headers(rec, 6);
+        rd_kafka_header_add(h, "sluice-error", -1, "expired", -1);
+        snprintf(buf, sizeof(buf), "deadline %" PRId64 " passed in the backlog",
+                 it->deadline_ms);
+        rd_kafka_header_add(h, "sluice-error-detail", -1, buf, -1);
+        rd_kafka_header_add(h, "sluice-source-topic", -1, pc->input, -1);
+        snprintf(buf, sizeof(buf), "%" PRId32, t->partition);
+        rd_kafka_header_add(h, "sluice-source-partition", -1, buf, -1);
+        snprintf(buf, sizeof(buf), "%" PRId64, rec->source_offset);
+        rd_kafka_header_add(h, "sluice-source-offset", -1, buf, -1);
+        r = sl_task_produce(t, pc->dlq, t->partition, key, keylen,
+                            rec->null_payload ? NULL : rec->payload.data,
+                            rec->payload.len, h);
+        if (r < 0)
+                sl_log(LOG_ERR, "DLQ",
+                       "%s [%d]: DLQ %s refused an expired record (%s); "
+                       "dropped",
+                       pc->name, t->partition, pc->dlq,
+                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+}
+
+/* Sends a due backlog item to the output. */
+static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
+                       const Sluice__V1__OverflowRecord *rec) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        throttle_pipeline_t *tp = tp_of(t);
+        const void *key;
+        size_t keylen;
+        int r;
+
+        key = sl_bkey_key(it->key, &keylen);
+        r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, key, keylen,
+                            rec->null_payload ? NULL : rec->payload.data,
+                            rec->payload.len, overflow_headers(rec, 0));
+        if (r < 0) {
+                sl_log(LOG_WARNING, "THROTTLE",
+                       "%s [%d]: output refused a backlog record (%s); "
+                       "dropped",
+                       pc->name, t->partition,
+                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                return;
+        }
+        sl_counter_inc(tp->m_out);
+        sl_counter_inc(tp->m_drained);
+}
+
+/* FETCH: makes sure the re-read covers offset. */
+static int drain_fetch(sl_task_t *t, int64_t offset, int64_t now) {
+        throttle_state_t *st = st_of(t);
+        if (offset < 0) {
+                log_bad(t, "fetch asked for an unknown offset", offset);
+                return -1;
+        }
+        if (st->fetching && offset >= st->fetch_pos)
+                return 0; /* the running read gets there */
+        if (sl_task_fetch(t, t->pl->conf->overflow, offset) == -1)
+                return -1;
+        st->fetching = 1;
+        st->fetch_pos = offset;
+        st->fetch_progress_ms = now;
+        st->prefetch_idle = 0;
+        return 0;
+}
+
+static void fetch_stop(sl_task_t *t) {
+        throttle_state_t *st = st_of(t);
+        if (!st->fetching)
+                return;
+        sl_task_fetch_stop(t);
+        st->fetching = 0;
+}
+
+static void throttle_maintain(sl_task_t *t, int64_t now);
+
+static void throttle_wake(sl_task_t *t, int64_t now) {
+        throttle_state_t *st = st_of(t);
+        throttle_pipeline_t *tp = st->tp;
+        sl_backlog_item_t it;
+        sl_backlog_stats_t s;
+        int64_t next = SL_BACKLOG_NEVER;
+        int n = 0, fetch_failed = 0;
+
+        while (n < SL_THROTTLE_POLL_MAX &&
+               sl_backlog_poll(st->bl, now, &it, &next)) {
+                Sluice__V1__OverflowRecord *rec;
+                uint32_t *of = sl_bkey_opflags(it.key);
+                n++;
+                if (it.action == SL_BACKLOG_FETCH) {
+                        *of |= OPF_HEAD_FETCHED;
+                        sl_counter_inc(tp->m_refetches);
+                        if (drain_fetch(t, it.offset, now) == -1)
+                                fetch_failed = 1;
+                        continue;
+                }
+                if (*of & OPF_HEAD_FETCHED)
+                        *of &= ~OPF_HEAD_FETCHED;
+                else
+                        sl_counter_inc(tp->m_cache_hits);
+                rec = it.payload ? sluice__v1__overflow_record__unpack(
+                                       NULL, it.size, it.payload)
+                                 : NULL;
+                if (!rec) {
+                        log_bad(t, "backlog record could not be decoded",
+                                it.offset);
+                } else if (it.action == SL_BACKLOG_SEND) {
+                        drain_send(t, &it, rec);
+                } else {
+                        drain_expired(t, &it, rec);
+                }
+                sluice__v1__overflow_record__free_unpacked(rec, NULL);
+                sl_backlog_payload_free(it.payload);
+        }
+        if (n >= SL_THROTTLE_POLL_MAX)
+                next = now; /* more is due: yield to the loop, then go on */
+
+        sl_backlog_stats(st->bl, &s);
+        if (fetch_failed) {
+                /* The reader could not move: ask again in a second. */
+                fetch_stop(t);
+                sl_backlog_unpark_all(st->bl);
+                next = SL_MIN(next, now + 1000);
+        } else if (s.parked) {
+                if (st->fetching &&
+                    now - st->fetch_progress_ms > SL_THROTTLE_FETCH_STALL_MS) {
+                        sl_log(LOG_WARNING, "THROTTLE",
+                               "%s [%d]: overflow re-read stalled at %" PRId64
+                               " with %" PRIu64 " keys waiting; restarting it",
+                               t->pl->conf->name, t->partition, st->fetch_pos,
+                               s.parked);
+                        fetch_stop(t);
+                        sl_backlog_unpark_all(st->bl);
+                        next = now;
+                } else {
+                        next = SL_MIN(next, now + SL_THROTTLE_FETCH_STALL_MS);
+                }
+        }
+        if (now - st->maint_ms >= SL_THROTTLE_MAINT_MS)
+                throttle_maintain(t, now);
+        if (s.keys > s.keys_queued)
+                next = SL_MIN(next, st->maint_ms + SL_THROTTLE_MAINT_MS);
+        throttle_update_gauges(t);
+        sl_task_wake_at(t, 0);
+        if (next != SL_BACKLOG_NEVER)
+                sl_task_wake_at(t, SL_MAX(1, next));
+}
+
+static void throttle_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
+        throttle_state_t *st = st_of(t);
+        sl_backlog_stats_t s;
+        uint64_t parked_before;
+        int r;
+
+        if (!st->fetching)
+                return;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                sl_backlog_stats(st->bl, &s);
+                if (!s.parked)
+                        fetch_stop(t);
+                return;
+        }
+        if (m->err) {
+                log_bad(t, rd_kafka_message_errstr(m), m->offset);
+                return;
+        }
+        st->fetch_pos = m->offset + 1;
+        st->fetch_progress_ms = sl_now_ms();
+        sl_counter_inc(st->tp->m_overflow_reads);
+        if (!m->key || !m->payload || m->len > UINT32_MAX)
+                return;
+        sl_backlog_stats(st->bl, &s);
+        parked_before = s.parked;
+        r = sl_backlog_fill(st->bl, m->key, m->key_len, m->offset, m->payload,
+                            (uint32_t)m->len);
+        if (r == -1) {
+                /* Not the record appended there: drop a head waiting for
+                 * it, or the key would wait forever. */
+                sl_bkey_t *k = sl_backlog_find(st->bl, m->key, m->key_len);
+                const sl_bentry_t *e = k ? sl_bkey_entry(k, 0) : NULL;
+                log_bad(t, "overflow record differs from the one appended",
+                        m->offset);
+                if (e && sl_bkey_parked(k) && e->offset == m->offset) {
+                        sl_backlog_item_t it;
+                        sl_backlog_drop_head(st->bl, k, &it);
+                        sl_task_wake_at(t, sl_now_ms());
+                }
+                return;
+        }
+        sl_backlog_stats(st->bl, &s);
+        if (s.parked < parked_before)
+                sl_task_wake_at(t, sl_now_ms());
+        if (r == 1)
+                st->prefetch_idle = 0;
+        else
+                st->prefetch_idle++;
+        if (!s.parked && st->prefetch_idle >= SL_THROTTLE_PREFETCH_IDLE)
+                fetch_stop(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Commit.                                                             */
+
+static void write_checkpoint(sl_task_t *t, int64_t now) {
+        throttle_state_t *st = st_of(t);
+        Sluice__V1__ThrottleCheckpoint c =
+            SLUICE__V1__THROTTLE_CHECKPOINT__INIT;
+        uint8_t buf[64];
+        size_t len;
+        int64_t ck = sl_backlog_checkpoint(st->bl);
+
+        if (ck == st->ckpt_written)
+                return;
+        c.from_offset = ck;
+        c.updated_ms = now;
+        len = sluice__v1__throttle_checkpoint__pack(&c, buf);
+        sl_task_changelog(t, CKPT_KEY, CKPT_KEY_LEN, buf, len);
+        st->ckpt_written = ck;
+}
+
+static void write_key_cb(sl_bkey_t *k, void *opaque) {
+        sl_task_t *t = opaque;
+        Sluice__V1__ThrottleKey r = SLUICE__V1__THROTTLE_KEY__INIT;
+        const sl_tbucket_t *b = sl_bkey_bucket(k);
+        const void *key;
+        size_t keylen, nlen, len;
+        char nbuf[256], *name;
+        uint8_t val[64];
+
+        key = sl_bkey_key(k, &keylen);
+        r.drained_to = sl_bkey_drained_to(k);
+        r.tokens = b->tokens;
+        r.updated_ms = b->updated_ms;
+        len = sluice__v1__throttle_key__pack(&r, val);
+        name = key_record_name(key, keylen, nbuf, sizeof(nbuf), &nlen);
+        sl_task_changelog(t, name, nlen, val, len);
+        if (name != nbuf)
+                free(name);
+        *sl_bkey_opflags(k) |= OPF_HAS_RECORD;
+}
+
+typedef struct sweep_ctx_s {
+        sl_task_t *t;
+        size_t tombstones;
+} sweep_ctx_t;
+
+static void sweep_cb(const sl_bkey_t *k, void *opaque) {
+        sweep_ctx_t *c = opaque;
+        const void *key;
+        size_t keylen, nlen;
+        char nbuf[256], *name;
+
+        if (!(sl_bkey_get_opflags(k) & OPF_HAS_RECORD))
+                return;
+        key = sl_bkey_key(k, &keylen);
+        name = key_record_name(key, keylen, nbuf, sizeof(nbuf), &nlen);
+        sl_task_changelog(c->t, name, nlen, NULL, 0);
+        if (name != nbuf)
+                free(name);
+        c->tombstones++;
+}
+
+/* Drops idle keys; their tombstones go out with a checkpoint at least as
+ * new as the one the sweep relied on. */
+static void sweep(sl_task_t *t, int64_t now) {
+        throttle_state_t *st = st_of(t);
+        sweep_ctx_t c = {t, 0};
+        sl_backlog_sweep(st->bl, now, SL_THROTTLE_SWEEP_MAX, sweep_cb, &c);
+        if (c.tombstones)
+                write_checkpoint(t, now);
+        st->maint_ms = now;
+}
+
+static void throttle_precommit(sl_task_t *t) {
+        throttle_state_t *st = st_of(t);
+        int64_t now = sl_now_ms();
+        sl_backlog_stats_t s;
+
+        sl_backlog_stats(st->bl, &s);
+        if (s.awaiting)
+                sl_log(LOG_ERR, "THROTTLE",
+                       "%s [%d]: %" PRIu64 " overflow appends without a "
+                       "delivery report at commit",
+                       t->pl->conf->name, t->partition, s.awaiting);
+        write_checkpoint(t, now);
+        sl_backlog_flush_dirty(st->bl, write_key_cb, t);
+        sweep(t, now);
+        throttle_update_gauges(t);
+}
+
+/* The idle sweep while nothing commits (keys that went quiet keep their
+ * changelog records until swept). */
+static void throttle_maintain(sl_task_t *t, int64_t now) {
+        sweep(t, now);
+}
+
+static void throttle_delivered(sl_task_t *t, const rd_kafka_message_t *m) {
+        throttle_state_t *st = st_of(t);
+        if (sl_backlog_acked(st->bl, m->offset) == -1)
+                sl_log(LOG_ERR, "THROTTLE",
+                       "%s [%d]: overflow delivery report at %" PRId64
+                       " matches no append",
+                       t->pl->conf->name, t->partition, m->offset);
+}
+
+/* ------------------------------------------------------------------ */
+/* Rates table.                                                        */
+
+static const char *throttle_table_topic(const sl_pipeline_t *pl) {
+        return pl->conf->rates;
+}
+
+static void throttle_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
+        throttle_pipeline_t *tp = pl->op_data;
+        uint64_t gen = sl_rates_generation(tp->rates);
+        char err[256];
+
+        if (m->err)
+                return;
+        if (sl_rates_apply(tp->rates, m->key, m->key_len, m->payload, m->len,
+                           err, sizeof(err)) == -1) {
+                sl_counter_inc(tp->m_rates_rejected);
+                sl_log(LOG_WARNING, "RATES",
+                       "%s: %s [%d] @%" PRId64 ": key '%.*s': %s; ignored",
+                       pl->conf->name, pl->conf->rates, (int)m->partition,
+                       m->offset, (int)SL_MIN(m->key_len, 64),
+                       m->key ? (const char *)m->key : "", err);
+                return;
+        }
+        sl_counter_inc(tp->m_rates_applied);
+        sl_log(pl->table_ready ? LOG_INFO : LOG_DEBUG, "RATES",
+               "%s: key '%.*s': %s%.*s", pl->conf->name,
+               (int)SL_MIN(m->key_len, 64), (const char *)m->key,
+               m->payload ? "" : "back to the default",
+               m->payload ? (int)SL_MIN(m->len, 64) : 0,
+               m->payload ? (const char *)m->payload : "");
+        if (sl_rates_generation(tp->rates) == gen)
+                return;
+        /* Decisions at the new rate start now, not at the old wake-up. */
+        for (int p = 0; p < pl->partition_cnt; p++)
+                if (pl->tasks && pl->tasks[p] &&
+                    pl->tasks[p]->state == SL_TASK_RUNNING)
+                        sl_task_wake_at(pl->tasks[p], sl_now_ms());
+}
+
+const sl_op_t sl_op_throttle = {
+    .name = "throttle",
+    .pipeline_init = throttle_pipeline_init,
+    .pipeline_destroy = throttle_pipeline_destroy,
+    .state_new = throttle_state_new,
+    .state_destroy = throttle_state_destroy,
+    .restore = throttle_restore,
+    .restored = throttle_restored,
+    .input = throttle_input,
+    .wake = throttle_wake,
+    .rebuild_source = throttle_rebuild_source,
+    .restore_source = throttle_restore_source,
+    .delivered = throttle_delivered,
+    .precommit = throttle_precommit,
+    .fetched = throttle_fetched,
+    .table_topic = throttle_table_topic,
+    .table = throttle_table,
+};
