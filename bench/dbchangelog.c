@@ -1,8 +1,9 @@
 /*
  * dbchangelog.c — writes a debounce changelog for rebuild benchmarks:
  * COUNT records spread over the topic's partitions (record i to partition
- * i mod P), of which --tombstones percent are tombstones and the rest
- * sluice.v1.DebounceItem values, as op_debounce.c writes them:
+ * i mod P, i counted from --first), of which --tombstones percent are
+ * tombstones and the rest sluice.v1.DebounceItem values, as op_debounce.c
+ * writes them:
  *
  *   key    "g<i mod GROUPS>" 0x00 "i<i>"
  *   value  DebounceItem{payload: --size bytes, first_seen_ms, last_update_ms,
@@ -28,6 +29,8 @@ static void usage(FILE *fp) {
                 "usage: %s -b BOOTSTRAP -t TOPIC -n COUNT [options]\n"
                 "  --tombstones PCT   percent of tombstones (default 90)\n"
                 "  --groups G         group keys g0..g(G-1) (default 10000)\n"
+                "  --first I          number the records from I (default 0):\n"
+                "                     a later run with fresh keys\n"
                 "  -s, --size B       payload bytes of live items (default "
                 "100)\n"
                 "  -X key=value       librdkafka property\n"
@@ -56,11 +59,12 @@ int main(int argc, char **argv) {
             {"size", required_argument, NULL, 's'},
             {"tombstones", required_argument, NULL, 'D'},
             {"groups", required_argument, NULL, 'g'},
+            {"first", required_argument, NULL, 'f'},
             {"timeout", required_argument, NULL, 'T'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         const char *bootstrap = NULL, *topic = NULL;
-        int64_t count = -1, size = 100, dead = 90, groups = 10000;
+        int64_t count = -1, size = 100, dead = 90, groups = 10000, first = 0;
         int64_t timeout_s = 300, live = 0, t0, deadline;
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         rd_kafka_t *rk;
@@ -92,6 +96,10 @@ int main(int argc, char **argv) {
                 case 'g':
                         groups = bench_parse_int(prog, "--groups", optarg, 1,
                                                  INT64_MAX);
+                        break;
+                case 'f':
+                        first = bench_parse_int(prog, "--first", optarg, 0,
+                                                INT64_MAX / 2);
                         break;
                 case 'T':
                         timeout_s = bench_parse_int(prog, "--timeout", optarg,
@@ -129,7 +137,7 @@ int main(int argc, char **argv) {
         memset(payload, 'p', (size_t)size);
         packed = sl_malloc((size_t)size + 128);
         t0 = sl_mono_us();
-        for (int64_t i = 0; i < count; i++) {
+        for (int64_t i = first; i < first + count; i++) {
                 Sluice__V1__DebounceItem it = SLUICE__V1__DEBOUNCE_ITEM__INIT;
                 int klen = snprintf(key, sizeof(key), "g%" PRId64 "%ci%" PRId64,
                                     i % groups, '\0', i);

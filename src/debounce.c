@@ -371,6 +371,50 @@ int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
         return 1;
 }
 
+/* opened_ms and bytes of a batch from its items. */
+static void batch_sums(sl_debounce_batch_t *b) {
+        b->opened_ms = INT64_MAX;
+        b->bytes = 0;
+        for (size_t i = 0; i < b->cnt; i++) {
+                if (b->items[i].first_seen_ms < b->opened_ms)
+                        b->opened_ms = b->items[i].first_seen_ms;
+                b->bytes += b->items[i].payload_len;
+        }
+}
+
+int sl_debounce_batch_split(const sl_debounce_t *d, sl_debounce_batch_t *b,
+                            sl_debounce_batch_t **out) {
+        sl_debounce_batch_t *c;
+        size_t keep;
+
+        sl_assert(d && b && out);
+        *out = NULL;
+        if (b->cnt < 2)
+                return -1;
+        keep = b->cnt / 2;
+        c = sl_calloc(1, sizeof(*c));
+        c->keylen = b->keylen;
+        c->key = sl_malloc(b->keylen + 1);
+        memcpy(c->key, b->key, b->keylen + 1);
+        c->reason = b->reason;
+        c->due_ms = b->due_ms;
+        c->flushed_ms = b->flushed_ms;
+        c->cnt = b->cnt - keep;
+        c->priv = sl_calloc(c->cnt, sizeof(*c->priv));
+        c->items = sl_calloc(c->cnt, sizeof(*c->items));
+        memcpy(c->priv, b->priv + keep, c->cnt * sizeof(*c->priv));
+        memcpy(c->items, b->items + keep, c->cnt * sizeof(*c->items));
+        b->cnt = keep;
+        batch_sums(b);
+        batch_sums(c);
+        sl_debounce_batch_id(d->salt, b->key, b->keylen, b->items, b->cnt,
+                             b->id);
+        sl_debounce_batch_id(d->salt, c->key, c->keylen, c->items, c->cnt,
+                             c->id);
+        *out = c;
+        return 0;
+}
+
 void sl_debounce_batch_free(sl_debounce_batch_t *b) {
         if (!b)
                 return;

@@ -147,6 +147,14 @@ int64_t sl_debounce_next_due(const sl_debounce_t *d);
 int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
                      int64_t now_ms, sl_debounce_batch_t **out);
 
+/* Splits batch b in two for an output that refused it as too large: the
+ * first half of its items (rounded down, at least one) stay in b, the rest
+ * move to a new batch in *out, with the same group, reason and times; both
+ * get the batch id of their own items.  Returns 0, or -1 (nothing changed)
+ * when b holds fewer than 2 items. */
+int sl_debounce_batch_split(const sl_debounce_t *d, sl_debounce_batch_t *b,
+                            sl_debounce_batch_t **out);
+
 /* Frees a batch.  NULL is a no-op. */
 void sl_debounce_batch_free(sl_debounce_batch_t *b);
 

@@ -44,8 +44,10 @@
  * [{"id","payload","first_seen","last_update"}]}, times in epoch ms, a
  * payload that is valid JSON embedded as JSON, else as a string, base64
  * with "payload_encoding":"base64" when it is not UTF-8) or protobuf
- * (sluice.v1.Batch).  A batch the output refuses goes to the DLQ with
- * reason output-refused.  Since the batch and its items' tombstones commit
+ * (sluice.v1.Batch).  A batch too large for the producer is split in
+ * halves (each its own batch and id) until it fits; a batch the output
+ * refuses otherwise, or a single item still too large, goes to the DLQ
+ * with reason output-refused.  Since the batch and its items' tombstones commit
  * in one transaction, a batch replayed after a crash was never visible
  * before; batch_id (a hash of the group, the item ids and their seqs) names
  * the same items the same way whenever they are flushed together.
@@ -425,6 +427,21 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
         rd_kafka_header_add(hdrs, "sluice-due", -1, due, -1);
         r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, b->key,
                             b->keylen, value, len, hdrs);
+        if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && b->cnt > 1) {
+                /* Too large for the producer: two halves, each a batch
+                 * with its own id (the same halves after a replay). */
+                sl_debounce_batch_t *rest;
+                free(value);
+                sl_debounce_batch_split(st->win, b, &rest);
+                sl_log(LOG_NOTICE, "DEBOUNCE",
+                       "%s [%d]: batch of %zu bytes too large for %s: split "
+                       "into %zu + %zu items",
+                       pc->name, t->partition, len, pc->output, b->cnt,
+                       rest->cnt);
+                debounce_emit(t, b, now);
+                debounce_emit(t, rest, now);
+                return;
+        }
         if (r < 0)
                 debounce_batch_dlq(t, b, value, len,
                                    rd_kafka_err2str((rd_kafka_resp_err_t)-r));
@@ -444,7 +461,6 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
                              (double)SL_MAX(0, now - b->due_ms) / 1000.0);
         sl_histogram_observe(dp->m_batch_items, (double)b->cnt);
         sl_debounce_batch_free(b);
-        sl_task_commit_soon(t);
 }
 
 /* Flushes group key while it is due (it is full, or its deadline passed). */
@@ -497,6 +513,12 @@ static void debounce_wake(sl_task_t *t, int64_t now) {
                         st->catchup_tokens -= (double)b->cnt;
                 debounce_emit(t, b, now);
         }
+        /* Deadlines passed: lateness is the commit, not the commit
+         * interval.  (Batches cut by max_items or max_bytes in the input
+         * path wait for the regular commit: asking for a commit after each
+         * of them would turn a backlog into thousands of transactions.) */
+        if (flushed)
+                sl_task_commit_soon(t);
         debounce_update_gauges(t, now, 0);
         if (limited) {
                 /* More is due: come back when the budget allows. */

@@ -390,6 +390,50 @@ static void test_batch_id(void **state) {
         assert_string_equal(ids[4], ids[5]);
 }
 
+/* A batch the output refuses as too large splits in two halves, each with
+ * the id of its own items. */
+static void test_split(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
+        sl_debounce_batch_t *b, *c, *one, *none;
+        char id[SL_DEBOUNCE_ID_LEN + 1];
+        static const char *const first[] = {"a", "b"};
+        static const char *const second[] = {"c", "d", "e"};
+
+        up(d, "g", "a", "1", T0 + 5, 1);
+        up(d, "g", "b", "22", T0 + 1, 2);
+        up(d, "g", "c", "333", T0 + 2, 3);
+        up(d, "g", "d", "4444", T0 + 3, 4);
+        up(d, "g", "e", "55555", T0 + 4, 5);
+        b = take(d, NULL, T0 + 9000);
+        assert_int_equal(sl_debounce_batch_split(d, b, &c), 0);
+        expect_ids(b, first, 2);
+        expect_ids(c, second, 3);
+        assert_int_equal(b->bytes, 3);
+        assert_int_equal(c->bytes, 12);
+        assert_int_equal(b->opened_ms, T0 + 1);
+        assert_int_equal(c->opened_ms, T0 + 2);
+        assert_int_equal(c->reason, b->reason);
+        assert_int_equal(c->flushed_ms, T0 + 9000);
+        assert_memory_equal(c->key, "g", 2);
+        sl_debounce_batch_id("pl", "g", 1, b->items, b->cnt, id);
+        assert_string_equal(b->id, id);
+        sl_debounce_batch_id("pl", "g", 1, c->items, c->cnt, id);
+        assert_string_equal(c->id, id);
+        assert_string_not_equal(b->id, c->id);
+        /* Down to one item: no further split. */
+        assert_int_equal(sl_debounce_batch_split(d, b, &one), 0);
+        assert_int_equal(b->cnt, 1);
+        assert_int_equal(one->cnt, 1);
+        assert_int_equal(sl_debounce_batch_split(d, b, &none), -1);
+        assert_null(none);
+        assert_int_equal(b->cnt, 1);
+        sl_debounce_batch_free(one);
+        sl_debounce_batch_free(b);
+        sl_debounce_batch_free(c);
+        sl_debounce_destroy(d);
+}
+
 /* Rebuild from the item records gives the same deadlines and batch. */
 static void test_restore_same_state(void **state) {
         (void)state;
@@ -637,6 +681,7 @@ int main(void) {
             cmocka_unit_test(test_remove),
             cmocka_unit_test(test_groups_order),
             cmocka_unit_test(test_batch_id),
+            cmocka_unit_test(test_split),
             cmocka_unit_test(test_restore_same_state),
             cmocka_unit_test(test_foreach),
             cmocka_unit_test(test_json),
