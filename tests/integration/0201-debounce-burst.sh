@@ -109,8 +109,10 @@ for key, n, pfx in (("WH-42", 100, "A"), ("WH-7", 5, "B")):
     visible_after = b["_ts"] - last_ts[key]
     if not 2000 <= idle_after <= 2300:
         errors.append(f"{key}: flushed {idle_after} ms after its last update, want 2000..2300")
-    if not 2000 <= visible_after <= 4000:
-        errors.append(f"{key}: batch record {visible_after} ms after the last order, want ~2000")
+    # The record's timestamp also holds the commit; on a fresh broker the
+    # first offset commit creates __consumer_offsets (a second or two).
+    if not 2000 <= visible_after <= 8000:
+        errors.append(f"{key}: batch record {visible_after} ms after the last order, want 2000..8000")
     print(f"# {key}: {len(ids)} items in one batch, flushed {idle_after} ms after the last update, "
           f"record {visible_after} ms after the last order")
 
