@@ -29,6 +29,7 @@ say "Topics: sluice topics apply -c $conf"
 ./sluice topics apply -c "$conf" || true
 ./sluice topics create -c "$conf" demo.reminders.out --partitions 2
 ./sluice topics create -c "$conf" demo.transfers.out --partitions 2
+./sluice topics create -c "$conf" demo.notify.out --partitions 2
 ./sluice topics check -c "$conf"
 
 say "sluice run -c $conf   (log: $log)"
@@ -126,3 +127,22 @@ for line in sys.stdin:
     if len(items) > 3:
         print("    ... %d more" % (len(items) - 3))'
 curl -s http://127.0.0.1:9464/metrics | grep -E '^sluice_debounce_(batches_total|items_(added|replaced|removed)_total)' | sed 's/^/  /'
+
+say "Throttle: customer C-1 limited to 2/s (kcat on notify.rates), 10 notifications at once, C-2 at the default 100/s"
+echo 'C-1:2/s burst=2' | kcat -P -b $b -t notify.rates -K:
+sleep 0.5
+notify_ms=$(date +%s%3N)
+seq -f 'C-1:{"notify":"C-1","n":%g}' 1 10 | kcat -P -b $b -t demo.notify.in -K:
+seq -f 'C-2:{"notify":"C-2","n":%g}' 1 5 | kcat -P -b $b -t demo.notify.in -K:
+for _ in $(seq 1 150); do
+    n=$(kcat -C -b $b -t demo.notify.out -o "s@$notify_ms" -e -q -X isolation.level=read_committed -f 'x\n' | wc -l)
+    [ "$n" -ge 15 ] && break
+    sleep 0.1
+done
+
+say "What came out on demo.notify.out (read_committed), ms after sending: C-1 at 2/s after a burst of 2, C-2 at once"
+kcat -C -b $b -t demo.notify.out -o "s@$notify_ms" -e -q -X isolation.level=read_committed \
+    -f '%T %k %s\n' | sort -n | while read -r ts rest; do
+    printf '  +%5d ms  %s\n' $((ts - notify_ms)) "$rest"
+done
+curl -s http://127.0.0.1:9464/metrics | grep -E '^sluice_throttle_(forwarded|drained|appended|expired)_total|^sluice_throttle_backlog_messages' | grep notify | sed 's/^/  /'
