@@ -117,6 +117,7 @@ typedef struct throttle_pipeline_s {
         sl_gauge_t *m_backlog;
         sl_gauge_t *m_backlog_bytes;
         sl_gauge_t *m_keys;
+        sl_gauge_t *m_index_bytes;
         sl_gauge_t *m_cache_bytes;
 } throttle_pipeline_t;
 
@@ -132,7 +133,7 @@ typedef struct throttle_state_s {
         int64_t maint_ms;       /* last idle sweep */
         int64_t bad_logged_ms;
         /* This partition's share of the pipeline's gauges. */
-        uint64_t msgs_counted, bytes_counted, keys_counted;
+        uint64_t msgs_counted, bytes_counted, keys_counted, index_counted;
 } throttle_state_t;
 
 static throttle_pipeline_t *tp_of(const sl_task_t *t) {
@@ -161,6 +162,9 @@ static void throttle_update_gauges(sl_task_t *t) {
         st->msgs_counted = s.messages;
         st->bytes_counted = s.bytes;
         st->keys_counted = s.keys;
+        sl_gauge_add(tp->m_index_bytes,
+                     (double)s.index_bytes - (double)st->index_counted);
+        st->index_counted = s.index_bytes;
         sl_bcache_stats(tp->cache, &cs);
         sl_gauge_set(tp->m_cache_bytes, (double)cs.bytes);
 }
@@ -337,6 +341,11 @@ static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
         tp->m_keys = sl_metrics_gauge(m, "sluice_throttle_keys",
                                       "Keys with state in memory.", "pipeline",
                                       name, NULL);
+        tp->m_index_bytes = sl_metrics_gauge(
+            m, "sluice_throttle_index_bytes",
+            "Memory of the per-message backlog index (SPEC: <= 32 B per "
+            "buffered message).",
+            "pipeline", name, NULL);
         tp->m_cache_bytes = sl_metrics_gauge(
             m, "sluice_throttle_cache_bytes",
             "Bytes charged to the payload cache (budget: payload_cache).",
@@ -371,6 +380,7 @@ static void throttle_state_destroy(void *state) {
         sl_gauge_add(st->tp->m_backlog, -(double)st->msgs_counted);
         sl_gauge_add(st->tp->m_backlog_bytes, -(double)st->bytes_counted);
         sl_gauge_add(st->tp->m_keys, -(double)st->keys_counted);
+        sl_gauge_add(st->tp->m_index_bytes, -(double)st->index_counted);
         sl_backlog_destroy(st->bl);
         free(st);
 }
