@@ -999,6 +999,34 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
         return 0;
 }
 
+/* The producer learns each topic it will write to now, not at the first
+ * record (which would wait for the next metadata refresh): the handles are
+ * kept for the process's lifetime so librdkafka keeps the topics known. */
+static void app_warm_topics(sl_app_t *app) {
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *pc = app->pipelines[i].conf;
+                const char *names[] = {pc->changelog, pc->dlq, pc->output,
+                                       pc->overflow};
+                for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
+                        const struct rd_kafka_metadata *md;
+                        rd_kafka_topic_t *rkt;
+                        if (!names[j])
+                                continue;
+                        rkt = rd_kafka_topic_new(app->producer, names[j], NULL);
+                        if (!rkt)
+                                continue;
+                        if (rd_kafka_metadata(app->producer, 0, rkt, &md,
+                                              5000) ==
+                            RD_KAFKA_RESP_ERR_NO_ERROR)
+                                rd_kafka_metadata_destroy(md);
+                        app->warm = sl_realloc(app->warm,
+                                               sizeof(*app->warm) *
+                                                   (size_t)(app->warm_cnt + 1));
+                        app->warm[app->warm_cnt++] = rkt;
+                }
+        }
+}
+
 static int app_subscribe(sl_app_t *app, char *errstr, size_t errstr_size) {
         rd_kafka_topic_partition_list_t *topics =
             rd_kafka_topic_partition_list_new(app->pipeline_cnt);
@@ -1104,6 +1132,9 @@ static void app_destroy(sl_app_t *app) {
                 rd_kafka_consumer_close(app->reader);
                 rd_kafka_destroy(app->reader);
         }
+        for (int i = 0; i < app->warm_cnt; i++)
+                rd_kafka_topic_destroy(app->warm[i]);
+        free(app->warm);
         if (app->producer)
                 rd_kafka_destroy(app->producer);
         sl_http_stop(app->http);
@@ -1175,6 +1206,7 @@ static int app_run(sl_conf_t *conf) {
                 sl_log(LOG_ERR, "INIT", "%s", errstr);
                 goto out;
         }
+        app_warm_topics(app);
         if (app_subscribe(app, errstr, sizeof(errstr)) == -1) {
                 sl_log(LOG_ERR, "INIT", "%s", errstr);
                 goto out;

@@ -86,6 +86,8 @@ struct sl_app_s {
         uv_timer_t stats_timer;
 
         sl_topic_cache_t *topics; /* metadata cache for operator targets */
+        rd_kafka_topic_t **warm;  /* producer handles of pipeline topics */
+        int warm_cnt;
         sl_refused_t refused[SL_REFUSED_MAX];
         int refused_next;
         uint32_t epoch_counter; /* task epochs (task.h) */
