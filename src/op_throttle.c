@@ -114,6 +114,8 @@ typedef struct throttle_pipeline_s {
         sl_counter_t *m_rates_applied;
         sl_counter_t *m_restore_bad;
         sl_counter_t *m_dlq_expired;
+        sl_counter_t *m_dlq_refused;
+        sl_counter_t *m_lost;
         sl_gauge_t *m_backlog;
         sl_gauge_t *m_backlog_bytes;
         sl_gauge_t *m_keys;
@@ -331,6 +333,15 @@ static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
             m, "sluice_records_dlq_total",
             "Records sent to the DLQ (or dropped without one), by reason.",
             "pipeline", name, "reason", "expired", NULL);
+        tp->m_dlq_refused = sl_metrics_counter(
+            m, "sluice_records_dlq_total",
+            "Records sent to the DLQ (or dropped without one), by reason.",
+            "pipeline", name, "reason", "output-refused", NULL);
+        tp->m_lost = sl_metrics_counter(
+            m, "sluice_throttle_lost_total",
+            "Backlog messages whose overflow record was gone when re-read "
+            "(deleted by retention): dropped, never sent.",
+            "pipeline", name, NULL);
         tp->m_backlog = sl_metrics_gauge(
             m, "sluice_throttle_backlog_messages",
             "Messages buffered in the overflow topic.", "pipeline", name, NULL);
@@ -699,27 +710,37 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
 /* ------------------------------------------------------------------ */
 /* Draining.                                                           */
 
-/* Sends a backlog item whose deadline passed to the DLQ (or drops it). */
-static void drain_expired(sl_task_t *t, const sl_backlog_item_t *it,
-                          const Sluice__V1__OverflowRecord *rec) {
+/* Sends a backlog item to the DLQ (or drops it without one), like
+ * sl_task_dlq() does for a live record: the original key, value and
+ * headers, the reason and the source coordinates from the OverflowRecord.
+ * m_reason is the pipeline's sluice_records_dlq_total{reason} series. */
+static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
+                      const Sluice__V1__OverflowRecord *rec, const char *reason,
+                      const char *detail, sl_counter_t *m_reason) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        throttle_pipeline_t *tp = tp_of(t);
         rd_kafka_headers_t *h;
         const void *key;
         size_t keylen;
         char buf[64];
         int r;
 
-        sl_counter_inc(tp->m_expired);
-        sl_counter_inc(tp->m_dlq_expired);
-        if (!pc->dlq)
+        sl_counter_inc(m_reason);
+        if (!pc->dlq) {
+                /* Expiry without a DLQ is the configured behaviour (counted,
+                 * not logged per record); anything else is worth a line. */
+                if (strcmp(reason, "expired"))
+                        sl_log(
+                            LOG_WARNING, "DLQ",
+                            "%s [%d]: backlog record of source offset %" PRId64
+                            " (%s: %s) dropped: no DLQ",
+                            pc->name, t->partition, rec->source_offset, reason,
+                            detail);
                 return;
+        }
         key = sl_bkey_key(it->key, &keylen);
         h = overflow_headers(rec, 6);
-        rd_kafka_header_add(h, "sluice-error", -1, "expired", -1);
-        snprintf(buf, sizeof(buf), "deadline %" PRId64 " passed in the backlog",
-                 it->deadline_ms);
-        rd_kafka_header_add(h, "sluice-error-detail", -1, buf, -1);
+        rd_kafka_header_add(h, "sluice-error", -1, reason, -1);
+        rd_kafka_header_add(h, "sluice-error-detail", -1, detail, -1);
         rd_kafka_header_add(h, "sluice-source-topic", -1, pc->input, -1);
         snprintf(buf, sizeof(buf), "%" PRId32, t->partition);
         rd_kafka_header_add(h, "sluice-source-partition", -1, buf, -1);
@@ -730,13 +751,26 @@ static void drain_expired(sl_task_t *t, const sl_backlog_item_t *it,
                             rec->payload.len, h);
         if (r < 0)
                 sl_log(LOG_ERR, "DLQ",
-                       "%s [%d]: DLQ %s refused an expired record (%s); "
-                       "dropped",
-                       pc->name, t->partition, pc->dlq,
+                       "%s [%d]: DLQ %s refused a backlog record (%s: %s): "
+                       "%s; dropped",
+                       pc->name, t->partition, pc->dlq, reason, detail,
                        rd_kafka_err2str((rd_kafka_resp_err_t)-r));
 }
 
-/* Sends a due backlog item to the output. */
+/* Sends a backlog item whose deadline passed to the DLQ (or drops it). */
+static void drain_expired(sl_task_t *t, const sl_backlog_item_t *it,
+                          const Sluice__V1__OverflowRecord *rec) {
+        throttle_pipeline_t *tp = tp_of(t);
+        char detail[64];
+
+        sl_counter_inc(tp->m_expired);
+        snprintf(detail, sizeof(detail),
+                 "deadline %" PRId64 " passed in the backlog", it->deadline_ms);
+        drain_dlq(t, it, rec, "expired", detail, tp->m_dlq_expired);
+}
+
+/* Sends a due backlog item to the output; one the output refuses goes to
+ * the DLQ (reason output-refused), as a live one does. */
 static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
                        const Sluice__V1__OverflowRecord *rec) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
@@ -750,11 +784,9 @@ static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
                             rec->null_payload ? NULL : rec->payload.data,
                             rec->payload.len, overflow_headers(rec, 0));
         if (r < 0) {
-                sl_log(LOG_WARNING, "THROTTLE",
-                       "%s [%d]: output refused a backlog record (%s); "
-                       "dropped",
-                       pc->name, t->partition,
-                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                drain_dlq(t, it, rec, "output-refused",
+                          rd_kafka_err2str((rd_kafka_resp_err_t)-r),
+                          tp->m_dlq_refused);
                 return;
         }
         sl_counter_inc(tp->m_out);
