@@ -8,19 +8,30 @@
  * heap used as a key → record map, ordered by due time for delay).  For
  * debounce the folded items then go through the operator's own window logic
  * (debounce.c), so the deadlines shown are the ones a rebuild would arm.
+ *
+ * For throttle the rates topic is read whole into a rates table, the
+ * changelog gives each partition's checkpoint and each key's ThrottleKey
+ * record, and the overflow partition is read from the checkpoint to its
+ * end into a backlog (backlog.c, no payload cache) exactly as a rebuild
+ * does; each key's row shows its rate, its bucket as of its last record,
+ * its backlog and the age of its oldest buffered message.
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "backlog.h"
 #include "cli.h"
 #include "config.h"
 #include "debounce.h"
 #include "kafka.h"
 #include "log.h"
+#include "parse.h"
+#include "rates.h"
 #include "sluice.pb-c.h"
 #include "timerheap.h"
 #include "util.h"
@@ -40,7 +51,14 @@ static void usage(FILE *out) {
                 "item counts and ages.  --key shows one id (delay) or one "
                 "group and\n"
                 "its items (debounce) only; --limit caps the rows (default "
-                "50).\n");
+                "50).\n"
+                "For throttle, it also reads the rates topic and the "
+                "overflow partitions\n"
+                "from their checkpoints, and lists the keys with a backlog, "
+                "largest first:\n"
+                "rate, tokens as of the key's last changelog record, backlog "
+                "length and\n"
+                "bytes, age of the oldest buffered message.\n");
 }
 
 static void fmt_time(int64_t ms, char *buf, size_t size) {
@@ -52,9 +70,13 @@ static void fmt_time(int64_t ms, char *buf, size_t size) {
                  (int)(ms % 1000));
 }
 
-/* Reads every partition of topic into maps[p] (key → last value). */
-static int read_changelog(sl_conf_t *conf, const char *topic, int parts,
-                          sl_timerheap_t **maps, int64_t *records) {
+/* Reads every partition p of topic from from[p] (NULL: from the
+ * beginning) to its end captured at start (read_committed), passing each
+ * record to cb.  Returns 0, or -1 with a message on stderr. */
+typedef void (*read_cb_t)(int p, const rd_kafka_message_t *m, void *opaque);
+
+static int read_topic(sl_conf_t *conf, const char *topic, int parts,
+                      const int64_t *from, read_cb_t cb, void *opaque) {
         char errstr[512];
         rd_kafka_conf_t *kc = sl_conf_rdkafka(conf, errstr, sizeof(errstr));
         rd_kafka_t *rk;
@@ -74,6 +96,8 @@ static int read_changelog(sl_conf_t *conf, const char *topic, int parts,
                               sizeof(errstr)) ||
             sl_kafka_conf_set(kc, "isolation.level", "read_committed", errstr,
                               sizeof(errstr)) ||
+            sl_kafka_conf_set(kc, "auto.offset.reset", "earliest", errstr,
+                              sizeof(errstr)) ||
             sl_kafka_conf_set(kc, "enable.partition.eof", "true", errstr,
                               sizeof(errstr))) {
                 fprintf(stderr, "sluice inspect: %s\n", errstr);
@@ -90,7 +114,7 @@ static int read_changelog(sl_conf_t *conf, const char *topic, int parts,
         end = sl_calloc((size_t)parts, sizeof(*end));
         l = rd_kafka_topic_partition_list_new(parts);
         for (int p = 0; p < parts; p++) {
-                int64_t lo = 0, hi = 0;
+                int64_t lo = 0, hi = 0, start;
                 rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
                     rk, topic, p, &lo, &hi, 10000);
                 if (err) {
@@ -98,14 +122,15 @@ static int read_changelog(sl_conf_t *conf, const char *topic, int parts,
                                 p, rd_kafka_err2str(err));
                         goto fail;
                 }
+                start = from ? SL_MAX(from[p], lo) : lo;
                 end[p] = hi;
-                if (hi <= lo) {
+                if (hi <= start) {
                         end[p] = -1; /* nothing to read */
                         done++;
                         continue;
                 }
                 rd_kafka_topic_partition_list_add(l, topic, p)->offset =
-                    RD_KAFKA_OFFSET_BEGINNING;
+                    from ? start : RD_KAFKA_OFFSET_BEGINNING;
         }
         rd_kafka_assign(rk, l);
         while (done < parts) {
@@ -129,20 +154,13 @@ static int read_changelog(sl_conf_t *conf, const char *topic, int parts,
                                         end[p] = -1;
                                         done++;
                                 }
-                        } else if (!m->err && m->key) {
-                                (*records)++;
-                                if (m->payload)
-                                        sl_timerheap_upsert(
-                                            maps[p], m->key, m->key_len, 0,
-                                            m->offset, m->payload, m->len);
-                                else
-                                        sl_timerheap_remove(maps[p], m->key,
-                                                            m->key_len);
+                        } else if (!m->err) {
+                                cb(p, m, opaque);
                                 if (m->offset + 1 >= end[p]) {
                                         end[p] = -1;
                                         done++;
                                 }
-                        } else if (m->err) {
+                        } else {
                                 fprintf(stderr, "sluice inspect: %s\n",
                                         rd_kafka_message_errstr(m));
                         }
@@ -160,6 +178,31 @@ fail:
         rd_kafka_consumer_close(rk);
         rd_kafka_destroy(rk);
         return -1;
+}
+
+typedef struct fold_ctx_s {
+        sl_timerheap_t **maps;
+        int64_t *records;
+} fold_ctx_t;
+
+/* Folds a changelog record the way a rebuild does. */
+static void fold_changelog(int p, const rd_kafka_message_t *m, void *opaque) {
+        fold_ctx_t *c = opaque;
+        if (!m->key)
+                return;
+        (*c->records)++;
+        if (m->payload)
+                sl_timerheap_upsert(c->maps[p], m->key, m->key_len, 0,
+                                    m->offset, m->payload, m->len);
+        else
+                sl_timerheap_remove(c->maps[p], m->key, m->key_len);
+}
+
+/* Reads every partition of topic into maps[p] (key → last value). */
+static int read_changelog(sl_conf_t *conf, const char *topic, int parts,
+                          sl_timerheap_t **maps, int64_t *records) {
+        fold_ctx_t c = {maps, records};
+        return read_topic(conf, topic, parts, NULL, fold_changelog, &c);
 }
 
 /* delay: re-key the folded records by due time and print them in order. */
@@ -351,6 +394,243 @@ static int inspect_debounce(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
         return key && !found ? SL_EXIT_FAIL : SL_EXIT_OK;
 }
 
+/* throttle: rebuild each partition's backlog the way the operator does. */
+typedef struct throttle_ctx_s {
+        sl_backlog_t **bls;
+        sl_timerheap_t **oldest; /* per partition: key → received_ms */
+        int64_t records, bad;
+        int64_t now;
+} throttle_ctx_t;
+
+static void throttle_rates_cb(int p, const rd_kafka_message_t *m,
+                              void *opaque) {
+        char err[128];
+        (void)p;
+        if (sl_rates_apply(opaque, m->key, m->key_len, m->payload, m->len, err,
+                           sizeof(err)) == -1)
+                fprintf(stderr,
+                        "sluice inspect: rates record @%" PRId64
+                        " ignored: %s\n",
+                        m->offset, err);
+}
+
+static void throttle_overflow_cb(int p, const rd_kafka_message_t *m,
+                                 void *opaque) {
+        throttle_ctx_t *c = opaque;
+        Sluice__V1__OverflowRecord *rec;
+        sl_bkey_t *k;
+        int r;
+
+        c->records++;
+        if (!m->key || !m->payload || m->len > UINT32_MAX ||
+            !(rec = sluice__v1__overflow_record__unpack(NULL, m->len,
+                                                        m->payload))) {
+                c->bad++;
+                return;
+        }
+        r = sl_backlog_rebuild_append(c->bls[p], m->key, m->key_len, m->offset,
+                                      rec->deadline_ms, NULL, (uint32_t)m->len,
+                                      c->now);
+        if (r == 1 && (k = sl_backlog_find(c->bls[p], m->key, m->key_len)) &&
+            sl_bkey_len(k) == 1)
+                sl_timerheap_upsert(c->oldest[p], m->key, m->key_len,
+                                    rec->received_ms, m->offset, NULL, 0);
+        else if (r == -1)
+                c->bad++;
+        sluice__v1__overflow_record__free_unpacked(rec, NULL);
+}
+
+/* A "k/" changelog record restores its key (as the operator does). */
+static void throttle_restore_cb(const sl_timer_t *t, void *opaque) {
+        const char *k = sl_timer_key(t);
+        Sluice__V1__ThrottleKey *r;
+        if (t->keylen < 2 || memcmp(k, "k/", 2))
+                return;
+        r = sluice__v1__throttle_key__unpack(NULL, t->datalen,
+                                             sl_timer_data(t));
+        if (!r)
+                return;
+        sl_backlog_restore_key(opaque, k + 2, t->keylen - 2, r->drained_to,
+                               r->tokens, r->updated_ms);
+        sluice__v1__throttle_key__free_unpacked(r, NULL);
+}
+
+typedef struct throttle_row_s {
+        const sl_bkey_t *k;
+        int partition;
+} throttle_row_t;
+
+typedef struct throttle_rows_s {
+        throttle_row_t *a;
+        size_t n, cap;
+        int partition;
+        uint64_t messages, bytes;
+} throttle_rows_t;
+
+static void throttle_collect(const sl_bkey_t *k, void *opaque) {
+        throttle_rows_t *r = opaque;
+        if (!sl_bkey_len(k))
+                return;
+        r->messages += sl_bkey_len(k);
+        r->bytes += sl_bkey_bytes(k);
+        if (r->n == r->cap) {
+                r->cap = r->cap ? r->cap * 2 : 64;
+                r->a = sl_realloc(r->a, r->cap * sizeof(*r->a));
+        }
+        r->a[r->n].k = k;
+        r->a[r->n].partition = r->partition;
+        r->n++;
+}
+
+static int throttle_row_cmp(const void *a, const void *b) {
+        const throttle_row_t *x = a, *y = b;
+        uint32_t lx = sl_bkey_len(x->k), ly = sl_bkey_len(y->k);
+        if (lx != ly)
+                return lx < ly ? 1 : -1;
+        return x->partition - y->partition;
+}
+
+static void throttle_print_row(int p, const char *key, size_t keylen,
+                               const sl_rate_t *rate, const sl_bkey_t *k,
+                               const sl_timerheap_t *oldest, int64_t now) {
+        char rbuf[64], tbuf[32], age[32], part[16];
+        uint32_t len = k ? sl_bkey_len(k) : 0;
+        const sl_timer_t *o =
+            len ? sl_timerheap_find(oldest, key, keylen) : NULL;
+
+        sl_rate_format(rate, rbuf, sizeof(rbuf));
+        if (k && isfinite(sl_bkey_bucket(k)->tokens))
+                snprintf(tbuf, sizeof(tbuf), "%.2f", sl_bkey_bucket(k)->tokens);
+        else
+                snprintf(tbuf, sizeof(tbuf), "full");
+        if (o)
+                snprintf(age, sizeof(age), "%.1fs",
+                         (double)(now - o->due_ms) / 1000.0);
+        else
+                snprintf(age, sizeof(age), "-");
+        if (p >= 0)
+                snprintf(part, sizeof(part), "%d", p);
+        else
+                snprintf(part, sizeof(part), "-"); /* no state anywhere */
+        printf("%-4s %9" PRIu32 " %11" PRIu64 " %9s  %-22s %8s  %.*s\n", part,
+               len, k ? sl_bkey_bytes(k) : 0, age, rbuf, tbuf, (int)keylen,
+               key);
+}
+
+static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
+                            sl_timerheap_t **maps, int parts, const char *key,
+                            long limit) {
+        throttle_ctx_t c = {0};
+        throttle_rows_t rows = {0};
+        sl_rates_t *rates = sl_rates_new(&pc->default_rate);
+        sl_bcache_t *cache = sl_bcache_new(0);
+        int64_t *from = sl_calloc((size_t)parts, sizeof(*from));
+        int rparts = -1, rc = SL_EXIT_OK;
+        long shown = 0;
+
+        c.now = sl_now_ms();
+        c.bls = sl_calloc((size_t)parts, sizeof(*c.bls));
+        c.oldest = sl_calloc((size_t)parts, sizeof(*c.oldest));
+
+        /* The rates topic, whole. */
+        {
+                char errstr[512];
+                rd_kafka_conf_t *kc =
+                    sl_conf_rdkafka(conf, errstr, sizeof(errstr));
+                rd_kafka_t *rk = kc ? rd_kafka_new(RD_KAFKA_PRODUCER, kc,
+                                                   errstr, sizeof(errstr))
+                                    : NULL;
+                if (rk) {
+                        rparts = sl_kafka_partition_count(rk, pc->rates, 10000);
+                        rd_kafka_destroy(rk);
+                } else if (kc) {
+                        rd_kafka_conf_destroy(kc);
+                }
+        }
+        if (rparts > 0 && read_topic(conf, pc->rates, rparts, NULL,
+                                     throttle_rates_cb, rates) == -1)
+                rparts = -1;
+        if (rparts <= 0)
+                fprintf(stderr,
+                        "sluice inspect: rates topic %s not read: rates "
+                        "shown are the default_rate\n",
+                        pc->rates);
+
+        /* The changelog: checkpoints and key records. */
+        for (int p = 0; p < parts; p++) {
+                const sl_timer_t *ck = sl_timerheap_find(maps[p], "c/", 2);
+                if (ck) {
+                        Sluice__V1__ThrottleCheckpoint *cp =
+                            sluice__v1__throttle_checkpoint__unpack(
+                                NULL, ck->datalen, sl_timer_data(ck));
+                        if (cp && cp->from_offset > 0)
+                                from[p] = cp->from_offset;
+                        sluice__v1__throttle_checkpoint__free_unpacked(cp,
+                                                                       NULL);
+                }
+                c.bls[p] = sl_backlog_new(rates, cache, from[p]);
+                c.oldest[p] = sl_timerheap_new();
+        }
+        for (int p = 0; p < parts; p++)
+                sl_timerheap_foreach(maps[p], throttle_restore_cb, c.bls[p]);
+
+        /* The overflow partitions from their checkpoints. */
+        if (read_topic(conf, pc->overflow, parts, from, throttle_overflow_cb,
+                       &c) == -1) {
+                rc = SL_EXIT_FAIL;
+                goto out;
+        }
+        for (int p = 0; p < parts; p++) {
+                rows.partition = p;
+                sl_backlog_foreach(c.bls[p], throttle_collect, &rows);
+        }
+        printf("pipeline %s (throttle): %" PRIu64 " buffered messages (%" PRIu64
+               " bytes) in %zu keys, %d partitions; %" PRId64
+               " overflow records read%s\n",
+               pc->name, rows.messages, rows.bytes, rows.n, parts, c.records,
+               c.bad ? " (some undecodable)" : "");
+        printf("%-4s %9s %11s %9s  %-22s %8s  %s\n", "PART", "BACKLOG", "BYTES",
+               "OLDEST", "RATE", "TOKENS", "KEY");
+        if (key) {
+                size_t kl = strlen(key);
+                const sl_bkey_t *k = NULL;
+                int kp = -1;
+                sl_rate_t rate;
+                for (int p = 0; p < parts && !k; p++)
+                        if ((k = sl_backlog_find(c.bls[p], key, kl)))
+                                kp = p;
+                if (k)
+                        rate = *sl_bkey_rate(k);
+                else
+                        sl_rates_lookup(rates, key, kl, &rate);
+                throttle_print_row(kp, key, kl, &rate, k,
+                                   kp >= 0 ? c.oldest[kp] : NULL, c.now);
+                goto out;
+        }
+        qsort(rows.a, rows.n, sizeof(*rows.a), throttle_row_cmp);
+        for (size_t i = 0; i < rows.n && shown < limit; i++, shown++) {
+                const throttle_row_t *r = &rows.a[i];
+                size_t kl;
+                const char *k = sl_bkey_key(r->k, &kl);
+                throttle_print_row(r->partition, k, kl, sl_bkey_rate(r->k),
+                                   r->k, c.oldest[r->partition], c.now);
+        }
+        if ((size_t)shown < rows.n)
+                printf("... %zu more\n", rows.n - (size_t)shown);
+out:
+        for (int p = 0; p < parts; p++) {
+                sl_backlog_destroy(c.bls[p]);
+                sl_timerheap_destroy(c.oldest[p]);
+        }
+        free(c.bls);
+        free(c.oldest);
+        free(rows.a);
+        free(from);
+        sl_bcache_destroy(cache);
+        sl_rates_destroy(rates);
+        return rc;
+}
+
 int sl_inspect_cmd(int argc, char **argv) {
         static const struct option opts[] = {{"config", 1, NULL, 'c'},
                                              {"key", 1, NULL, 'k'},
@@ -398,7 +678,8 @@ int sl_inspect_cmd(int argc, char **argv) {
                 sl_conf_destroy(conf);
                 return SL_EXIT_FAIL;
         }
-        if (pc->type != SL_OP_DELAY && pc->type != SL_OP_DEBOUNCE) {
+        if (pc->type != SL_OP_DELAY && pc->type != SL_OP_DEBOUNCE &&
+            pc->type != SL_OP_THROTTLE) {
                 fprintf(stderr,
                         "sluice inspect: pipeline %s: inspect of type %s is "
                         "not available in this build\n",
@@ -437,6 +718,8 @@ int sl_inspect_cmd(int argc, char **argv) {
                 rc = SL_EXIT_FAIL;
         else if (pc->type == SL_OP_DEBOUNCE)
                 rc = inspect_debounce(pc, maps, parts, key, limit);
+        else if (pc->type == SL_OP_THROTTLE)
+                rc = inspect_throttle(conf, pc, maps, parts, key, limit);
         else
                 rc = inspect_delay(pc, maps, parts, key, limit);
         for (int p = 0; p < parts; p++)

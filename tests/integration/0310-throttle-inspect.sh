@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# 0310-throttle-inspect — `sluice inspect -c FILE PIPELINE [--key K]` on a
+# throttle pipeline (while it runs): reads the rates topic, the changelog
+# and the overflow partitions from their checkpoints, and shows per key the
+# rate, the tokens, the backlog length and the oldest message's age;
+# without --key, the largest backlogs first.
+#
+# Key S is stopped (0/s burst=1): s-0 is forwarded, s-1..s-9 wait.  Key T
+# at 1/m (burst 1): t-0 forwarded, t-1..t-2 wait.  Key U at the default
+# rate: forwarded, no backlog.  Over 2 partitions.
+source "$(dirname "$0")/lib.sh"
+
+in=$PFX.in
+out=$PFX.out
+conf=$WORK/sluice.ini
+
+base_conf "$conf"
+cat >>"$conf" <<EOF
+
+[pipeline $PFX]
+type = throttle
+input = $in
+input_partitions = 2
+output = $out
+default_rate = 100/s
+EOF
+"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
+"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+printf 'S:0/s burst=1\nT:1/m burst=1\n' | produce "$PFX.rates" -K:
+
+port=$(free_port)
+SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
+sluice_wait_ready main "$port" 30
+echo "sluice ready on $in -> $out"
+
+{
+    seq -f 'S:s-%g' 0 9
+    seq -f 'T:t-%g' 0 2
+    seq -f 'U:u-%g' 0 2
+} | produce "$in" -K: || fail "kcat failed"
+m() { metric_value "$port" "sluice_throttle_$1{pipeline=\"$PFX\"}" || true; }
+wait_until 20 eval '[ "$(m appended_total)" = 11 ] && [ "$(count_records "$out")" = 5 ]' ||
+    fail "appended $(m appended_total) of 11, out $(count_records "$out") of 5"
+sleep 1 # let oldest ages be >= 1 s
+
+"$SLUICE_BIN" inspect -c "$conf" "$PFX" >"$WORK/all.txt" || fail "inspect failed: $(cat "$WORK/all.txt")"
+cat "$WORK/all.txt"
+"$SLUICE_BIN" inspect -c "$conf" "$PFX" --key S >"$WORK/s.txt" || fail "inspect --key S failed"
+"$SLUICE_BIN" inspect -c "$conf" "$PFX" --key U >"$WORK/u.txt" || fail "inspect --key U failed"
+"$SLUICE_BIN" inspect -c "$conf" "$PFX" --limit 1 >"$WORK/one.txt" || fail "inspect --limit 1 failed"
+cat "$WORK/s.txt" "$WORK/u.txt"
+
+python3 - "$WORK" <<'PY' || fail "inspect output check failed"
+import sys
+w = sys.argv[1]
+def rows(name):
+    lines = open(f"{w}/{name}").read().splitlines()
+    hdr = [i for i, l in enumerate(lines) if l.startswith("PART")]
+    out = []
+    for l in lines[hdr[0] + 1:] if hdr else []:
+        if l.startswith("..."):
+            continue
+        f = l.split()
+        # PART BACKLOG BYTES OLDEST RATE... TOKENS KEY
+        out.append({"part": f[0], "len": int(f[1]), "bytes": int(f[2]), "oldest": f[3],
+                    "rate": " ".join(f[4:-2]), "tokens": f[-2], "key": f[-1]})
+    return lines, out
+errors = []
+lines, all_rows = rows("all.txt")
+if "20 buffered messages" in lines[0] or "11 buffered messages" not in lines[0]:
+    errors.append(f"summary: {lines[0]}")
+if [r["key"] for r in all_rows] != ["S", "T"] or [r["len"] for r in all_rows] != [9, 2]:
+    errors.append(f"rows: {all_rows}, want S 9 then T 2")
+for r in all_rows:
+    age = float(r["oldest"].rstrip("s"))
+    if not 0.5 <= age <= 60:
+        errors.append(f"{r['key']}: oldest age {r['oldest']}")
+_, s = rows("s.txt")
+if len(s) != 1 or s[0]["key"] != "S" or s[0]["len"] != 9 or not s[0]["rate"].startswith("0/s"):
+    errors.append(f"--key S: {s}")
+elif float(s[0]["tokens"]) >= 1:
+    errors.append(f"--key S: tokens {s[0]['tokens']}, want < 1 (its token was taken)")
+_, u = rows("u.txt")
+if len(u) != 1 or u[0]["key"] != "U" or u[0]["len"] != 0 or not u[0]["rate"].startswith("100/s"):
+    errors.append(f"--key U: {u}")
+ol, one = rows("one.txt")
+if [r["key"] for r in one] != ["S"] or not ol[-1].startswith("... 1 more"):
+    errors.append(f"--limit 1: {ol}")
+for e in errors:
+    print("ERROR:", e, file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+echo "PASS"
