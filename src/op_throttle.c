@@ -90,8 +90,8 @@
 /* A fetch with no parked key stops after this many records in a row that
  * the cache did not take, or this many it refused for lack of room (what
  * follows is needed later still: reading on only re-reads it again). */
-#define SL_THROTTLE_PREFETCH_IDLE 10000
-#define SL_THROTTLE_PREFETCH_FULL 16
+#define SL_THROTTLE_PREFETCH_IDLE 2000
+#define SL_THROTTLE_PREFETCH_FULL 4
 /* A head asked for behind the re-read cursor waits at most this long for
  * the heads ahead of it before the cursor wraps back to it. */
 #define SL_THROTTLE_WRAP_MS 200
@@ -879,7 +879,10 @@ static int fetch_maybe_wrap(sl_task_t *t, int64_t now) {
         if (st->fetch_pos <= st->ahead_max &&
             now - st->behind_since_ms < SL_THROTTLE_WRAP_MS)
                 return 0;
-        ahead = SL_MAX(st->ahead_max, st->behind_max);
+        /* Heads ahead that the cursor passed were served (or found gone). */
+        ahead = st->fetch_pos > st->ahead_max
+                    ? st->behind_max
+                    : SL_MAX(st->ahead_max, st->behind_max);
         to = st->behind_min;
         if (fetch_start(t, to, now) == -1)
                 return -1;
