@@ -130,9 +130,10 @@ sl_metrics_t *sl_app_metrics(sl_app_t *app) {
 
 #define SL_REFUSED_TTL_MS (10 * 60 * 1000)
 
-static uint64_t refused_hash(const char *topic, const void *key,
-                             size_t keylen) {
-        /* FNV-1a over topic, a separator and the key. */
+static uint64_t refused_hash(const char *topic, const void *key, size_t keylen,
+                             const void *value, size_t valuelen) {
+        /* FNV-1a over topic, key and value, with separators: the record,
+         * not just its key (one group's batches share a key). */
         uint64_t h = 1469598103934665603ULL;
         const unsigned char *p = (const unsigned char *)topic;
         for (; *p; p++)
@@ -140,6 +141,10 @@ static uint64_t refused_hash(const char *topic, const void *key,
         h = (h ^ 0xff) * 1099511628211ULL;
         p = key;
         for (size_t i = 0; i < keylen; i++)
+                h = (h ^ p[i]) * 1099511628211ULL;
+        h = (h ^ 0xfe) * 1099511628211ULL;
+        p = value;
+        for (size_t i = 0; i < valuelen; i++)
                 h = (h ^ p[i]) * 1099511628211ULL;
         return h ? h : 1;
 }
@@ -156,11 +161,13 @@ static sl_refused_t *refused_find(sl_app_t *app, uint64_t h) {
 
 sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
                                   const void *key, size_t keylen,
+                                  const void *value, size_t valuelen,
                                   rd_kafka_resp_err_t *errp) {
         sl_refused_t *r;
         if (!app->refused[0].hash)
                 return SL_REFUSED_NONE; /* the common case */
-        r = refused_find(app, refused_hash(topic, key, keylen));
+        r = refused_find(app,
+                         refused_hash(topic, key, keylen, value, valuelen));
         if (!r)
                 return SL_REFUSED_NONE;
         *errp = r->err;
@@ -168,8 +175,9 @@ sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
 }
 
 void sl_app_refused_clear(sl_app_t *app, const char *topic, const void *key,
-                          size_t keylen) {
-        sl_refused_t *r = refused_find(app, refused_hash(topic, key, keylen));
+                          size_t keylen, const void *value, size_t valuelen) {
+        sl_refused_t *r = refused_find(
+            app, refused_hash(topic, key, keylen, value, valuelen));
         if (r)
                 r->state = SL_REFUSED_NONE;
 }
@@ -232,7 +240,8 @@ static void app_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
                alone ? "refused when sent alone (it will go to the DLQ)"
                      : "refused with its batch (it will be retried alone)",
                rd_kafka_err2str(m->err));
-        h = refused_hash(rd_kafka_topic_name(m->rkt), m->key, m->key_len);
+        h = refused_hash(rd_kafka_topic_name(m->rkt), m->key, m->key_len,
+                         m->payload, m->len);
         if (!(r = refused_find(app, h))) {
                 r = &app->refused[app->refused_next];
                 app->refused_next = (app->refused_next + 1) % SL_REFUSED_MAX;
@@ -319,7 +328,11 @@ static void app_abort(sl_app_t *app, const char *why) {
 }
 
 /* Offsets of running tasks that moved since the last commit, or NULL. */
-static rd_kafka_topic_partition_list_t *app_offsets(sl_app_t *app) {
+/* Offsets of running tasks: those that moved since the last commit, or,
+ * with all set, every task's.  A transaction always sends offsets when it
+ * can: send_offsets_to_transaction carries the consumer-group generation,
+ * which is what fences a zombie member whose partitions moved on. */
+static rd_kafka_topic_partition_list_t *app_offsets(sl_app_t *app, int all) {
         rd_kafka_topic_partition_list_t *offs = NULL;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
@@ -327,7 +340,7 @@ static rd_kafka_topic_partition_list_t *app_offsets(sl_app_t *app) {
                         sl_task_t *t = pl->tasks[p];
                         if (!t || t->state != SL_TASK_RUNNING ||
                             t->next_offset < 0 ||
-                            t->next_offset == t->committed_offset)
+                            (!all && t->next_offset == t->committed_offset))
                                 continue;
                         if (!offs)
                                 offs = rd_kafka_topic_partition_list_new(8);
@@ -375,7 +388,7 @@ static int app_commit(sl_app_t *app) {
                                         pl->op->precommit(pl->tasks[p]);
                 }
         }
-        offs = app_offsets(app);
+        offs = app_offsets(app, app->txn_open);
         if (!app->txn_open && !offs)
                 return 0;
         if (!app->txn_open && sl_app_txn_begin(app) == -1) {

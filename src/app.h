@@ -106,13 +106,14 @@ void sl_app_txn_fail(sl_app_t *app, const char *why);
 void sl_app_commit_soon(sl_app_t *app);
 void sl_app_update_ready(sl_app_t *app);
 
-/* The refusal state of (topic, key), and its error in *errp. */
+/* The refusal state of a record (topic, key, value), its error in *errp. */
 sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
                                   const void *key, size_t keylen,
+                                  const void *value, size_t valuelen,
                                   rd_kafka_resp_err_t *errp);
-/* Forgets (topic, key): it went through when sent alone. */
+/* Forgets a record: it went through when sent alone. */
 void sl_app_refused_clear(sl_app_t *app, const char *topic, const void *key,
-                          size_t keylen);
+                          size_t keylen, const void *value, size_t valuelen);
 
 /* The msg_opaque of a produced record: bit 0, sent alone to test a
  * suspect; bit 1, tracked (op->delivered wants its offset), with the

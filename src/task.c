@@ -396,7 +396,8 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                 return 0;
         }
         /* Refused at delivery before (see app.h)? */
-        switch (sl_app_refused(app, topic, key, keylen, &err)) {
+        switch (
+            sl_app_refused(app, topic, key, keylen, value, valuelen, &err)) {
         case SL_REFUSED_GUILTY:
                 if (hdrs)
                         rd_kafka_headers_destroy(hdrs);
@@ -429,9 +430,11 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         /* Alone in its batch: a failure is its own.  The
                          * flush serves its delivery report. */
                         rd_kafka_flush(app->producer, 30 * 1000);
-                        if (sl_app_refused(app, topic, key, keylen, &err) ==
-                            SL_REFUSED_SUSPECT)
-                                sl_app_refused_clear(app, topic, key, keylen);
+                        if (sl_app_refused(app, topic, key, keylen, value,
+                                           valuelen,
+                                           &err) == SL_REFUSED_SUSPECT)
+                                sl_app_refused_clear(app, topic, key, keylen,
+                                                     value, valuelen);
                 }
                 return 0;
         }
