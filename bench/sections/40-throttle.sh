@@ -1,8 +1,10 @@
 # bench/sections/40-throttle.sh — the throttle operator against SPEC §6:
 #
 #   throttle_pass     every key under its rate: records forwarded per second
-#                     (input loaded first, sluice started, until every
-#                     record is out), as a ratio to the baseline copy
+#                     (input loaded first, sluice started; timed from
+#                     ready, as eos_copy is from its first record, until
+#                     every record is visible), as a ratio to the baseline
+#                     copy; start → visible as info
 #   throttle_drain    10,000 keys at 2/s (burst 1) with 60 messages each
 #                     loaded at once: the drain rate in two 10 s windows
 #                     (sluice_throttle_drained_total) against the configured
@@ -63,21 +65,29 @@ _thr_m() { bench_metric "$1" "sluice_throttle_$2" 2>/dev/null || echo 0; }
 
 section_throttle_pass() {
     local name=tpass t=$BENCH_ID.tpass n=${BENCH_THROTTLE_PASS:-1000000}
-    local port line t0 t1 secs rate
+    local port line t0 tr t1 secs rsecs rate srate
     port=$(_thr_pipeline "$name" "default_rate=10000000/s")
     line=$(bench_load "$t.in" "$n" 100 --keys 1000)
     bench_log "throttle_pass: $line"
     t0=$(date +%s%N)
     _thr_start "$name" "$port"
+    # Ready = assigned, rebuilt, rates table read: the input resumes now.
+    # eos_copy's clock starts at its first record consumed (its group join
+    # excluded), so the comparable sluice clock starts here.
+    tr=$(date +%s%N)
     bench_wait_until 180 bench_metric_is "$port" sluice_throttle_forwarded_total "$n" ||
         bench_fail "forwarded $(_thr_m "$port" forwarded_total) of $n in 180 s"
     line=$(bench_consume "$t.out" "$n")
     t1=$(date +%s%N)
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-    rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
-    bench_log "throttle_pass: $n forwarded and visible in ${secs}s (start included)"
-    bench_figure throttle_pass "pass-through, keys under rate (start → all visible)" "$rate" rec/s "$(bench_ratio "$rate")" ">= 0.8"
+    rsecs=$(awk -v a="$tr" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+    rate=$(awk -v n="$n" -v s="$rsecs" 'BEGIN { printf "%.0f", n / s }')
+    srate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
+    bench_log "throttle_pass: $n forwarded and visible in ${rsecs}s after ready, ${secs}s after start"
+    bench_figure throttle_pass "pass-through, keys under rate (ready → all visible)" "$rate" rec/s "$(bench_ratio "$rate")" ">= 0.8"
+    bench_figure throttle_pass "  (info) start → all visible (group join, rebuild)" "$srate" rec/s "$(bench_ratio "$srate")"
     bench_figure throttle_pass "  (info) appended to the backlog" "$(_thr_m "$port" appended_total)" ""
+    bench_figure throttle_pass "  (info) peak RSS" "$(bench_peak_rss "$(bench_sluice_pid "$name")")" kB
     bench_sluice_stop "$name"
 }
 
