@@ -199,3 +199,66 @@ def load_protobuf_batches(path):
         out.append(b)
     return out
 PY
+
+# db_exactly_once CONF PIPELINE IN OUT TOTAL — the crash and rebalance
+# tests' verdict: waits until TOTAL items are in batches on OUT and no group
+# is open, then checks that every input item is in exactly one batch of its
+# own group (gN), that batch ids are unique and match their sluice-batch-id
+# header, and that no batch exceeds max_items (8).  Prints the summary line;
+# fails the test otherwise.
+db_exactly_once() {
+    local conf=$1 pl=$2 in=$3 out=$4 total=$5
+    _db_items_out() {
+        consume_all "$out" -f '%s\n' | python3 -c '
+import json, sys
+print(sum(len(json.loads(l)["items"]) for l in sys.stdin if l.strip()))'
+    }
+    _db_all() { [ "$(_db_items_out)" -ge "$total" ]; }
+    wait_until 120 _db_all ||
+        fail "only $(_db_items_out) of $total items in batches within 120 s"
+    db_wait_drained "$conf" "$pl" 60 ||
+        fail "groups still open after every item flushed"
+
+    consume_json "$in" >"$WORK/in.json"
+    consume_json "$out" >"$WORK/out.json"
+    PYTHONPATH=$WORK python3 - "$WORK" "$total" <<'PY' || fail "output check failed"
+import sys
+from collections import Counter
+import dbcheck
+
+w, total = sys.argv[1], int(sys.argv[2])
+inp = dbcheck.load_records(f"{w}/in.json")
+bs = dbcheck.load_batches(f"{w}/out.json")
+errors = []
+want = Counter(r["payload"] for r in inp)
+if len(want) != total or max(want.values()) != 1:
+    errors.append(f"input holds {len(want)} distinct items, expected {total}")
+seen = Counter()
+wrong_group = []
+for b in bs:
+    for it in b["items"]:
+        p = dbcheck.json.dumps(it["payload"], separators=(",", ":"))
+        seen[p] += 1
+        if f"g{it['payload']['g']}" != b["key"]:
+            wrong_group.append((b["key"], p))
+dups = {k: n for k, n in seen.items() if n > 1}
+missing = set(want) - set(seen)
+extra = set(seen) - set(want)
+if dups: errors.append(f"{len(dups)} items in more than one batch, e.g. {list(dups.items())[:3]}")
+if missing: errors.append(f"{len(missing)} items in no batch, e.g. {sorted(missing)[:3]}")
+if extra: errors.append(f"{len(extra)} unexpected items, e.g. {sorted(extra)[:3]}")
+if wrong_group: errors.append(f"{len(wrong_group)} items in another group's batch, e.g. {wrong_group[:3]}")
+ids = Counter(b["batch_id"] for b in bs)
+if max(ids.values()) > 1:
+    errors.append(f"batch ids repeat: {[k for k, n in ids.items() if n > 1][:3]}")
+if any(b["_headers"].get("sluice-batch-id") != b["batch_id"] for b in bs):
+    errors.append("sluice-batch-id header differs from batch_id")
+big = [len(b["items"]) for b in bs if len(b["items"]) > 8]
+if big: errors.append(f"batches over max_items: {big[:5]}")
+reasons = Counter(b["reason"] for b in bs)
+print(f"# {len(bs)} batches, {sum(seen.values())} items ({len(dups)} duplicated, {len(missing)} missing); reasons {dict(reasons)}")
+for e in errors:
+    print("ERROR:", e, file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+}
