@@ -57,7 +57,7 @@ _db_ready() {
 }
 
 _db_metric() {
-    curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s { print $2; exit }'
+    curl -s --max-time 5 "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s && !found { v = $2; found = 1 } END { if (found) print v }'
 }
 
 # _db_hist_q PORT HISTOGRAM PIPELINE Q — the Q-quantile of a histogram from

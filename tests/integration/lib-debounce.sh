@@ -30,7 +30,7 @@ declare -F http_status >/dev/null || http_status() {
 }
 declare -F metric_value >/dev/null || metric_value() {
     curl -s --max-time 2 "http://127.0.0.1:$1/metrics" 2>/dev/null |
-        awk -v s="$2" '$1 == s { print $2; exit }'
+        awk -v s="$2" '$1 == s && !found { v = $2; found = 1 } END { if (found) print v }'
 }
 declare -F sluice_wait_ready >/dev/null || sluice_wait_ready() {
     local n=$1 port=$2 secs=$3

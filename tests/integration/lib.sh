@@ -167,11 +167,12 @@ http_status() {
 }
 
 # metric_value PORT SERIES — the value of one series (exactly as exposed,
+# read to the end: an early exit would make curl fail with a write error),
 # e.g. 'sluice_records_in_total{pipeline="d"}') from /metrics on
 # 127.0.0.1:PORT; prints nothing when the series is absent.
 metric_value() {
     curl -s --max-time 2 "http://127.0.0.1:$1/metrics" 2>/dev/null |
-        awk -v s="$2" '$1 == s { print $2; exit }'
+        awk -v s="$2" '$1 == s && !found { v = $2; found = 1 } END { if (found) print v }'
 }
 
 # sluice_wait_ready NAME PORT SECS — waits until sluice NAME answers 200 on
