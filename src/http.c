@@ -7,11 +7,16 @@
  * own accepts connections and calls handle_request() for each request.
  * Nothing here runs on the libuv loop.  That is deliberate: Prometheus and
  * the kubelet must get answers even while the loop is busy or stuck, and a
- * stuck loop must show up as a failing /healthz (the runtime stops calling
- * sl_http_set_alive(h, 1)) rather than as a hung connection.
+ * stuck loop must show up as a failing /healthz rather than as a hung
+ * connection.  A stuck loop cannot say so itself, so /healthz also asks an
+ * alive function, when one is set, on this thread (the loop watchdog's
+ * probe, which reads the time of the loop's last turn from an atomic).
  *
  * State shared with the loop thread:
  *   - alive: an atomic int, written by the loop, read per request;
+ *   - the alive function and its opaque: behind a mutex of their own, held
+ *     across each call, so removing the function waits for a call in
+ *     progress and the opaque can be freed right after;
  *   - ready and its reason: a flag and a short string, which must be read
  *     together, so both sit behind a mutex held only to copy them;
  *   - the metrics registry, which has its own lock for rendering.
@@ -37,12 +42,18 @@
 #include <sys/socket.h>
 
 #define READY_REASON_MAX 256
+#define ALIVE_REASON_MAX 256
+
+typedef int(alive_fn_t)(void *opaque, char *why, size_t why_size);
 
 struct sl_http_s {
         struct MHD_Daemon *daemon;
         sl_metrics_t *metrics; /* borrowed */
         int port;
         atomic_int alive;
+        pthread_mutex_t alive_lock; /* guards alive_fn and alive_opaque */
+        alive_fn_t *alive_fn;
+        void *alive_opaque;
         pthread_mutex_t lock; /* guards ready and reason */
         int ready;
         char reason[READY_REASON_MAX];
@@ -213,6 +224,38 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn,
                      strlen(text), 0);
 }
 
+/* A reason on one line: a probe's output is logged line by line. */
+static void one_line(char *s) {
+        for (; *s; s++)
+                if (*s == '\n' || *s == '\r')
+                        *s = ' ';
+}
+
+/*
+ * /healthz: the loop's flag, then the alive function if one is set.
+ * Returns 1 if alive, else 0 with a one-line reason in why.
+ */
+static int healthz_alive(sl_http_t *h, char *why, size_t why_size) {
+        int alive = 1;
+
+        if (!atomic_load_explicit(&h->alive, memory_order_relaxed)) {
+                snprintf(why, why_size, "event loop not running");
+                return 0;
+        }
+        why[0] = '\0';
+        pthread_mutex_lock(&h->alive_lock);
+        if (h->alive_fn)
+                alive = h->alive_fn(h->alive_opaque, why, why_size) != 0;
+        pthread_mutex_unlock(&h->alive_lock);
+        if (alive)
+                return 1;
+        why[why_size - 1] = '\0'; /* whatever fn did */
+        if (!why[0])
+                snprintf(why, why_size, "not alive");
+        one_line(why);
+        return 0;
+}
+
 /* Runs on the libmicrohttpd thread, once per request. */
 static enum MHD_Result
 handle_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -237,10 +280,11 @@ handle_request(void *cls, struct MHD_Connection *conn, const char *url,
                              len, 1);
         }
         if (!strcmp(url, "/healthz")) {
-                if (atomic_load_explicit(&h->alive, memory_order_relaxed))
+                char why[ALIVE_REASON_MAX], body[ALIVE_REASON_MAX + 1];
+                if (healthz_alive(h, why, sizeof(why)))
                         return reply_text(conn, MHD_HTTP_OK, "ok\n");
-                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                  "event loop not running\n");
+                snprintf(body, sizeof(body), "%s\n", why);
+                return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, body);
         }
         if (!strcmp(url, "/readyz")) {
                 char body[READY_REASON_MAX + 1];
@@ -273,6 +317,7 @@ sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
         h->metrics = m;
         atomic_init(&h->alive, 0);
         atomic_init(&h->starting, 0);
+        pthread_mutex_init(&h->alive_lock, NULL);
         pthread_mutex_init(&h->lock, NULL);
         snprintf(h->reason, sizeof(h->reason), "starting");
 
@@ -300,6 +345,7 @@ sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
         if (!h->daemon) {
                 snprintf(errstr, errstr_size, "cannot listen on %s: %s", listen,
                          h->starterr[0] ? h->starterr : "libmicrohttpd failed");
+                pthread_mutex_destroy(&h->alive_lock);
                 pthread_mutex_destroy(&h->lock);
                 free(h);
                 return NULL;
@@ -319,6 +365,7 @@ void sl_http_stop(sl_http_t *h) {
         if (!h)
                 return;
         MHD_stop_daemon(h->daemon);
+        pthread_mutex_destroy(&h->alive_lock);
         pthread_mutex_destroy(&h->lock);
         free(h);
 }
@@ -333,6 +380,15 @@ void sl_http_set_alive(sl_http_t *h, int alive) {
                                       memory_order_relaxed);
 }
 
+void sl_http_set_alive_fn(sl_http_t *h, alive_fn_t *fn, void *opaque) {
+        if (!h)
+                return;
+        pthread_mutex_lock(&h->alive_lock);
+        h->alive_fn = fn;
+        h->alive_opaque = fn ? opaque : NULL;
+        pthread_mutex_unlock(&h->alive_lock);
+}
+
 void sl_http_set_ready(sl_http_t *h, int ready, const char *reason) {
         if (!h)
                 return;
@@ -340,9 +396,6 @@ void sl_http_set_ready(sl_http_t *h, int ready, const char *reason) {
         h->ready = ready != 0;
         snprintf(h->reason, sizeof(h->reason), "%s",
                  reason && *reason ? reason : (ready ? "" : "not ready"));
-        /* One line: a probe's output is logged line by line. */
-        for (char *p = h->reason; *p; p++)
-                if (*p == '\n' || *p == '\r')
-                        *p = ' ';
+        one_line(h->reason);
         pthread_mutex_unlock(&h->lock);
 }

@@ -3,16 +3,26 @@
  * /readyz for Prometheus and Kubernetes probes.
  *
  *   GET /metrics  200, the registry in Prometheus text format 0.0.4
- *   GET /healthz  200 "ok" while the runtime says its loop is alive, else 503
+ *   GET /healthz  200 "ok" while the runtime says its loop is alive, else
+ *                 503 with a one-line reason
  *   GET /readyz   200 "ready" once the runtime says so (every assigned
  *                 partition rebuilt), else 503 with a one-line reason
  *   other paths   404;  methods other than GET and HEAD: 405
+ *
+ * Liveness has two sources, and /healthz says alive only when both do:
+ *
+ *   - a flag the loop sets (sl_http_set_alive): "the loop was started and
+ *     has not been shut down";
+ *   - optionally, a function asked on every request (sl_http_set_alive_fn),
+ *     e.g. the loop watchdog's probe: "the loop turned recently".  The flag
+ *     alone cannot say that, because a stuck loop cannot clear its own flag.
  *
  * Threading: libmicrohttpd serves every request on one internal thread of
  * its own, never on the libuv loop, so a slow scrape cannot stall the
  * pipelines and a stalled loop is seen by the liveness probe.  The runtime
  * sets the alive and ready states from the loop thread; they are published
- * to the server thread through an atomic and a mutex.
+ * to the server thread through an atomic and a mutex.  The alive function
+ * runs on the server thread.
  */
 #ifndef SL_HTTP_H
 #define SL_HTTP_H
@@ -52,6 +62,24 @@ int sl_http_port(const sl_http_t *h);
 /* What /healthz reports: alive non-zero while the loop runs.  Called from
  * the loop thread; NULL h is a no-op (no HTTP server configured). */
 void sl_http_set_alive(sl_http_t *h, int alive);
+
+/*
+ * Asks fn, on the server thread, on every /healthz request (after the flag
+ * of sl_http_set_alive() said alive): non-zero means alive, 200 "ok"; zero
+ * means not alive, 503 with the reason fn wrote into why (a NUL-terminated
+ * string of at most why_size - 1 bytes; line breaks become spaces; empty
+ * reads "not alive").  fn must be quick and must not call
+ * sl_http_set_alive_fn() (that would deadlock).  opaque is passed to fn and
+ * is not owned.  A NULL fn removes the function.
+ *
+ * Replacing or removing the function waits for a call in progress, so once
+ * sl_http_set_alive_fn(h, NULL, NULL) has returned, fn is not running and
+ * will not be called again: opaque may then be freed.  Any thread; NULL h
+ * is a no-op.
+ */
+void sl_http_set_alive_fn(sl_http_t *h,
+                          int (*fn)(void *opaque, char *why, size_t why_size),
+                          void *opaque);
 
 /* What /readyz reports.  reason (copied; may be NULL) explains not ready,
  * e.g. "rebuilding 3 of 12 partitions"; line breaks become spaces and it is

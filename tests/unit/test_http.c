@@ -1,12 +1,14 @@
 /*
  * test_http.c — the metrics address on loopback: status lines, headers and
- * bodies of /metrics, /healthz, /readyz, 404 and 405, listen-address
- * parsing, and start/stop hygiene.  A raw-socket client, no curl.
+ * bodies of /metrics, /healthz (the loop's flag and the alive function),
+ * /readyz, 404 and 405, listen-address parsing, and start/stop hygiene.  A
+ * raw-socket client, no curl.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -201,6 +203,114 @@ static void test_healthz(void **state) {
         r = http_req(f->port, "GET", "/healthz");
         assert_int_equal(r.status, 503);
         resp_free(&r);
+}
+
+/* An alive function driven by the test: what it answers, and what it saw. */
+typedef struct {
+        int alive;
+        const char *why;
+        int calls;
+        int on_other_thread; /* every call ran off the test's thread */
+        pthread_t test_thread;
+} probe_t;
+
+static int probe_fn(void *opaque, char *why, size_t why_size) {
+        probe_t *p = opaque;
+        p->calls++;
+        if (pthread_equal(pthread_self(), p->test_thread))
+                p->on_other_thread = 0;
+        if (!p->alive)
+                snprintf(why, why_size, "%s", p->why);
+        return p->alive;
+}
+
+static void test_healthz_alive_fn(void **state) {
+        fixture_t *f = *state;
+        probe_t p = {.alive = 1,
+                     .why = "",
+                     .on_other_thread = 1,
+                     .test_thread = pthread_self()};
+
+        sl_http_set_alive(f->h, 1);
+        sl_http_set_alive_fn(f->h, probe_fn, &p);
+
+        resp_t r = http_req(f->port, "GET", "/healthz");
+        assert_int_equal(r.status, 200);
+        assert_string_equal(r.body, "ok\n");
+        resp_free(&r);
+        assert_int_equal(p.calls, 1);
+
+        /* Not alive: 503 with the function's reason, asked per request. */
+        p.alive = 0;
+        p.why = "event loop stalled for 12.3 s";
+        for (int i = 0; i < 2; i++) {
+                r = http_req(f->port, "GET", "/healthz");
+                assert_int_equal(r.status, 503);
+                assert_string_equal(r.body, "event loop stalled for 12.3 s\n");
+                assert_true(has_header(&r, "Cache-Control", "no-store"));
+                resp_free(&r);
+        }
+        assert_int_equal(p.calls, 3);
+
+        /* A reason is one line; no reason at all still says something. */
+        p.why = "stalled\nfor a while\r";
+        r = http_req(f->port, "GET", "/healthz");
+        assert_int_equal(r.status, 503);
+        assert_string_equal(r.body, "stalled for a while \n");
+        resp_free(&r);
+        p.why = "";
+        r = http_req(f->port, "GET", "/healthz");
+        assert_int_equal(r.status, 503);
+        assert_string_equal(r.body, "not alive\n");
+        resp_free(&r);
+
+        /* A reason longer than the buffer is cut, still one line. */
+        char longr[600];
+        memset(longr, 'y', sizeof(longr) - 1);
+        longr[sizeof(longr) - 1] = '\0';
+        p.why = longr;
+        r = http_req(f->port, "GET", "/healthz");
+        assert_int_equal(r.status, 503);
+        assert_int_equal(strlen(r.body), 256); /* 255 bytes + newline */
+        resp_free(&r);
+
+        /* Both must say alive: the flag down wins over an alive function,
+         * and the function is not asked. */
+        p.alive = 1;
+        sl_http_set_alive(f->h, 0);
+        int calls = p.calls;
+        r = http_req(f->port, "GET", "/healthz");
+        assert_int_equal(r.status, 503);
+        assert_string_equal(r.body, "event loop not running\n");
+        resp_free(&r);
+        assert_int_equal(p.calls, calls);
+
+        sl_http_set_alive(f->h, 1);
+        r = http_req(f->port, "GET", "/healthz");
+        assert_int_equal(r.status, 200);
+        resp_free(&r);
+
+        /* /readyz does not ask it. */
+        calls = p.calls;
+        r = http_req(f->port, "GET", "/readyz");
+        assert_int_equal(r.status, 503);
+        resp_free(&r);
+        assert_int_equal(p.calls, calls);
+
+        /* Removed: the flag alone decides again, the function is never
+         * called after the removal returned. */
+        p.alive = 0;
+        p.why = "stale";
+        sl_http_set_alive_fn(f->h, NULL, &p);
+        calls = p.calls;
+        r = http_req(f->port, "GET", "/healthz");
+        assert_int_equal(r.status, 200);
+        assert_string_equal(r.body, "ok\n");
+        resp_free(&r);
+        assert_int_equal(p.calls, calls);
+        assert_true(p.on_other_thread);
+
+        sl_http_set_alive_fn(NULL, probe_fn, &p); /* NULL h: no-op */
 }
 
 static void test_readyz(void **state) {
@@ -400,6 +510,8 @@ int main(void) {
             cmocka_unit_test_setup_teardown(test_metrics_endpoint, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_healthz_alive_fn, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_readyz, setup, teardown),
             cmocka_unit_test_setup_teardown(test_not_found_and_methods, setup,
                                             teardown),
