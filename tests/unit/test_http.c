@@ -105,8 +105,9 @@ static resp_t http_req(int port, const char *method, const char *path) {
 static int has_header(const resp_t *r, const char *name, const char *value) {
         char want[256];
         snprintf(want, sizeof(want), "\r\n%s: %s\r", name, value);
-        char *h = sl_malloc(strlen(r->head) + 3);
-        sprintf(h, "%s\r\n", r->head);
+        size_t hlen = strlen(r->head) + 3;
+        char *h = sl_malloc(hlen);
+        snprintf(h, hlen, "%s\r\n", r->head);
         int found = strcasestr(h, want) != NULL;
         free(h);
         return found;
