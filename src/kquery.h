@@ -40,7 +40,8 @@ typedef struct sl_kquery_s sl_kquery_t;
  * and must outlive q.  Its configuration shapes some answers: with
  * isolation.level=read_committed the "high" watermark is the last stable
  * offset.  Starts the worker threads.  Returns NULL and a message in errstr
- * on failure.  Loop thread. */
+ * on failure (handles it opened close on the loop's next turn, as after
+ * sl_kquery_destroy).  Loop thread. */
 sl_kquery_t *sl_kquery_new(uv_loop_t *loop, rd_kafka_t *rk, char *errstr,
                            size_t errstr_size);
 
