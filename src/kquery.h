@@ -1,0 +1,118 @@
+/*
+ * kquery.h — Kafka lookups that never block the loop thread: watermarks,
+ * committed offsets, partition counts, consumer group members and a
+ * liveness probe, each answered by a callback on the loop thread.
+ *
+ * Why: the loop serves every partition of every pipeline, so a lookup that
+ * waits for a broker that is down or paused stalls them all.  Each lookup
+ * here is started on the loop thread and answered on it, exactly once,
+ * after at most about its timeout_ms:
+ *
+ *   sl_kquery_watermarks()  ─┐
+ *   sl_kquery_partitions()   ├─ worker threads (blocking librdkafka calls
+ *   sl_kquery_probe()       ─┘  with no async form in 2.0.2)
+ *   sl_kquery_committed()      ─┬─ librdkafka admin API; results come back
+ *   sl_kquery_describe_group() ─┘  as events on a queue the loop watches
+ *                                              │
+ *                              callback on the loop thread
+ *
+ * The usual libuv rules hold: a function that returns -1 never calls its
+ * callback; a callback is never called from inside the function that
+ * started the lookup; a cancelled lookup's callback never runs.  Strings
+ * passed in are copied; pointers passed to a callback are valid only until
+ * it returns.  A callback may start new lookups, cancel others, or destroy
+ * the handle.
+ *
+ * Not thread-safe: every function is for the loop thread of `loop`.
+ */
+#ifndef SL_KQUERY_H
+#define SL_KQUERY_H
+
+#include <librdkafka/rdkafka.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct sl_kquery_s sl_kquery_t;
+
+/* A lookup handle.  rk is the client every lookup uses (sluice passes its
+ * assign-only "reader" consumer, which is never re-created); it is borrowed
+ * and must outlive q.  Its configuration shapes some answers: with
+ * isolation.level=read_committed the "high" watermark is the last stable
+ * offset.  Starts the worker threads.  Returns NULL and a message in errstr
+ * on failure (handles it opened close on the loop's next turn, as after
+ * sl_kquery_destroy).  Loop thread. */
+sl_kquery_t *sl_kquery_new(uv_loop_t *loop, rd_kafka_t *rk, char *errstr,
+                           size_t errstr_size);
+
+/* Cancels every pending lookup (no callback runs after this), waits for the
+ * worker calls still in flight (each bounded by what is left of its
+ * timeout_ms), and frees q: its libuv handles are closed, so the memory
+ * goes on the loop's next turn (run the loop before uv_loop_close).  After
+ * it returns, no thread of q touches rk.  NULL is a no-op.  Loop thread;
+ * may be called from a kquery callback. */
+void sl_kquery_destroy(sl_kquery_t *q);
+
+/* Cancels every pending lookup started with this opaque: their callbacks
+ * will not run (the caller is about to free opaque).  Loop thread. */
+void sl_kquery_cancel(sl_kquery_t *q, void *opaque);
+
+/* Low and high watermark of a partition (rd_kafka_query_watermark_offsets
+ * semantics: hi is the high watermark, or the last stable offset when rk
+ * reads committed).  err is set (and lo, hi are -1) when they could not be
+ * read, e.g. RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION. */
+typedef void(sl_kquery_watermarks_cb)(void *opaque, rd_kafka_resp_err_t err,
+                                      int64_t lo, int64_t hi);
+/* Returns 0, or -1 on bad arguments (NULL q, topic or cb, partition < 0,
+ * timeout_ms <= 0) or when q is shutting down.  Same for every lookup. */
+int sl_kquery_watermarks(sl_kquery_t *q, const char *topic, int32_t partition,
+                         int timeout_ms, sl_kquery_watermarks_cb *cb,
+                         void *opaque);
+
+/* The offset committed by consumer group `group` for (topic, partition),
+ * read with require_stable semantics (KIP-447): while a transaction that
+ * carries offsets for this partition is pending, the broker answers
+ * UNSTABLE_OFFSET_COMMIT and the lookup asks again every 150 ms until
+ * timeout_ms (then err is UNSTABLE_OFFSET_COMMIT).  offset is
+ * RD_KAFKA_OFFSET_INVALID (-1001) when the group has no committed offset
+ * for it, and on error. */
+typedef void(sl_kquery_committed_cb)(void *opaque, rd_kafka_resp_err_t err,
+                                     int64_t offset);
+int sl_kquery_committed(sl_kquery_t *q, const char *group, const char *topic,
+                        int32_t partition, int timeout_ms,
+                        sl_kquery_committed_cb *cb, void *opaque);
+
+/* Partition count of a topic: > 0, or 0 when the topic does not exist; err
+ * set (and partition_cnt -1) when the broker could not be asked.  topic is
+ * q's copy. */
+typedef void(sl_kquery_partitions_cb)(void *opaque, rd_kafka_resp_err_t err,
+                                      const char *topic, int partition_cnt);
+int sl_kquery_partitions(sl_kquery_t *q, const char *topic, int timeout_ms,
+                         sl_kquery_partitions_cb *cb, void *opaque);
+
+/* The members of a consumer group (DescribeConsumerGroups), to find out
+ * whether another live process holds our group.instance.id.  A group that
+ * does not exist or is dead has no members: err 0, member_cnt 0. */
+typedef struct sl_kquery_member_s {
+        const char *consumer_id;
+        const char *group_instance_id; /* NULL for a dynamic member */
+        const char *client_id;
+        const char *host;
+} sl_kquery_member_t;
+typedef void(sl_kquery_group_cb)(void *opaque, rd_kafka_resp_err_t err,
+                                 const sl_kquery_member_t *members,
+                                 int member_cnt);
+int sl_kquery_describe_group(sl_kquery_t *q, const char *group, int timeout_ms,
+                             sl_kquery_group_cb *cb, void *opaque);
+
+/* A cheap round trip to the cluster (a metadata request for the topics rk
+ * already knows) to tell whether Kafka answers: err 0 and the round-trip
+ * time, or an error after at most timeout_ms (rtt_ms -1).  For the "kafka
+ * up" gauge and /readyz.  One worker is kept free of watermark lookups, so
+ * a flood of those against a silent broker does not delay the probe. */
+typedef void(sl_kquery_probe_cb)(void *opaque, rd_kafka_resp_err_t err,
+                                 int64_t rtt_ms);
+int sl_kquery_probe(sl_kquery_t *q, int timeout_ms, sl_kquery_probe_cb *cb,
+                    void *opaque);
+
+#endif
