@@ -4,36 +4,41 @@
  * DESIGN
  *
  * One libuv loop thread does everything that touches operator state.  It is
- * woken by librdkafka (three queues, see app.h), by operator wake-ups (one
- * uv_timer per task), by the commit timers and by signals.
+ * woken by librdkafka (the consumer's, the producer's and the reader's
+ * queues, see app.h), by operator wake-ups (one uv_timer per task), by the
+ * commit timers, by lookups answered off the loop (kquery.h), by the
+ * transaction worker (txn.h) and by signals.  No librdkafka call made here
+ * blocks: lookups go through sl_kquery, transactional calls through the
+ * txn worker, seeks are asynchronous (timeout 0); the one bounded wait is
+ * sl_txn_drain() when a suspect record is sent alone (task.c).  A watchdog
+ * thread (watchdog.h) fails /healthz when the loop stops turning.
  *
- * Transactions.  A transaction opens on the first record produced (or the
- * first input offset to commit) and is committed, together with the input
- * offsets of every running task, every commit_interval — or promptly after
- * an operator produced due work (sl_task_commit_soon), so that timer
- * lateness is one commit rather than one interval.  The commit is a blocking
- * call on the loop thread; while it runs, due work piles up and is produced
- * in the next round, which batches naturally under load.
- *
- * When a commit fails with an abortable error, the transaction is aborted
- * and every task is rebuilt from its changelog and its input sought back to
- * the committed offset: memory was ahead of Kafka, Kafka is the truth.  A
- * fatal error (fenced by a newer instance) ends the process with exit 1;
- * the orchestrator restarts it.
+ * Transactions (txn.h has the state machine).  A transaction opens on the
+ * first record produced and is committed, with the input offsets of every
+ * running task, every commit_interval — or promptly after an operator
+ * produced due work (sl_task_commit_soon).  While a commit or an abort is in
+ * flight on the txn worker, operators may not produce: input records are
+ * held (up to SL_HELD_MAX, then the consumer is simply not polled), wake-ups
+ * are deferred, and both resume when the transaction settles.  An aborted
+ * transaction rebuilds every task from its changelog; a fatal client error
+ * drops every task and re-creates the clients, after which the group gives
+ * the partitions back and they are rebuilt.
  *
  * Rebalances (cooperative-sticky).  Assigned partitions are paused and a task
- * is created per partition in REBUILDING.  Revoked partitions are first
- * committed (what was done for them becomes durable), then dropped.  Lost
- * partitions cannot be committed: the open transaction is aborted and the
- * remaining tasks rebuilt.
+ * is created per partition in REBUILDING.  Revoked partitions first have
+ * their work committed — the revocation waits for that commit, which runs
+ * on the worker while the loop keeps turning — then their tasks are dropped
+ * and the partitions unassigned.  Lost partitions cannot be committed: they
+ * are dropped at once and the open transaction is aborted.
  *
  * Shutdown (SIGTERM, SIGINT).  Stop taking input, commit, close the consumer
- * (which revokes through the same path), flush, exit 0.  An alarm bounds the
- * whole shutdown by shutdown_grace.
+ * (which revokes through the same path), exit 0.  The watchdog thread bounds
+ * the whole shutdown by shutdown_grace (exit 1 past it), also as PID 1.
  */
 #include "app.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,59 +51,93 @@
 
 /* Commit early when a transaction grows past this many records. */
 #define SL_TXN_MAX_RECORDS 50000
+/* Kafka probe: how often, and how long it may take. */
+#define SL_PROBE_EVERY_MS 2000
+#define SL_PROBE_TMO_MS   3000
+/* Lookups of the topics operators write to. */
+#define SL_LOOKUP_TMO_MS 5000
 
 /* ------------------------------------------------------------------ */
-/* Topic metadata cache (operator targets).                            */
+/* Topic metadata cache (operator targets), filled off the loop.        */
 
 #define SL_TOPIC_TTL_POS_MS (60 * 1000)
 #define SL_TOPIC_TTL_NEG_MS (5 * 1000)
 
 typedef struct sl_topic_entry_s {
         char *name;
-        int partitions; /* 0: does not exist */
+        int partitions; /* 0: does not exist; -1 unknown; SL_TOPIC_LOOKING */
+        int looking;    /* a lookup is in flight */
         int64_t expires_ms;
+        sl_app_t *app;
         struct sl_topic_entry_s *next;
 } sl_topic_entry_t;
 
 struct sl_topic_cache_s {
         sl_topic_entry_t *head;
+        sl_app_t *app;
 };
 
-static int topic_cache_get(sl_app_t *app, const char *topic) {
-        sl_topic_entry_t *e;
-        int64_t now = sl_now_ms();
-        int cnt;
+static void app_resume_lookup_waits(sl_app_t *app);
 
-        for (e = app->topics->head; e; e = e->next)
-                if (!strcmp(e->name, topic))
-                        break;
-        if (e && e->expires_ms > now)
-                return e->partitions;
-        cnt = sl_kafka_partition_count(app->producer, topic, 5000);
-        if (cnt < 0)
-                return e ? e->partitions : -1;
-        if (!e) {
-                e = sl_calloc(1, sizeof(*e));
-                e->name = sl_strdup(topic);
-                e->next = app->topics->head;
-                app->topics->head = e;
+static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
+                            const char *topic, int cnt) {
+        sl_topic_entry_t *e = opaque;
+        (void)topic;
+        e->looking = 0;
+        if (err) {
+                /* Kafka did not answer: keep what we knew, ask again soon. */
+                if (e->partitions == SL_TOPIC_LOOKING)
+                        e->partitions = -1;
+                e->expires_ms = sl_now_ms() + 1000;
+        } else {
+                e->partitions = cnt;
+                e->expires_ms = sl_now_ms() + (cnt > 0 ? SL_TOPIC_TTL_POS_MS
+                                                       : SL_TOPIC_TTL_NEG_MS);
         }
-        e->partitions = cnt;
-        e->expires_ms =
-            now + (cnt > 0 ? SL_TOPIC_TTL_POS_MS : SL_TOPIC_TTL_NEG_MS);
-        return cnt;
+        app_resume_lookup_waits(e->app);
 }
 
-static void topic_cache_destroy(sl_topic_cache_t *c) {
-        sl_topic_entry_t *e, *next;
-        if (!c)
+static void topic_lookup(sl_app_t *app, sl_topic_entry_t *e) {
+        if (e->looking)
                 return;
-        for (e = c->head; e; e = next) {
+        if (sl_kquery_partitions(app->kq, e->name, SL_LOOKUP_TMO_MS,
+                                 topic_on_lookup, e) == 0)
+                e->looking = 1;
+}
+
+static sl_topic_entry_t *topic_entry(sl_app_t *app, const char *topic) {
+        sl_topic_entry_t *e;
+        for (e = app->topics->head; e; e = e->next)
+                if (!strcmp(e->name, topic))
+                        return e;
+        e = sl_calloc(1, sizeof(*e));
+        e->name = sl_strdup(topic);
+        e->partitions = SL_TOPIC_LOOKING;
+        e->app = app;
+        e->next = app->topics->head;
+        app->topics->head = e;
+        return e;
+}
+
+static int topic_cache_get(sl_app_t *app, const char *topic) {
+        sl_topic_entry_t *e = topic_entry(app, topic);
+        if (e->expires_ms <= sl_now_ms())
+                topic_lookup(app, e);
+        return e->partitions;
+}
+
+static void topic_cache_destroy(sl_app_t *app) {
+        sl_topic_entry_t *e, *next;
+        if (!app->topics)
+                return;
+        for (e = app->topics->head; e; e = next) {
                 next = e->next;
+                sl_kquery_cancel(app->kq, e);
                 free(e->name);
                 free(e);
         }
-        free(c);
+        free(app->topics);
+        app->topics = NULL;
 }
 
 int sl_task_topic_partitions(sl_task_t *t, const char *topic) {
@@ -126,63 +165,10 @@ sl_metrics_t *sl_app_metrics(sl_app_t *app) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Records refused at delivery (see app.h).                            */
+/* Delivery reports.                                                    */
 
-#define SL_REFUSED_TTL_MS (10 * 60 * 1000)
-
-static uint64_t refused_hash(const char *topic, const void *key, size_t keylen,
-                             const void *value, size_t valuelen) {
-        /* FNV-1a over topic, key and value, with separators: the record,
-         * not just its key (one group's batches share a key). */
-        uint64_t h = 1469598103934665603ULL;
-        const unsigned char *p = (const unsigned char *)topic;
-        for (; *p; p++)
-                h = (h ^ *p) * 1099511628211ULL;
-        h = (h ^ 0xff) * 1099511628211ULL;
-        p = key;
-        for (size_t i = 0; i < keylen; i++)
-                h = (h ^ p[i]) * 1099511628211ULL;
-        h = (h ^ 0xfe) * 1099511628211ULL;
-        p = value;
-        for (size_t i = 0; i < valuelen; i++)
-                h = (h ^ p[i]) * 1099511628211ULL;
-        return h ? h : 1;
-}
-
-static sl_refused_t *refused_find(sl_app_t *app, uint64_t h) {
-        int64_t now = sl_now_ms();
-        for (int i = 0; i < SL_REFUSED_MAX && app->refused[i].hash; i++)
-                if (app->refused[i].hash == h &&
-                    app->refused[i].state != SL_REFUSED_NONE &&
-                    app->refused[i].expires_ms > now)
-                        return &app->refused[i];
-        return NULL;
-}
-
-sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
-                                  const void *key, size_t keylen,
-                                  const void *value, size_t valuelen,
-                                  rd_kafka_resp_err_t *errp) {
-        sl_refused_t *r;
-        if (!app->refused[0].hash)
-                return SL_REFUSED_NONE; /* the common case */
-        r = refused_find(app,
-                         refused_hash(topic, key, keylen, value, valuelen));
-        if (!r)
-                return SL_REFUSED_NONE;
-        *errp = r->err;
-        return r->state;
-}
-
-void sl_app_refused_clear(sl_app_t *app, const char *topic, const void *key,
-                          size_t keylen, const void *value, size_t valuelen) {
-        sl_refused_t *r = refused_find(
-            app, refused_hash(topic, key, keylen, value, valuelen));
-        if (r)
-                r->state = SL_REFUSED_NONE;
-}
-
-/* Errors that will repeat however often the same record is sent. */
+/* Errors that will repeat however often the same record is sent.  A
+ * timeout is not one: the broker may just have been away. */
 static int refusal_is_permanent(rd_kafka_resp_err_t err) {
         switch (err) {
         case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
@@ -193,7 +179,6 @@ static int refusal_is_permanent(rd_kafka_resp_err_t err) {
         case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
         case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
         case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
-        case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
                 return 1;
         default:
                 return 0;
@@ -219,120 +204,81 @@ static void app_delivered(sl_app_t *app, const rd_kafka_message_t *m,
 
 /* Delivery reports: failures always; successes matter only for tracked
  * records (delivery.report.only.error is off only when an operator tracks
- * deliveries). */
-static void app_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
-                      void *opaque) {
+ * deliveries).  Any failure dooms the transaction (librdkafka would fail
+ * its commit anyway); a permanent one is remembered so the record is sent
+ * alone, then refused up front (refused.h). */
+static void app_on_delivery(void *opaque, const rd_kafka_message_t *m) {
         sl_app_t *app = opaque;
-        sl_refused_t *r;
-        uint64_t h;
         uintptr_t flags = (uintptr_t)m->_private;
         int alone = (flags & SL_MSG_ISOLATED) != 0;
-        (void)rk;
+        const char *topic = rd_kafka_topic_name(m->rkt);
+        uint64_t id;
+        char why[256];
+
         if (!m->err) {
                 if (flags & SL_MSG_TRACKED)
                         app_delivered(app, m, flags);
                 return;
         }
-        if (!refusal_is_permanent(m->err))
-                return;
-        sl_log(LOG_WARNING, "PRODUCE", "%s [%d]: record of %zu bytes %s: %s",
-               rd_kafka_topic_name(m->rkt), (int)m->partition, m->len,
-               alone ? "refused when sent alone (it will go to the DLQ)"
-                     : "refused with its batch (it will be retried alone)",
-               rd_kafka_err2str(m->err));
-        h = refused_hash(rd_kafka_topic_name(m->rkt), m->key, m->key_len,
-                         m->payload, m->len);
-        if (!(r = refused_find(app, h))) {
-                r = &app->refused[app->refused_next];
-                app->refused_next = (app->refused_next + 1) % SL_REFUSED_MAX;
-                r->hash = h;
-                r->state = SL_REFUSED_SUSPECT;
+        snprintf(why, sizeof(why), "delivery to %s [%d] failed: %s", topic,
+                 (int)m->partition, rd_kafka_err2str(m->err));
+        if (refusal_is_permanent(m->err)) {
+                id = !(flags & SL_MSG_TRACKED) && (flags >> 2)
+                         ? (uint64_t)(flags >> 2)
+                         : sl_refused_id(topic, m->key, m->key_len, 0,
+                                         m->payload, m->len);
+                sl_log(LOG_WARNING, "PRODUCE",
+                       "%s [%d]: record of %zu bytes %s: %s", topic,
+                       (int)m->partition, m->len,
+                       alone ? "refused when sent alone (it will go to the "
+                               "DLQ)"
+                             : "refused with its batch (it will be retried "
+                               "alone)",
+                       rd_kafka_err2str(m->err));
+                sl_refused_note(&app->refused, id, (int)m->err, alone,
+                                sl_now_ms());
         }
-        if (alone)
-                r->state = SL_REFUSED_GUILTY;
-        r->err = m->err;
-        r->expires_ms = sl_now_ms() + SL_REFUSED_TTL_MS;
-        sl_app_txn_fail(app, rd_kafka_err2str(m->err));
+        sl_txn_doom(app->txn, why);
 }
 
 /* ------------------------------------------------------------------ */
-/* Transactions.                                                       */
+/* Transactions: the hooks of the state machine (txn.h).               */
 
-int sl_app_txn_begin(sl_app_t *app) {
-        rd_kafka_error_t *error;
-        if (app->txn_open)
-                return 0;
-        error = rd_kafka_begin_transaction(app->producer);
-        if (error) {
-                sl_log(LOG_ERR, "TXN", "begin_transaction: %s",
-                       rd_kafka_error_string(error));
-                if (rd_kafka_error_is_fatal(error)) {
-                        app->exit_code = SL_EXIT_FAIL;
-                        app->stopping = 1;
-                        uv_stop(app->loop);
-                }
-                rd_kafka_error_destroy(error);
-                return -1;
-        }
-        app->txn_open = 1;
-        app->txn_records = 0;
-        return 0;
+static void app_drop_tasks(sl_app_t *app,
+                           const rd_kafka_topic_partition_list_t *parts);
+static void app_held_clear(sl_app_t *app);
+static void app_held_drain(sl_app_t *app);
+static void app_stop_step(sl_app_t *app);
+
+int sl_app_may_produce(const sl_app_t *app) {
+        return app->phase == SL_RUN_RUNNING && app->txn &&
+               sl_txn_accepting(app->txn);
 }
 
-void sl_app_txn_fail(sl_app_t *app, const char *why) {
-        if (!app->txn_failed)
-                sl_log(LOG_WARNING, "TXN", "transaction will be aborted: %s",
-                       why);
-        app->txn_failed = 1;
-        sl_app_commit_soon(app);
-}
-
-static void app_rebuild_all(sl_app_t *app) {
+static void app_for_each_task(sl_app_t *app, void (*fn)(sl_task_t *t)) {
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 for (int p = 0; p < pl->partition_cnt; p++)
                         if (pl->tasks[p])
-                                sl_task_restart(pl->tasks[p]);
+                                fn(pl->tasks[p]);
         }
-        sl_app_update_ready(app);
 }
 
-static void app_fatal(sl_app_t *app, const char *what,
-                      rd_kafka_error_t *error) {
-        sl_log(LOG_CRIT, "TXN", "%s: fatal: %s; exiting", what,
-               rd_kafka_error_string(error));
-        app->exit_code = SL_EXIT_FAIL;
-        app->stopping = 1;
-        uv_stop(app->loop);
+static sl_task_t *app_task_of(sl_app_t *app, const char *topic, int32_t p) {
+        for (int i = 0; i < app->pipeline_cnt; i++)
+                if (!strcmp(app->pipelines[i].conf->input, topic))
+                        return p >= 0 && p < app->pipelines[i].partition_cnt
+                                   ? app->pipelines[i].tasks[p]
+                                   : NULL;
+        return NULL;
 }
 
-/* Aborts the open transaction and rebuilds every task. */
-static void app_abort(sl_app_t *app, const char *why) {
-        rd_kafka_error_t *error;
-        sl_log(LOG_WARNING, "TXN", "aborting transaction: %s", why);
-        error = rd_kafka_abort_transaction(app->producer, 60 * 1000);
-        if (error) {
-                if (rd_kafka_error_is_fatal(error)) {
-                        app_fatal(app, "abort_transaction", error);
-                        rd_kafka_error_destroy(error);
-                        return;
-                }
-                sl_log(LOG_ERR, "TXN", "abort_transaction: %s",
-                       rd_kafka_error_string(error));
-                rd_kafka_error_destroy(error);
-        }
-        app->txn_open = 0;
-        app->txn_failed = 0;
-        sl_counter_inc(app->m_aborts);
-        app_rebuild_all(app);
-}
-
-/* Offsets of running tasks that moved since the last commit, or NULL. */
 /* Offsets of running tasks: those that moved since the last commit, or,
  * with all set, every task's.  A transaction always sends offsets when it
  * can: send_offsets_to_transaction carries the consumer-group generation,
  * which is what fences a zombie member whose partitions moved on. */
-static rd_kafka_topic_partition_list_t *app_offsets(sl_app_t *app, int all) {
+static rd_kafka_topic_partition_list_t *app_offsets(void *opaque, int all) {
+        sl_app_t *app = opaque;
         rd_kafka_topic_partition_list_t *offs = NULL;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
@@ -352,129 +298,147 @@ static rd_kafka_topic_partition_list_t *app_offsets(sl_app_t *app, int all) {
         return offs;
 }
 
-/* Commits the open transaction with the input offsets.  Returns 0 when
- * committed (or nothing to do), -1 when it aborted (tasks rebuilding) or the
- * process must stop. */
-static int app_commit(sl_app_t *app) {
-        rd_kafka_topic_partition_list_t *offs;
-        rd_kafka_error_t *error = NULL;
-        int attempt;
-
-        app->soon_armed = 0;
-        uv_timer_stop(&app->soon_timer);
-        if (app->txn_failed) {
-                if (app->txn_open)
-                        app_abort(app, "a record was refused");
-                else
-                        app->txn_failed = 0;
-                return -1;
-        }
-        /* Operators with a precommit hook write their checkpoints now,
-         * once every record of the transaction has been delivered (the
-         * flush serves the delivery reports). */
-        if (app->txn_open && app->has_tracking) {
-                rd_kafka_flush(app->producer, 60 * 1000);
-                if (app->txn_failed) {
-                        app_abort(app, "a record was refused");
-                        return -1;
-                }
-                for (int i = 0; i < app->pipeline_cnt; i++) {
-                        sl_pipeline_t *pl = &app->pipelines[i];
-                        if (!pl->op->precommit)
-                                continue;
-                        for (int p = 0; p < pl->partition_cnt; p++)
-                                if (pl->tasks[p] &&
-                                    pl->tasks[p]->state == SL_TASK_RUNNING)
-                                        pl->op->precommit(pl->tasks[p]);
-                }
-        }
-        offs = app_offsets(app, app->txn_open);
-        if (!app->txn_open && !offs)
-                return 0;
-        if (!app->txn_open && sl_app_txn_begin(app) == -1) {
-                if (offs)
-                        rd_kafka_topic_partition_list_destroy(offs);
-                return -1;
-        }
-
-        for (attempt = 0; attempt < 5; attempt++) {
-                if (offs) {
-                        rd_kafka_consumer_group_metadata_t *cgmd =
-                            rd_kafka_consumer_group_metadata(app->consumer);
-                        error = rd_kafka_send_offsets_to_transaction(
-                            app->producer, offs, cgmd, 30 * 1000);
-                        rd_kafka_consumer_group_metadata_destroy(cgmd);
-                        if (error && rd_kafka_error_is_retriable(error)) {
-                                rd_kafka_error_destroy(error);
-                                error = NULL;
-                                continue;
-                        }
-                        if (error)
-                                break;
-                }
-                error = rd_kafka_commit_transaction(app->producer, 60 * 1000);
-                if (error && rd_kafka_error_is_retriable(error)) {
-                        rd_kafka_error_destroy(error);
-                        error = NULL;
+/* Operators with a precommit hook write their checkpoints, once every
+ * record of the transaction was delivered. */
+static void app_precommit(void *opaque) {
+        sl_app_t *app = opaque;
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->pipelines[i];
+                if (!pl->op->precommit)
                         continue;
-                }
-                break;
+                for (int p = 0; p < pl->partition_cnt; p++)
+                        if (pl->tasks[p] &&
+                            pl->tasks[p]->state == SL_TASK_RUNNING)
+                                pl->op->precommit(pl->tasks[p]);
         }
+}
 
-        if (!error && attempt == 5)
-                error = rd_kafka_error_new(RD_KAFKA_RESP_ERR__TIMED_OUT,
-                                           "commit retries exhausted");
-        if (error) {
-                if (rd_kafka_error_is_fatal(error)) {
-                        app_fatal(app, "commit", error);
-                } else {
-                        char why[512];
-                        snprintf(why, sizeof(why), "commit: %s",
-                                 rd_kafka_error_string(error));
-                        app_abort(app, why);
+/* The revoked partitions' work is committed (or was aborted, and the next
+ * owner redoes it): drop them and let the group move on. */
+static void app_revoke_finish(sl_app_t *app) {
+        rd_kafka_topic_partition_list_t *parts = app->revoking;
+        rd_kafka_error_t *error;
+        if (!parts)
+                return;
+        app->revoking = NULL;
+        app->revoke_commit_started = 0;
+        app_drop_tasks(app, parts);
+        if (app->consumer) {
+                error = rd_kafka_incremental_unassign(app->consumer, parts);
+                if (error) {
+                        sl_log(LOG_ERR, "REBALANCE", "incremental_unassign: %s",
+                               rd_kafka_error_string(error));
+                        rd_kafka_error_destroy(error);
                 }
-                rd_kafka_error_destroy(error);
-                if (offs)
-                        rd_kafka_topic_partition_list_destroy(offs);
-                return -1;
         }
+        sl_log(LOG_INFO, "REBALANCE", "revoked %d partitions", parts->cnt);
+        rd_kafka_topic_partition_list_destroy(parts);
+        sl_app_update_ready(app);
+}
 
-        if (offs) {
-                for (int i = 0; i < offs->cnt; i++) {
-                        sl_task_t *t = NULL;
-                        for (int j = 0; j < app->pipeline_cnt && !t; j++)
-                                if (!strcmp(app->pipelines[j].conf->input,
-                                            offs->elems[i].topic))
-                                        t = app->pipelines[j].tasks
-                                                [offs->elems[i].partition];
-                        if (t)
-                                t->committed_offset = offs->elems[i].offset;
-                }
-                rd_kafka_topic_partition_list_destroy(offs);
+/* Commits the revoked partitions' work, now or once the transaction is
+ * free. */
+static void app_revoke_try(sl_app_t *app) {
+        int r;
+        if (!app->revoking || app->revoke_commit_started)
+                return;
+        r = sl_txn_commit(app->txn);
+        if (r == 1)
+                app_revoke_finish(app);
+        else if (r == 0)
+                app->revoke_commit_started = 1;
+        /* -1: busy; tried again when it settles. */
+}
+
+static void app_committed(void *opaque,
+                          const rd_kafka_topic_partition_list_t *offs) {
+        sl_app_t *app = opaque;
+        for (int i = 0; offs && i < offs->cnt; i++) {
+                sl_task_t *t = app_task_of(app, offs->elems[i].topic,
+                                           offs->elems[i].partition);
+                if (t)
+                        t->committed_offset = offs->elems[i].offset;
         }
-        app->txn_open = 0;
         app->last_commit_us = sl_mono_us();
-        sl_counter_inc(app->m_commits);
-        return 0;
+        if (app->revoking && app->revoke_commit_started)
+                app_revoke_finish(app);
+        else
+                app_revoke_try(app);
+        if (app->phase != SL_RUN_RUNNING)
+                app_stop_step(app);
+}
+
+static void task_restart_cb(sl_task_t *t) {
+        sl_task_restart(t);
+}
+
+static void app_aborted(void *opaque) {
+        sl_app_t *app = opaque;
+        /* Revoked partitions go as they are: the next owner rebuilds them
+         * from what was committed. */
+        app_revoke_finish(app);
+        app_held_clear(app);
+        app_for_each_task(app, task_restart_cb);
+        sl_app_update_ready(app);
+        if (app->phase != SL_RUN_RUNNING)
+                app_stop_step(app);
+}
+
+static void task_lookup_resume_cb(sl_task_t *t) {
+        if (t->lookup_wait)
+                sl_task_lookup_done(t);
+}
+
+/* A topic lookup answered: inputs that waited for one go on. */
+static void app_resume_lookup_waits(sl_app_t *app) {
+        app_for_each_task(app, task_lookup_resume_cb);
+}
+
+static void task_resume_cb(sl_task_t *t) {
+        if (t->wake_deferred) {
+                t->wake_deferred = 0;
+                sl_task_wake_at(t, sl_now_ms());
+        }
+}
+
+static void app_resumed(void *opaque) {
+        sl_app_t *app = opaque;
+        app_revoke_try(app);
+        if (app->phase != SL_RUN_RUNNING) {
+                app_stop_step(app);
+                return;
+        }
+        if (!sl_app_may_produce(app))
+                return;
+        app_for_each_task(app, task_resume_cb);
+        app_held_drain(app);
+        sl_kwatch_kick(app->consumer_w);
+        sl_kwatch_kick(app->reader_w);
+        sl_app_update_ready(app);
+}
+
+static void app_exit_hook(void *opaque, int code) {
+        sl_app_t *app = opaque;
+        app->exit_code = code;
+        app->phase = SL_RUN_STOPPED;
+        uv_stop(app->loop);
+}
+
+static void app_on_commit_timer(uv_timer_t *timer);
+
+void sl_app_commit_soon(sl_app_t *app) {
+        if (app->soon_armed || app->phase != SL_RUN_RUNNING)
+                return;
+        app->soon_armed = 1;
+        uv_timer_start(&app->soon_timer, app_on_commit_timer, 0, 0);
 }
 
 static void app_on_commit_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
-        if (!app->stopping)
-                app_commit(app);
-}
-
-static void app_on_soon_timer(uv_timer_t *timer) {
-        sl_app_t *app = timer->data;
-        if (!app->stopping)
-                app_commit(app);
-}
-
-void sl_app_commit_soon(sl_app_t *app) {
-        if (app->soon_armed || app->stopping)
-                return;
-        app->soon_armed = 1;
-        uv_timer_start(&app->soon_timer, app_on_soon_timer, 0, 0);
+        if (timer == &app->soon_timer)
+                app->soon_armed = 0;
+        if (app->phase == SL_RUN_RUNNING && app->txn)
+                sl_txn_commit(app->txn);
 }
 
 void sl_task_commit_soon(sl_task_t *t) {
@@ -482,10 +446,10 @@ void sl_task_commit_soon(sl_task_t *t) {
 }
 
 /* ------------------------------------------------------------------ */
-/* Readiness.                                                          */
+/* Readiness and the Kafka probe.                                       */
 
 void sl_app_update_ready(sl_app_t *app) {
-        char why[128];
+        char why[320], trouble[256];
         int rebuilding = 0;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
@@ -505,14 +469,81 @@ void sl_app_update_ready(sl_app_t *app) {
         app->rebuilding_cnt = rebuilding;
         if (!app->http)
                 return;
-        if (!app->assigned_once)
-                sl_http_set_ready(app->http, 0, "waiting for assignment");
+        if (app->phase != SL_RUN_RUNNING)
+                sl_http_set_ready(app->http, 0, "shutting down");
+        else if (!app->txn ||
+                 sl_txn_trouble(app->txn, trouble, sizeof(trouble))) {
+                sl_http_set_ready(app->http, 0,
+                                  app->txn ? trouble : "starting");
+        } else if (!app->kafka_up) {
+                snprintf(why, sizeof(why), "Kafka unreachable for %.0f s: %s",
+                         (double)(sl_now_ms() - app->kafka_down_since_ms) /
+                             1000.0,
+                         app->kafka_why);
+                sl_http_set_ready(app->http, 0, why);
+        } else if (!app->assigned)
+                sl_http_set_ready(app->http, 0,
+                                  "waiting for a partition assignment");
         else if (rebuilding) {
                 snprintf(why, sizeof(why), "%d partitions rebuilding",
                          rebuilding);
                 sl_http_set_ready(app->http, 0, why);
         } else
                 sl_http_set_ready(app->http, 1, "ready");
+}
+
+static void app_set_kafka_up(sl_app_t *app, int up, const char *why) {
+        if (up && !app->kafka_up)
+                sl_log(
+                    LOG_NOTICE, "KAFKA", "Kafka answers again (after %.1f s)",
+                    (double)(sl_now_ms() - app->kafka_down_since_ms) / 1000.0);
+        else if (!up && app->kafka_up) {
+                sl_log(LOG_WARNING, "KAFKA", "Kafka unreachable: %s", why);
+                app->kafka_down_since_ms = sl_now_ms();
+        }
+        if (!up)
+                snprintf(app->kafka_why, sizeof(app->kafka_why), "%s", why);
+        app->kafka_up = up;
+        sl_gauge_set(app->m_kafka_up, up);
+        sl_app_update_ready(app);
+}
+
+static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
+                         int64_t rtt_ms) {
+        sl_app_t *app = opaque;
+        (void)rtt_ms;
+        app->probe_inflight = 0;
+        app_set_kafka_up(app, !err, rd_kafka_err2str(err));
+}
+
+/* Lag from the consumer's cached watermarks, readiness (time-based
+ * reasons) and the probe; every second. */
+static void app_on_stats_timer(uv_timer_t *timer) {
+        sl_app_t *app = timer->data;
+        static int ticks;
+        for (int i = 0; i < app->pipeline_cnt && app->consumer; i++) {
+                sl_pipeline_t *pl = &app->pipelines[i];
+                int64_t lag = 0;
+                for (int p = 0; p < pl->partition_cnt; p++) {
+                        sl_task_t *t = pl->tasks[p];
+                        int64_t lo, hi;
+                        if (!t || t->next_offset < 0)
+                                continue;
+                        if (rd_kafka_get_watermark_offsets(
+                                app->consumer, pl->conf->input, p, &lo, &hi) ||
+                            hi < 0)
+                                continue;
+                        if (hi > t->next_offset)
+                                lag += hi - t->next_offset;
+                }
+                sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
+        }
+        if (!app->probe_inflight && ++ticks * 1000 >= SL_PROBE_EVERY_MS &&
+            sl_kquery_probe(app->kq, SL_PROBE_TMO_MS, app_on_probe, app) == 0) {
+                app->probe_inflight = 1;
+                ticks = 0;
+        }
+        sl_app_update_ready(app);
 }
 
 /* ------------------------------------------------------------------ */
@@ -553,9 +584,10 @@ static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
         }
 }
 
-static void app_drop(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
+static void app_drop_tasks(sl_app_t *app,
+                           const rd_kafka_topic_partition_list_t *parts) {
         for (int i = 0; i < parts->cnt; i++) {
-                rd_kafka_topic_partition_t *tp = &parts->elems[i];
+                const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 sl_pipeline_t *pl = app_pipeline_by_input(app, tp->topic);
                 if (!pl || tp->partition >= pl->partition_cnt ||
                     !pl->tasks[tp->partition])
@@ -570,105 +602,196 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                              void *opaque) {
         sl_app_t *app = opaque;
         rd_kafka_error_t *error;
-        (void)rk;
+        int lost;
 
+        if (rk != app->consumer)
+                return; /* a consumer being destroyed */
         sl_counter_inc(app->m_rebalances);
         switch (err) {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
                 sl_log(LOG_INFO, "REBALANCE", "assigned %d partitions",
                        parts->cnt);
-                app->assigned_once = 1;
+                app->assigned = 1;
                 app_assign(app, parts);
                 break;
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+                lost = rd_kafka_assignment_lost(app->consumer);
                 sl_log(LOG_INFO, "REBALANCE", "revoking %d partitions%s",
-                       parts->cnt,
-                       rd_kafka_assignment_lost(app->consumer) ? " (lost)"
-                                                               : "");
-                if (rd_kafka_assignment_lost(app->consumer)) {
+                       parts->cnt, lost ? " (lost)" : "");
+                if (lost || app->revoking) {
                         /* Our offsets for them would be refused: abort so
                          * nothing written for them becomes visible. */
-                        app_drop(app, parts);
-                        if (app->txn_open)
-                                app_abort(app, "partitions lost");
-                } else {
-                        /* What was done for them becomes durable first. */
-                        app_commit(app);
-                        app_drop(app, parts);
+                        app_revoke_finish(app);
+                        app_drop_tasks(app, parts);
+                        error =
+                            rd_kafka_incremental_unassign(app->consumer, parts);
+                        if (error) {
+                                sl_log(LOG_ERR, "REBALANCE",
+                                       "incremental_unassign: %s",
+                                       rd_kafka_error_string(error));
+                                rd_kafka_error_destroy(error);
+                        }
+                        if (lost) {
+                                app->assigned = 0;
+                                if (sl_txn_state(app->txn) != SL_TXN_READY)
+                                        sl_txn_doom(app->txn,
+                                                    "partitions lost");
+                        }
+                        break;
                 }
-                error = rd_kafka_incremental_unassign(app->consumer, parts);
-                if (error) {
-                        sl_log(LOG_ERR, "REBALANCE", "incremental_unassign: %s",
-                               rd_kafka_error_string(error));
-                        rd_kafka_error_destroy(error);
+                /* What was done for them becomes durable first; the
+                 * group waits for the unassign. */
+                for (int i = 0; i < parts->cnt; i++) {
+                        sl_task_t *t = app_task_of(app, parts->elems[i].topic,
+                                                   parts->elems[i].partition);
+                        if (t)
+                                t->revoking = 1;
                 }
+                app->revoking = rd_kafka_topic_partition_list_copy(parts);
+                app->revoke_commit_started = 0;
+                app_revoke_try(app);
                 break;
         default:
                 sl_log(LOG_ERR, "REBALANCE", "rebalance error: %s",
                        rd_kafka_err2str(err));
-                app_drop(app, parts);
-                if (app->txn_open)
-                        app_abort(app, "rebalance error");
+                app_revoke_finish(app);
+                app_drop_tasks(app, parts);
+                if (sl_txn_state(app->txn) != SL_TXN_READY)
+                        sl_txn_doom(app->txn, "rebalance error");
                 rd_kafka_incremental_unassign(app->consumer, parts);
+                app->assigned = 0;
                 break;
         }
         sl_app_update_ready(app);
 }
 
+static int err_is_fencing(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR__FENCED ||
+               err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+               err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
+               err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID;
+}
+
+/* A fatal error of the consumer: the txn re-creates both clients. */
+static void app_consumer_fatal(sl_app_t *app) {
+        char buf[256];
+        rd_kafka_resp_err_t err;
+        if (!app->consumer)
+                return;
+        err = rd_kafka_fatal_error(app->consumer, buf, sizeof(buf));
+        sl_txn_fatal(app->txn, "consumer", buf, err_is_fencing(err));
+}
+
+/* One input record: to its task, unless the task may not take it now. */
+static void app_input(sl_app_t *app, const rd_kafka_message_t *m) {
+        sl_task_t *t =
+            app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
+        if (t && !t->revoking)
+                sl_task_on_input(t, m);
+        if (app->txn && sl_txn_records(app->txn) >= SL_TXN_MAX_RECORDS)
+                sl_app_commit_soon(app);
+}
+
+static void app_held_push(sl_app_t *app, rd_kafka_message_t *m) {
+        if (!app->held)
+                app->held = sl_calloc(SL_HELD_MAX, sizeof(*app->held));
+        sl_assert(app->held_cnt < SL_HELD_MAX);
+        app->held[(app->held_head + app->held_cnt) % SL_HELD_MAX] = m;
+        app->held_cnt++;
+}
+
+static rd_kafka_message_t *app_held_pop(sl_app_t *app) {
+        rd_kafka_message_t *m;
+        if (!app->held_cnt)
+                return NULL;
+        m = app->held[app->held_head];
+        app->held_head = (app->held_head + 1) % SL_HELD_MAX;
+        app->held_cnt--;
+        return m;
+}
+
+static void app_held_clear(sl_app_t *app) {
+        rd_kafka_message_t *m;
+        while ((m = app_held_pop(app)))
+                rd_kafka_message_destroy(m);
+}
+
+static void app_held_drain(sl_app_t *app) {
+        rd_kafka_message_t *m;
+        while (sl_app_may_produce(app) && (m = app_held_pop(app))) {
+                app_input(app, m);
+                rd_kafka_message_destroy(m);
+        }
+}
+
 static int app_serve_consumer(void *opaque, int budget) {
         sl_app_t *app = opaque;
-        int n;
-        for (n = 0; n < budget && !app->stopping; n++) {
-                rd_kafka_message_t *m =
-                    rd_kafka_consumer_poll(app->consumer, 0);
-                if (!m)
+        int n = 0;
+        while (n < budget && app->consumer) {
+                rd_kafka_message_t *m;
+                int take = sl_app_may_produce(app) && !app->held_cnt;
+                if (!take && app->phase == SL_RUN_RUNNING &&
+                    app->held_cnt >= SL_HELD_MAX)
+                        break; /* resumed() kicks us */
+                if (!(m = rd_kafka_consumer_poll(app->consumer, 0)))
                         break;
+                n++;
                 if (m->err) {
-                        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                                sl_log(LOG_WARNING, "CONSUMER", "%s",
-                                       rd_kafka_message_errstr(m));
-                } else {
-                        sl_pipeline_t *pl = app_pipeline_by_input(
-                            app, rd_kafka_topic_name(m->rkt));
-                        if (pl && m->partition < pl->partition_cnt &&
-                            pl->tasks[m->partition])
-                                sl_task_on_input(pl->tasks[m->partition], m);
+                        rd_kafka_resp_err_t err = m->err;
+                        if (err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+                            err != RD_KAFKA_RESP_ERR__FATAL)
+                                sl_kafka_log_error("consumer", err,
+                                                   rd_kafka_message_errstr(m));
+                        rd_kafka_message_destroy(m);
+                        if (err == RD_KAFKA_RESP_ERR__FATAL)
+                                app_consumer_fatal(app);
+                        continue;
                 }
-                rd_kafka_message_destroy(m);
-                if (app->txn_records >= SL_TXN_MAX_RECORDS)
-                        sl_app_commit_soon(app);
+                if (app->phase != SL_RUN_RUNNING) {
+                        rd_kafka_message_destroy(m); /* leaving */
+                } else if (take) {
+                        app_input(app, m);
+                        rd_kafka_message_destroy(m);
+                } else {
+                        app_held_push(app, m);
+                }
         }
+        if (app->phase == SL_RUN_STOP_CLOSE)
+                app_stop_step(app);
         return n;
 }
 
+/* A table partition was read up to the end captured at start: once all
+ * are, the pipeline's tasks may run. */
+static void app_table_check(sl_pipeline_t *pl, int p) {
+        if (pl->table_end[p] < 0 || pl->table_end[p] == INT64_MAX ||
+            pl->table_pos[p] < pl->table_end[p])
+                return;
+        pl->table_end[p] = -1;
+        for (int i = 0; i < pl->table_parts; i++)
+                if (pl->table_end[i] >= 0)
+                        return;
+        if (!pl->table_ready)
+                sl_log(LOG_INFO, "TABLE", "%s: %s read to its end",
+                       pl->conf->name, pl->op->table_topic(pl));
+        pl->table_ready = 1;
+}
+
 /* A record of a pipeline's global table (e.g. throttle rates). */
-static void app_on_table(sl_app_t *app, sl_pipeline_t *pl,
-                         const rd_kafka_message_t *m) {
-        int reached = 0;
+static void app_on_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
         if (m->partition < 0 || m->partition >= pl->table_parts)
                 return;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                reached = pl->table_end[m->partition] >= 0 &&
-                          m->offset >= pl->table_end[m->partition];
+                pl->table_pos[m->partition] = m->offset;
         } else if (m->err) {
-                sl_log(LOG_WARNING, "TABLE", "%s", rd_kafka_message_errstr(m));
+                sl_kafka_log_error("reader", m->err,
+                                   rd_kafka_message_errstr(m));
                 return;
         } else {
                 pl->op->table(pl, m);
-                reached = pl->table_end[m->partition] >= 0 &&
-                          m->offset + 1 >= pl->table_end[m->partition];
+                pl->table_pos[m->partition] = m->offset + 1;
         }
-        if (reached) {
-                pl->table_end[m->partition] = -1;
-                for (int i = 0; i < pl->table_parts; i++)
-                        if (pl->table_end[i] >= 0)
-                                return;
-                if (!pl->table_ready)
-                        sl_log(LOG_INFO, "TABLE", "%s: %s read to its end",
-                               pl->conf->name, pl->op->table_topic(pl));
-                pl->table_ready = 1;
-        }
-        (void)app;
+        app_table_check(pl, m->partition);
 }
 
 static int app_serve_reader(void *opaque, int budget) {
@@ -683,8 +806,8 @@ static int app_serve_reader(void *opaque, int budget) {
                         break;
                 if (!m->rkt) {
                         if (m->err)
-                                sl_log(LOG_WARNING, "READER", "%s",
-                                       rd_kafka_message_errstr(m));
+                                sl_kafka_log_error("reader", m->err,
+                                                   rd_kafka_message_errstr(m));
                         rd_kafka_message_destroy(m);
                         continue;
                 }
@@ -694,7 +817,7 @@ static int app_serve_reader(void *opaque, int budget) {
                         sl_task_t *t;
                         if (pl->table_parts &&
                             !strcmp(pl->op->table_topic(pl), topic)) {
-                                app_on_table(app, pl, m);
+                                app_on_table(pl, m);
                                 served = 1;
                         } else if (m->partition >= 0 &&
                                    m->partition < pl->partition_cnt &&
@@ -707,45 +830,88 @@ static int app_serve_reader(void *opaque, int budget) {
                 }
                 if (!served && m->err &&
                     m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                        sl_log(LOG_WARNING, "READER", "%s",
-                               rd_kafka_message_errstr(m));
+                        sl_kafka_log_error("reader", m->err,
+                                           rd_kafka_message_errstr(m));
                 rd_kafka_message_destroy(m);
         }
         return n;
 }
 
+/* Errors of the consumer and the reader (the producer's come as events to
+ * txn.c). */
+static void app_error_cb(rd_kafka_t *rk, int err, const char *reason,
+                         void *opaque) {
+        sl_app_t *app = opaque;
+        if (err == RD_KAFKA_RESP_ERR__FATAL) {
+                if (rk == app->consumer)
+                        app_consumer_fatal(app);
+                else
+                        sl_log(LOG_ERR, "KAFKA", "%s: fatal error: %s",
+                               rd_kafka_name(rk), reason);
+                return;
+        }
+        if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+                app_set_kafka_up(app, 0, reason);
+        sl_kafka_log_error(rk == app->reader ? "reader" : "consumer", err,
+                           reason);
+}
+
+/* ------------------------------------------------------------------ */
+/* Global tables.                                                       */
+
+static void app_on_table_end(void *opaque, rd_kafka_resp_err_t err, int64_t lo,
+                             int64_t hi);
+
+typedef struct table_part_s {
+        sl_pipeline_t *pl;
+        int32_t partition;
+} table_part_t;
+
+static void app_table_ask(sl_app_t *app, table_part_t *tp) {
+        if (sl_kquery_watermarks(app->kq, tp->pl->op->table_topic(tp->pl),
+                                 tp->partition, SL_LOOKUP_TMO_MS,
+                                 app_on_table_end, tp) == -1)
+                sl_log(LOG_ERR, "TABLE", "cannot ask for the end of %s",
+                       tp->pl->op->table_topic(tp->pl));
+}
+
+/* The end of one table partition, captured before it is read. */
+static void app_on_table_end(void *opaque, rd_kafka_resp_err_t err, int64_t lo,
+                             int64_t hi) {
+        table_part_t *tp = opaque;
+        sl_pipeline_t *pl = tp->pl;
+        if (err) {
+                sl_kafka_log_error("reader", err, "table end offset");
+                app_table_ask(pl->app, tp); /* bounded by its timeout */
+                return;
+        }
+        pl->table_end[tp->partition] = hi;
+        if (hi <= lo)
+                pl->table_pos[tp->partition] = hi;
+        app_table_check(pl, tp->partition);
+}
+
 /* Starts reading a pipeline's global table (all partitions, from the
- * beginning, for as long as the process runs). */
-static int app_table_start(sl_app_t *app, sl_pipeline_t *pl, char *errstr,
-                           size_t errstr_size) {
+ * beginning, for as long as the process runs); the pipeline's tasks run
+ * once it was read to the ends captured now. */
+static int app_table_start(sl_app_t *app, sl_pipeline_t *pl, int cnt,
+                           char *errstr, size_t errstr_size) {
         const char *topic = pl->op->table_topic(pl);
         rd_kafka_topic_partition_list_t *l;
         rd_kafka_error_t *error;
-        int cnt = sl_kafka_partition_count(app->producer, topic, 10000);
-        if (cnt <= 0) {
-                snprintf(errstr, errstr_size,
-                         "pipeline %s: topic %s %s (run `sluice topics apply`)",
-                         pl->conf->name, topic,
-                         cnt == 0 ? "does not exist" : "cannot be described");
-                return -1;
-        }
+        table_part_t *parts;
+
         pl->table_parts = cnt;
         pl->table_end = sl_calloc((size_t)cnt, sizeof(*pl->table_end));
+        pl->table_pos = sl_calloc((size_t)cnt, sizeof(*pl->table_pos));
+        pl->table_ready = 0;
+        parts = pl->table_asks = sl_calloc((size_t)cnt, sizeof(*parts));
         l = rd_kafka_topic_partition_list_new(cnt);
-        pl->table_ready = 1;
         for (int p = 0; p < cnt; p++) {
-                int64_t lo = 0, hi = 0;
-                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-                    app->reader, topic, p, &lo, &hi, 10000);
-                if (err) {
-                        snprintf(errstr, errstr_size, "%s [%d]: %s", topic, p,
-                                 rd_kafka_err2str(err));
-                        rd_kafka_topic_partition_list_destroy(l);
-                        return -1;
-                }
-                pl->table_end[p] = hi > lo ? hi : -1;
-                if (hi > lo)
-                        pl->table_ready = 0;
+                pl->table_end[p] = INT64_MAX; /* until asked */
+                parts[p].pl = pl;
+                parts[p].partition = p;
+                app_table_ask(app, &parts[p]);
                 rd_kafka_topic_partition_list_add(l, topic, p)->offset =
                     RD_KAFKA_OFFSET_BEGINNING;
         }
@@ -760,38 +926,8 @@ static int app_table_start(sl_app_t *app, sl_pipeline_t *pl, char *errstr,
         return 0;
 }
 
-static int app_serve_producer(void *opaque, int budget) {
-        sl_app_t *app = opaque;
-        int n = 0;
-        while (n < budget) {
-                int served = rd_kafka_poll(app->producer, 0);
-                if (served <= 0)
-                        break;
-                n += served;
-        }
-        return n;
-}
-
-static void app_error_cb(rd_kafka_t *rk, int err, const char *reason,
-                         void *opaque) {
-        sl_app_t *app = opaque;
-        int fatal = err == RD_KAFKA_RESP_ERR__FATAL;
-        char buf[512];
-        if (fatal) {
-                rd_kafka_fatal_error(rk, buf, sizeof(buf));
-                sl_log(LOG_CRIT, "KAFKA", "%s: fatal error: %s; exiting",
-                       rd_kafka_name(rk), buf);
-                app->exit_code = SL_EXIT_FAIL;
-                app->stopping = 1;
-                uv_stop(app->loop);
-                return;
-        }
-        sl_log(LOG_WARNING, "KAFKA", "%s: %s: %s", rd_kafka_name(rk),
-               rd_kafka_err2name(err), reason);
-}
-
 /* ------------------------------------------------------------------ */
-/* Setup.                                                              */
+/* Clients.                                                             */
 
 static rd_kafka_conf_t *app_kconf(sl_app_t *app, char *errstr,
                                   size_t errstr_size) {
@@ -808,7 +944,7 @@ static rd_kafka_conf_t *app_kconf(sl_app_t *app, char *errstr,
         do {                                                                   \
                 if (sl_kafka_conf_set(kc, k, v, errstr, errstr_size) == -1) {  \
                         rd_kafka_conf_destroy(kc);                             \
-                        return -1;                                             \
+                        return NULL;                                           \
                 }                                                              \
         } while (0)
 
@@ -819,31 +955,27 @@ static int user_set(const sl_conf_t *conf, const char *key) {
         return 0;
 }
 
-static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
+/* The transactional producer.  A stable transactional.id (from the static
+ * instance id) lets a restarted instance fence its predecessor and abort
+ * its open transaction at once. */
+static rd_kafka_conf_t *app_producer_conf(void *opaque, char *errstr,
+                                          size_t errstr_size) {
+        sl_app_t *app = opaque;
         rd_kafka_conf_t *kc;
         char txnid[512], buf[64];
-        rd_kafka_error_t *error;
-
-        /* Producer: transactional.  A stable transactional.id (from the
-         * static instance id) lets a restarted instance fence its
-         * predecessor and abort its open transaction at once. */
         if (!(kc = app_kconf(app, errstr, errstr_size)))
-                return -1;
+                return NULL;
         if (app->conf->instance_id && *app->conf->instance_id)
                 snprintf(txnid, sizeof(txnid), "%s-%s", app->conf->app_id,
                          app->conf->instance_id);
-        else {
-                char host[256] = "host";
-                gethostname(host, sizeof(host));
-                snprintf(txnid, sizeof(txnid), "%s-%s-%d-%lld",
-                         app->conf->app_id, host, (int)getpid(),
-                         (long long)sl_now_ms());
-        }
+        else
+                snprintf(txnid, sizeof(txnid), "%s-%s", app->conf->app_id,
+                         app->client_id);
         SET(kc, "transactional.id", txnid);
         snprintf(buf, sizeof(buf), "%lld",
                  (long long)app->conf->transaction_timeout_ms);
         SET(kc, "transaction.timeout.ms", buf);
-        SET(kc, "client.id", "sluice-producer");
+        SET(kc, "client.id", app->client_id);
         /* Defaults that suit sluice better than librdkafka's, unless the
          * [kafka] section says otherwise: short linger (lateness), a deep
          * queue (a million timers may fall due at once). */
@@ -856,22 +988,18 @@ static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
          * default 100 ms retry backoff would land in timer lateness. */
         if (!user_set(app->conf, "retry.backoff.ms"))
                 SET(kc, "retry.backoff.ms", "10");
-        for (int i = 0; i < app->conf->pipeline_cnt; i++)
-                if (app->conf->pipelines[i].type == SL_OP_THROTTLE)
-                        app->has_tracking = 1;
         SET(kc, "delivery.report.only.error",
             app->has_tracking ? "false" : "true");
-        rd_kafka_conf_set_dr_msg_cb(kc, app_dr_cb);
-        app->producer =
-            rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, errstr_size);
-        if (!app->producer) {
-                rd_kafka_conf_destroy(kc);
-                return -1;
-        }
+        return kc;
+}
 
-        /* Consumer: the group member. */
+/* The group member. */
+static rd_kafka_conf_t *app_consumer_conf(void *opaque, char *errstr,
+                                          size_t errstr_size) {
+        sl_app_t *app = opaque;
+        rd_kafka_conf_t *kc;
         if (!(kc = app_kconf(app, errstr, errstr_size)))
-                return -1;
+                return NULL;
         SET(kc, "group.id", app->conf->app_id);
         if (app->conf->instance_id && *app->conf->instance_id)
                 SET(kc, "group.instance.id", app->conf->instance_id);
@@ -880,21 +1008,18 @@ static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
         SET(kc, "enable.auto.offset.store", "false");
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "auto.offset.reset", "earliest");
-        SET(kc, "client.id", "sluice-consumer");
+        SET(kc, "client.id", app->client_id);
         rd_kafka_conf_set_rebalance_cb(kc, app_rebalance_cb);
-        app->consumer =
-            rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size);
-        if (!app->consumer) {
-                rd_kafka_conf_destroy(kc);
-                return -1;
-        }
-        rd_kafka_poll_set_consumer(app->consumer);
+        return kc;
+}
 
-        /* Reader: assign-only, for rebuilds. */
+/* The reader: assign-only, for rebuilds, tables and lookups. */
+static rd_kafka_conf_t *app_reader_conf(sl_app_t *app, char *errstr,
+                                        size_t errstr_size) {
+        rd_kafka_conf_t *kc;
         if (!(kc = app_kconf(app, errstr, errstr_size)))
-                return -1;
-        snprintf(buf, sizeof(buf), "%s", "sluice-rebuild");
-        SET(kc, "group.id", buf);
+                return NULL;
+        SET(kc, "group.id", "sluice-rebuild");
         SET(kc, "enable.auto.commit", "false");
         SET(kc, "enable.auto.offset.store", "false");
         SET(kc, "isolation.level", "read_committed");
@@ -911,22 +1036,96 @@ static int app_clients(sl_app_t *app, char *errstr, size_t errstr_size) {
         SET(kc, "queued.min.messages", "1000000");
         SET(kc, "queued.max.messages.kbytes", "262144");
         SET(kc, "max.partition.fetch.bytes", "16777216");
-        app->reader = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size);
-        if (!app->reader) {
-                rd_kafka_conf_destroy(kc);
-                return -1;
-        }
-
-        error = rd_kafka_init_transactions(app->producer, 60 * 1000);
-        if (error) {
-                snprintf(errstr, errstr_size, "init_transactions: %s",
-                         rd_kafka_error_string(error));
-                rd_kafka_error_destroy(error);
-                return -1;
-        }
-        return 0;
+        return kc;
 }
 #undef SET
+
+/* The producer learns each topic it will write to now, not at the first
+ * record (which would wait for the next metadata refresh): the handles are
+ * kept while the producer lives, so librdkafka keeps the topics known. */
+static void app_warm_topics(sl_app_t *app) {
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *pc = app->pipelines[i].conf;
+                const char *names[] = {pc->changelog, pc->dlq, pc->output,
+                                       pc->overflow};
+                for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
+                        rd_kafka_topic_t *rkt;
+                        if (!names[j])
+                                continue;
+                        topic_cache_get(app, names[j]);
+                        rkt = rd_kafka_topic_new(app->producer, names[j], NULL);
+                        if (!rkt)
+                                continue;
+                        app->warm = sl_realloc(app->warm,
+                                               sizeof(*app->warm) *
+                                                   (size_t)(app->warm_cnt + 1));
+                        app->warm[app->warm_cnt++] = rkt;
+                }
+        }
+}
+
+static void app_clients_ready(void *opaque, rd_kafka_t *producer,
+                              rd_kafka_t *consumer) {
+        sl_app_t *app = opaque;
+        rd_kafka_topic_partition_list_t *topics;
+        rd_kafka_resp_err_t err;
+        char errstr[256];
+
+        app->producer = producer;
+        app->consumer = consumer;
+        rd_kafka_poll_set_consumer(consumer);
+        app->consumer_q = rd_kafka_queue_get_consumer(consumer);
+        app->consumer_w =
+            sl_kwatch_new(app->loop, app->consumer_q, app_serve_consumer, app,
+                          errstr, sizeof(errstr));
+        sl_assert(app->consumer_w);
+        app_warm_topics(app);
+        topics = rd_kafka_topic_partition_list_new(app->pipeline_cnt);
+        for (int i = 0; i < app->pipeline_cnt; i++)
+                rd_kafka_topic_partition_list_add(topics,
+                                                  app->pipelines[i].conf->input,
+                                                  RD_KAFKA_PARTITION_UA);
+        err = rd_kafka_subscribe(consumer, topics);
+        rd_kafka_topic_partition_list_destroy(topics);
+        if (err) {
+                sl_log(LOG_CRIT, "INIT", "subscribe: %s",
+                       rd_kafka_err2str(err));
+                app_exit_hook(app, SL_EXIT_FAIL);
+                return;
+        }
+        sl_log(LOG_NOTICE, "INIT", "Kafka clients ready; joining group %s%s%s",
+               app->conf->app_id,
+               app->conf->instance_id && *app->conf->instance_id ? " as " : "",
+               app->conf->instance_id ? app->conf->instance_id : "");
+        sl_app_update_ready(app);
+}
+
+static void task_destroy_cb(sl_task_t *t) {
+        t->pl->tasks[t->partition] = NULL;
+        sl_task_destroy(t);
+}
+
+static void app_clients_lost(void *opaque) {
+        sl_app_t *app = opaque;
+        app_held_clear(app);
+        if (app->revoking)
+                rd_kafka_topic_partition_list_destroy(app->revoking);
+        app->revoking = NULL;
+        app->revoke_commit_started = 0;
+        app_for_each_task(app, task_destroy_cb);
+        sl_kwatch_close(app->consumer_w);
+        app->consumer_w = NULL;
+        if (app->consumer_q)
+                rd_kafka_queue_destroy(app->consumer_q);
+        app->consumer_q = NULL;
+        for (int i = 0; i < app->warm_cnt; i++)
+                rd_kafka_topic_destroy(app->warm[i]);
+        app->warm_cnt = 0;
+        app->consumer = NULL;
+        app->producer = NULL;
+        app->assigned = 0;
+        sl_app_update_ready(app);
+}
 
 static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
         app->pipeline_cnt = app->conf->pipeline_cnt;
@@ -957,9 +1156,10 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
                                  pc->name, sl_op_type_name(pc->type));
                         return -1;
                 }
-                cnt = sl_kafka_partition_count(app->producer, pc->input, 10000);
-                ccnt = sl_kafka_partition_count(app->producer, pc->changelog,
-                                                10000);
+                /* Before the loop runs: a blocking look is fine here. */
+                cnt = sl_kafka_partition_count(app->reader, pc->input, 10000);
+                ccnt =
+                    sl_kafka_partition_count(app->reader, pc->changelog, 10000);
                 if (cnt <= 0 || ccnt <= 0) {
                         snprintf(errstr, errstr_size,
                                  "pipeline %s: topic %s %s (run `sluice "
@@ -1005,105 +1205,88 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
                 if (pl->op->pipeline_init &&
                     pl->op->pipeline_init(pl, errstr, errstr_size) == -1)
                         return -1;
-                if (pl->op->table_topic && pl->op->table_topic(pl) &&
-                    app_table_start(app, pl, errstr, errstr_size) == -1)
-                        return -1;
-        }
-        return 0;
-}
-
-/* The producer learns each topic it will write to now, not at the first
- * record (which would wait for the next metadata refresh): the handles are
- * kept for the process's lifetime so librdkafka keeps the topics known. */
-static void app_warm_topics(sl_app_t *app) {
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *pc = app->pipelines[i].conf;
-                const char *names[] = {pc->changelog, pc->dlq, pc->output,
-                                       pc->overflow};
-                for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
-                        const struct rd_kafka_metadata *md;
-                        rd_kafka_topic_t *rkt;
-                        if (!names[j])
-                                continue;
-                        rkt = rd_kafka_topic_new(app->producer, names[j], NULL);
-                        if (!rkt)
-                                continue;
-                        if (rd_kafka_metadata(app->producer, 0, rkt, &md,
-                                              5000) ==
-                            RD_KAFKA_RESP_ERR_NO_ERROR)
-                                rd_kafka_metadata_destroy(md);
-                        app->warm = sl_realloc(app->warm,
-                                               sizeof(*app->warm) *
-                                                   (size_t)(app->warm_cnt + 1));
-                        app->warm[app->warm_cnt++] = rkt;
+                if (pl->op->table_topic && pl->op->table_topic(pl)) {
+                        const char *topic = pl->op->table_topic(pl);
+                        int tcnt =
+                            sl_kafka_partition_count(app->reader, topic, 10000);
+                        if (tcnt <= 0) {
+                                snprintf(errstr, errstr_size,
+                                         "pipeline %s: topic %s %s (run "
+                                         "`sluice topics apply`)",
+                                         pc->name, topic,
+                                         tcnt == 0 ? "does not exist"
+                                                   : "cannot be described");
+                                return -1;
+                        }
+                        if (app_table_start(app, pl, tcnt, errstr,
+                                            errstr_size) == -1)
+                                return -1;
                 }
         }
-}
-
-static int app_subscribe(sl_app_t *app, char *errstr, size_t errstr_size) {
-        rd_kafka_topic_partition_list_t *topics =
-            rd_kafka_topic_partition_list_new(app->pipeline_cnt);
-        rd_kafka_resp_err_t err;
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                rd_kafka_topic_partition_list_add(topics,
-                                                  app->pipelines[i].conf->input,
-                                                  RD_KAFKA_PARTITION_UA);
-        err = rd_kafka_subscribe(app->consumer, topics);
-        rd_kafka_topic_partition_list_destroy(topics);
-        if (err) {
-                snprintf(errstr, errstr_size, "subscribe: %s",
-                         rd_kafka_err2str(err));
-                return -1;
-        }
         return 0;
-}
-
-/* Lag from the consumer's cached watermarks; refreshed every second. */
-static void app_on_stats_timer(uv_timer_t *timer) {
-        sl_app_t *app = timer->data;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
-                int64_t lag = 0;
-                for (int p = 0; p < pl->partition_cnt; p++) {
-                        sl_task_t *t = pl->tasks[p];
-                        int64_t lo, hi;
-                        if (!t || t->next_offset < 0)
-                                continue;
-                        if (rd_kafka_get_watermark_offsets(
-                                app->consumer, pl->conf->input, p, &lo, &hi) ||
-                            hi < 0)
-                                continue;
-                        if (hi > t->next_offset)
-                                lag += hi - t->next_offset;
-                }
-                sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
-        }
 }
 
 /* ------------------------------------------------------------------ */
 /* Shutdown.                                                           */
 
+/* One step of the shutdown; called whenever something it waits for may
+ * have happened (the transaction settled, the consumer served, a timer). */
+static void app_stop_step(sl_app_t *app) {
+        rd_kafka_error_t *error;
+        sl_txn_state_t s = sl_txn_state(app->txn);
+        if (s == SL_TXN_CREATING || s == SL_TXN_RECOVERING ||
+            s == SL_TXN_DEAD || !app->consumer) {
+                /* No clients to leave with: nothing is open. */
+                app->phase = SL_RUN_STOPPED;
+                uv_stop(app->loop);
+                return;
+        }
+        switch (app->phase) {
+        case SL_RUN_STOP_COMMIT:
+                if (sl_txn_commit(app->txn) != 1)
+                        return; /* committing, or busy: called again */
+                app->phase = SL_RUN_STOP_CLOSE;
+                /* Closing revokes every partition through the rebalance
+                 * callback on the consumer's queue, which we keep
+                 * serving. */
+                error = rd_kafka_consumer_close_queue(app->consumer,
+                                                      app->consumer_q);
+                if (error) {
+                        sl_log(LOG_WARNING, "SHUTDOWN", "consumer close: %s",
+                               rd_kafka_error_string(error));
+                        rd_kafka_error_destroy(error);
+                }
+                sl_kwatch_kick(app->consumer_w);
+                break;
+        case SL_RUN_STOP_CLOSE:
+                if (!rd_kafka_consumer_closed(app->consumer))
+                        return;
+                if (sl_txn_commit(app->txn) != 1)
+                        return;
+                app->phase = SL_RUN_STOPPED;
+                uv_stop(app->loop);
+                break;
+        default:
+                break;
+        }
+}
+
+static void app_on_stop_timer(uv_timer_t *timer) {
+        app_stop_step(timer->data);
+}
+
 static void app_stop(sl_app_t *app, const char *why) {
-        rd_kafka_resp_err_t err;
-        if (app->stopping)
+        if (app->phase != SL_RUN_RUNNING)
                 return;
         sl_log(LOG_NOTICE, "SHUTDOWN", "%s: committing and leaving", why);
-        /* Bounded: if anything below hangs, SIGALRM ends the process. */
-        alarm((unsigned)((app->conf->shutdown_grace_ms + 999) / 1000));
-        app_commit(app);
-        app->stopping = 1;
-        /* Closing the consumer revokes every partition through the
-         * rebalance callback, which commits (nothing left) and drops the
-         * tasks. */
-        sl_kwatch_close(app->consumer_w);
-        app->consumer_w = NULL;
-        err = rd_kafka_consumer_close(app->consumer);
-        if (err)
-                sl_log(LOG_WARNING, "SHUTDOWN", "consumer close: %s",
-                       rd_kafka_err2str(err));
-        if (app->txn_open)
-                app_commit(app);
-        uv_stop(app->loop);
+        /* Bounded by a thread of its own: works as PID 1 too. */
+        sl_watchdog_shutdown_deadline(
+            app->watchdog, app->conf->shutdown_grace_ms, SL_EXIT_FAIL);
+        app->phase = SL_RUN_STOP_COMMIT;
+        sl_txn_stopping(app->txn);
+        app_held_clear(app);
+        sl_app_update_ready(app);
+        uv_timer_start(&app->stop_timer, app_on_stop_timer, 0, 20);
 }
 
 static void app_on_signal(uv_signal_t *sig, int signum) {
@@ -1112,115 +1295,173 @@ static void app_on_signal(uv_signal_t *sig, int signum) {
 }
 
 static void app_destroy(sl_app_t *app) {
+        /* Tasks first: nothing may call back into them after. */
+        if (app->pipelines)
+                app_for_each_task(app, task_destroy_cb);
+        app_held_clear(app);
+        free(app->held);
+        if (app->revoking)
+                rd_kafka_topic_partition_list_destroy(app->revoking);
+        sl_kwatch_close(app->consumer_w);
+        sl_kwatch_close(app->reader_w);
+        app->consumer_w = app->reader_w = NULL;
+        if (app->consumer_q)
+                rd_kafka_queue_destroy(app->consumer_q);
+        for (int i = 0; i < app->warm_cnt; i++)
+                rd_kafka_topic_destroy(app->warm[i]);
+        free(app->warm);
+        /* The clients go with the txn; the rebalance callback ignores a
+         * consumer that is no longer app->consumer. */
+        app->consumer = app->producer = NULL;
+        sl_txn_destroy(app->txn);
+        topic_cache_destroy(app);
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
-                for (int p = 0; p < pl->partition_cnt; p++)
-                        if (pl->tasks[p])
-                                sl_task_destroy(pl->tasks[p]);
                 if (pl->op && pl->op->pipeline_destroy)
                         pl->op->pipeline_destroy(pl);
                 free(pl->tasks);
                 free(pl->metrics);
                 free(pl->table_end);
+                free(pl->table_pos);
+                free(pl->table_asks);
         }
         free(app->pipelines);
-        sl_kwatch_close(app->consumer_w);
-        sl_kwatch_close(app->producer_w);
-        sl_kwatch_close(app->reader_w);
-        uv_close((uv_handle_t *)&app->commit_timer, NULL);
-        uv_close((uv_handle_t *)&app->soon_timer, NULL);
-        uv_close((uv_handle_t *)&app->stats_timer, NULL);
-        uv_close((uv_handle_t *)&app->sigterm, NULL);
-        uv_close((uv_handle_t *)&app->sigint, NULL);
-        uv_run(app->loop, UV_RUN_NOWAIT);
-        if (app->consumer_q)
-                rd_kafka_queue_destroy(app->consumer_q);
-        if (app->producer_q)
-                rd_kafka_queue_destroy(app->producer_q);
+        sl_kquery_destroy(app->kq);
         if (app->reader_q)
                 rd_kafka_queue_destroy(app->reader_q);
-        if (app->consumer)
-                rd_kafka_destroy(app->consumer);
         if (app->reader) {
                 rd_kafka_consumer_close(app->reader);
                 rd_kafka_destroy(app->reader);
         }
-        for (int i = 0; i < app->warm_cnt; i++)
-                rd_kafka_topic_destroy(app->warm[i]);
-        free(app->warm);
-        if (app->producer)
-                rd_kafka_destroy(app->producer);
+        if (app->http)
+                sl_http_set_alive_fn(app->http, NULL, NULL);
+        sl_watchdog_destroy(app->watchdog);
+        uv_close((uv_handle_t *)&app->commit_timer, NULL);
+        uv_close((uv_handle_t *)&app->soon_timer, NULL);
+        uv_close((uv_handle_t *)&app->stats_timer, NULL);
+        uv_close((uv_handle_t *)&app->stop_timer, NULL);
+        uv_close((uv_handle_t *)&app->sigterm, NULL);
+        uv_close((uv_handle_t *)&app->sigint, NULL);
+        uv_run(app->loop, UV_RUN_DEFAULT);
         sl_http_stop(app->http);
         sl_metrics_destroy(app->metrics);
-        topic_cache_destroy(app->topics);
         uv_loop_close(app->loop);
         free(app->loop);
 }
 
-static int app_run(sl_conf_t *conf) {
-        sl_app_t app_s = {0}, *app = &app_s;
-        char errstr[512];
-        int rc = SL_EXIT_FAIL;
-
-        app->conf = conf;
-        app->loop = sl_malloc(sizeof(uv_loop_t));
-        uv_loop_init(app->loop);
-        app->topics = sl_calloc(1, sizeof(*app->topics));
-        app->metrics = sl_metrics_new();
-        app->m_rebalances = sl_metrics_counter(
-            app->metrics, "sluice_rebalances_total",
-            "Rebalance events (assignments and revocations).", NULL);
-        app->m_commits = sl_metrics_counter(
-            app->metrics, "sluice_transactions_total",
-            "Kafka transactions by outcome.", "result", "commit", NULL);
-        app->m_aborts = sl_metrics_counter(
-            app->metrics, "sluice_transactions_total",
-            "Kafka transactions by outcome.", "result", "abort", NULL);
-        uv_timer_init(app->loop, &app->commit_timer);
-        uv_timer_init(app->loop, &app->soon_timer);
-        uv_timer_init(app->loop, &app->stats_timer);
-        uv_signal_init(app->loop, &app->sigterm);
-        uv_signal_init(app->loop, &app->sigint);
-        app->commit_timer.data = app->soon_timer.data = app;
-        app->stats_timer.data = app->sigterm.data = app->sigint.data = app;
+static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
+        const sl_conf_t *conf = app->conf;
+        sl_txn_conf_t tc = {0};
+        sl_txn_hooks_t hooks = {
+            .opaque = app,
+            .producer_conf = app_producer_conf,
+            .consumer_conf = app_consumer_conf,
+            .clients_ready = app_clients_ready,
+            .clients_lost = app_clients_lost,
+            .offsets = app_offsets,
+            .committed = app_committed,
+            .aborted = app_aborted,
+            .resumed = app_resumed,
+            .delivery = app_on_delivery,
+            .exit = app_exit_hook,
+        };
+        rd_kafka_conf_t *kc;
 
         if (conf->metrics_listen && *conf->metrics_listen) {
                 app->http = sl_http_start(conf->metrics_listen, app->metrics,
-                                          errstr, sizeof(errstr));
-                if (!app->http) {
-                        sl_log(LOG_ERR, "HTTP", "%s: %s", conf->metrics_listen,
-                               errstr);
-                        goto out;
-                }
-                sl_http_set_alive(app->http, 1);
+                                          errstr, errstr_size);
+                if (!app->http)
+                        return -1;
                 sl_log(LOG_INFO, "HTTP", "metrics on %s (port %d)",
                        conf->metrics_listen, sl_http_port(app->http));
         }
         sl_app_update_ready(app);
 
-        if (app_clients(app, errstr, sizeof(errstr)) == -1 ||
-            app_pipelines(app, errstr, sizeof(errstr)) == -1) {
-                sl_log(LOG_ERR, "INIT", "%s", errstr);
-                goto out;
+        if (!(kc = app_reader_conf(app, errstr, errstr_size)))
+                return -1;
+        if (!(app->reader =
+                  rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return -1;
         }
-        app->consumer_q = rd_kafka_queue_get_consumer(app->consumer);
-        app->producer_q = rd_kafka_queue_get_main(app->producer);
         app->reader_q = rd_kafka_queue_get_consumer(app->reader);
         rd_kafka_poll_set_consumer(app->reader);
-        if (!(app->consumer_w =
-                  sl_kwatch_new(app->loop, app->consumer_q, app_serve_consumer,
-                                app, errstr, sizeof(errstr))) ||
-            !(app->producer_w =
-                  sl_kwatch_new(app->loop, app->producer_q, app_serve_producer,
-                                app, errstr, sizeof(errstr))) ||
-            !(app->reader_w =
+        if (!(app->kq =
+                  sl_kquery_new(app->loop, app->reader, errstr, errstr_size)))
+                return -1;
+        if (app_pipelines(app, errstr, errstr_size) == -1)
+                return -1;
+        if (!(app->reader_w =
                   sl_kwatch_new(app->loop, app->reader_q, app_serve_reader, app,
-                                errstr, sizeof(errstr)))) {
-                sl_log(LOG_ERR, "INIT", "%s", errstr);
-                goto out;
+                                errstr, errstr_size)))
+                return -1;
+
+        for (int i = 0; i < conf->pipeline_cnt; i++)
+                if (app->pipelines[i].op->delivered)
+                        app->has_tracking = 1;
+        if (app->has_tracking)
+                hooks.precommit = app_precommit;
+        tc.group_id = conf->app_id;
+        tc.instance_id = conf->instance_id;
+        tc.client_id = app->client_id;
+        tc.transaction_timeout_ms = conf->transaction_timeout_ms;
+        tc.recovery_timeout_ms = conf->recovery_timeout_ms;
+        if (!(app->txn = sl_txn_new(app->loop, &tc, &hooks, app->kq,
+                                    app->metrics, errstr, errstr_size)))
+                return -1;
+        sl_txn_start(app->txn);
+        /* Last: the loop counts as turning from here on. */
+        app->watchdog =
+            sl_watchdog_new(app->loop, 100, conf->loop_stall_timeout_ms,
+                            app->metrics, errstr, errstr_size);
+        if (!app->watchdog)
+                return -1;
+        if (app->http) {
+                sl_http_set_alive(app->http, 1);
+                sl_http_set_alive_fn(app->http, sl_watchdog_probe,
+                                     app->watchdog);
         }
-        app_warm_topics(app);
-        if (app_subscribe(app, errstr, sizeof(errstr)) == -1) {
+        return 0;
+}
+
+static int app_run(sl_conf_t *conf) {
+        sl_app_t app_s = {0}, *app = &app_s;
+        char errstr[512], host[64] = "host";
+        int rc = SL_EXIT_FAIL;
+
+        app->conf = conf;
+        app->kafka_up = 1;
+        app->loop = sl_malloc(sizeof(uv_loop_t));
+        uv_loop_init(app->loop);
+        app->topics = sl_calloc(1, sizeof(*app->topics));
+        app->topics->app = app;
+        /* Unique to this process: how a fenced instance tells its own
+         * membership from another process's (txn.h). */
+        gethostname(host, sizeof(host));
+        host[20] = '\0';
+        snprintf(app->client_id, sizeof(app->client_id), "sluice-%s-%d-%llx",
+                 host, (int)getpid(),
+                 (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
+        app->metrics = sl_metrics_new();
+        app->m_rebalances = sl_metrics_counter(
+            app->metrics, "sluice_rebalances_total",
+            "Rebalance events (assignments and revocations).", NULL);
+        app->m_kafka_up = sl_metrics_gauge(
+            app->metrics, "sluice_kafka_up",
+            "1 while Kafka answers (a metadata probe every 2 s), else 0.",
+            NULL);
+        sl_gauge_set(app->m_kafka_up, 1);
+        uv_timer_init(app->loop, &app->commit_timer);
+        uv_timer_init(app->loop, &app->soon_timer);
+        uv_timer_init(app->loop, &app->stats_timer);
+        uv_timer_init(app->loop, &app->stop_timer);
+        uv_signal_init(app->loop, &app->sigterm);
+        uv_signal_init(app->loop, &app->sigint);
+        app->commit_timer.data = app->soon_timer.data = app;
+        app->stats_timer.data = app->stop_timer.data = app;
+        app->sigterm.data = app->sigint.data = app;
+
+        if (app_init(app, errstr, sizeof(errstr)) == -1) {
                 sl_log(LOG_ERR, "INIT", "%s", errstr);
                 goto out;
         }

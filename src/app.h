@@ -11,9 +11,13 @@
  *   producer   transactional; carries outputs, changelog, overflow and DLQ
  *              records and the input offsets in one transaction.
  *   reader     an assign-only consumer (no group) that reads changelog
- *              partitions during rebuild (read_committed, partition EOF on).
+ *              partitions during rebuild (read_committed, partition EOF on),
+ *              and the handle of every lookup (sl_kquery).
  *
- * All three are served on the libuv loop thread through sl_kwatch.
+ * The consumer and the producer are owned by the transaction state machine
+ * (txn.h), which re-creates them after a fatal error; the reader lives as
+ * long as the process.  All three are served on the libuv loop thread
+ * through sl_kwatch.
  */
 #ifndef SL_APP_H
 #define SL_APP_H
@@ -24,106 +28,108 @@
 #include "config.h"
 #include "http.h"
 #include "kafka.h"
+#include "kquery.h"
 #include "metrics.h"
+#include "refused.h"
 #include "task.h"
+#include "txn.h"
+#include "watchdog.h"
 
 typedef struct sl_topic_cache_s sl_topic_cache_t;
 
-/* Records the broker refused for good at delivery (too large for the topic,
- * not authorized, ...).  Such a failure aborts the transaction, and after
- * the rebuild the same work would produce the same record again, forever.
- * The broker refuses a whole batch, so a failed record is first only a
- * SUSPECT: next time it is sent alone (flushed before and after).  Failing
- * alone makes it GUILTY, and sl_task_produce() then refuses it up front so
- * the operator sends it to the DLQ; going through alone clears it. */
-#define SL_REFUSED_MAX 256
+/* Where a SIGTERM shutdown stands. */
 typedef enum {
-        SL_REFUSED_NONE = 0,
-        SL_REFUSED_SUSPECT,
-        SL_REFUSED_GUILTY,
-} sl_refused_state_t;
+        SL_RUN_RUNNING,
+        SL_RUN_STOP_COMMIT, /* committing what is open */
+        SL_RUN_STOP_CLOSE,  /* closing the consumer (revokes go through the
+                               usual path) */
+        SL_RUN_STOPPED,
+} sl_run_phase_t;
 
-typedef struct sl_refused_s {
-        uint64_t hash; /* of topic and key; 0 = empty slot */
-        sl_refused_state_t state;
-        rd_kafka_resp_err_t err;
-        int64_t expires_ms;
-} sl_refused_t;
+/* Input records held while the transaction cannot take work (a commit or
+ * an abort in flight); past this many the consumer is not polled. */
+#define SL_HELD_MAX 20000
 
 struct sl_app_s {
         sl_conf_t *conf;
         uv_loop_t *loop;
 
+        /* The producer and the consumer belong to txn (re-created after a
+         * fatal error); these mirror it and are NULL while it has none. */
+        sl_txn_t *txn;
         rd_kafka_t *consumer;
         rd_kafka_t *producer;
-        rd_kafka_t *reader;
+        rd_kafka_t *reader; /* lives as long as the process */
         rd_kafka_queue_t *consumer_q;
-        rd_kafka_queue_t *producer_q;
         rd_kafka_queue_t *reader_q;
         sl_kwatch_t *consumer_w;
-        sl_kwatch_t *producer_w;
         sl_kwatch_t *reader_w;
+        sl_kquery_t *kq; /* lookups off the loop, on the reader */
+        sl_watchdog_t *watchdog;
+        char client_id[64]; /* unique to this process */
 
         sl_pipeline_t *pipelines;
         int pipeline_cnt;
 
-        /* Transaction state. */
-        int txn_open;
-        int txn_failed;      /* a produce failed: the next commit aborts */
-        int64_t txn_records; /* records produced in the open transaction */
-        int64_t last_commit_us;
+        /* Input held back while the transaction is busy (a ring). */
+        rd_kafka_message_t **held;
+        int held_head, held_cnt;
+
+        /* A revocation waiting for the commit of its partitions' work. */
+        rd_kafka_topic_partition_list_t *revoking;
+        int revoke_commit_started;
+
         uv_timer_t commit_timer; /* every commit_interval */
         uv_timer_t soon_timer;   /* "commit promptly" */
         int soon_armed;
+        int64_t last_commit_us;
 
         /* Lifecycle. */
-        int stopping;
+        sl_run_phase_t phase;
         int exit_code;
-        int assigned_once;  /* the group gave us an assignment (maybe empty) */
+        int assigned;       /* an assignment since the consumer (re)joined */
         int rebuilding_cnt; /* tasks in REBUILDING */
         uv_signal_t sigterm;
         uv_signal_t sigint;
-        uv_timer_t stats_timer;
+        uv_timer_t stats_timer; /* lag, readiness, Kafka probe */
+        uv_timer_t stop_timer;  /* drives the shutdown */
+
+        /* Is Kafka answering (a probe every two seconds)? */
+        int kafka_up;
+        int probe_inflight;
+        int64_t kafka_down_since_ms;
+        char kafka_why[200];
 
         sl_topic_cache_t *topics; /* metadata cache for operator targets */
         rd_kafka_topic_t **warm;  /* producer handles of pipeline topics */
         int warm_cnt;
-        sl_refused_t refused[SL_REFUSED_MAX];
-        int refused_next;
+        sl_refused_t refused;
         uint32_t epoch_counter; /* task epochs (task.h) */
         int has_tracking;       /* some operator tracks deliveries */
 
         sl_metrics_t *metrics;
         sl_http_t *http;
         sl_counter_t *m_rebalances;
-        sl_counter_t *m_commits;
-        sl_counter_t *m_aborts;
+        sl_gauge_t *m_kafka_up;
 };
 
 /* Runtime internals shared by app.c and task.c. */
-int sl_app_txn_begin(sl_app_t *app);
-void sl_app_txn_fail(sl_app_t *app, const char *why);
 void sl_app_commit_soon(sl_app_t *app);
 void sl_app_update_ready(sl_app_t *app);
-
-/* The refusal state of a record (topic, key, value), its error in *errp. */
-sl_refused_state_t sl_app_refused(sl_app_t *app, const char *topic,
-                                  const void *key, size_t keylen,
-                                  const void *value, size_t valuelen,
-                                  rd_kafka_resp_err_t *errp);
-/* Forgets a record: it went through when sent alone. */
-void sl_app_refused_clear(sl_app_t *app, const char *topic, const void *key,
-                          size_t keylen, const void *value, size_t valuelen);
+/* 1 when tasks may do work that produces (input, wake-ups). */
+int sl_app_may_produce(const sl_app_t *app);
 
 /* The msg_opaque of a produced record: bit 0, sent alone to test a
  * suspect; bit 1, tracked (op->delivered wants its offset), with the
  * pipeline index in bits 2-9, the partition in bits 10-31 and the task's
- * epoch in bits 32-63. */
+ * epoch in bits 32-63; untracked records carry their refusal identity
+ * (refused.h) in bits 2-63. */
 #define SL_MSG_ISOLATED ((uintptr_t)1)
 #define SL_MSG_TRACKED  ((uintptr_t)2)
 #define SL_MSG_TRACK(pl_index, partition, epoch)                               \
         (SL_MSG_TRACKED | ((uintptr_t)(pl_index) << 2) |                       \
          ((uintptr_t)(partition) << 10) | ((uintptr_t)(epoch) << 32))
+#define SL_MSG_ID(id) ((uintptr_t)(id) << 2)
 
 /* task.c */
 sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition);
@@ -135,6 +141,8 @@ void sl_task_restart(sl_task_t *t);
 void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m);
 /* One input record for a task. */
 void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m);
+/* A topic lookup answered: input that waited for one resumes. */
+void sl_task_lookup_done(sl_task_t *t);
 
 /* Per-pipeline runtime metrics (created in app.c). */
 typedef struct sl_pipeline_metrics_s {

@@ -135,10 +135,18 @@ static const conf_key_t conf_keys[] = {
      "60s", 0, SLUICE(commit_interval_ms),
      "How often the open transaction is committed: the bound on added "
      "latency."},
-    {SECT_SLUICE, 0, "shutdown_grace", KT_DURATION, NULL, "30s", "0", "1h", 0,
+    {SECT_SLUICE, 0, "shutdown_grace", KT_DURATION, NULL, "30s", "1s", "1h", 0,
      SLUICE(shutdown_grace_ms),
      "On SIGTERM, time allowed to commit the open transaction and leave the "
-     "group."},
+     "group; past it the process exits 1 (a watchdog thread, also as PID 1)."},
+    {SECT_SLUICE, 0, "recovery_timeout", KT_DURATION, NULL, "0", "0", "7d", 0,
+     SLUICE(recovery_timeout_ms),
+     "After a fatal Kafka client error the clients are re-created "
+     "in-process; if that keeps failing this long, exit 1 (0 = keep "
+     "trying)."},
+    {SECT_SLUICE, 0, "loop_stall_timeout", KT_DURATION, NULL, "15s", "1s",
+     "10m", 0, SLUICE(loop_stall_timeout_ms),
+     "/healthz fails when the event loop has not turned for this long."},
     {SECT_SLUICE, 0, "transaction_timeout", KT_DURATION, NULL, "10s", "1s",
      "15m", 0, SLUICE(transaction_timeout_ms),
      "Kafka transaction timeout (transaction.timeout.ms); the broker aborts "

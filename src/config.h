@@ -116,6 +116,8 @@ typedef struct sl_conf_s {
         int64_t commit_interval_ms;
         int64_t shutdown_grace_ms;
         int64_t transaction_timeout_ms;
+        int64_t recovery_timeout_ms;
+        int64_t loop_stall_timeout_ms;
 
         /* [kafka], in file order, environment overrides last */
         sl_kv_t *kafka;

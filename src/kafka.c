@@ -31,6 +31,8 @@ static void kwatch_on_idle(uv_idle_t *idle);
 
 static void kwatch_drain(sl_kwatch_t *w) {
         int n = w->cb(w->opaque, SL_KWATCH_BUDGET);
+        if (w->closing)
+                return; /* closed by its own callback */
         if (n >= SL_KWATCH_BUDGET) {
                 if (!uv_is_active((uv_handle_t *)&w->idle))
                         uv_idle_start(&w->idle, kwatch_on_idle);
@@ -114,6 +116,51 @@ void sl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
              strstr(buf, "is a producer property and will be ignored")))
                 level = LOG_DEBUG;
         sl_log(level, fac, "%s", buf);
+}
+
+/* Recently logged client errors, to say each at most once a window. */
+#define SL_KAFKA_ERRLOG_SLOTS 32
+#define SL_KAFKA_ERRLOG_MS    30000
+
+static struct {
+        char who[24];
+        rd_kafka_resp_err_t err;
+        int64_t logged_ms;
+        int suppressed;
+} errlog[SL_KAFKA_ERRLOG_SLOTS];
+
+void sl_kafka_log_error(const char *who, rd_kafka_resp_err_t err,
+                        const char *reason) {
+        int64_t now = sl_now_ms();
+        int slot = -1, oldest = 0;
+        for (int i = 0; i < SL_KAFKA_ERRLOG_SLOTS; i++) {
+                if (errlog[i].err == err && !strcmp(errlog[i].who, who)) {
+                        slot = i;
+                        break;
+                }
+                if (errlog[i].logged_ms < errlog[oldest].logged_ms)
+                        oldest = i;
+        }
+        if (slot >= 0 && now - errlog[slot].logged_ms < SL_KAFKA_ERRLOG_MS) {
+                errlog[slot].suppressed++;
+                return;
+        }
+        if (slot < 0) {
+                slot = oldest;
+                snprintf(errlog[slot].who, sizeof(errlog[slot].who), "%s", who);
+                errlog[slot].err = err;
+                errlog[slot].suppressed = 0;
+        }
+        if (errlog[slot].suppressed)
+                sl_log(LOG_WARNING, "KAFKA",
+                       "%s: %s: %s (and %d more like it in the last %d s)", who,
+                       rd_kafka_err2name(err), reason, errlog[slot].suppressed,
+                       SL_KAFKA_ERRLOG_MS / 1000);
+        else
+                sl_log(LOG_WARNING, "KAFKA", "%s: %s: %s", who,
+                       rd_kafka_err2name(err), reason);
+        errlog[slot].logged_ms = now;
+        errlog[slot].suppressed = 0;
 }
 
 int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,

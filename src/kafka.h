@@ -40,6 +40,12 @@ void sl_kwatch_close(sl_kwatch_t *w);
 void sl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf);
 
+/* Logs a client error (not fatal) as a warning, at most once every 30 s
+ * for the same client and error; the next line says how many were
+ * suppressed.  Loop thread. */
+void sl_kafka_log_error(const char *who, rd_kafka_resp_err_t err,
+                        const char *reason);
+
 /* Sets a property on conf; on failure logs and returns -1. */
 int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
                       const char *value, char *errstr, size_t errstr_size);

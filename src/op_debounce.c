@@ -425,6 +425,9 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
         rd_kafka_header_add(hdrs, "sluice-batch-id", -1, b->id, -1);
         snprintf(due, sizeof(due), "%" PRId64, b->due_ms);
         rd_kafka_header_add(hdrs, "sluice-due", -1, due, -1);
+        /* The batch id names this work across replays (its flushed_at
+         * does not). */
+        sl_task_origin(t, b->id, strlen(b->id), 0);
         r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, b->key,
                             b->keylen, value, len, hdrs);
         if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && b->cnt > 1) {

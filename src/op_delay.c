@@ -505,6 +505,8 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
                 sl_assert(!"timer blob corrupt");
         }
         target = dp->targets[v.target_idx];
+        /* The timer's id and due time name this work across replays. */
+        sl_task_origin(t, sl_timer_key(tm), tm->keylen, tm->due_ms);
         parts = sl_task_topic_partitions(t, target);
         if (parts == 0) {
                 delay_fire_dlq(t, tm, &v, "target-missing",
@@ -663,6 +665,12 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 const void **hvv;
 
                 parts = sl_task_topic_partitions(t, target);
+                if (parts == SL_TOPIC_LOOKING) {
+                        /* A target seen for the first time: decide once
+                         * Kafka said whether it exists. */
+                        sl_task_input_retry(t);
+                        goto out_req;
+                }
                 if (parts == 0) {
                         snprintf(detail, sizeof(detail),
                                  "target topic %s does not exist", target);

@@ -989,7 +989,11 @@ static void throttle_wake(sl_task_t *t, int64_t now) {
                         log_bad(t, "backlog record could not be decoded",
                                 it.offset);
                 } else if (it.action == SL_BACKLOG_SEND) {
+                        /* The overflow offset names this message across
+                         * replays. */
+                        sl_task_origin(t, "overflow", 8, it.offset);
                         drain_send(t, &it, rec);
+                        sl_task_origin(t, NULL, 0, 0);
                 } else {
                         drain_expired(t, &it, rec);
                 }

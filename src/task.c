@@ -3,23 +3,30 @@
  * its rebuild from the changelog, and the write helpers operators use.
  * The state machine and the exactly-once contract are described in task.h.
  *
- * REBUILD
+ * REBUILD (the phases are sl_rebuild_phase_t in task.h)
  *
- * At assignment (and after an aborted transaction) the changelog partition's
- * high watermark is captured and the partition is read from the beginning on
- * the reader (read_committed) until a record at end-1 or a partition EOF at
- * or past end arrives.  The EOF matters: the tail below the watermark may be
- * transaction markers or aborted records, which are never delivered.  While a
- * previous owner's transaction is still open, the reader cannot pass it
+ * At assignment (and after an aborted transaction) the input offset
+ * committed for the partition is fetched first, with require_stable: while
+ * a transaction that carries offsets for it is pending (a previous owner's,
+ * a zombie's), the answer waits until that transaction ends.  Then the
+ * changelog partition's high watermark is captured, and the partition is
+ * read from the beginning on the reader (read_committed) until a record at
+ * end-1 or a partition EOF at or past end arrives.  In that order, a pending
+ * transaction of a lost owner is either wholly seen (it committed before the
+ * end was taken: its changelog records and its offsets are both read) or
+ * wholly absent.  The EOF matters: the tail below the watermark may be
+ * transaction markers or aborted records, which are never delivered.  While
+ * a previous owner's transaction is still open, the reader cannot pass it
  * (read_committed stops at the last stable offset); the rebuild waits until
- * that transaction is aborted (fenced by our transactional.id, or timed out
- * by the broker after transaction_timeout) — exactly the wait that keeps a
- * zombie's writes out of our state.
+ * that transaction is aborted or committed.
  *
- * Then the input offset committed for the partition is fetched (with
- * read_committed librdkafka asks for stable offsets, so a pending
- * transactional offset commit is waited for too), the input is sought there
- * and resumed.  Input records below that offset are dropped if any arrive.
+ * Then the operator's second source, if any, the same way; then the input
+ * is sought to the committed offset fetched first and resumed.  Input
+ * records below that offset are dropped if any arrive.
+ *
+ * Every lookup goes through sl_kquery (answered on the loop, never a
+ * blocking call here); seeks are asynchronous.  A lookup that fails is
+ * asked again a second later, so a rebuild rides through a broker outage.
  */
 #include <inttypes.h>
 #include <malloc.h>
@@ -31,12 +38,18 @@
 #include "log.h"
 #include "util.h"
 
-/* How long a blocking metadata/offset call on the loop may take. */
-#define SL_TASK_BLOCKING_MS 10000
+/* How long a lookup may take before it is asked again. */
+#define SL_TASK_LOOKUP_MS 5000
+/* The committed-offset fetch waits for pending transactions this long per
+ * ask (then says so in the log and asks again). */
+#define SL_TASK_COMMITTED_MS 3000
 /* Retry delay when a rebuild step could not talk to the broker. */
 #define SL_TASK_RETRY_MS 1000
 
 static void task_start_rebuild(sl_task_t *t);
+static void task_ask_committed(sl_task_t *t);
+static void task_ask_changelog_end(sl_task_t *t);
+static void task_ask_source_end(sl_task_t *t);
 static void task_finish_rebuild(sl_task_t *t);
 
 static const char *task_changelog(const sl_task_t *t) {
@@ -84,8 +97,8 @@ static int task_reader_assign(sl_task_t *t, const char *topic, int64_t offset) {
 
         l = task_tp(topic, t->partition, offset);
         if (t->reader_topic && !strcmp(t->reader_topic, topic)) {
-                error = rd_kafka_seek_partitions(t->app->reader, l,
-                                                 SL_TASK_BLOCKING_MS);
+                /* Timeout 0: asynchronous. */
+                error = rd_kafka_seek_partitions(t->app->reader, l, 0);
         } else {
                 task_reader_unassign(t);
                 error = rd_kafka_incremental_assign(t->app->reader, l);
@@ -108,13 +121,31 @@ static void task_on_wake(uv_timer_t *timer) {
         sl_task_t *t = timer->data;
         t->wake_at = 0;
         if (t->state == SL_TASK_REBUILDING) {
-                if (t->rebuild_phase == 2)
+                switch (t->rebuild_phase) {
+                case SL_REBUILD_COMMITTED:
+                        task_ask_committed(t);
+                        break;
+                case SL_REBUILD_CHANGELOG_END:
+                        task_ask_changelog_end(t);
+                        break;
+                case SL_REBUILD_SOURCE_END:
+                        task_ask_source_end(t);
+                        break;
+                case SL_REBUILD_FINISH:
                         task_finish_rebuild(t);
-                else if (!t->reader_topic)
-                        task_start_rebuild(t);
+                        break;
+                default:
+                        break;
+                }
+                return;
+        }
+        if (!sl_app_may_produce(t->app) || t->revoking) {
+                /* The transaction is busy: app.c wakes us when it is not. */
+                t->wake_deferred = 1;
                 return;
         }
         t->pl->op->wake(t, sl_now_ms());
+        t->origin = 0;
 }
 
 static void task_retry_in(sl_task_t *t, int64_t ms) {
@@ -122,25 +153,15 @@ static void task_retry_in(sl_task_t *t, int64_t ms) {
         uv_timer_start(&t->wake, task_on_wake, (uint64_t)ms, 0);
 }
 
-/* A rebuild step failed: start again from an empty state. */
-static void task_retry_rebuild(sl_task_t *t) {
-        task_reader_unassign(t);
-        t->pl->op->state_destroy(t->state_data);
-        t->state_data = t->pl->op->state_new(t);
-        t->rebuild_phase = 0;
-        task_retry_in(t, SL_TASK_RETRY_MS);
-}
-
 static void task_finish_rebuild(sl_task_t *t) {
         rd_kafka_topic_partition_list_t *l;
-        rd_kafka_resp_err_t err;
         rd_kafka_error_t *error;
-        int64_t committed;
+        int64_t committed = t->rebuild_committed;
         double secs;
         char src[64] = "";
 
         task_reader_unassign(t);
-        t->rebuild_phase = 2;
+        t->rebuild_phase = SL_REBUILD_FINISH;
 
         /* A pipeline with a global table runs only once the table was read
          * to its end: the first decisions must see the configured rates. */
@@ -150,42 +171,24 @@ static void task_finish_rebuild(sl_task_t *t) {
                 return;
         }
 
-        /* Where input resumes: the offset committed with the state we just
-         * read. */
-        l = task_tp(t->pl->conf->input, t->partition, RD_KAFKA_OFFSET_INVALID);
-        err = rd_kafka_committed(t->app->consumer, l, SL_TASK_BLOCKING_MS);
-        if (err || l->elems[0].err) {
-                sl_log(LOG_WARNING, "REBUILD",
-                       "%s [%d]: committed offset not available yet: %s",
-                       t->pl->conf->input, t->partition,
-                       rd_kafka_err2str(err ? err : l->elems[0].err));
-                rd_kafka_topic_partition_list_destroy(l);
-                task_retry_in(t, SL_TASK_RETRY_MS);
-                return;
-        }
-        committed = l->elems[0].offset;
-        l->elems[0].offset =
-            committed >= 0 ? committed : RD_KAFKA_OFFSET_BEGINNING;
-
+        /* Input resumes at the offset committed with the state just read. */
+        l = task_tp(t->pl->conf->input, t->partition,
+                    committed >= 0 ? committed : RD_KAFKA_OFFSET_BEGINNING);
         t->state = SL_TASK_RUNNING;
         t->next_offset = committed >= 0 ? committed : -1;
         t->committed_offset = t->next_offset;
         t->pl->op->restored(t);
 
-        /* Resume, then seek: the seek discards anything fetched from an
-         * older position (after an abort the consumer is ahead). */
+        /* Resume, then seek (asynchronously: timeout 0): the seek discards
+         * anything fetched from an older position (after an abort the
+         * consumer is ahead). */
         rd_kafka_resume_partitions(t->app->consumer, l);
-        error =
-            rd_kafka_seek_partitions(t->app->consumer, l, SL_TASK_BLOCKING_MS);
+        error = rd_kafka_seek_partitions(t->app->consumer, l, 0);
         if (error) {
                 sl_log(LOG_ERR, "REBUILD", "%s [%d]: seek: %s",
                        t->pl->conf->input, t->partition,
                        rd_kafka_error_string(error));
                 rd_kafka_error_destroy(error);
-        } else if (l->elems[0].err) {
-                sl_log(LOG_ERR, "REBUILD", "%s [%d]: seek: %s",
-                       t->pl->conf->input, t->partition,
-                       rd_kafka_err2str(l->elems[0].err));
         }
         rd_kafka_topic_partition_list_destroy(l);
         sl_kwatch_kick(t->app->consumer_w);
@@ -207,29 +210,18 @@ static void task_finish_rebuild(sl_task_t *t) {
                 malloc_trim(0);
 }
 
-/* Phase 1: the operator's second source (throttle: the overflow backlog
- * from its checkpoint), up to its end offset captured now. */
-static void task_start_source(sl_task_t *t) {
+/* The second source's end: read it from the operator's offset. */
+static void task_on_source_end(void *opaque, rd_kafka_resp_err_t err,
+                               int64_t lo, int64_t hi) {
+        sl_task_t *t = opaque;
         const char *topic;
-        int64_t from = RD_KAFKA_OFFSET_BEGINNING, lo = 0, hi = 0;
-        rd_kafka_resp_err_t err;
-
-        task_reader_unassign(t);
-        if (!t->pl->op->rebuild_source ||
-            !(topic = t->pl->op->rebuild_source(t, &from))) {
-                task_finish_rebuild(t);
-                return;
-        }
-        t->rebuild_phase = 1;
-        err = rd_kafka_query_watermark_offsets(
-            t->app->reader, topic, t->partition, &lo, &hi, SL_TASK_BLOCKING_MS);
+        int64_t from = t->rebuild_source_from;
         if (err) {
-                sl_log(LOG_WARNING, "REBUILD",
-                       "%s [%d]: end offset unavailable: %s; retrying", topic,
-                       t->partition, rd_kafka_err2str(err));
-                task_retry_rebuild(t);
+                sl_kafka_log_error("reader", err, "rebuild: source end offset");
+                task_retry_in(t, SL_TASK_RETRY_MS);
                 return;
         }
+        topic = t->pl->op->rebuild_source(t, &from);
         if (from < lo)
                 from = lo; /* older records left with retention */
         t->rebuild_end = hi;
@@ -237,29 +229,43 @@ static void task_start_source(sl_task_t *t) {
                 task_finish_rebuild(t);
                 return;
         }
-        if (task_reader_assign(t, topic, from) == -1)
-                task_retry_rebuild(t);
+        t->rebuild_phase = SL_REBUILD_SOURCE;
+        if (task_reader_assign(t, topic, from) == -1) {
+                t->rebuild_phase = SL_REBUILD_SOURCE_END;
+                task_retry_in(t, SL_TASK_RETRY_MS);
+        }
 }
 
-/* Phase 0: the changelog, from the beginning to its end captured now. */
-static void task_start_rebuild(sl_task_t *t) {
-        rd_kafka_resp_err_t err;
-        int64_t lo = 0, hi = 0;
+static void task_ask_source_end(sl_task_t *t) {
+        int64_t from = RD_KAFKA_OFFSET_BEGINNING;
+        const char *topic = t->pl->op->rebuild_source(t, &from);
+        t->rebuild_source_from = from;
+        if (sl_kquery_watermarks(t->app->kq, topic, t->partition,
+                                 SL_TASK_LOOKUP_MS, task_on_source_end,
+                                 t) == -1)
+                task_retry_in(t, SL_TASK_RETRY_MS);
+}
 
-        t->state = SL_TASK_REBUILDING;
-        t->epoch = ++t->app->epoch_counter;
-        t->rebuild_phase = 0;
-        t->rebuild_start_us = sl_mono_us();
-        t->rebuild_records = 0;
-        t->rebuild_source_records = 0;
+/* The changelog is read: the operator's second source (throttle: the
+ * overflow backlog from its checkpoint), up to its end captured now. */
+static void task_start_source(sl_task_t *t) {
+        int64_t from = RD_KAFKA_OFFSET_BEGINNING;
+        task_reader_unassign(t);
+        if (!t->pl->op->rebuild_source ||
+            !t->pl->op->rebuild_source(t, &from)) {
+                task_finish_rebuild(t);
+                return;
+        }
+        t->rebuild_phase = SL_REBUILD_SOURCE_END;
+        task_ask_source_end(t);
+}
 
-        err = rd_kafka_query_watermark_offsets(t->app->reader,
-                                               task_changelog(t), t->partition,
-                                               &lo, &hi, SL_TASK_BLOCKING_MS);
+static void task_on_changelog_end(void *opaque, rd_kafka_resp_err_t err,
+                                  int64_t lo, int64_t hi) {
+        sl_task_t *t = opaque;
         if (err) {
-                sl_log(LOG_WARNING, "REBUILD",
-                       "%s [%d]: end offset unavailable: %s; retrying",
-                       task_changelog(t), t->partition, rd_kafka_err2str(err));
+                sl_kafka_log_error("reader", err,
+                                   "rebuild: changelog end offset");
                 task_retry_in(t, SL_TASK_RETRY_MS);
                 return;
         }
@@ -268,9 +274,62 @@ static void task_start_rebuild(sl_task_t *t) {
                 task_start_source(t);
                 return;
         }
+        t->rebuild_phase = SL_REBUILD_CHANGELOG;
         if (task_reader_assign(t, task_changelog(t),
-                               RD_KAFKA_OFFSET_BEGINNING) == -1)
+                               RD_KAFKA_OFFSET_BEGINNING) == -1) {
+                t->rebuild_phase = SL_REBUILD_CHANGELOG_END;
                 task_retry_in(t, SL_TASK_RETRY_MS);
+        }
+}
+
+static void task_ask_changelog_end(sl_task_t *t) {
+        t->rebuild_phase = SL_REBUILD_CHANGELOG_END;
+        if (sl_kquery_watermarks(t->app->kq, task_changelog(t), t->partition,
+                                 SL_TASK_LOOKUP_MS, task_on_changelog_end,
+                                 t) == -1)
+                task_retry_in(t, SL_TASK_RETRY_MS);
+}
+
+static void task_on_committed(void *opaque, rd_kafka_resp_err_t err,
+                              int64_t offset) {
+        sl_task_t *t = opaque;
+        if (err) {
+                /* Most often a pending transaction with offsets for this
+                 * partition (UNSTABLE_OFFSET_COMMIT): wait for it. */
+                if (t->rebuild_waits++ % 10 == 0)
+                        sl_log(LOG_NOTICE, "REBUILD",
+                               "%s [%d]: committed offset pending (%s); "
+                               "waiting",
+                               t->pl->conf->name, t->partition,
+                               rd_kafka_err2str(err));
+                task_retry_in(t, 200);
+                return;
+        }
+        t->rebuild_committed = offset >= 0 ? offset : -1;
+        task_ask_changelog_end(t);
+}
+
+static void task_ask_committed(sl_task_t *t) {
+        t->rebuild_phase = SL_REBUILD_COMMITTED;
+        if (sl_kquery_committed(
+                t->app->kq, t->app->conf->app_id, t->pl->conf->input,
+                t->partition, SL_TASK_COMMITTED_MS, task_on_committed, t) == -1)
+                task_retry_in(t, SL_TASK_RETRY_MS);
+}
+
+/* From an empty state: the committed offset, then the changelog. */
+static void task_start_rebuild(sl_task_t *t) {
+        t->state = SL_TASK_REBUILDING;
+        t->epoch = ++t->app->epoch_counter;
+        t->rebuild_start_us = sl_mono_us();
+        t->rebuild_records = 0;
+        t->rebuild_source_records = 0;
+        t->rebuild_committed = -1;
+        t->rebuild_waits = 0;
+        t->wake_deferred = 0;
+        t->lookup_wait = 0;
+        t->retry_offset = -1;
+        task_ask_committed(t);
 }
 
 sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition) {
@@ -296,6 +355,7 @@ static void task_on_close(uv_handle_t *h) {
 void sl_task_destroy(sl_task_t *t) {
         if (!t)
                 return;
+        sl_kquery_cancel(t->app->kq, t);
         task_reader_unassign(t);
         t->pl->op->state_destroy(t->state_data);
         t->state_data = NULL;
@@ -304,6 +364,7 @@ void sl_task_destroy(sl_task_t *t) {
 }
 
 void sl_task_restart(sl_task_t *t) {
+        sl_kquery_cancel(t->app->kq, t);
         task_reader_unassign(t);
         task_pause_input(t);
         uv_timer_stop(&t->wake);
@@ -325,7 +386,8 @@ void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
                         t->pl->op->fetched(t, m);
                 return;
         }
-        if (t->rebuild_phase > 1)
+        if (t->rebuild_phase != SL_REBUILD_CHANGELOG &&
+            t->rebuild_phase != SL_REBUILD_SOURCE)
                 return;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 if (m->offset < t->rebuild_end)
@@ -335,7 +397,7 @@ void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
                        t->partition, rd_kafka_message_errstr(m));
                 return;
         } else {
-                if (t->rebuild_phase == 0) {
+                if (t->rebuild_phase == SL_REBUILD_CHANGELOG) {
                         t->pl->op->restore(t, m);
                         t->rebuild_records++;
                 } else {
@@ -346,7 +408,7 @@ void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
                 if (m->offset + 1 < t->rebuild_end)
                         return;
         }
-        if (t->rebuild_phase == 0)
+        if (t->rebuild_phase == SL_REBUILD_CHANGELOG)
                 task_start_source(t);
         else
                 task_finish_rebuild(t);
@@ -366,17 +428,67 @@ void sl_task_fetch_stop(sl_task_t *t) {
 }
 
 void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
-        if (t->state != SL_TASK_RUNNING)
+        rd_kafka_topic_partition_list_t *l;
+        rd_kafka_error_t *error;
+        int32_t p = t->partition;
+        if (t->state != SL_TASK_RUNNING || t->lookup_wait)
                 return;
+        if (t->retry_offset >= 0) {
+                /* After a retry's seek the record comes again first;
+                 * anything else was fetched before the seek. */
+                if (m->offset != t->retry_offset)
+                        return;
+                t->retry_offset = -1;
+        }
         if (t->next_offset >= 0 && m->offset < t->next_offset)
                 return; /* already part of the committed state */
-        sl_counter_inc(t->pl->metrics->records_in);
+        t->input_retry = 0;
+        t->origin = sl_refused_origin(&p, sizeof(p), m->offset) ^
+                    (uint64_t)t->pl->index;
         t->pl->op->input(t, m);
+        t->origin = 0;
+        if (t->input_retry) {
+                /* Seen again once the lookup answers: pause, and seek back
+                 * so what was fetched after it comes again too. */
+                t->lookup_wait = 1;
+                t->retry_offset = m->offset;
+                l = task_tp(t->pl->conf->input, t->partition, m->offset);
+                rd_kafka_pause_partitions(t->app->consumer, l);
+                error = rd_kafka_seek_partitions(t->app->consumer, l, 0);
+                if (error)
+                        rd_kafka_error_destroy(error);
+                rd_kafka_topic_partition_list_destroy(l);
+                return;
+        }
+        sl_counter_inc(t->pl->metrics->records_in);
         t->next_offset = m->offset + 1;
+}
+
+void sl_task_input_retry(sl_task_t *t) {
+        t->input_retry = 1;
+}
+
+void sl_task_lookup_done(sl_task_t *t) {
+        rd_kafka_topic_partition_list_t *l;
+        if (!t->lookup_wait)
+                return;
+        t->lookup_wait = 0;
+        l = task_tp(t->pl->conf->input, t->partition, RD_KAFKA_OFFSET_INVALID);
+        rd_kafka_resume_partitions(t->app->consumer, l);
+        rd_kafka_topic_partition_list_destroy(l);
+        sl_kwatch_kick(t->app->consumer_w);
+}
+
+void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n) {
+        t->origin = len ? sl_refused_origin(id, len, n) : 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Writes.                                                             */
+
+/* Waiting for the delivery of a suspect sent alone: bounded, and short
+ * next to transaction_timeout (a suspect is rare: it follows a refusal). */
+#define SL_TASK_ISOLATE_MS 5000
 
 static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         const void *key, size_t keylen, const void *value,
@@ -384,28 +496,36 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         uintptr_t flags) {
         sl_app_t *app = t->app;
         rd_kafka_resp_err_t err;
-        int isolated = 0;
-        int tries = 0;
+        int64_t until = 0;
+        uint64_t id = 0;
+        int isolated = 0, e = 0;
 
-        if (app->txn_failed || sl_app_txn_begin(app) == -1) {
-                /* The transaction will abort and this work be redone after
-                 * the rebuild: nothing for the caller to do. */
+        if (sl_txn_produce_begin(app->txn) == -1) {
+                /* The transaction is doomed: it aborts and every task is
+                 * rebuilt, so this work is redone.  Nothing to do. */
                 if (hdrs)
                         rd_kafka_headers_destroy(hdrs);
-                sl_app_txn_fail(app, "transaction not usable");
                 return 0;
         }
-        /* Refused at delivery before (see app.h)? */
-        switch (
-            sl_app_refused(app, topic, key, keylen, value, valuelen, &err)) {
+        /* Refused at delivery before (refused.h)? */
+        if (!(flags & SL_MSG_TRACKED)) {
+                id = sl_refused_id(topic, key, keylen, t->origin, value,
+                                   valuelen);
+                flags |= SL_MSG_ID(id);
+        } else if (app->refused.used) {
+                id = sl_refused_id(topic, key, keylen, 0, value, valuelen);
+        }
+        switch (id ? sl_refused_get(&app->refused, id, sl_now_ms(), &e)
+                   : SL_REFUSED_NONE) {
         case SL_REFUSED_GUILTY:
                 if (hdrs)
                         rd_kafka_headers_destroy(hdrs);
-                return -(int)err;
+                return -e;
         case SL_REFUSED_SUSPECT:
+                /* Alone in its batch: a failure is its own. */
                 isolated = 1;
                 flags |= SL_MSG_ISOLATED;
-                rd_kafka_flush(app->producer, 30 * 1000);
+                sl_txn_drain(app->txn, SL_TASK_ISOLATE_MS);
                 break;
         default:
                 break;
@@ -419,36 +539,37 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                     RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)flags),
                     RD_KAFKA_V_END);
-                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL || ++tries > 3000)
+                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                         break;
-                /* The producer's queue is full: let it drain. */
-                rd_kafka_poll(app->producer, 10);
+                /* The producer's queue is full: serve its delivery reports
+                 * for a bounded while. */
+                if (!until)
+                        until = sl_now_ms() + 1000;
+                else if (sl_now_ms() > until)
+                        break;
+                sl_txn_drain(app->txn, 10);
         }
         if (!err) {
-                app->txn_records++;
-                if (isolated) {
-                        /* Alone in its batch: a failure is its own.  The
-                         * flush serves its delivery report. */
-                        rd_kafka_flush(app->producer, 30 * 1000);
-                        if (sl_app_refused(app, topic, key, keylen, value,
-                                           valuelen,
-                                           &err) == SL_REFUSED_SUSPECT)
-                                sl_app_refused_clear(app, topic, key, keylen,
-                                                     value, valuelen);
-                }
+                sl_txn_produced(app->txn);
+                if (isolated &&
+                    sl_txn_drain(app->txn, SL_TASK_ISOLATE_MS) == 0 &&
+                    sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
+                        SL_REFUSED_SUSPECT)
+                        sl_refused_clear(&app->refused, id);
                 return 0;
         }
         if (hdrs)
                 rd_kafka_headers_destroy(hdrs);
         switch (err) {
         case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-        case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
         case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
         case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
         case RD_KAFKA_RESP_ERR__INVALID_ARG:
                 return -(int)err;
         default:
-                sl_app_txn_fail(app, rd_kafka_err2str(err));
+                /* E.g. still QUEUE_FULL: the work is redone after the
+                 * abort and rebuild. */
+                sl_txn_doom(app->txn, rd_kafka_err2str(err));
                 return 0;
         }
 }
@@ -474,7 +595,7 @@ int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
                                 value, valuelen, NULL);
         if (r < 0) {
                 /* Memory now differs from the changelog: abort and rebuild. */
-                sl_app_txn_fail(t->app, "changelog record refused");
+                sl_txn_doom(t->app->txn, "changelog record refused");
         }
         return r;
 }

@@ -47,6 +47,19 @@ typedef enum {
         SL_TASK_RUNNING,
 } sl_task_state_t;
 
+/* The steps of a rebuild, in order.  The committed input offset is read
+ * first and the changelog's end after it, so a previous owner's
+ * transaction that carries offsets for the partition is either wholly seen
+ * (it committed before the end was taken) or wholly absent. */
+typedef enum {
+        SL_REBUILD_COMMITTED,     /* fetching the committed input offset */
+        SL_REBUILD_CHANGELOG_END, /* asking the changelog's end offset */
+        SL_REBUILD_CHANGELOG,     /* reading the changelog to that end */
+        SL_REBUILD_SOURCE_END,    /* asking the second source's end */
+        SL_REBUILD_SOURCE,        /* reading the second source */
+        SL_REBUILD_FINISH,        /* waiting for the global table */
+} sl_rebuild_phase_t;
+
 /* An operator: the per-partition behaviour of a pipeline type. */
 typedef struct sl_op_s {
         const char *name;
@@ -109,7 +122,10 @@ struct sl_pipeline_s {
         struct sl_pipeline_metrics_s *metrics; /* runtime's (app.h) */
         int index;                             /* in the app's pipeline array */
         int table_ready;    /* the table topic was read to its end once */
-        int64_t *table_end; /* per table partition; -1 once reached */
+        int64_t *table_end; /* per table partition, captured at start;
+                               INT64_MAX until known, -1 once reached */
+        int64_t *table_pos; /* per table partition: next offset read */
+        void *table_asks;   /* the runtime's end-offset requests */
         int table_parts;
 };
 
@@ -127,8 +143,10 @@ struct sl_task_s {
                            are recognised by it */
 
         /* Rebuild bookkeeping. */
-        int rebuild_phase;   /* 0 changelog, 1 the op's second source,
-                                2 finishing (table, committed offset) */
+        sl_rebuild_phase_t rebuild_phase;
+        int64_t rebuild_committed; /* input offset to resume at, -1: none */
+        int64_t rebuild_source_from;
+        int rebuild_waits;   /* committed offset still pending (logged) */
         int64_t rebuild_end; /* end offset captured for the phase */
         int64_t rebuild_start_us;
         int64_t rebuild_records;        /* changelog */
@@ -138,8 +156,18 @@ struct sl_task_s {
         const char *fetch_topic; /* sl_task_fetch() in progress, or NULL */
 
         uv_timer_t wake;
-        int64_t wake_at; /* ms, 0 = not armed */
+        int64_t wake_at;   /* ms, 0 = not armed */
+        int wake_deferred; /* fell due while the transaction was busy */
+
+        int revoking;         /* revoked: waits for the commit of its work */
+        int input_retry;      /* op->input() asked to see the record again */
+        int lookup_wait;      /* input paused until a topic lookup answers */
+        int64_t retry_offset; /* the record to see again, -1: none */
+        uint64_t origin;      /* refusal origin of what is produced now */
 };
+
+/* sl_task_topic_partitions(): the topic is being looked up. */
+#define SL_TOPIC_LOOKING (-2)
 
 /* Produces one record into the open transaction (opened on demand).
  * partition may be RD_KAFKA_PARTITION_UA.  hdrs (may be NULL) is owned by
@@ -181,8 +209,24 @@ void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
 void sl_task_wake_at(sl_task_t *t, int64_t when_ms);
 
 /* Partition count of a topic the operator wants to write to (cached
- * metadata): > 0, 0 if the topic does not exist, -1 if unknown now. */
+ * metadata, refreshed in the background, never a blocking call): > 0, 0 if
+ * the topic does not exist, -1 if unknown now (Kafka did not answer),
+ * SL_TOPIC_LOOKING the first time a topic is asked for, while it is looked
+ * up (an input() may then call sl_task_input_retry()). */
 int sl_task_topic_partitions(sl_task_t *t, const char *topic);
+
+/* From op->input(): the record cannot be decided now (a topic lookup is in
+ * flight); the runtime hands it to input() again once lookups answer.  The
+ * operator must not have changed state or produced for it. */
+void sl_task_input_retry(sl_task_t *t);
+
+/* Names the work whose records are produced next (a timer's id and due
+ * time, a batch id, an overflow offset): a record the broker refuses is
+ * recognised by its topic, key and origin across replays (refused.h).
+ * Input records are their own origin (partition and offset) unless the
+ * operator says otherwise; the runtime clears it after each input and
+ * wake-up.  len 0 clears it. */
+void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n);
 
 /* Asks the runtime to commit soon (due work was produced: lateness is the
  * commit, not the commit interval). */

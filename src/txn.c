@@ -1,0 +1,1036 @@
+/*
+ * txn.c — the Kafka clients and the transaction state machine (txn.h has
+ * the diagram).  Every state change goes through txn_set_state(); every
+ * blocking librdkafka call runs on the worker thread below.
+ *
+ * DESIGN
+ *
+ * The worker.  One thread, one job at a time: CREATE (destroy the old
+ * clients if any, make new ones, init_transactions), COMMIT
+ * (send_offsets_to_transaction, then commit_transaction) and ABORT
+ * (abort_transaction).  Each librdkafka call is given SL_TXN_CALL_MS; a
+ * retriable error (a timeout, the coordinator moving, a broker away) calls
+ * the same function again after a short pause, as librdkafka requires, until
+ * it succeeds, fails for good, or the job's deadline passes.  The loop learns
+ * the outcome through a uv_async_t and makes the transition.
+ *
+ * Deadlines.  A commit that has not gone through within
+ * transaction_timeout can no longer succeed (the coordinator aborts a
+ * transaction that old), so it is given up and aborted instead.  An abort,
+ * and init_transactions, are retried for as long as Kafka is away: that is
+ * how an outage of any length is ridden through.  recovery_timeout (0 =
+ * never) bounds how long re-creating the clients may keep failing before
+ * the process gives up and exits 1.
+ *
+ * Aborts in a row back off (0, 0.25 s, 0.5 s ... 30 s) before every task is
+ * rebuilt, so a record that keeps failing cannot spin the process; each
+ * abort is counted.
+ */
+#include "txn.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "kafka.h"
+#include "log.h"
+#include "util.h"
+
+/* The bound of one blocking librdkafka call on the worker. */
+#define SL_TXN_CALL_MS 5000
+/* Pause between retries of a retriable call. */
+#define SL_TXN_RETRY_MS 200
+/* Describes of the group that must show no other owner of our
+ * instance_id before a fenced instance re-creates its clients. */
+#define SL_TXN_OWNER_CHECKS   5
+#define SL_TXN_OWNER_CHECK_MS 1000
+/* A commit or abort slower than this shows on /readyz. */
+#define SL_TXN_SLOW_MS 5000
+
+static const char *state_names[SL_TXN_STATE_CNT] = {
+    [SL_TXN_CREATING] = "creating",
+    [SL_TXN_READY] = "ready",
+    [SL_TXN_OPEN] = "open",
+    [SL_TXN_FLUSHING] = "flushing",
+    [SL_TXN_COMMITTING] = "committing",
+    [SL_TXN_ABORTING] = "aborting",
+    [SL_TXN_RECOVERING] = "recovering",
+    [SL_TXN_DEAD] = "dead",
+};
+
+const char *sl_txn_state_name(sl_txn_state_t s) {
+        return s < SL_TXN_STATE_CNT ? state_names[s] : "?";
+}
+
+typedef enum { JOB_NONE, JOB_CREATE, JOB_COMMIT, JOB_ABORT } job_kind_t;
+
+typedef struct job_s {
+        job_kind_t kind;
+        int64_t deadline_ms; /* 0: none */
+        /* CREATE */
+        rd_kafka_t *old_producer, *old_consumer;
+        rd_kafka_conf_t *pconf, *cconf;
+        /* COMMIT */
+        rd_kafka_topic_partition_list_t *offsets;
+        rd_kafka_consumer_group_metadata_t *cgmd;
+        /* Results. */
+        rd_kafka_t *producer, *consumer;
+        rd_kafka_error_t *error; /* NULL: done */
+        char call[40];           /* the call that failed */
+} job_t;
+
+struct sl_txn_s {
+        uv_loop_t *loop;
+        sl_txn_hooks_t hooks;
+        sl_kquery_t *kq;
+        char *group_id, *instance_id, *client_id;
+        int64_t txn_timeout_ms;
+        int64_t recovery_timeout_ms;
+
+        sl_txn_state_t state;
+        int64_t state_since_ms;
+        rd_kafka_t *producer, *consumer;
+        rd_kafka_queue_t *pq;
+        sl_kwatch_t *pw;
+        int64_t records; /* produced in the open transaction */
+        int doomed;
+        char doom_why[160];
+        int stopping;
+
+        /* Recovery. */
+        int recover_pending; /* a fatal error arrived while a job ran */
+        int recover_fenced;
+        int64_t recover_since_ms; /* start of the current streak, 0: none */
+        int recover_attempts;
+        int owner_checks;
+        char fatal_why[256];
+        uv_timer_t retry_timer; /* recovery backoff and owner checks */
+        uv_timer_t flush_timer; /* FLUSHING: poll the producer's queue */
+        uv_timer_t backoff_timer;
+        int backoff; /* aborted: waiting before the rebuild */
+        int aborts_in_row;
+
+        /* Worker. */
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        job_t *job_in;   /* posted, not yet taken (guarded by lock) */
+        job_t *job_done; /* finished (guarded by lock) */
+        job_t *job;      /* in flight, loop's view */
+        int quit;        /* guarded by lock */
+        volatile int cancel;
+        uv_async_t done_async;
+        char last_retry[200]; /* what the worker is retrying (lock) */
+
+        sl_counter_t *m_commits, *m_aborts, *m_recoveries;
+        sl_gauge_t *m_state;
+};
+
+static void txn_enter_recovering(sl_txn_t *txn);
+static void txn_settle(sl_txn_t *txn);
+
+static void txn_set_state(sl_txn_t *txn, sl_txn_state_t s) {
+        if (txn->state == s)
+                return;
+        sl_log(s == SL_TXN_READY || s == SL_TXN_OPEN || s == SL_TXN_FLUSHING ||
+                       s == SL_TXN_COMMITTING
+                   ? LOG_DEBUG
+                   : LOG_INFO,
+               "TXN", "%s -> %s", sl_txn_state_name(txn->state),
+               sl_txn_state_name(s));
+        txn->state = s;
+        txn->state_since_ms = sl_now_ms();
+        sl_gauge_set(txn->m_state, (double)s);
+}
+
+static int err_is_fencing(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR__FENCED ||
+               err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+               err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
+               err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID;
+}
+
+/* ------------------------------------------------------------------ */
+/* The worker thread.                                                   */
+
+typedef rd_kafka_error_t *(call_fn)(sl_txn_t *txn, job_t *job, int timeout_ms);
+
+static void worker_note_retry(sl_txn_t *txn, const char *call,
+                              const rd_kafka_error_t *error) {
+        pthread_mutex_lock(&txn->lock);
+        if (error)
+                snprintf(txn->last_retry, sizeof(txn->last_retry), "%s: %s",
+                         call, rd_kafka_error_string(error));
+        else
+                txn->last_retry[0] = '\0';
+        pthread_mutex_unlock(&txn->lock);
+}
+
+/* Calls fn until it succeeds, fails for good, the job's deadline passes or
+ * the txn is being destroyed.  Logs the first retry and then one line a
+ * minute. */
+static rd_kafka_error_t *worker_retrying(sl_txn_t *txn, job_t *job,
+                                         const char *call, call_fn *fn) {
+        rd_kafka_error_t *error;
+        int64_t logged = 0;
+        int tries = 0;
+        for (;;) {
+                error = fn(txn, job, SL_TXN_CALL_MS);
+                if (!error || !rd_kafka_error_is_retriable(error) ||
+                    rd_kafka_error_is_fatal(error) || txn->cancel ||
+                    (job->deadline_ms && sl_now_ms() >= job->deadline_ms))
+                        break;
+                tries++;
+                worker_note_retry(txn, call, error);
+                if (sl_now_ms() - logged >= 60000) {
+                        sl_log(LOG_WARNING, "TXN",
+                               "%s: %s; retrying (attempt %d)", call,
+                               rd_kafka_error_string(error), tries + 1);
+                        logged = sl_now_ms();
+                }
+                rd_kafka_error_destroy(error);
+                usleep(SL_TXN_RETRY_MS * 1000);
+        }
+        worker_note_retry(txn, call, NULL);
+        if (error)
+                snprintf(job->call, sizeof(job->call), "%s", call);
+        else if (tries)
+                sl_log(LOG_NOTICE, "TXN", "%s: succeeded after %d retries",
+                       call, tries);
+        return error;
+}
+
+static rd_kafka_error_t *call_init(sl_txn_t *txn, job_t *job, int tmo) {
+        (void)txn;
+        return rd_kafka_init_transactions(job->producer, tmo);
+}
+
+static rd_kafka_error_t *call_send_offsets(sl_txn_t *txn, job_t *job, int tmo) {
+        return rd_kafka_send_offsets_to_transaction(txn->producer, job->offsets,
+                                                    job->cgmd, tmo);
+}
+
+static rd_kafka_error_t *call_commit(sl_txn_t *txn, job_t *job, int tmo) {
+        (void)job;
+        return rd_kafka_commit_transaction(txn->producer, tmo);
+}
+
+static rd_kafka_error_t *call_abort(sl_txn_t *txn, job_t *job, int tmo) {
+        (void)job;
+        return rd_kafka_abort_transaction(txn->producer, tmo);
+}
+
+static void worker_create(sl_txn_t *txn, job_t *job) {
+        char errstr[512];
+        /* The old clients first: the old producer's transactional.id is the
+         * new one's, and the new one fences it anyway. */
+        if (job->old_consumer)
+                rd_kafka_destroy_flags(job->old_consumer,
+                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        if (job->old_producer) {
+                rd_kafka_purge(job->old_producer,
+                               RD_KAFKA_PURGE_F_QUEUE |
+                                   RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_destroy(job->old_producer);
+        }
+        job->old_consumer = job->old_producer = NULL;
+
+        job->producer =
+            rd_kafka_new(RD_KAFKA_PRODUCER, job->pconf, errstr, sizeof(errstr));
+        if (!job->producer) {
+                job->error = rd_kafka_error_new(RD_KAFKA_RESP_ERR__INVALID_ARG,
+                                                "producer: %s", errstr);
+                snprintf(job->call, sizeof(job->call), "rd_kafka_new");
+                return;
+        }
+        job->pconf = NULL;
+        job->consumer =
+            rd_kafka_new(RD_KAFKA_CONSUMER, job->cconf, errstr, sizeof(errstr));
+        if (!job->consumer) {
+                job->error = rd_kafka_error_new(RD_KAFKA_RESP_ERR__INVALID_ARG,
+                                                "consumer: %s", errstr);
+                snprintf(job->call, sizeof(job->call), "rd_kafka_new");
+                return;
+        }
+        job->cconf = NULL;
+        job->error = worker_retrying(txn, job, "init_transactions", call_init);
+}
+
+static void worker_commit(sl_txn_t *txn, job_t *job) {
+        if (job->offsets) {
+                job->error = worker_retrying(
+                    txn, job, "send_offsets_to_transaction", call_send_offsets);
+                if (job->error)
+                        return;
+        }
+        job->error =
+            worker_retrying(txn, job, "commit_transaction", call_commit);
+}
+
+static void *worker_main(void *arg) {
+        sl_txn_t *txn = arg;
+        pthread_mutex_lock(&txn->lock);
+        for (;;) {
+                job_t *job;
+                while (!txn->job_in && !txn->quit)
+                        pthread_cond_wait(&txn->cond, &txn->lock);
+                if (!txn->job_in)
+                        break;
+                job = txn->job_in;
+                txn->job_in = NULL;
+                pthread_mutex_unlock(&txn->lock);
+                switch (job->kind) {
+                case JOB_CREATE:
+                        worker_create(txn, job);
+                        break;
+                case JOB_COMMIT:
+                        worker_commit(txn, job);
+                        break;
+                case JOB_ABORT:
+                        job->error = worker_retrying(
+                            txn, job, "abort_transaction", call_abort);
+                        break;
+                default:
+                        break;
+                }
+                pthread_mutex_lock(&txn->lock);
+                txn->job_done = job;
+                uv_async_send(&txn->done_async);
+        }
+        pthread_mutex_unlock(&txn->lock);
+        return NULL;
+}
+
+static void txn_post(sl_txn_t *txn, job_t *job) {
+        sl_assert(!txn->job);
+        txn->job = job;
+        pthread_mutex_lock(&txn->lock);
+        txn->job_in = job;
+        pthread_cond_signal(&txn->cond);
+        pthread_mutex_unlock(&txn->lock);
+}
+
+static void job_free(job_t *job) {
+        if (job->error)
+                rd_kafka_error_destroy(job->error);
+        if (job->offsets)
+                rd_kafka_topic_partition_list_destroy(job->offsets);
+        if (job->cgmd)
+                rd_kafka_consumer_group_metadata_destroy(job->cgmd);
+        if (job->pconf)
+                rd_kafka_conf_destroy(job->pconf);
+        if (job->cconf)
+                rd_kafka_conf_destroy(job->cconf);
+        if (job->producer)
+                rd_kafka_destroy(job->producer);
+        if (job->consumer)
+                rd_kafka_destroy_flags(job->consumer,
+                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* Producer events.                                                     */
+
+static void txn_on_producer_error(sl_txn_t *txn, rd_kafka_event_t *ev) {
+        rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+        char buf[256];
+        if (rd_kafka_event_error_is_fatal(ev)) {
+                err = rd_kafka_fatal_error(txn->producer, buf, sizeof(buf));
+                sl_txn_fatal(txn, "producer", buf, err_is_fencing(err));
+                return;
+        }
+        sl_kafka_log_error("producer", err, rd_kafka_event_error_string(ev));
+}
+
+static void txn_on_event(sl_txn_t *txn, rd_kafka_event_t *ev) {
+        const rd_kafka_message_t *m;
+        switch (rd_kafka_event_type(ev)) {
+        case RD_KAFKA_EVENT_DR:
+                while ((m = rd_kafka_event_message_next(ev)))
+                        txn->hooks.delivery(txn->hooks.opaque, m);
+                break;
+        case RD_KAFKA_EVENT_ERROR:
+                txn_on_producer_error(txn, ev);
+                break;
+        default:
+                break;
+        }
+        rd_kafka_event_destroy(ev);
+}
+
+static void txn_flush_check(sl_txn_t *txn);
+
+int sl_txn_serve(sl_txn_t *txn, int budget) {
+        int n = 0;
+        while (n < budget && txn->pq) {
+                rd_kafka_event_t *ev = rd_kafka_queue_poll(txn->pq, 0);
+                if (!ev)
+                        break;
+                n += SL_MAX(1, (int)rd_kafka_event_message_count(ev));
+                txn_on_event(txn, ev);
+        }
+        if (txn->state == SL_TXN_FLUSHING)
+                txn_flush_check(txn);
+        return n;
+}
+
+static int txn_serve_cb(void *opaque, int budget) {
+        return sl_txn_serve(opaque, budget);
+}
+
+int sl_txn_drain(sl_txn_t *txn, int timeout_ms) {
+        int64_t end = sl_now_ms() + timeout_ms;
+        while (txn->producer && txn->pq) {
+                rd_kafka_event_t *ev;
+                int64_t left;
+                if (rd_kafka_outq_len(txn->producer) == 0)
+                        return 0;
+                left = end - sl_now_ms();
+                if (left <= 0)
+                        return -1;
+                ev = rd_kafka_queue_poll(txn->pq, (int)SL_MIN(left, 10));
+                if (ev)
+                        txn_on_event(txn, ev);
+        }
+        return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Transitions.                                                         */
+
+int sl_txn_accepting(const sl_txn_t *txn) {
+        return (txn->state == SL_TXN_READY || txn->state == SL_TXN_OPEN) &&
+               !txn->doomed && !txn->recover_pending && !txn->backoff;
+}
+
+sl_txn_state_t sl_txn_state(const sl_txn_t *txn) {
+        return txn->state;
+}
+
+rd_kafka_t *sl_txn_producer(const sl_txn_t *txn) {
+        return txn->producer;
+}
+
+rd_kafka_t *sl_txn_consumer(const sl_txn_t *txn) {
+        return txn->consumer;
+}
+
+int64_t sl_txn_records(const sl_txn_t *txn) {
+        return txn->records;
+}
+
+void sl_txn_produced(sl_txn_t *txn) {
+        txn->records++;
+}
+
+/* Leaves the non-accepting states: tell the runtime to resume. */
+static void txn_settle(sl_txn_t *txn) {
+        if (txn->recover_pending) {
+                txn_enter_recovering(txn);
+                return;
+        }
+        if (txn->doomed && !txn->backoff &&
+            (txn->state == SL_TXN_READY || txn->state == SL_TXN_OPEN)) {
+                sl_txn_commit(txn); /* aborts, or rebuilds */
+                return;
+        }
+        if (sl_txn_accepting(txn))
+                txn->hooks.resumed(txn->hooks.opaque);
+}
+
+int sl_txn_produce_begin(sl_txn_t *txn) {
+        rd_kafka_error_t *error;
+        if (txn->doomed || txn->recover_pending)
+                return -1;
+        if (txn->state == SL_TXN_OPEN || txn->state == SL_TXN_FLUSHING)
+                return 0;
+        if (txn->state != SL_TXN_READY) {
+                sl_txn_doom(txn, "record produced while the transaction is "
+                                 "busy");
+                return -1;
+        }
+        error = rd_kafka_begin_transaction(txn->producer);
+        if (error) {
+                char why[256];
+                snprintf(why, sizeof(why), "begin_transaction: %s",
+                         rd_kafka_error_string(error));
+                if (rd_kafka_error_is_fatal(error))
+                        sl_txn_fatal(txn, "producer", why, 0);
+                else
+                        sl_txn_doom(txn, why);
+                rd_kafka_error_destroy(error);
+                return -1;
+        }
+        txn->records = 0;
+        txn_set_state(txn, SL_TXN_OPEN);
+        return 0;
+}
+
+static void txn_on_soon(uv_timer_t *timer);
+
+void sl_txn_doom(sl_txn_t *txn, const char *why) {
+        if (!txn->doomed) {
+                sl_log(LOG_WARNING, "TXN", "transaction will be aborted: %s",
+                       why);
+                snprintf(txn->doom_why, sizeof(txn->doom_why), "%s", why);
+        }
+        txn->doomed = 1;
+        /* Act from the loop, never inside the operator that called us. */
+        if (!uv_is_active((uv_handle_t *)&txn->flush_timer))
+                uv_timer_start(&txn->flush_timer, txn_on_soon, 0, 0);
+}
+
+static void txn_start_abort(sl_txn_t *txn, const char *why) {
+        job_t *job = sl_calloc(1, sizeof(*job));
+        sl_log(LOG_WARNING, "TXN", "aborting transaction: %s", why);
+        job->kind = JOB_ABORT;
+        txn_set_state(txn, SL_TXN_ABORTING);
+        txn_post(txn, job);
+}
+
+static void txn_start_commit_job(sl_txn_t *txn) {
+        job_t *job = sl_calloc(1, sizeof(*job));
+        job->kind = JOB_COMMIT;
+        job->deadline_ms = sl_now_ms() + txn->txn_timeout_ms;
+        job->offsets = txn->hooks.offsets(txn->hooks.opaque, 1);
+        if (job->offsets)
+                job->cgmd = rd_kafka_consumer_group_metadata(txn->consumer);
+        txn_set_state(txn, SL_TXN_COMMITTING);
+        txn_post(txn, job);
+}
+
+/* FLUSHING: once every record of the transaction is delivered, operators
+ * write their checkpoints, then the commit goes to the worker. */
+static void txn_flush_check(sl_txn_t *txn) {
+        if (txn->state != SL_TXN_FLUSHING)
+                return;
+        if (txn->doomed) {
+                uv_timer_stop(&txn->flush_timer);
+                txn_start_abort(txn, txn->doom_why);
+                return;
+        }
+        if (rd_kafka_outq_len(txn->producer) > 0) {
+                if (sl_now_ms() - txn->state_since_ms > txn->txn_timeout_ms)
+                        sl_txn_doom(txn, "records not delivered within "
+                                         "transaction_timeout");
+                return;
+        }
+        uv_timer_stop(&txn->flush_timer);
+        txn->hooks.precommit(txn->hooks.opaque);
+        if (txn->doomed) {
+                txn_start_abort(txn, txn->doom_why);
+                return;
+        }
+        txn_start_commit_job(txn);
+}
+
+static void txn_on_flush_timer(uv_timer_t *timer) {
+        sl_txn_t *txn = timer->data;
+        sl_txn_serve(txn, 1000);
+}
+
+/* A doom (or a deferred step) acts here, on the loop. */
+static void txn_on_soon(uv_timer_t *timer) {
+        sl_txn_t *txn = timer->data;
+        if (txn->state == SL_TXN_FLUSHING) {
+                txn_flush_check(txn);
+                if (txn->state == SL_TXN_FLUSHING)
+                        uv_timer_start(&txn->flush_timer, txn_on_flush_timer, 5,
+                                       5);
+                return;
+        }
+        if (txn->doomed)
+                sl_txn_commit(txn);
+}
+
+int sl_txn_commit(sl_txn_t *txn) {
+        rd_kafka_topic_partition_list_t *offs;
+        switch (txn->state) {
+        case SL_TXN_READY:
+        case SL_TXN_OPEN:
+                break;
+        default:
+                return -1;
+        }
+        if (txn->backoff || txn->recover_pending)
+                return -1;
+        if (txn->doomed) {
+                if (txn->state == SL_TXN_OPEN) {
+                        txn_start_abort(txn, txn->doom_why);
+                } else {
+                        /* Nothing reached Kafka, but memory went ahead. */
+                        txn->doomed = 0;
+                        txn->hooks.aborted(txn->hooks.opaque);
+                        txn_settle(txn);
+                }
+                return 0;
+        }
+        if (txn->state == SL_TXN_OPEN && txn->hooks.precommit) {
+                txn_set_state(txn, SL_TXN_FLUSHING);
+                txn_flush_check(txn);
+                if (txn->state == SL_TXN_FLUSHING)
+                        uv_timer_start(&txn->flush_timer, txn_on_flush_timer, 5,
+                                       5);
+                return 0;
+        }
+        if (txn->state == SL_TXN_READY) {
+                /* Offsets alone still go in a transaction: it carries the
+                 * group generation that fences a zombie. */
+                offs = txn->hooks.offsets(txn->hooks.opaque, 0);
+                if (!offs)
+                        return 1;
+                rd_kafka_topic_partition_list_destroy(offs);
+                if (sl_txn_produce_begin(txn) == -1)
+                        return 0; /* doomed or recovering: it settles */
+        }
+        txn_start_commit_job(txn);
+        return 0;
+}
+
+/* Aborted and backed off: rebuild every task. */
+static void txn_after_abort(sl_txn_t *txn) {
+        txn->backoff = 0;
+        txn->hooks.aborted(txn->hooks.opaque);
+        txn_settle(txn);
+}
+
+static void txn_on_backoff(uv_timer_t *timer) {
+        txn_after_abort(timer->data);
+}
+
+/* ------------------------------------------------------------------ */
+/* Recovery.                                                            */
+
+static void txn_post_create(sl_txn_t *txn) {
+        job_t *job = sl_calloc(1, sizeof(*job));
+        char errstr[512];
+        job->kind = JOB_CREATE;
+        job->old_producer = txn->producer;
+        job->old_consumer = txn->consumer;
+        txn->producer = txn->consumer = NULL;
+        if (txn->recovery_timeout_ms && txn->recover_since_ms)
+                job->deadline_ms =
+                    txn->recover_since_ms + txn->recovery_timeout_ms;
+        if (!(job->pconf = txn->hooks.producer_conf(txn->hooks.opaque, errstr,
+                                                    sizeof(errstr))) ||
+            !(job->cconf = txn->hooks.consumer_conf(txn->hooks.opaque, errstr,
+                                                    sizeof(errstr)))) {
+                sl_log(LOG_CRIT, "TXN", "client configuration: %s", errstr);
+                job_free(job);
+                txn_set_state(txn, SL_TXN_DEAD);
+                txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
+                return;
+        }
+        rd_kafka_conf_set_events(job->pconf,
+                                 RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
+        txn_set_state(txn, SL_TXN_CREATING);
+        txn_post(txn, job);
+}
+
+static void txn_owner_check(sl_txn_t *txn);
+
+static void txn_on_retry_timer(uv_timer_t *timer) {
+        sl_txn_t *txn = timer->data;
+        if (txn->state != SL_TXN_RECOVERING)
+                return;
+        if (txn->owner_checks > 0)
+                txn_owner_check(txn);
+        else
+                txn_post_create(txn);
+}
+
+/* One look at the group: a member holding our instance_id under a member
+ * id that is not our consumer's is another process (a static member that
+ * replaces another keeps the old client id and host, so only the member id
+ * tells them apart). */
+static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
+                         const sl_kquery_member_t *members, int member_cnt) {
+        sl_txn_t *txn = opaque;
+        char *mine = NULL;
+        if (txn->state != SL_TXN_RECOVERING)
+                return;
+        if (err) {
+                sl_log(LOG_WARNING, "TXN",
+                       "describing group %s to check instance_id %s: %s",
+                       txn->group_id, txn->instance_id, rd_kafka_err2str(err));
+                uv_timer_start(&txn->retry_timer, txn_on_retry_timer,
+                               SL_TXN_OWNER_CHECK_MS, 0);
+                return;
+        }
+        /* Our consumer still exists (it is destroyed with the next
+         * attempt): its member id now. */
+        if (txn->consumer)
+                mine = rd_kafka_memberid(txn->consumer);
+        for (int i = 0; i < member_cnt; i++) {
+                const sl_kquery_member_t *mb = &members[i];
+                if (!mb->group_instance_id ||
+                    strcmp(mb->group_instance_id, txn->instance_id) ||
+                    !mb->consumer_id ||
+                    (mine && !strcmp(mb->consumer_id, mine)))
+                        continue;
+                sl_log(LOG_CRIT, "TXN",
+                       "instance_id %s is owned by another live instance "
+                       "(member %s, ours was %s); exiting",
+                       txn->instance_id, mb->consumer_id,
+                       mine && *mine ? mine : "none");
+                if (mine)
+                        rd_kafka_mem_free(NULL, mine);
+                txn_set_state(txn, SL_TXN_DEAD);
+                txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
+                return;
+        }
+        if (mine)
+                rd_kafka_mem_free(NULL, mine);
+        sl_log(LOG_INFO, "TXN",
+               "owner check %d of %d: no other member holds instance_id %s",
+               SL_TXN_OWNER_CHECKS - txn->owner_checks + 1, SL_TXN_OWNER_CHECKS,
+               txn->instance_id);
+        txn->owner_checks--;
+        uv_timer_start(&txn->retry_timer, txn_on_retry_timer,
+                       txn->owner_checks ? SL_TXN_OWNER_CHECK_MS : 0, 0);
+}
+
+static void txn_owner_check(sl_txn_t *txn) {
+        if (sl_kquery_describe_group(txn->kq, txn->group_id, SL_TXN_CALL_MS,
+                                     txn_on_group, txn) == -1) {
+                txn->owner_checks = 0;
+                txn_post_create(txn);
+        }
+}
+
+/* Every task is dropped and both clients handed to the worker to be
+ * destroyed and made anew. */
+static void txn_enter_recovering(sl_txn_t *txn) {
+        int64_t delay;
+        sl_assert(!txn->job);
+        txn->recover_pending = 0;
+        txn->doomed = 0;
+        txn->backoff = 0;
+        uv_timer_stop(&txn->flush_timer);
+        uv_timer_stop(&txn->backoff_timer);
+        txn_set_state(txn, SL_TXN_RECOVERING);
+        txn->hooks.clients_lost(txn->hooks.opaque);
+        sl_kwatch_close(txn->pw);
+        txn->pw = NULL;
+        if (txn->pq)
+                rd_kafka_queue_destroy(txn->pq);
+        txn->pq = NULL;
+        if (!txn->recover_since_ms)
+                txn->recover_since_ms = sl_now_ms();
+        if (txn->recovery_timeout_ms &&
+            sl_now_ms() - txn->recover_since_ms > txn->recovery_timeout_ms) {
+                sl_log(LOG_CRIT, "TXN",
+                       "recovery kept failing for more than "
+                       "recovery_timeout (%" PRId64 " ms); exiting",
+                       txn->recovery_timeout_ms);
+                txn_set_state(txn, SL_TXN_DEAD);
+                txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
+                return;
+        }
+        txn->owner_checks = 0;
+        if (txn->recover_fenced && txn->instance_id && *txn->instance_id)
+                txn->owner_checks = SL_TXN_OWNER_CHECKS;
+        txn->recover_fenced = 0;
+        /* Back off when recoveries follow each other. */
+        delay = txn->recover_attempts
+                    ? SL_MIN(30000, 500LL << SL_MIN(txn->recover_attempts, 6))
+                    : 0;
+        txn->recover_attempts++;
+        if (txn->owner_checks)
+                txn_owner_check(txn);
+        else
+                uv_timer_start(&txn->retry_timer, txn_on_retry_timer,
+                               (uint64_t)delay, 0);
+}
+
+void sl_txn_fatal(sl_txn_t *txn, const char *who, const char *reason,
+                  int fenced) {
+        if (txn->state == SL_TXN_DEAD || txn->state == SL_TXN_RECOVERING ||
+            txn->recover_pending) {
+                txn->recover_fenced |= fenced;
+                return;
+        }
+        sl_log(LOG_CRIT, "TXN",
+               "%s: fatal error: %s; re-creating the Kafka clients and "
+               "rebuilding every partition",
+               who, reason);
+        snprintf(txn->fatal_why, sizeof(txn->fatal_why), "%s: %s", who, reason);
+        sl_counter_inc(txn->m_recoveries);
+        txn->recover_fenced = fenced;
+        txn->recover_pending = 1;
+        if (!txn->job)
+                txn_enter_recovering(txn);
+        /* else: the worker's call ends within its bound; txn_on_done()
+         * enters RECOVERING then. */
+}
+
+/* ------------------------------------------------------------------ */
+/* Worker results.                                                      */
+
+static void txn_done_create(sl_txn_t *txn, job_t *job) {
+        char errstr[256];
+        if (job->error) {
+                snprintf(errstr, sizeof(errstr), "%s: %s", job->call,
+                         rd_kafka_error_string(job->error));
+                if (rd_kafka_error_code(job->error) ==
+                    RD_KAFKA_RESP_ERR__INVALID_ARG) {
+                        sl_log(LOG_CRIT, "TXN", "%s; exiting", errstr);
+                        txn_set_state(txn, SL_TXN_DEAD);
+                        txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
+                        return;
+                }
+                /* Keep what was made: the next attempt destroys it. */
+                txn->producer = job->producer;
+                txn->consumer = job->consumer;
+                job->producer = job->consumer = NULL;
+                sl_log(LOG_ERR, "TXN", "creating the clients: %s", errstr);
+                txn->recover_pending = 1;
+                txn->recover_fenced |=
+                    err_is_fencing(rd_kafka_error_code(job->error));
+                return;
+        }
+        txn->producer = job->producer;
+        txn->consumer = job->consumer;
+        job->producer = job->consumer = NULL;
+        txn->pq = rd_kafka_queue_get_main(txn->producer);
+        txn->pw = sl_kwatch_new(txn->loop, txn->pq, txn_serve_cb, txn, errstr,
+                                sizeof(errstr));
+        sl_assert(txn->pw);
+        if (txn->recover_since_ms)
+                sl_log(LOG_NOTICE, "TXN",
+                       "Kafka clients re-created after %.1f s",
+                       (double)(sl_now_ms() - txn->recover_since_ms) / 1000.0);
+        txn->recover_since_ms = 0;
+        txn->records = 0;
+        txn_set_state(txn, SL_TXN_READY);
+        txn->hooks.clients_ready(txn->hooks.opaque, txn->producer,
+                                 txn->consumer);
+}
+
+static void txn_done_commit(sl_txn_t *txn, job_t *job) {
+        char why[512];
+        if (!job->error) {
+                sl_counter_inc(txn->m_commits);
+                txn->aborts_in_row = 0;
+                txn->recover_attempts = 0;
+                txn->records = 0;
+                txn_set_state(txn, SL_TXN_READY);
+                txn->hooks.committed(txn->hooks.opaque, job->offsets);
+                return;
+        }
+        snprintf(why, sizeof(why), "%s: %s", job->call,
+                 rd_kafka_error_string(job->error));
+        if (rd_kafka_error_is_fatal(job->error)) {
+                sl_txn_fatal(txn, "producer", why,
+                             err_is_fencing(rd_kafka_error_code(job->error)));
+                return;
+        }
+        txn_start_abort(txn, why);
+}
+
+static void txn_done_abort(sl_txn_t *txn, job_t *job) {
+        int64_t delay;
+        if (job->error) {
+                char why[512];
+                snprintf(why, sizeof(why), "%s: %s", job->call,
+                         rd_kafka_error_string(job->error));
+                /* An abort that cannot be done leaves the producer unusable:
+                 * a new one fences whatever is left. */
+                sl_txn_fatal(txn, "producer", why,
+                             err_is_fencing(rd_kafka_error_code(job->error)));
+                return;
+        }
+        sl_counter_inc(txn->m_aborts);
+        txn->doomed = 0;
+        txn->records = 0;
+        txn->aborts_in_row++;
+        txn_set_state(txn, SL_TXN_READY);
+        delay = txn->aborts_in_row > 1
+                    ? SL_MIN(30000, 250LL << SL_MIN(txn->aborts_in_row - 2, 7))
+                    : 0;
+        if (delay) {
+                sl_log(LOG_WARNING, "TXN",
+                       "%d aborts in a row: rebuilding in %.2f s",
+                       txn->aborts_in_row, (double)delay / 1000.0);
+                txn->backoff = 1;
+                uv_timer_start(&txn->backoff_timer, txn_on_backoff,
+                               (uint64_t)delay, 0);
+                return;
+        }
+        txn->hooks.aborted(txn->hooks.opaque);
+}
+
+static void txn_on_done(uv_async_t *async) {
+        sl_txn_t *txn = async->data;
+        job_t *job;
+        pthread_mutex_lock(&txn->lock);
+        job = txn->job_done;
+        txn->job_done = NULL;
+        pthread_mutex_unlock(&txn->lock);
+        if (!job)
+                return;
+        sl_assert(job == txn->job);
+        txn->job = NULL;
+        switch (job->kind) {
+        case JOB_CREATE:
+                txn_done_create(txn, job);
+                break;
+        case JOB_COMMIT:
+                txn_done_commit(txn, job);
+                break;
+        case JOB_ABORT:
+                txn_done_abort(txn, job);
+                break;
+        default:
+                break;
+        }
+        job_free(job);
+        if (!txn->job && txn->state != SL_TXN_DEAD)
+                txn_settle(txn);
+}
+
+/* ------------------------------------------------------------------ */
+/* Life.                                                                */
+
+sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
+                     const sl_txn_hooks_t *hooks, sl_kquery_t *kq,
+                     sl_metrics_t *metrics, char *errstr, size_t errstr_size) {
+        sl_txn_t *txn = sl_calloc(1, sizeof(*txn));
+        txn->loop = loop;
+        txn->hooks = *hooks;
+        txn->kq = kq;
+        txn->group_id = sl_strdup(conf->group_id);
+        txn->instance_id =
+            sl_strdup(conf->instance_id ? conf->instance_id : "");
+        txn->client_id = sl_strdup(conf->client_id);
+        txn->txn_timeout_ms = conf->transaction_timeout_ms;
+        txn->recovery_timeout_ms = conf->recovery_timeout_ms;
+        txn->state = SL_TXN_CREATING;
+        txn->state_since_ms = sl_now_ms();
+        pthread_mutex_init(&txn->lock, NULL);
+        pthread_cond_init(&txn->cond, NULL);
+        uv_async_init(loop, &txn->done_async, txn_on_done);
+        uv_timer_init(loop, &txn->retry_timer);
+        uv_timer_init(loop, &txn->flush_timer);
+        uv_timer_init(loop, &txn->backoff_timer);
+        txn->done_async.data = txn->retry_timer.data = txn;
+        txn->flush_timer.data = txn->backoff_timer.data = txn;
+        txn->m_commits = sl_metrics_counter(
+            metrics, "sluice_transactions_total",
+            "Kafka transactions by outcome.", "result", "commit", NULL);
+        txn->m_aborts = sl_metrics_counter(metrics, "sluice_transactions_total",
+                                           "Kafka transactions by outcome.",
+                                           "result", "abort", NULL);
+        txn->m_recoveries = sl_metrics_counter(
+            metrics, "sluice_client_recoveries_total",
+            "Fatal Kafka client errors recovered from by re-creating the "
+            "clients.",
+            NULL);
+        txn->m_state = sl_metrics_gauge(
+            metrics, "sluice_transaction_state",
+            "State of the transaction state machine (0 creating, 1 ready, "
+            "2 open, 3 flushing, 4 committing, 5 aborting, 6 recovering, "
+            "7 dead).",
+            NULL);
+        if (pthread_create(&txn->thread, NULL, worker_main, txn) != 0) {
+                snprintf(errstr, errstr_size, "cannot start the txn worker");
+                txn->thread = 0;
+                sl_txn_destroy(txn);
+                return NULL;
+        }
+        return txn;
+}
+
+void sl_txn_start(sl_txn_t *txn) {
+        txn_post_create(txn);
+}
+
+void sl_txn_stopping(sl_txn_t *txn) {
+        txn->stopping = 1;
+}
+
+static void txn_on_close(uv_handle_t *h) {
+        (void)h;
+}
+
+void sl_txn_destroy(sl_txn_t *txn) {
+        if (!txn)
+                return;
+        txn->cancel = 1;
+        if (txn->thread) {
+                pthread_mutex_lock(&txn->lock);
+                txn->quit = 1;
+                pthread_cond_signal(&txn->cond);
+                pthread_mutex_unlock(&txn->lock);
+                pthread_join(txn->thread, NULL);
+        }
+        if (txn->job_in)
+                job_free(txn->job_in);
+        if (txn->job_done)
+                job_free(txn->job_done);
+        sl_kwatch_close(txn->pw);
+        uv_close((uv_handle_t *)&txn->done_async, txn_on_close);
+        uv_close((uv_handle_t *)&txn->retry_timer, txn_on_close);
+        uv_close((uv_handle_t *)&txn->flush_timer, txn_on_close);
+        uv_close((uv_handle_t *)&txn->backoff_timer, txn_on_close);
+        uv_run(txn->loop, UV_RUN_NOWAIT);
+        if (txn->pq)
+                rd_kafka_queue_destroy(txn->pq);
+        if (txn->consumer)
+                rd_kafka_destroy_flags(txn->consumer,
+                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        if (txn->producer) {
+                rd_kafka_purge(txn->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                  RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_destroy(txn->producer);
+        }
+        pthread_mutex_destroy(&txn->lock);
+        pthread_cond_destroy(&txn->cond);
+        free(txn->group_id);
+        free(txn->instance_id);
+        free(txn->client_id);
+        free(txn);
+}
+
+const char *sl_txn_trouble(const sl_txn_t *txn, char *buf, size_t size) {
+        int64_t age = sl_now_ms() - txn->state_since_ms;
+        char retry[200];
+        pthread_mutex_lock((pthread_mutex_t *)&txn->lock);
+        snprintf(retry, sizeof(retry), "%s", txn->last_retry);
+        pthread_mutex_unlock((pthread_mutex_t *)&txn->lock);
+        switch (txn->state) {
+        case SL_TXN_CREATING:
+                snprintf(buf, size, "connecting to Kafka%s%s",
+                         *retry ? ": " : "", retry);
+                return buf;
+        case SL_TXN_RECOVERING:
+                snprintf(buf, size, "recovering the Kafka clients after %s",
+                         txn->fatal_why);
+                return buf;
+        case SL_TXN_DEAD:
+                snprintf(buf, size, "exiting");
+                return buf;
+        case SL_TXN_COMMITTING:
+        case SL_TXN_ABORTING:
+        case SL_TXN_FLUSHING:
+                if (age < SL_TXN_SLOW_MS)
+                        return NULL;
+                snprintf(buf, size, "transaction %s for %.0f s%s%s",
+                         sl_txn_state_name(txn->state), (double)age / 1000.0,
+                         *retry ? ": " : "", retry);
+                return buf;
+        default:
+                if (txn->backoff) {
+                        snprintf(buf, size,
+                                 "backing off after %d aborts in a row",
+                                 txn->aborts_in_row);
+                        return buf;
+                }
+                return NULL;
+        }
+}

@@ -1,0 +1,195 @@
+/*
+ * txn.h — the Kafka clients of `sluice run` (the transactional producer and
+ * the consumer-group member) and the state machine that keeps exactly-once
+ * through Kafka's faults.  Every state and transition lives in txn.c.
+ *
+ *            start / recover
+ *                  │
+ *                  ▼
+ *   ┌────────► CREATING ── clients made, init_transactions ok ──┐
+ *   │              │                                             ▼
+ *   │              │                           ┌──────────── READY ◄──────────┐
+ *   │              │                           │ first record  │              │
+ *   │              │                           ▼               │ offsets only │
+ *   │              │                         OPEN ─────────────┤              │
+ *   │              │                           │ commit        ▼              │
+ *   │              │                           └──► FLUSHING ──► COMMITTING ──┤
+ * ok │              │                  doomed / abortable │          │        │
+ *   │              │                                     ▼          ▼        │
+ *   │              │                                  ABORTING ◄────┘        │
+ *   │              │                                     │ ok: every task     │
+ *   │              │                                     └── rebuilt ─────────┘
+ *   │              ▼
+ *   └──────── RECOVERING ◄── fatal error of either client, from any state
+ *                  │
+ *                  └── another live instance owns instance_id, or recovery
+ *                      failed for longer than recovery_timeout ──► DEAD
+ *
+ * READY and OPEN are the only states in which operators may produce: the
+ * runtime holds input, wake-ups and fetches back in every other state
+ * (sl_txn_accepting()), so no record is ever produced into a transaction
+ * that is not open.  A produce that cannot go into the open transaction
+ * dooms it: it will be aborted and every task rebuilt, never committed.
+ *
+ * Blocking librdkafka calls (init_transactions, send_offsets_to_transaction,
+ * commit_transaction, abort_transaction, creating and destroying clients)
+ * run on a worker thread of this module, one at a time, each call bounded by
+ * a few seconds; a retriable error retries the same call.  The loop thread
+ * keeps turning meanwhile and serves the producer's delivery reports (the
+ * producer uses the event API, so flushes inside commit_transaction only
+ * wait for the loop to serve them).
+ *
+ * A fatal error (producer fenced, consumer fenced, any librdkafka fatal
+ * error) drops every task and re-creates both clients in-process: the new
+ * producer's init_transactions fences the old one and aborts what it left
+ * open; the new consumer rejoins with the same group.instance.id and the
+ * assigned partitions are rebuilt from their changelogs.  When the fault
+ * was a fencing and instance_id is set, the group is described first: a
+ * member with our instance_id and another client's id is another live
+ * process, and this one exits 1 saying so.
+ *
+ * THREADS: every function here is for the loop thread.
+ */
+#ifndef SL_TXN_H
+#define SL_TXN_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "kquery.h"
+#include "metrics.h"
+
+typedef struct sl_txn_s sl_txn_t;
+
+typedef enum {
+        SL_TXN_CREATING,   /* clients being created, init_transactions */
+        SL_TXN_READY,      /* no transaction open */
+        SL_TXN_OPEN,       /* a transaction is open: produce */
+        SL_TXN_FLUSHING,   /* waiting for delivery reports before precommit */
+        SL_TXN_COMMITTING, /* send_offsets + commit on the worker */
+        SL_TXN_ABORTING,   /* abort on the worker */
+        SL_TXN_RECOVERING, /* fatal error: clients dropped, re-created next */
+        SL_TXN_DEAD,       /* giving up: the process exits */
+        SL_TXN_STATE_CNT
+} sl_txn_state_t;
+
+const char *sl_txn_state_name(sl_txn_state_t s);
+
+/* What the runtime (app.c) provides.  Every hook runs on the loop thread. */
+typedef struct sl_txn_hooks_s {
+        void *opaque;
+        /* New client configurations (the worker thread calls rd_kafka_new
+         * with them).  NULL with errstr on failure. */
+        rd_kafka_conf_t *(*producer_conf)(void *opaque, char *errstr,
+                                          size_t errstr_size);
+        rd_kafka_conf_t *(*consumer_conf)(void *opaque, char *errstr,
+                                          size_t errstr_size);
+        /* New clients are ready (init_transactions done): watch the
+         * consumer's queue and subscribe. */
+        void (*clients_ready)(void *opaque, rd_kafka_t *producer,
+                              rd_kafka_t *consumer);
+        /* The clients are about to be destroyed: drop every task and stop
+         * watching the consumer.  Nothing may use either client after. */
+        void (*clients_lost)(void *opaque);
+        /* Offsets to commit with the transaction (NULL for none): every
+         * running task's next offset when all, else those that moved.  The
+         * list is owned by the txn from here on. */
+        rd_kafka_topic_partition_list_t *(*offsets)(void *opaque, int all);
+        /* Before a commit, after every record was delivered: produce
+         * checkpoints (operator precommit hooks). */
+        void (*precommit)(void *opaque);
+        /* The transaction committed with these offsets (may be NULL). */
+        void (*committed)(void *opaque,
+                          const rd_kafka_topic_partition_list_t *offsets);
+        /* The transaction was aborted (or could not be used): every task
+         * must rebuild from its changelog. */
+        void (*aborted)(void *opaque);
+        /* Produce is possible again (READY or OPEN after another state):
+         * resume input, wake-ups and fetches that were held back. */
+        void (*resumed)(void *opaque);
+        /* A delivery report (success only for tracked records, or any
+         * failure). */
+        void (*delivery)(void *opaque, const rd_kafka_message_t *m);
+        /* The process must end with this exit code. */
+        void (*exit)(void *opaque, int code);
+} sl_txn_hooks_t;
+
+typedef struct sl_txn_conf_s {
+        const char *group_id;    /* the consumer group (app_id) */
+        const char *instance_id; /* group.instance.id, or NULL/"" */
+        const char *client_id;   /* this process's unique client.id */
+        int64_t transaction_timeout_ms;
+        int64_t recovery_timeout_ms; /* 0: never give up */
+} sl_txn_conf_t;
+
+/* Creates the state machine (and its worker thread); clients are created
+ * by sl_txn_start().  conf's strings are copied; hooks is copied.  kq is
+ * borrowed (for the owner check) and must outlive txn. */
+sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
+                     const sl_txn_hooks_t *hooks, sl_kquery_t *kq,
+                     sl_metrics_t *metrics, char *errstr, size_t errstr_size);
+
+/* Creates the clients (asynchronously: clients_ready() follows). */
+void sl_txn_start(sl_txn_t *txn);
+
+/* Stops the worker (waits for the call in flight, each bounded), destroys
+ * the clients (consumer without a close: call sl_txn_close_consumer()
+ * first for a clean leave) and frees txn.  NULL is a no-op. */
+void sl_txn_destroy(sl_txn_t *txn);
+
+sl_txn_state_t sl_txn_state(const sl_txn_t *txn);
+
+/* 1 when operators may produce now (READY or OPEN, not doomed). */
+int sl_txn_accepting(const sl_txn_t *txn);
+
+/* The clients, or NULL while there are none (CREATING, RECOVERING). */
+rd_kafka_t *sl_txn_producer(const sl_txn_t *txn);
+rd_kafka_t *sl_txn_consumer(const sl_txn_t *txn);
+
+/* Opens a transaction if none is open.  Returns 0 when records may be
+ * produced now; -1 when not (the transaction is doomed: every task will be
+ * rebuilt, so the caller may drop what it wanted to produce). */
+int sl_txn_produce_begin(sl_txn_t *txn);
+
+/* A record was produced into the open transaction. */
+void sl_txn_produced(sl_txn_t *txn);
+
+/* Records produced in the open transaction. */
+int64_t sl_txn_records(const sl_txn_t *txn);
+
+/* The open transaction can no longer commit (a record was refused, a
+ * partition lost, a produce failed): abort it at the next step and
+ * rebuild every task.  Never synchronous. */
+void sl_txn_doom(sl_txn_t *txn, const char *why);
+
+/* Commits what is open (and the offsets that moved).  Returns 0 when a
+ * commit (or abort) started: a settled callback (committed or aborted)
+ * follows; 1 when there was nothing to do; -1 when busy (a call is in
+ * flight, or the clients are being re-created): ask again later. */
+int sl_txn_commit(sl_txn_t *txn);
+
+/* A fatal error of a client (producer or consumer) seen by the runtime:
+ * recover in-process.  fenced: the error says another client took our
+ * identity (the owner check runs first). */
+void sl_txn_fatal(sl_txn_t *txn, const char *who, const char *reason,
+                  int fenced);
+
+/* Serves up to budget producer events (delivery reports, errors).
+ * Returns how many were served. */
+int sl_txn_serve(sl_txn_t *txn, int budget);
+
+/* Serves delivery reports until nothing is in flight or timeout_ms passed
+ * (a bounded wait on the loop thread, for sending a suspect record alone).
+ * Returns 0 when nothing is in flight. */
+int sl_txn_drain(sl_txn_t *txn, int timeout_ms);
+
+/* A one-line account of what the clients are doing, for /readyz: NULL
+ * when all is well. */
+const char *sl_txn_trouble(const sl_txn_t *txn, char *buf, size_t size);
+
+/* Starts the shutdown: no new transaction is begun after the one open is
+ * committed. */
+void sl_txn_stopping(sl_txn_t *txn);
+
+#endif
