@@ -220,6 +220,9 @@ static void app_on_delivery(void *opaque, const rd_kafka_message_t *m) {
                         app_delivered(app, m, flags);
                 return;
         }
+        if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+            m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                return; /* purged by an abort: its consequence, not a cause */
         snprintf(why, sizeof(why), "delivery to %s [%d] failed: %s", topic,
                  (int)m->partition, rd_kafka_err2str(m->err));
         if (refusal_is_permanent(m->err)) {
@@ -1374,6 +1377,9 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
                         return -1;
                 sl_log(LOG_INFO, "HTTP", "metrics on %s (port %d)",
                        conf->metrics_listen, sl_http_port(app->http));
+                /* Alive while starting; the watchdog judges the loop once
+                 * it runs. */
+                sl_http_set_alive(app->http, 1);
         }
         sl_app_update_ready(app);
 
@@ -1416,11 +1422,9 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
                             app->metrics, errstr, errstr_size);
         if (!app->watchdog)
                 return -1;
-        if (app->http) {
-                sl_http_set_alive(app->http, 1);
+        if (app->http)
                 sl_http_set_alive_fn(app->http, sl_watchdog_probe,
                                      app->watchdog);
-        }
         return 0;
 }
 

@@ -107,6 +107,7 @@ struct sl_txn_s {
         int64_t recover_since_ms; /* start of the current streak, 0: none */
         int recover_attempts;
         int owner_checks;
+        int owner_foreign; /* looks in a row that saw another owner */
         char fatal_why[256];
         uv_timer_t retry_timer; /* recovery backoff and owner checks */
         uv_timer_t flush_timer; /* FLUSHING: poll the producer's queue */
@@ -651,7 +652,7 @@ static void txn_on_retry_timer(uv_timer_t *timer) {
 static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
                          const sl_kquery_member_t *members, int member_cnt) {
         sl_txn_t *txn = opaque;
-        char *mine = NULL;
+        char *mine = NULL, foreign[256] = "";
         if (txn->state != SL_TXN_RECOVERING)
                 return;
         if (err) {
@@ -666,26 +667,40 @@ static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
          * attempt): its member id now. */
         if (txn->consumer)
                 mine = rd_kafka_memberid(txn->consumer);
-        for (int i = 0; i < member_cnt; i++) {
+        /* Without a member id of our own (our consumer was between two
+         * joins) nothing can be told apart: that look counts as clean. */
+        for (int i = 0; mine && *mine && i < member_cnt && !foreign[0]; i++) {
                 const sl_kquery_member_t *mb = &members[i];
-                if (!mb->group_instance_id ||
-                    strcmp(mb->group_instance_id, txn->instance_id) ||
-                    !mb->consumer_id ||
-                    (mine && !strcmp(mb->consumer_id, mine)))
-                        continue;
+                if (mb->group_instance_id &&
+                    !strcmp(mb->group_instance_id, txn->instance_id) &&
+                    mb->consumer_id && strcmp(mb->consumer_id, mine))
+                        snprintf(foreign, sizeof(foreign), "%s",
+                                 mb->consumer_id);
+        }
+        if (foreign[0] && ++txn->owner_foreign >= 2) {
+                /* Twice in a row, a second apart: believe it. */
                 sl_log(LOG_CRIT, "TXN",
                        "instance_id %s is owned by another live instance "
                        "(member %s, ours was %s); exiting",
-                       txn->instance_id, mb->consumer_id,
-                       mine && *mine ? mine : "none");
-                if (mine)
-                        rd_kafka_mem_free(NULL, mine);
+                       txn->instance_id, foreign, mine);
+                rd_kafka_mem_free(NULL, mine);
                 txn_set_state(txn, SL_TXN_DEAD);
                 txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
                 return;
         }
+        if (foreign[0])
+                sl_log(LOG_WARNING, "TXN",
+                       "instance_id %s is held by member %s, not ours (%s); "
+                       "looking again",
+                       txn->instance_id, foreign, mine);
         if (mine)
                 rd_kafka_mem_free(NULL, mine);
+        if (foreign[0]) {
+                uv_timer_start(&txn->retry_timer, txn_on_retry_timer,
+                               SL_TXN_OWNER_CHECK_MS, 0);
+                return;
+        }
+        txn->owner_foreign = 0;
         sl_log(LOG_INFO, "TXN",
                "owner check %d of %d: no other member holds instance_id %s",
                SL_TXN_OWNER_CHECKS - txn->owner_checks + 1, SL_TXN_OWNER_CHECKS,
@@ -733,6 +748,7 @@ static void txn_enter_recovering(sl_txn_t *txn) {
                 return;
         }
         txn->owner_checks = 0;
+        txn->owner_foreign = 0;
         if (txn->recover_fenced && txn->instance_id && *txn->instance_id)
                 txn->owner_checks = SL_TXN_OWNER_CHECKS;
         txn->recover_fenced = 0;
