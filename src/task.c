@@ -490,6 +490,11 @@ void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n) {
  * next to transaction_timeout (a suspect is rare: it follows a refusal). */
 #define SL_TASK_ISOLATE_MS 5000
 
+static int task_isolate_ms(const sl_task_t *t) {
+        return (int)SL_MIN(SL_TASK_ISOLATE_MS,
+                           t->app->conf->transaction_timeout_ms / 2);
+}
+
 static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         const void *key, size_t keylen, const void *value,
                         size_t valuelen, rd_kafka_headers_t *hdrs,
@@ -525,7 +530,7 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                 /* Alone in its batch: a failure is its own. */
                 isolated = 1;
                 flags |= SL_MSG_ISOLATED;
-                sl_txn_drain(app->txn, SL_TASK_ISOLATE_MS);
+                sl_txn_drain(app->txn, task_isolate_ms(t));
                 break;
         default:
                 break;
@@ -552,7 +557,7 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
         if (!err) {
                 sl_txn_produced(app->txn);
                 if (isolated &&
-                    sl_txn_drain(app->txn, SL_TASK_ISOLATE_MS) == 0 &&
+                    sl_txn_drain(app->txn, task_isolate_ms(t)) == 0 &&
                     sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
                         SL_REFUSED_SUSPECT)
                         sl_refused_clear(&app->refused, id);
