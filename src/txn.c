@@ -14,13 +14,16 @@
  * it succeeds, fails for good, or the job's deadline passes.  The loop learns
  * the outcome through a uv_async_t and makes the transition.
  *
- * Deadlines.  A commit that has not gone through within
- * transaction_timeout can no longer succeed (the coordinator aborts a
- * transaction that old), so it is given up and aborted instead.  An abort,
- * and init_transactions, are retried for as long as Kafka is away: that is
- * how an outage of any length is ridden through.  recovery_timeout (0 =
- * never) bounds how long re-creating the clients may keep failing before
- * the process gives up and exits 1.
+ * Deadlines.  A commit, an abort and init_transactions are retried for as
+ * long as Kafka is away: that is how an outage of any length is ridden
+ * through.  A commit call that timed out goes on inside librdkafka, so it
+ * is never given up for an abort (that would conflict with it); when the
+ * broker answers, the transaction either committed or the coordinator had
+ * aborted it (transaction_timeout), which comes back as an abortable or a
+ * fatal error.  Waiting for delivery reports before a commit (FLUSHING) is
+ * bounded by transaction_timeout.  recovery_timeout (0 = never) bounds how
+ * long re-creating the clients may keep failing before the process gives
+ * up and exits 1.
  *
  * Aborts in a row back off (0, 0.25 s, 0.5 s ... 30 s) before every task is
  * rebuilt, so a record that keeps failing cannot spin the process; each
@@ -497,7 +500,10 @@ static void txn_start_abort(sl_txn_t *txn, const char *why) {
 static void txn_start_commit_job(sl_txn_t *txn) {
         job_t *job = sl_calloc(1, sizeof(*job));
         job->kind = JOB_COMMIT;
-        job->deadline_ms = sl_now_ms() + txn->txn_timeout_ms;
+        /* No deadline: a commit call that timed out goes on inside
+         * librdkafka, and only the same call may be made until it ends (an
+         * abort would conflict with it).  It ends when the broker answers:
+         * committed, or refused because the coordinator aborted it. */
         job->offsets = txn->hooks.offsets(txn->hooks.opaque, 1);
         if (job->offsets)
                 job->cgmd = rd_kafka_consumer_group_metadata(txn->consumer);
