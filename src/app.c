@@ -562,6 +562,14 @@ static sl_pipeline_t *app_pipeline_by_input(sl_app_t *app, const char *topic) {
 static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
         rd_kafka_error_t *error;
 
+        /* An explicit start offset: librdkafka would otherwise fetch the
+         * committed offsets of all the new partitions in one request, and
+         * one partition with a pending transaction (a zombie's) would hold
+         * every other one back.  The rebuild fetches each partition's
+         * committed offset itself and seeks there; until then the
+         * partitions are paused. */
+        for (int i = 0; i < parts->cnt; i++)
+                parts->elems[i].offset = RD_KAFKA_OFFSET_END;
         error = rd_kafka_incremental_assign(app->consumer, parts);
         if (error) {
                 sl_log(LOG_ERR, "REBALANCE", "incremental_assign: %s",
