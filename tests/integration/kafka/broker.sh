@@ -4,7 +4,15 @@
 #
 #   broker.sh fetch    download the jars with mvn (cached; a second run is offline)
 #   broker.sh start    fetch, format a fresh data dir, start, wait until it answers
-#   broker.sh stop     stop it (harmless when it is not running)
+#   broker.sh stop     stop it (harmless when it is not running; a paused
+#                      broker is resumed first, and killed if it will not go)
+#   broker.sh restart [DOWN_SECONDS]
+#                      stop it, keep its data dir, stay down DOWN_SECONDS
+#                      (default 0), start it again on the same port and wait
+#                      until it answers (fault tests)
+#   broker.sh pause    SIGSTOP the broker JVM: connections stay open, nothing
+#                      answers (fault tests)
+#   broker.sh resume   SIGCONT it
 #   broker.sh status   exit 0 when it answers
 #   broker.sh logs     print the tail of the broker log (tests call it on failure)
 #
@@ -108,12 +116,18 @@ start() {
         cat "$dir/format.log" >&2
         return 1
     }
+    launch
+}
+
+# launch — starts the JVM on the data dir as it is and waits until the
+# broker answers.
+launch() {
     local t0
     t0=$(date +%s%N)
     nohup java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
         -Dlog4j.configuration="file:$dir/log4j.properties" \
         -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
-        >"$dir/stdout.log" 2>&1 </dev/null &
+        >>"$dir/stdout.log" 2>&1 </dev/null &
     echo $! >"$pidfile"
     local end=$(($(date +%s) + start_deadline))
     until answers; do
@@ -140,6 +154,8 @@ stop() {
         rm -f "$pidfile"
         return 0
     fi
+    # A paused JVM ignores SIGTERM until it runs again.
+    kill -CONT "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 150); do
         kill -0 "$pid" 2>/dev/null || break
@@ -148,20 +164,59 @@ stop() {
     if kill -0 "$pid" 2>/dev/null; then
         echo "broker: did not stop in 30s; killing" >&2
         kill -9 "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
     fi
     rm -f "$pidfile"
     echo "broker: stopped" >&2
+}
+
+# restart [DOWN_SECONDS] — the same broker, data kept: stop, stay down,
+# start again.
+restart() {
+    local down=${1:-0}
+    [ -f "$dir/server.properties" ] || {
+        echo "broker: nothing to restart in $dir (start it first)" >&2
+        return 1
+    }
+    stop
+    # The port must be free before the JVM binds it again.
+    local end=$(($(date +%s) + 30))
+    while ss -Htln "sport = :$port" 2>/dev/null | grep -q .; do
+        if [ "$(date +%s)" -ge "$end" ]; then
+            echo "broker: port $port still bound 30s after stop" >&2
+            return 1
+        fi
+        sleep 0.2
+    done
+    [ "$down" = 0 ] || sleep "$down"
+    launch
+}
+
+# signal_broker SIG — sends SIG to the running broker JVM.
+signal_broker() {
+    local pid
+    pid=$(running_pid) || {
+        echo "broker: not running on 127.0.0.1:$port" >&2
+        return 1
+    }
+    kill -s "$1" "$pid"
 }
 
 case "${1:-}" in
 fetch) fetch ;;
 start) start ;;
 stop) stop ;;
+restart) restart "${2:-0}" ;;
+pause) signal_broker STOP ;;
+resume) signal_broker CONT ;;
 status) answers ;;
 logs) tail -n "${2:-200}" "$log" 2>/dev/null || true ;;
 bootstrap) echo "127.0.0.1:$port" ;;
 *)
-    echo "usage: $0 fetch|start|stop|status|logs [N]|bootstrap" >&2
+    echo "usage: $0 fetch|start|stop|restart [DOWN_SECONDS]|pause|resume|status|logs [N]|bootstrap" >&2
     exit 2
     ;;
 esac
