@@ -22,6 +22,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS:= $(wildcard bench/*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+TOOL_SRCS := $(wildcard tests/tools/*.c)
+TOOL_BINS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
 
 .PHONY: all deps asan test unit integration demo bench format format-check \
         docs docs-check clean help broker-start broker-stop
@@ -85,6 +87,11 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
+# Test tools the integration tests drive (tests/tools/*.c).
+$(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libsluice.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
+
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -Wno-format-truncation" build-asan/sluice
 	cp build-asan/sluice sluice-asan
@@ -94,10 +101,10 @@ unit: $(UNIT_BINS)
 
 # The full suite: what CI runs.  Ends with "N passed, N failed".
 test: deps
-	@$(MAKE) --no-print-directory sluice $(UNIT_BINS)
+	@$(MAKE) --no-print-directory sluice $(UNIT_BINS) $(TOOL_BINS)
 	@tests/run-all.sh $(UNIT_BINS)
 
-integration: sluice
+integration: sluice $(TOOL_BINS)
 	@tests/integration/run.sh
 
 broker-start:
@@ -120,10 +127,10 @@ docs-check: sluice
 	@tools/replace-section.sh --check README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c 2>/dev/null || true
+	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c 2>/dev/null || true
 
 format-check:
-	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) && echo "format-check: ok"
+	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) && echo "format-check: ok"
 
 clean:
 	rm -rf build build-asan sluice sluice-asan
