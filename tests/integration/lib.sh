@@ -32,11 +32,16 @@ fail() {
 
 note() { echo "# $*"; }
 
+# Functions run at exit after the sluice processes are killed, with the
+# test's exit status as argument (private brokers, background loops).
+CLEANUP_HOOKS=()
+
 _cleanup() {
     local rc=$?
     for n in "${!SLUICE_PIDS[@]}"; do
         kill -9 "${SLUICE_PIDS[$n]}" 2>/dev/null || true
     done
+    for h in "${CLEANUP_HOOKS[@]}"; do "$h" "$rc" || true; done
     wait 2>/dev/null || true
     if [ "$rc" -eq 0 ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
 }
@@ -203,3 +208,138 @@ wait_records() {
     _enough() { [ "$(count_records "$topic")" -ge "$n" ]; }
     wait_until "$secs" _enough
 }
+
+# ------------------------------------------------------------------------
+# Fault tests (04NN-fault-*.sh): a broker of the test's own, instances
+# started with their HTTP port known, /readyz watched.
+
+BROKER_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/kafka/broker.sh
+PRIVATE_BROKER_PORT=
+PRIVATE_BROKER_DIR=
+declare -A SLUICE_PORTS=()
+declare -A READYZ_WATCH_PIDS=()
+
+# private_broker CMD [ARGS] — broker.sh CMD on this test's private broker
+# (start, stop, restart [DOWN_SECONDS], pause, resume, status, logs N).
+private_broker() {
+    [ -n "$PRIVATE_BROKER_PORT" ] || fail "private_broker: no private broker started"
+    SLUICE_TEST_KAFKA_PORT=$PRIVATE_BROKER_PORT SLUICE_TEST_KAFKA_DIR=$PRIVATE_BROKER_DIR \
+        "$BROKER_SH" "$@"
+}
+
+_private_broker_cleanup() {
+    [ -n "$PRIVATE_BROKER_PORT" ] || return 0
+    if [ "$1" -ne 0 ]; then
+        echo "--- private broker (127.0.0.1:$PRIVATE_BROKER_PORT) log tail ---" >&2
+        private_broker logs 30 >&2 || true
+    fi
+    private_broker stop 2>/dev/null || true
+}
+
+# private_broker_start PORT — starts a broker of the test's own on
+# 127.0.0.1:PORT (controller on PORT+1; data in $WORK/kafka-PORT) and points
+# BOOTSTRAP and SLUICE_TEST_BOOTSTRAP at it, so restarting or pausing it
+# never disturbs other tests.  Stopped when the test exits (also on SIGTERM
+# or SIGINT, which are turned into an exit).  Give each test file its own
+# PORT, 39500 and up, even numbers.
+private_broker_start() {
+    local port=$1
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        fail "port $port is taken: another private broker left running?"
+    fi
+    PRIVATE_BROKER_PORT=$port
+    PRIVATE_BROKER_DIR=$WORK/kafka-$port
+    CLEANUP_HOOKS+=(_private_broker_cleanup)
+    trap 'exit 143' TERM
+    trap 'exit 130' INT
+    private_broker start 2>"$WORK/broker-start.log" || {
+        cat "$WORK/broker-start.log" >&2
+        fail "the private broker did not start on port $port"
+    }
+    BOOTSTRAP=127.0.0.1:$port
+    SLUICE_TEST_BOOTSTRAP=$BOOTSTRAP
+    export SLUICE_TEST_BOOTSTRAP
+    rm -f "$WORK/admin.ini" # topic_create's config names the bootstrap
+}
+
+# sluice_start_http NAME CONF [extra run args] — sluice_start with
+# SLUICE_METRICS_LISTEN on a free port, kept in SLUICE_PORTS[NAME] (the
+# same port again when NAME is restarted).  Other SLUICE_* overrides come
+# from the caller's environment.
+sluice_start_http() {
+    local n=$1
+    [ -n "${SLUICE_PORTS[$n]:-}" ] || SLUICE_PORTS[$n]=$(free_port)
+    SLUICE_METRICS_LISTEN=127.0.0.1:${SLUICE_PORTS[$n]} sluice_start "$@"
+}
+
+# readyz NAME / healthz NAME — HTTP status code of the instance's /readyz
+# or /healthz ("000" when nothing answers); readyz_body NAME — the body.
+readyz() { http_status "http://127.0.0.1:${SLUICE_PORTS[$1]}/readyz"; }
+healthz() { http_status "http://127.0.0.1:${SLUICE_PORTS[$1]}/healthz"; }
+readyz_body() {
+    curl -s --max-time 2 "http://127.0.0.1:${SLUICE_PORTS[$1]}/readyz" 2>/dev/null | head -c 300 || true
+}
+
+# sluice_metric NAME SERIES — metric_value on the instance's port.
+sluice_metric() { metric_value "${SLUICE_PORTS[$1]}" "$2"; }
+
+# wait_readyz NAME CODE SECS — waits until /readyz of NAME answers CODE;
+# fails the test when the process exits meanwhile.
+wait_readyz() {
+    local n=$1 code=$2 secs=$3
+    _readyz_is() {
+        sluice_alive "$n" || fail "sluice[$n] exited while waiting for /readyz $code"
+        [ "$(readyz "$n")" = "$code" ]
+    }
+    wait_until "$secs" _readyz_is ||
+        fail "sluice[$n]: /readyz did not answer $code within ${secs}s (last: $(readyz "$n") $(readyz_body "$n"))"
+}
+
+_readyz_watch_cleanup() {
+    for n in "${!READYZ_WATCH_PIDS[@]}"; do
+        kill "${READYZ_WATCH_PIDS[$n]}" 2>/dev/null || true
+    done
+}
+
+# readyz_watch NAME — polls /readyz and /healthz of NAME every 200 ms in
+# the background until the test ends, and appends each change to
+# $WORK/readyz-NAME.log as "EPOCH_MS READYZ HEALTHZ BODY" (a fault may be
+# shorter than any foreground wait).  See readyz_seen.
+readyz_watch() {
+    local n=$1 port=${SLUICE_PORTS[$1]}
+    [ ${#READYZ_WATCH_PIDS[@]} -gt 0 ] || CLEANUP_HOOKS+=(_readyz_watch_cleanup)
+    (
+        trap - EXIT
+        last=
+        while :; do
+            r=$(curl -s --max-time 1 -w ' %{http_code}' "http://127.0.0.1:$port/readyz" 2>/dev/null) || true
+            code=${r##* }
+            body=$(printf '%s' "${r% *}" | tr '\n' ' ')
+            h=$(http_status "http://127.0.0.1:$port/healthz")
+            cur="${code:-000} $h $body"
+            if [ "$cur" != "$last" ]; then
+                echo "$(($(date +%s%N) / 1000000)) $cur" >>"$WORK/readyz-$n.log"
+                last=$cur
+            fi
+            sleep 0.2
+        done
+    ) &
+    READYZ_WATCH_PIDS[$n]=$!
+}
+
+# readyz_seen NAME CODE [SINCE_MS] — 0 when the watch of NAME saw /readyz
+# answer CODE (at or after SINCE_MS).
+readyz_seen() {
+    awk -v c="$2" -v t="${3:-0}" '$2 == c && $1 >= t { f = 1 } END { exit !f }' \
+        "$WORK/readyz-$1.log" 2>/dev/null
+}
+
+# healthz_failed NAME [SINCE_MS] — 0 when the watch saw /healthz answer
+# anything but 200 (or nothing) while /readyz answered (the process lived).
+healthz_failed() {
+    awk -v t="${2:-0}" '$1 >= t && $2 != "000" && $3 != 200 { f = 1 } END { exit !f }' \
+        "$WORK/readyz-$1.log" 2>/dev/null
+}
+
+# now_ms — epoch milliseconds.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
