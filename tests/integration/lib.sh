@@ -301,22 +301,25 @@ _readyz_watch_cleanup() {
     done
 }
 
-# readyz_watch NAME — polls /readyz and /healthz of NAME every 200 ms in
-# the background until the test ends, and appends each change to
-# $WORK/readyz-NAME.log as "EPOCH_MS READYZ HEALTHZ BODY" (a fault may be
-# shorter than any foreground wait).  See readyz_seen.
+# readyz_watch NAME — polls /readyz, /healthz and sluice_kafka_up of NAME
+# every 200 ms in the background until the test ends, and appends each
+# change to $WORK/readyz-NAME.log as "EPOCH_MS READYZ HEALTHZ KAFKA_UP
+# BODY" (codes "000" and KAFKA_UP "-" when nothing answers): a fault may be
+# shorter than any foreground wait.  See readyz_seen.
 readyz_watch() {
     local n=$1 port=${SLUICE_PORTS[$1]}
     [ ${#READYZ_WATCH_PIDS[@]} -gt 0 ] || CLEANUP_HOOKS+=(_readyz_watch_cleanup)
     (
         trap - EXIT
+        set +e
         last=
         while :; do
-            r=$(curl -s --max-time 1 -w ' %{http_code}' "http://127.0.0.1:$port/readyz" 2>/dev/null) || true
+            r=$(curl -s --max-time 1 -w ' %{http_code}' "http://127.0.0.1:$port/readyz" 2>/dev/null)
             code=${r##* }
             body=$(printf '%s' "${r% *}" | tr '\n' ' ')
             h=$(http_status "http://127.0.0.1:$port/healthz")
-            cur="${code:-000} $h $body"
+            up=$(metric_value "$port" sluice_kafka_up)
+            cur="${code:-000} $h ${up:--} $body"
             if [ "$cur" != "$last" ]; then
                 echo "$(($(date +%s%N) / 1000000)) $cur" >>"$WORK/readyz-$n.log"
                 last=$cur
@@ -334,11 +337,77 @@ readyz_seen() {
         "$WORK/readyz-$1.log" 2>/dev/null
 }
 
+# kafka_up_seen NAME VALUE [SINCE_MS] — 0 when the watch of NAME saw
+# sluice_kafka_up at VALUE (at or after SINCE_MS).
+kafka_up_seen() {
+    awk -v v="$2" -v t="${3:-0}" '$4 == v && $1 >= t { f = 1 } END { exit !f }' \
+        "$WORK/readyz-$1.log" 2>/dev/null
+}
+
 # healthz_failed NAME [SINCE_MS] — 0 when the watch saw /healthz answer
-# anything but 200 (or nothing) while /readyz answered (the process lived).
+# anything but 200 while /readyz answered (the process lived).
 healthz_failed() {
     awk -v t="${2:-0}" '$1 >= t && $2 != "000" && $3 != 200 { f = 1 } END { exit !f }' \
         "$WORK/readyz-$1.log" 2>/dev/null
+}
+
+# readyz_reason NAME [SINCE_MS] — the body of the first 503 the watch saw.
+readyz_reason() {
+    awk -v t="${2:-0}" '$1 >= t && $2 == 503 { $1 = $2 = $3 = $4 = ""; sub(/^ +/, ""); print; exit }' \
+        "$WORK/readyz-$1.log" 2>/dev/null
+}
+
+declare -A SLUICE_EXIT=()
+
+# sluice_reap NAME... — for each instance that has exited, collects its
+# exit status into SLUICE_EXIT[NAME] ("status N", or "signal SIG") and
+# forgets its pid.  Call it in the test's own shell (not in $(...)): only
+# the parent can wait for a child.
+sluice_reap() {
+    local n pid rc
+    for n in "$@"; do
+        pid=${SLUICE_PIDS[$n]:-}
+        [ -n "$pid" ] || continue
+        kill -0 "$pid" 2>/dev/null && continue
+        rc=0
+        wait "$pid" 2>/dev/null || rc=$?
+        if [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
+            SLUICE_EXIT[$n]="signal $(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))"
+        else
+            SLUICE_EXIT[$n]="status $rc"
+        fi
+        unset "SLUICE_PIDS[$n]"
+    done
+}
+
+# sluice_exit_status NAME — how an exited instance ended: its exit status
+# (after sluice_reap) or the status its log says, and its last crit/error
+# log lines.
+sluice_exit_status() {
+    local log=$WORK/sluice-$1.log st
+    st=${SLUICE_EXIT[$1]:-}
+    if [ -z "$st" ]; then
+        st=$(grep -oE 'exiting with status [0-9]+' "$log" 2>/dev/null | tail -1 | grep -oE '[0-9]+$') || true
+        if [ -n "$st" ]; then st="log says status $st"; else st="no exit line in the log"; fi
+    fi
+    echo "$st: $(grep -E 'Z (crit|error|emerg|alert) ' "$log" 2>/dev/null | tail -2 | cut -c1-240 | tr '\n' ' ')"
+}
+
+# problem MSG — records a failed check and goes on, so that one run shows
+# every check a fault breaks; the test ends with problems_verdict.
+PROBLEMS=()
+problem() {
+    echo "PROBLEM: $*" >&2
+    PROBLEMS+=("$*")
+}
+
+# problems_verdict — fails the test with every recorded problem.
+problems_verdict() {
+    [ ${#PROBLEMS[@]} -eq 0 ] && return 0
+    local msg="${#PROBLEMS[@]} check(s) failed:" p
+    for p in "${PROBLEMS[@]}"; do msg="$msg
+  - $p"; done
+    fail "$msg"
 }
 
 # now_ms — epoch milliseconds.
