@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib-faults.sh"
 
 down_secs=15 # from the stop's start to the restart's start; the start adds ~5 s
 
-private_broker_start 39500
+private_broker_start 61500
 conf=$WORK/sluice.ini
 fault_conf "$conf" dbt
 

@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"
 
-private_broker_start 39502
+private_broker_start 61502
 conf=$WORK/sluice.ini
 fault_conf "$conf" d
 

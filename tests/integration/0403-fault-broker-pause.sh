@@ -20,7 +20,7 @@ source "$(dirname "$0")/lib-faults.sh"
 
 pause_secs=15
 
-private_broker_start 39504
+private_broker_start 61504
 conf=$WORK/sluice.ini
 fault_conf "$conf" dbt
 

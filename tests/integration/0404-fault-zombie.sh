@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib.sh"
 zombie_bin=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}/txnzombie
 [ -x "$zombie_bin" ] || fail "$zombie_bin is missing: make build/tools/txnzombie (make test and make integration build it)"
 
-private_broker_start 39506
+private_broker_start 61506
 in=$PFX.in
 out=$PFX.out
 conf=$WORK/sluice.ini
@@ -93,9 +93,9 @@ wait_until 20 p0_fired || problem "a timer on partition 0 did not fire while par
 
 echo produce >&7
 wait_until 30 zombie_said produced || fail "txnzombie did not produce within 30 s: $(cat "$WORK/zombie.err")"
+t_commit=$(now_ms)
 echo commit >&7
 wait_until 30 zombie_said committed || fail "txnzombie did not commit within 30 s: $(cat "$WORK/zombie.err")"
-t_commit=$(now_ms)
 rc=0
 wait "$zombie" || rc=$?
 [ "$rc" -eq 0 ] || fail "txnzombie exited with $rc: $(cat "$WORK/zombie.err")"
@@ -112,7 +112,7 @@ if ! wait_until 30 fired; then
     problem "after the zombie's commit: fired [$(consume_all "$out" -f '%k\n' | sort | tr '\n' ' ')], want z1 and after within 30 s"
 fi
 z1_ts=$(consume_all "$out" -f '%k %T\n' | awk '$1 == "z1" { print $2; exit }')
-[ -z "$z1_ts" ] || note "z1 fired $((z1_ts - t_commit)) ms after the zombie's commit"
+[ -z "$z1_ts" ] || note "z1 fired $((z1_ts - t_commit)) ms after the zombie was told to commit"
 
 sluice_alive a || fail "sluice exited: $(sluice_exit_status a)"
 counts=$(consume_all "$out" -f '%k\n' | sort | uniq -c | awk '{ printf "%s=%s ", $2, $1 }')

@@ -16,12 +16,12 @@
 # DLQ (debounce: output-refused, the big group's batch; delay:
 # target-refused, the big timer), every small item in exactly one batch of
 # its group, every small timer fired once, sluice_transactions_total
-# {result="abort"} at most 5, the process alive.
+# {result="abort"} at most 10 (5 per refused record), the process alive.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-max_aborts=5
-private_broker_start 39508
+max_aborts=10 # 5 per refused record
+private_broker_start 61508
 conf=$WORK/sluice.ini
 bin=$PFX.b.in
 bout=$PFX.b.out

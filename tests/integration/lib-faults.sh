@@ -21,7 +21,7 @@
 #   fault_wait_recovered SINCE_MS BACK_MS SECS NAME...
 #                            waits until each instance answers /readyz 200
 #                            again after having answered 503 since SINCE_MS
-#   fault_drain SECS         waits until every input record came out (and
+#   fault_drain SECS NAME... waits until every input record came out (and
 #                            nothing is pending), then checks exactly-once
 #   fault_health SINCE_MS NAME...
 #                            the /readyz, /healthz and metrics checks
@@ -222,8 +222,11 @@ fault_exits() {
 
 # fault_watch_summary NAME — the /readyz history in one line.
 fault_watch_summary() {
-    awk 'NR == 1 { t0 = $1 } { printf "%s+%.1fs readyz=%s healthz=%s up=%s", sep, ($1 - t0) / 1000, $2, $3, $4; sep = ", " }' \
-        "$WORK/readyz-$1.log" 2>/dev/null | tail -c 600
+    awk 'NR == 1 { t0 = $1 }
+        $2 " " $3 " " $4 != last {
+            printf "%s+%.1fs readyz=%s healthz=%s up=%s", sep, ($1 - t0) / 1000, $2, $3, $4
+            sep = ", "; last = $2 " " $3 " " $4
+        }' "$WORK/readyz-$1.log" 2>/dev/null | tail -c 600
 }
 
 cat >"$WORK/faultcheck.py" <<'PY'
@@ -445,7 +448,7 @@ fault_health() {
             problem "sluice[$n] exited: $(fault_exits "$n")"
             continue
         fi
-        healthz_failed "$n" && problem "sluice[$n]: /healthz failed at some point: $(fault_watch_summary "$n")"
+        ! healthz_failed "$n" "$since" || problem "sluice[$n]: /healthz failed after the fault: $(fault_watch_summary "$n")"
         [ "$(readyz "$n")" = 200 ] || problem "sluice[$n]: /readyz answers $(readyz "$n") at the end: $(readyz_body "$n")"
         if readyz_seen "$n" 503 "$since"; then
             reason=$(readyz_reason "$n" "$since")

@@ -260,12 +260,19 @@ _private_broker_cleanup() {
 # BOOTSTRAP and SLUICE_TEST_BOOTSTRAP at it, so restarting or pausing it
 # never disturbs other tests.  Stopped when the test exits (also on SIGTERM
 # or SIGINT, which are turned into an exit).  Give each test file its own
-# PORT, 39500 and up, even numbers.  Also bounds every kcat read to
-# KCAT_READ_TIMEOUT (default 15 s): a faulty runtime may hold a
+# PORT, an even number from 61500 up: outside the kernel's ephemeral range
+# (net.ipv4.ip_local_port_range, 32768-60999 by default), where any
+# client's outgoing connection may hold the port (or leave it in TIME-WAIT)
+# just when a restarted broker must bind it again.  Also bounds every kcat
+# read to KCAT_READ_TIMEOUT (default 15 s): a faulty runtime may hold a
 # transaction open for ever.
 private_broker_start() {
-    local port=$1
+    local port=$1 lo hi try
     : "${KCAT_READ_TIMEOUT:=15}"
+    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=0 hi=0
+    if [ "$port" -ge "$lo" ] && [ "$((port + 1))" -le "$hi" ]; then
+        note "WARNING: port $port is in the ephemeral range $lo-$hi: a broker restart may find it taken"
+    fi
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         fail "port $port is taken: another private broker left running?"
     fi
@@ -274,10 +281,15 @@ private_broker_start() {
     CLEANUP_HOOKS+=(_private_broker_cleanup)
     trap 'exit 143' TERM
     trap 'exit 130' INT
-    private_broker start 2>"$WORK/broker-start.log" || {
-        cat "$WORK/broker-start.log" >&2
-        fail "the private broker did not start on port $port"
-    }
+    for try in 1 2 3; do
+        private_broker start 2>"$WORK/broker-start.log" && break
+        if [ "$try" -eq 3 ] || ! grep -q 'Address already in use' "$PRIVATE_BROKER_DIR/broker.log" 2>/dev/null; then
+            cat "$WORK/broker-start.log" >&2
+            grep -m3 -E 'ERROR|Exception' "$PRIVATE_BROKER_DIR/broker.log" >&2 2>/dev/null || true
+            fail "the private broker did not start on port $port"
+        fi
+        sleep 2
+    done
     BOOTSTRAP=127.0.0.1:$port
     SLUICE_TEST_BOOTSTRAP=$BOOTSTRAP
     export SLUICE_TEST_BOOTSTRAP
