@@ -51,6 +51,8 @@
  * instance_id before a fenced instance re-creates its clients. */
 #define SL_TXN_OWNER_CHECKS   5
 #define SL_TXN_OWNER_CHECK_MS 1000
+/* How long a recovery waits for the old clients to be destroyed. */
+#define SL_TXN_REAP_MS 10000
 /* A commit or abort slower than this shows on /readyz. */
 #define SL_TXN_SLOW_MS 5000
 
@@ -228,19 +230,86 @@ static rd_kafka_error_t *call_abort(sl_txn_t *txn, job_t *job, int tmo) {
         return rd_kafka_abort_transaction(txn->producer, tmo);
 }
 
+/* The old clients of a recovery, destroyed on a thread of their own: a
+ * destroy that hangs inside librdkafka (seen once after a producer was
+ * fenced in the middle of send_offsets_to_transaction) must not keep the
+ * new clients from being made.  Whoever finishes last frees it. */
+typedef struct reap_s {
+        rd_kafka_t *producer, *consumer;
+        pthread_mutex_t lock;
+        int done, abandoned;
+} reap_t;
+
+static void *reaper_main(void *arg) {
+        reap_t *r = arg;
+        int abandoned;
+        if (r->consumer)
+                rd_kafka_destroy_flags(r->consumer,
+                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+        if (r->producer) {
+                rd_kafka_purge(r->producer, RD_KAFKA_PURGE_F_QUEUE |
+                                                RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_destroy(r->producer);
+        }
+        pthread_mutex_lock(&r->lock);
+        r->done = 1;
+        abandoned = r->abandoned;
+        pthread_mutex_unlock(&r->lock);
+        if (abandoned) {
+                sl_log(LOG_NOTICE, "TXN", "the old Kafka clients are gone");
+                pthread_mutex_destroy(&r->lock);
+                free(r);
+        }
+        return NULL;
+}
+
+/* Destroys the old clients, waiting at most SL_TXN_REAP_MS. */
+static void worker_reap(rd_kafka_t *producer, rd_kafka_t *consumer) {
+        reap_t *r;
+        pthread_t th;
+        pthread_attr_t attr;
+        int64_t end = sl_now_ms() + SL_TXN_REAP_MS;
+        int done = 0;
+        if (!producer && !consumer)
+                return;
+        r = sl_calloc(1, sizeof(*r));
+        r->producer = producer;
+        r->consumer = consumer;
+        pthread_mutex_init(&r->lock, NULL);
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &attr, reaper_main, r) != 0) {
+                pthread_attr_destroy(&attr);
+                r->abandoned = 1;
+                reaper_main(r); /* here, then */
+                return;
+        }
+        pthread_attr_destroy(&attr);
+        while (!done) {
+                pthread_mutex_lock(&r->lock);
+                done = r->done;
+                if (!done && sl_now_ms() >= end) {
+                        r->abandoned = 1;
+                        pthread_mutex_unlock(&r->lock);
+                        sl_log(LOG_WARNING, "TXN",
+                               "destroying the old Kafka clients takes "
+                               "longer than %d s; going on without them",
+                               SL_TXN_REAP_MS / 1000);
+                        return;
+                }
+                pthread_mutex_unlock(&r->lock);
+                if (!done)
+                        usleep(20 * 1000);
+        }
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+}
+
 static void worker_create(sl_txn_t *txn, job_t *job) {
         char errstr[512];
-        /* The old clients first: the old producer's transactional.id is the
-         * new one's, and the new one fences it anyway. */
-        if (job->old_consumer)
-                rd_kafka_destroy_flags(job->old_consumer,
-                                       RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-        if (job->old_producer) {
-                rd_kafka_purge(job->old_producer,
-                               RD_KAFKA_PURGE_F_QUEUE |
-                                   RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_destroy(job->old_producer);
-        }
+        /* The old clients first (the new producer fences the old one
+         * anyway), but never waiting on them for long. */
+        worker_reap(job->old_producer, job->old_consumer);
         job->old_consumer = job->old_producer = NULL;
 
         job->producer =
