@@ -676,13 +676,6 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         sl_app_update_ready(app);
 }
 
-static int err_is_fencing(rd_kafka_resp_err_t err) {
-        return err == RD_KAFKA_RESP_ERR__FENCED ||
-               err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-               err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
-               err == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID;
-}
-
 /* A fatal error of the consumer: the txn re-creates both clients. */
 static void app_consumer_fatal(sl_app_t *app) {
         char buf[256];
@@ -690,7 +683,7 @@ static void app_consumer_fatal(sl_app_t *app) {
         if (!app->consumer)
                 return;
         err = rd_kafka_fatal_error(app->consumer, buf, sizeof(buf));
-        sl_txn_fatal(app->txn, "consumer", buf, err_is_fencing(err));
+        sl_txn_fatal(app->txn, "consumer", buf, sl_txn_err_is_fencing(err));
 }
 
 /* One input record: to its task, unless the task may not take it now. */

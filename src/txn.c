@@ -153,7 +153,7 @@ static void txn_set_state(sl_txn_t *txn, sl_txn_state_t s) {
         sl_gauge_set(txn->m_state, (double)s);
 }
 
-static int err_is_fencing(rd_kafka_resp_err_t err) {
+int sl_txn_err_is_fencing(rd_kafka_resp_err_t err) {
         return err == RD_KAFKA_RESP_ERR__FENCED ||
                err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
                err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ||
@@ -414,7 +414,7 @@ static void txn_on_producer_error(sl_txn_t *txn, rd_kafka_event_t *ev) {
         char buf[256];
         if (rd_kafka_event_error_is_fatal(ev)) {
                 err = rd_kafka_fatal_error(txn->producer, buf, sizeof(buf));
-                sl_txn_fatal(txn, "producer", buf, err_is_fencing(err));
+                sl_txn_fatal(txn, "producer", buf, sl_txn_err_is_fencing(err));
                 return;
         }
         sl_kafka_log_error("producer", err, rd_kafka_event_error_string(ev));
@@ -882,7 +882,7 @@ static void txn_done_create(sl_txn_t *txn, job_t *job) {
                 sl_log(LOG_ERR, "TXN", "creating the clients: %s", errstr);
                 txn->recover_pending = 1;
                 txn->recover_fenced |=
-                    err_is_fencing(rd_kafka_error_code(job->error));
+                    sl_txn_err_is_fencing(rd_kafka_error_code(job->error));
                 return;
         }
         txn->producer = job->producer;
@@ -917,8 +917,9 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
         snprintf(why, sizeof(why), "%s: %s", job->call,
                  rd_kafka_error_string(job->error));
         if (rd_kafka_error_is_fatal(job->error)) {
-                sl_txn_fatal(txn, "producer", why,
-                             err_is_fencing(rd_kafka_error_code(job->error)));
+                sl_txn_fatal(
+                    txn, "producer", why,
+                    sl_txn_err_is_fencing(rd_kafka_error_code(job->error)));
                 return;
         }
         txn_start_abort(txn, why);
@@ -932,8 +933,9 @@ static void txn_done_abort(sl_txn_t *txn, job_t *job) {
                          rd_kafka_error_string(job->error));
                 /* An abort that cannot be done leaves the producer unusable:
                  * a new one fences whatever is left. */
-                sl_txn_fatal(txn, "producer", why,
-                             err_is_fencing(rd_kafka_error_code(job->error)));
+                sl_txn_fatal(
+                    txn, "producer", why,
+                    sl_txn_err_is_fencing(rd_kafka_error_code(job->error)));
                 return;
         }
         sl_counter_inc(txn->m_aborts);

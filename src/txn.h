@@ -175,6 +175,10 @@ int sl_txn_commit(sl_txn_t *txn);
 void sl_txn_fatal(sl_txn_t *txn, const char *who, const char *reason,
                   int fenced);
 
+/* 1 when err says another client took our identity (producer fenced,
+ * static member fenced). */
+int sl_txn_err_is_fencing(rd_kafka_resp_err_t err);
+
 /* Serves up to budget producer events (delivery reports, errors).
  * Returns how many were served. */
 int sl_txn_serve(sl_txn_t *txn, int budget);
