@@ -567,9 +567,12 @@ static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
          * one partition with a pending transaction (a zombie's) would hold
          * every other one back.  The rebuild fetches each partition's
          * committed offset itself and seeks there; until then the
-         * partitions are paused. */
+         * partitions are paused.  BEGINNING, not END: if the lookup of the
+         * logical offset answers after our seek, the position moves back
+         * and sl_task_on_input() drops what it already processed; END
+         * moved it forward once, past unprocessed records. */
         for (int i = 0; i < parts->cnt; i++)
-                parts->elems[i].offset = RD_KAFKA_OFFSET_END;
+                parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
         error = rd_kafka_incremental_assign(app->consumer, parts);
         if (error) {
                 sl_log(LOG_ERR, "REBALANCE", "incremental_assign: %s",
