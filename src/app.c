@@ -699,34 +699,50 @@ static void app_input(sl_app_t *app, const rd_kafka_message_t *m) {
                 sl_app_commit_soon(app);
 }
 
+struct sl_held_s {
+        rd_kafka_message_t *m;
+        uint32_t epoch; /* of its task when held; 0: no task */
+};
+
 static void app_held_push(sl_app_t *app, rd_kafka_message_t *m) {
+        sl_task_t *t =
+            app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
+        struct sl_held_s *h;
         if (!app->held)
                 app->held = sl_calloc(SL_HELD_MAX, sizeof(*app->held));
         sl_assert(app->held_cnt < SL_HELD_MAX);
-        app->held[(app->held_head + app->held_cnt) % SL_HELD_MAX] = m;
+        h = &app->held[(app->held_head + app->held_cnt) % SL_HELD_MAX];
+        h->m = m;
+        h->epoch = t ? t->epoch : 0;
         app->held_cnt++;
 }
 
-static rd_kafka_message_t *app_held_pop(sl_app_t *app) {
-        rd_kafka_message_t *m;
+static rd_kafka_message_t *app_held_pop(sl_app_t *app, uint32_t *epochp) {
+        struct sl_held_s *h;
         if (!app->held_cnt)
                 return NULL;
-        m = app->held[app->held_head];
+        h = &app->held[app->held_head];
         app->held_head = (app->held_head + 1) % SL_HELD_MAX;
         app->held_cnt--;
-        return m;
+        if (epochp)
+                *epochp = h->epoch;
+        return h->m;
 }
 
 static void app_held_clear(sl_app_t *app) {
         rd_kafka_message_t *m;
-        while ((m = app_held_pop(app)))
+        while ((m = app_held_pop(app, NULL)))
                 rd_kafka_message_destroy(m);
 }
 
 static void app_held_drain(sl_app_t *app) {
         rd_kafka_message_t *m;
-        while (sl_app_may_produce(app) && (m = app_held_pop(app))) {
-                app_input(app, m);
+        uint32_t epoch;
+        while (sl_app_may_produce(app) && (m = app_held_pop(app, &epoch))) {
+                sl_task_t *t =
+                    app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
+                if (t && t->epoch == epoch)
+                        app_input(app, m);
                 rd_kafka_message_destroy(m);
         }
 }

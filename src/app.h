@@ -71,8 +71,10 @@ struct sl_app_s {
         sl_pipeline_t *pipelines;
         int pipeline_cnt;
 
-        /* Input held back while the transaction is busy (a ring). */
-        rd_kafka_message_t **held;
+        /* Input held back while the transaction is busy (a ring), each
+         * with the epoch of its task when it was held: a record held for a
+         * task that was rebuilt or replaced since is dropped. */
+        struct sl_held_s *held;
         int held_head, held_cnt;
 
         /* A revocation waiting for the commit of its partitions' work. */
