@@ -1432,6 +1432,10 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         tc.client_id = app->client_id;
         tc.transaction_timeout_ms = conf->transaction_timeout_ms;
         tc.recovery_timeout_ms = conf->recovery_timeout_ms;
+        tc.session_timeout_ms = 45000; /* librdkafka's default */
+        for (int i = 0; i < conf->kafka_cnt; i++)
+                if (!strcmp(conf->kafka[i].key, "session.timeout.ms"))
+                        tc.session_timeout_ms = atoll(conf->kafka[i].value);
         if (!(app->txn = sl_txn_new(app->loop, &tc, &hooks, app->kq,
                                     app->metrics, errstr, errstr_size)))
                 return -1;

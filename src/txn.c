@@ -112,7 +112,9 @@ struct sl_txn_s {
         int64_t recover_since_ms; /* start of the current streak, 0: none */
         int recover_attempts;
         int owner_checks;
-        int owner_foreign; /* looks in a row that saw another owner */
+        char owner_foreign_id[256]; /* the foreign member watched */
+        int64_t owner_foreign_since;
+        int64_t session_timeout_ms;
         char fatal_why[256];
         uv_timer_t retry_timer; /* recovery backoff and owner checks */
         uv_timer_t flush_timer; /* FLUSHING: poll the producer's queue */
@@ -752,30 +754,48 @@ static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
                         snprintf(foreign, sizeof(foreign), "%s",
                                  mb->consumer_id);
         }
-        if (foreign[0] && ++txn->owner_foreign >= 2) {
-                /* Twice in a row, a second apart: believe it. */
-                sl_log(LOG_CRIT, "TXN",
-                       "instance_id %s is owned by another live instance "
-                       "(member %s, ours was %s); exiting",
-                       txn->instance_id, foreign, mine);
-                rd_kafka_mem_free(NULL, mine);
-                txn_set_state(txn, SL_TXN_DEAD);
-                txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
-                return;
-        }
-        if (foreign[0])
-                sl_log(LOG_WARNING, "TXN",
-                       "instance_id %s is held by member %s, not ours (%s); "
-                       "looking again",
-                       txn->instance_id, foreign, mine);
-        if (mine)
-                rd_kafka_mem_free(NULL, mine);
+        /* A member holding our instance_id under another member id is
+         * either another live process or an orphan of our own: a join
+         * whose answer we never read (the broker was paused while the
+         * request waited).  Nobody heartbeats for an orphan, so the broker
+         * drops it after session.timeout.ms; a live owner stays.  So: the
+         * same foreign member for longer than the session timeout is
+         * another process. */
         if (foreign[0]) {
+                int64_t now = sl_now_ms();
+                if (strcmp(foreign, txn->owner_foreign_id)) {
+                        snprintf(txn->owner_foreign_id,
+                                 sizeof(txn->owner_foreign_id), "%s", foreign);
+                        txn->owner_foreign_since = now;
+                        sl_log(LOG_WARNING, "TXN",
+                               "instance_id %s is held by member %s, not "
+                               "ours (%s); watching it for the session "
+                               "timeout (%" PRId64 " ms)",
+                               txn->instance_id, foreign, mine,
+                               txn->session_timeout_ms);
+                } else if (now - txn->owner_foreign_since >
+                           txn->session_timeout_ms + SL_TXN_OWNER_CHECK_MS) {
+                        sl_log(LOG_CRIT, "TXN",
+                               "instance_id %s is owned by another live "
+                               "instance (member %s has held it for %.0f s; "
+                               "ours was %s); exiting",
+                               txn->instance_id, foreign,
+                               (double)(now - txn->owner_foreign_since) /
+                                   1000.0,
+                               mine);
+                        rd_kafka_mem_free(NULL, mine);
+                        txn_set_state(txn, SL_TXN_DEAD);
+                        txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
+                        return;
+                }
+                rd_kafka_mem_free(NULL, mine);
                 uv_timer_start(&txn->retry_timer, txn_on_retry_timer,
                                SL_TXN_OWNER_CHECK_MS, 0);
                 return;
         }
-        txn->owner_foreign = 0;
+        if (mine)
+                rd_kafka_mem_free(NULL, mine);
+        txn->owner_foreign_id[0] = '\0';
         sl_log(LOG_INFO, "TXN",
                "owner check %d of %d: no other member holds instance_id %s",
                SL_TXN_OWNER_CHECKS - txn->owner_checks + 1, SL_TXN_OWNER_CHECKS,
@@ -823,7 +843,7 @@ static void txn_enter_recovering(sl_txn_t *txn) {
                 return;
         }
         txn->owner_checks = 0;
-        txn->owner_foreign = 0;
+        txn->owner_foreign_id[0] = '\0';
         if (txn->recover_fenced && txn->instance_id && *txn->instance_id)
                 txn->owner_checks = SL_TXN_OWNER_CHECKS;
         txn->recover_fenced = 0;
@@ -1003,6 +1023,8 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
         txn->client_id = sl_strdup(conf->client_id);
         txn->txn_timeout_ms = conf->transaction_timeout_ms;
         txn->recovery_timeout_ms = conf->recovery_timeout_ms;
+        txn->session_timeout_ms =
+            conf->session_timeout_ms > 0 ? conf->session_timeout_ms : 45000;
         txn->state = SL_TXN_CREATING;
         txn->state_since_ms = sl_now_ms();
         pthread_mutex_init(&txn->lock, NULL);

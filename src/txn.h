@@ -45,8 +45,9 @@
  * open; the new consumer rejoins with the same group.instance.id and the
  * assigned partitions are rebuilt from their changelogs.  When the fault
  * was a fencing and instance_id is set, the group is described first: a
- * member with our instance_id and another client's id is another live
- * process, and this one exits 1 saying so.
+ * member that holds our instance_id under another member id for longer
+ * than the session timeout (an orphan join of our own would have expired
+ * by then) is another live process, and this one exits 1 saying so.
  *
  * THREADS: every function here is for the loop thread.
  */
@@ -121,6 +122,7 @@ typedef struct sl_txn_conf_s {
         const char *client_id;   /* this process's unique client.id */
         int64_t transaction_timeout_ms;
         int64_t recovery_timeout_ms; /* 0: never give up */
+        int64_t session_timeout_ms;  /* the consumer's session.timeout.ms */
 } sl_txn_conf_t;
 
 /* Creates the state machine (and its worker thread); clients are created
