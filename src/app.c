@@ -226,10 +226,10 @@ static void app_on_delivery(void *opaque, const rd_kafka_message_t *m) {
         snprintf(why, sizeof(why), "delivery to %s [%d] failed: %s", topic,
                  (int)m->partition, rd_kafka_err2str(m->err));
         if (refusal_is_permanent(m->err)) {
-                id = !(flags & SL_MSG_TRACKED) && (flags >> 2)
-                         ? (uint64_t)(flags >> 2)
-                         : sl_refused_id(topic, m->key, m->key_len, 0,
-                                         m->payload, m->len);
+                id = sl_refused_id(
+                    topic, m->key, m->key_len,
+                    (flags & SL_MSG_TRACKED) ? 0 : (uint64_t)(flags >> 2),
+                    m->payload, m->len);
                 sl_log(LOG_WARNING, "PRODUCE",
                        "%s [%d]: record of %zu bytes %s: %s", topic,
                        (int)m->partition, m->len,
@@ -267,13 +267,16 @@ static void app_for_each_task(sl_app_t *app, void (*fn)(sl_task_t *t)) {
         }
 }
 
-static sl_task_t *app_task_of(sl_app_t *app, const char *topic, int32_t p) {
+static sl_pipeline_t *app_pipeline_by_input(sl_app_t *app, const char *topic) {
         for (int i = 0; i < app->pipeline_cnt; i++)
                 if (!strcmp(app->pipelines[i].conf->input, topic))
-                        return p >= 0 && p < app->pipelines[i].partition_cnt
-                                   ? app->pipelines[i].tasks[p]
-                                   : NULL;
+                        return &app->pipelines[i];
         return NULL;
+}
+
+static sl_task_t *app_task_of(sl_app_t *app, const char *topic, int32_t p) {
+        sl_pipeline_t *pl = app_pipeline_by_input(app, topic);
+        return pl && p >= 0 && p < pl->partition_cnt ? pl->tasks[p] : NULL;
 }
 
 /* Offsets of running tasks: those that moved since the last commit, or,
@@ -523,7 +526,7 @@ static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
  * reasons) and the probe; every second. */
 static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
-        static int ticks;
+        int64_t now = sl_now_ms();
         for (int i = 0; i < app->pipeline_cnt && app->consumer; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 int64_t lag = 0;
@@ -541,23 +544,16 @@ static void app_on_stats_timer(uv_timer_t *timer) {
                 }
                 sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
         }
-        if (!app->probe_inflight && ++ticks * 1000 >= SL_PROBE_EVERY_MS &&
+        if (!app->probe_inflight && now >= app->probe_next_ms &&
             sl_kquery_probe(app->kq, SL_PROBE_TMO_MS, app_on_probe, app) == 0) {
                 app->probe_inflight = 1;
-                ticks = 0;
+                app->probe_next_ms = now + SL_PROBE_EVERY_MS;
         }
         sl_app_update_ready(app);
 }
 
 /* ------------------------------------------------------------------ */
 /* Consumer: input records and rebalances.                             */
-
-static sl_pipeline_t *app_pipeline_by_input(sl_app_t *app, const char *topic) {
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                if (!strcmp(app->pipelines[i].conf->input, topic))
-                        return &app->pipelines[i];
-        return NULL;
-}
 
 static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
         rd_kafka_error_t *error;

@@ -99,6 +99,7 @@ struct sl_app_s {
         /* Is Kafka answering (a probe every two seconds)? */
         int kafka_up;
         int probe_inflight;
+        int64_t probe_next_ms;
         int64_t kafka_down_since_ms;
         char kafka_why[200];
 
@@ -124,14 +125,14 @@ int sl_app_may_produce(const sl_app_t *app);
 /* The msg_opaque of a produced record: bit 0, sent alone to test a
  * suspect; bit 1, tracked (op->delivered wants its offset), with the
  * pipeline index in bits 2-9, the partition in bits 10-31 and the task's
- * epoch in bits 32-63; untracked records carry their refusal identity
- * (refused.h) in bits 2-63. */
+ * epoch in bits 32-63; untracked records carry their refusal origin
+ * (sl_task_origin(), 62 bits, 0 for none) in bits 2-63. */
 #define SL_MSG_ISOLATED ((uintptr_t)1)
 #define SL_MSG_TRACKED  ((uintptr_t)2)
 #define SL_MSG_TRACK(pl_index, partition, epoch)                               \
         (SL_MSG_TRACKED | ((uintptr_t)(pl_index) << 2) |                       \
          ((uintptr_t)(partition) << 10) | ((uintptr_t)(epoch) << 32))
-#define SL_MSG_ID(id) ((uintptr_t)(id) << 2)
+#define SL_MSG_ORIGIN(origin) ((uintptr_t)(origin) << 2)
 
 /* task.c */
 sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition);

@@ -46,13 +46,13 @@ typedef struct sl_refused_s {
 } sl_refused_t;
 
 /* The identity of a record: topic, key and origin (origin 0: the value's
- * bytes instead).  Never 0; fits in 62 bits (it travels in a message's
- * opaque beside two flag bits). */
+ * bytes instead).  Never 0. */
 uint64_t sl_refused_id(const char *topic, const void *key, size_t keylen,
                        uint64_t origin, const void *value, size_t valuelen);
 
 /* An origin from bytes (a timer id, a batch id, ...), mixed with a number
- * (a due time, an offset).  Never 0. */
+ * (a due time, an offset).  Never 0; fits in 62 bits (it travels in a
+ * produced message's opaque beside two flag bits). */
 uint64_t sl_refused_origin(const void *bytes, size_t len, int64_t n);
 
 /* The state of id now (NONE when unknown or expired), its error in *errp. */

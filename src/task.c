@@ -512,14 +512,15 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         rd_kafka_headers_destroy(hdrs);
                 return 0;
         }
-        /* Refused at delivery before (refused.h)? */
-        if (!(flags & SL_MSG_TRACKED)) {
-                id = sl_refused_id(topic, key, keylen, t->origin, value,
-                                   valuelen);
-                flags |= SL_MSG_ID(id);
-        } else if (app->refused.used) {
-                id = sl_refused_id(topic, key, keylen, 0, value, valuelen);
-        }
+        /* The origin travels with an untracked record, so a delivery
+         * failure can name it (app.c); the identity is hashed here only
+         * while something was refused (refused.h). */
+        if (!(flags & SL_MSG_TRACKED))
+                flags |= SL_MSG_ORIGIN(t->origin);
+        if (app->refused.used)
+                id = sl_refused_id(topic, key, keylen,
+                                   (flags & SL_MSG_TRACKED) ? 0 : t->origin,
+                                   value, valuelen);
         switch (id ? sl_refused_get(&app->refused, id, sl_now_ms(), &e)
                    : SL_REFUSED_NONE) {
         case SL_REFUSED_GUILTY:
