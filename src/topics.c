@@ -737,6 +737,24 @@ static int in_list(char **list, int cnt, const char *name) {
         return 0;
 }
 
+/* "grown  notify.changelog  notify changelog: grown from 2 to 3 partitions"
+ * when apply grew v's topic; returns 1 when it printed. */
+static int print_grown(const sl_topic_verdict_t *v,
+                       const sl_topics_observed_t *obs, char **grown,
+                       const int *grown_from, int grown_cnt) {
+        char text[96];
+
+        for (int j = 0; j < grown_cnt; j++) {
+                if (strcmp(grown[j], v->spec->name))
+                        continue;
+                snprintf(text, sizeof(text), "grown from %d to %d partitions",
+                         grown_from[j], observed_parts(obs, v->spec->name));
+                print_topic("grown", v->spec, 0, text);
+                return 1;
+        }
+        return 0;
+}
+
 static int cmd_apply(const topics_opts_t *o) {
         sl_conf_t *conf = NULL;
         sl_topics_admin_t *adm = NULL;
@@ -871,26 +889,20 @@ static int cmd_apply(const topics_opts_t *o) {
                         would_grow++;
                 } else if (v->status == SL_TOPIC_OK) {
                         int was_created = in_list(created, created_cnt, name);
-                        int gi = -1;
                         if (in_list(printed, printed_cnt, name))
                                 continue;
-                        for (int j = 0; j < grown_cnt; j++)
-                                if (!strcmp(grown[j], name))
-                                        gi = j;
-                        if (gi >= 0) {
-                                char text[96];
-                                snprintf(text, sizeof(text),
-                                         "grown from %d to %d partitions",
-                                         grown_from[gi],
-                                         observed_parts(obs, name));
-                                print_topic("grown", v->spec, 0, text);
-                        } else {
+                        if (!print_grown(v, obs, grown, grown_from,
+                                         grown_cnt)) {
                                 print_topic(was_created ? "created" : "exists",
                                             v->spec, observed_parts(obs, name),
                                             NULL);
                                 existed += !was_created;
                         }
                 } else {
+                        /* Grown, yet some other setting differs. */
+                        if (!in_list(printed, printed_cnt, name))
+                                print_grown(v, obs, grown, grown_from,
+                                            grown_cnt);
                         print_problems(v, 1);
                         problems += v->problem_cnt;
                 }
