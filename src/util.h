@@ -44,11 +44,10 @@ char *sl_strndup(const char *s, size_t n);
  * Printable ASCII (0x20 to 0x7e) is kept as it is, backslash included;
  * every other byte becomes \xNN (two lowercase hex digits).  The output is
  * therefore printable ASCII only, and escaping it again (into a buffer as
- * large) changes nothing:
- * a sink (sl_task_dlq's log line) may escape a detail that its caller
- * already escaped without garbling it.  The price is that a literal "\x1b"
- * in the input reads like an escaped ESC; the text is for people, not for
- * decoding.
+ * large) changes nothing: a sink (sl_task_dlq) may escape a detail that its
+ * caller already escaped without garbling it.  The price is that a literal
+ * "\x1b" in the input reads like an escaped ESC; the text is for people, not
+ * for decoding.
  */
 
 /* Buffer size that holds sl_escape() of n bytes without truncation. */
