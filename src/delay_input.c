@@ -373,6 +373,52 @@ static int parse_due(const sl_delay_params_t *params,
         return SL_DELAY_OK;
 }
 
+/* The timer id: the key, or for a keyless record "<partition>-<offset>"
+ * (req->gen_id); a keyless cancel names nothing. */
+static int read_id(const sl_delay_record_t *rec, sl_delay_req_t *req,
+                   char *detail, size_t detail_size) {
+        int n;
+
+        if (rec->key && rec->key_len) {
+                req->id = rec->key;
+                req->id_len = rec->key_len;
+                return SL_DELAY_OK;
+        }
+        if (!rec->value)
+                return refuse(req, SL_DELAY_MISSING_KEY, detail, detail_size,
+                              "a cancel (null value) needs the timer id in "
+                              "the key; the key is %s",
+                              rec->key ? "empty" : "null");
+        n = snprintf(req->gen_id, sizeof(req->gen_id), "%" PRId32 "-%" PRId64,
+                     rec->partition, rec->offset);
+        sl_assert(n > 0 && (size_t)n < sizeof(req->gen_id));
+        req->id = req->gen_id;
+        req->id_len = (size_t)n;
+        req->id_generated = 1;
+        return SL_DELAY_OK;
+}
+
+/* The key of the fired record: sluice-target-key (h) when given, else the
+ * key the record came with: its id, or for a keyless record no key (null)
+ * or the empty key it had. */
+static void read_target_key(const sl_hdr_t *h, const sl_delay_record_t *rec,
+                            sl_delay_req_t *req) {
+        if (h) {
+                req->target_key = h->value;
+                req->target_key_len = h->size;
+                req->has_target_key = 1;
+        } else if (req->id_generated && !rec->key) {
+                req->null_target_key = 1;
+        } else if (req->id_generated) {
+                req->target_key = rec->key;
+                req->target_key_len = 0;
+                req->has_target_key = 1;
+        } else {
+                req->target_key = req->id;
+                req->target_key_len = req->id_len;
+        }
+}
+
 int sl_delay_input_parse(const sl_delay_params_t *params,
                          const sl_delay_record_t *rec, int64_t now_ms,
                          sl_delay_req_t *req, char *detail,
@@ -391,23 +437,8 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                 detail[0] = '\0';
 
         /* 1, 2: the id, and cancels. */
-        if (rec->key && rec->key_len) {
-                req->id = rec->key;
-                req->id_len = rec->key_len;
-        } else if (!rec->value) {
-                return refuse(req, SL_DELAY_MISSING_KEY, detail, detail_size,
-                              "a cancel (null value) needs the timer id in "
-                              "the key; the key is %s",
-                              rec->key ? "empty" : "null");
-        } else {
-                int n = snprintf(req->gen_id, sizeof(req->gen_id),
-                                 "%" PRId32 "-%" PRId64, rec->partition,
-                                 rec->offset);
-                sl_assert(n > 0 && (size_t)n < sizeof(req->gen_id));
-                req->id = req->gen_id;
-                req->id_len = (size_t)n;
-                req->id_generated = 1;
-        }
+        if ((r = read_id(rec, req, detail, detail_size)))
+                return r;
         if (!rec->value) {
                 req->action = SL_DELAY_CANCEL;
                 return SL_DELAY_OK;
@@ -494,20 +525,7 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                 return r;
 
         /* 8: where in the target. */
-        if (ctl[CTL_TARGET_KEY]) {
-                req->target_key = ctl[CTL_TARGET_KEY]->value;
-                req->target_key_len = ctl[CTL_TARGET_KEY]->size;
-                req->has_target_key = 1;
-        } else if (req->id_generated && !rec->key) {
-                req->null_target_key = 1;
-        } else if (req->id_generated) {
-                req->target_key = rec->key; /* empty, as it came */
-                req->target_key_len = 0;
-                req->has_target_key = 1;
-        } else {
-                req->target_key = req->id;
-                req->target_key_len = req->id_len;
-        }
+        read_target_key(ctl[CTL_TARGET_KEY], rec, req);
         if (ctl[CTL_TARGET_PARTITION]) {
                 const sl_hdr_t *h = ctl[CTL_TARGET_PARTITION];
                 int64_t p = parse_partition(h->value, h->size);
