@@ -59,7 +59,7 @@ bad unknown-target m7 -H "sluice-target=$PFX.missing" -H sluice-delay=1s
 bad delay-too-long m8 -H "sluice-target=$out" -H sluice-delay=2h
 bad bad-at m9 -H "sluice-target=$out" -H sluice-at=yesterday
 bad conflicting-due m10 -H "sluice-target=$out" -H sluice-delay=1s -H sluice-at=1
-# A keyless record is scheduled under a generated id (0107), but a keyless
+# A keyless record is scheduled under a generated id (0121), but a keyless
 # cancel (null key, null value) names no timer.
 echo ":" | produce "$in" -K: -Z -H x-case=missing-key -H "x-extra=keep me"
 echo 'b1|{"topic": "'"$out"'", "message": "x", "countdown": ' |

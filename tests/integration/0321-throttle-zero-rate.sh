@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0311-throttle-zero-rate — `0/s` on the rates topic stops a key: not even
+# 0321-throttle-zero-rate — `0/s` on the rates topic stops a key: not even
 # its first message passes (a new key's full bucket grants nothing at 0/s);
 # every message waits in the backlog.  When the rate is raised, the held
 # messages drain in input order at the new rate.

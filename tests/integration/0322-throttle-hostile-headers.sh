@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0312-throttle-hostile-headers — input bytes that reach a log line or an
+# 0322-throttle-hostile-headers — input bytes that reach a log line or an
 # error header are escaped: printable ASCII as it is, every other byte as
 # \xNN.  A producer cannot forge a log line with a newline or drive an
 # operator's terminal with an ESC sequence.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0107-delay-keyless — records without a key (the Redis delay box of seed
+# 0121-delay-keyless — records without a key (the Redis delay box of seed
 # 001 generates ids itself, so its producers send none) are scheduled under
 # the id "<partition>-<offset>" and fire once each with their payload; and a
 # timer whose due time had passed before it was scheduled fires at once

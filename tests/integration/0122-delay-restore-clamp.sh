@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 0108-delay-restore-clamp — a changelog written before due times were
+# 0122-delay-restore-clamp — a changelog written before due times were
 # range-checked may hold a timer due at -2^63 or at 2^63 - 1.  A rebuild
 # clamps them into 1970 .. year 9999 and counts them
 # (sluice_timers_restore_clamped_total), so no arithmetic on them can
