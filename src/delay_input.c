@@ -7,7 +7,8 @@
  * The record is read in a fixed order, so a record with several faults
  * always gets the same reason:
  *
- *   1. key        null or empty key                 missing-key
+ *   1. key        null or empty key: the id is      missing-key for a
+ *                 "<partition>-<offset>"            cancel (null value)
  *   2. cancel     null value: done (headers ignored)
  *   3. size       value over max_record_bytes       oversize
  *   4. headers    a control header twice or null    bad-header
@@ -15,9 +16,9 @@
  *   6. target     header, envelope or default       missing-target,
  *                 legal Kafka topic name            bad-header / bad-envelope
  *   7. due        exactly one of sluice-delay, sluice-at, countdown, at;
- *                 parsed; within max_delay          missing-due,
- *                                                   conflicting-due,
- *                                                   bad-delay, bad-at,
+ *                 parsed; from 1970 to year 9999    missing-due,
+ *                 (checked before any arithmetic);  conflicting-due,
+ *                 within max_delay                  bad-delay, bad-at,
  *                                                   delay-too-long
  *   8. partition  non-negative int32                bad-target-partition
  *   9. target     not internal, matches the globs   target-internal,
@@ -110,22 +111,12 @@ static int refuse(sl_delay_req_t *req, int reason, char *detail,
         return reason;
 }
 
-/* A printable excerpt of untrusted bytes for a detail string: at most 32
- * bytes, anything outside printable ASCII shown as '?'. */
-static const char *excerpt(const void *p, size_t len, char *buf, size_t size) {
-        const unsigned char *s = p;
-        size_t n = 0, max = SL_MIN(len, (size_t)32);
-
-        sl_assert(size > max + 3);
-        for (size_t i = 0; i < max; i++)
-                buf[n++] = (s[i] >= 0x20 && s[i] < 0x7f) ? (char)s[i] : '?';
-        if (len > max) {
-                memcpy(buf + n, "...", 3);
-                n += 3;
-        }
-        buf[n] = '\0';
-        return buf;
-}
+/* Input bytes quoted in a detail (sluice-error-detail and the log) go
+ * through sl_escape(): into an EXCERPT_SIZE buffer for bytes taken from the
+ * record, and into an ERR_SIZE one for the error texts of parse.c and
+ * jansson, which quote fragments of the input as they are. */
+#define EXCERPT_SIZE 100
+#define ERR_SIZE     160
 
 /* Why name (len bytes) is not a legal Kafka topic name, or NULL if it is:
  * 1 to 249 characters from [A-Za-z0-9._-], and not "." or "..". */
@@ -188,13 +179,16 @@ static int parse_envelope(const sl_delay_record_t *rec, sl_delay_req_t *req,
                           envelope_t *env, char *detail, size_t detail_size) {
         json_error_t jerr;
         json_t *root, *topic, *msg;
+        char ebuf[ERR_SIZE];
 
         root = json_loadb(rec->value, rec->value_len,
                           JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         if (!root)
-                return refuse(req, SL_DELAY_BAD_ENVELOPE, detail, detail_size,
-                              "envelope: %s at byte %d", jerr.text,
-                              jerr.position);
+                return refuse(
+                    req, SL_DELAY_BAD_ENVELOPE, detail, detail_size,
+                    "envelope: %s at byte %d",
+                    sl_escape(jerr.text, strlen(jerr.text), ebuf, sizeof(ebuf)),
+                    jerr.position);
         req->priv_json = root;
         if (!json_is_object(root))
                 return refuse(req, SL_DELAY_BAD_ENVELOPE, detail, detail_size,
@@ -244,7 +238,7 @@ static int parse_due(const sl_delay_params_t *params,
         int src = -1;
         int64_t delay_ms = 0, at_ms = 0, ahead;
         int is_delay;
-        char err[128];
+        char err[128], ebuf[ERR_SIZE];
 
         for (int i = 0; i < DUE_CNT; i++) {
                 if (!present[i])
@@ -278,7 +272,8 @@ static int parse_due(const sl_delay_params_t *params,
                         return refuse(
                             req,
                             is_delay ? SL_DELAY_BAD_DELAY : SL_DELAY_BAD_AT,
-                            detail, detail_size, "%s: %s", due_names[src], err);
+                            detail, detail_size, "%s: %s", due_names[src],
+                            sl_escape(err, strlen(err), ebuf, sizeof(ebuf)));
                 break;
         }
         case DUE_ENV_COUNTDOWN: {
@@ -330,7 +325,9 @@ static int parse_due(const sl_delay_params_t *params,
                                                     json_string_length(v),
                                                     &at_ms, err, sizeof(err)))
                                 return refuse(req, SL_DELAY_BAD_AT, detail,
-                                              detail_size, "at: %s", err);
+                                              detail_size, "at: %s",
+                                              sl_escape(err, strlen(err), ebuf,
+                                                        sizeof(ebuf)));
                 } else {
                         return refuse(req, SL_DELAY_BAD_AT, detail, detail_size,
                                       "at: not a number or a string");
@@ -339,17 +336,34 @@ static int parse_due(const sl_delay_params_t *params,
         }
         }
 
-        /* How far ahead the timer is; a due in the past fires at once. */
+        /* The range first, before any arithmetic on the value; then how
+         * far ahead the timer is (a due in the past fires at once). */
         if (is_delay) {
-                ahead = delay_ms;
-                if (__builtin_add_overflow(now_ms, delay_ms, &req->due_ms))
-                        return refuse(req, SL_DELAY_TOO_LONG, detail,
-                                      detail_size, "%s: too far ahead",
+                if (delay_ms < 0)
+                        return refuse(req, SL_DELAY_BAD_DELAY, detail,
+                                      detail_size, "%s: negative",
                                       due_names[src]);
+                if (__builtin_add_overflow(now_ms, delay_ms, &req->due_ms) ||
+                    req->due_ms > SL_DELAY_DUE_MAX_MS)
+                        return refuse(
+                            req, SL_DELAY_TOO_LONG, detail, detail_size,
+                            "%s: %" PRId64 " ms ahead is after year 9999",
+                            due_names[src], delay_ms);
+                ahead = delay_ms;
         } else {
+                if (at_ms < SL_DELAY_DUE_MIN_MS)
+                        return refuse(req, SL_DELAY_BAD_AT, detail, detail_size,
+                                      "%s: %" PRId64
+                                      " is before 1970-01-01T00:00:00Z",
+                                      due_names[src], at_ms);
+                if (at_ms > SL_DELAY_DUE_MAX_MS)
+                        return refuse(req, SL_DELAY_TOO_LONG, detail,
+                                      detail_size,
+                                      "%s: %" PRId64 " is after year 9999",
+                                      due_names[src], at_ms);
                 req->due_ms = at_ms;
                 if (__builtin_sub_overflow(at_ms, now_ms, &ahead))
-                        ahead = at_ms > 0 ? INT64_MAX : INT64_MIN;
+                        ahead = INT64_MAX; /* a clock beyond reason */
         }
         if (params->max_delay_ms > 0 && ahead > params->max_delay_ms)
                 return refuse(req, SL_DELAY_TOO_LONG, detail, detail_size,
@@ -357,6 +371,52 @@ static int parse_due(const sl_delay_params_t *params,
                               " ms",
                               due_names[src], ahead, params->max_delay_ms);
         return SL_DELAY_OK;
+}
+
+/* The timer id: the key, or for a keyless record "<partition>-<offset>"
+ * (req->gen_id); a keyless cancel names nothing. */
+static int read_id(const sl_delay_record_t *rec, sl_delay_req_t *req,
+                   char *detail, size_t detail_size) {
+        int n;
+
+        if (rec->key && rec->key_len) {
+                req->id = rec->key;
+                req->id_len = rec->key_len;
+                return SL_DELAY_OK;
+        }
+        if (!rec->value)
+                return refuse(req, SL_DELAY_MISSING_KEY, detail, detail_size,
+                              "a cancel (null value) needs the timer id in "
+                              "the key; the key is %s",
+                              rec->key ? "empty" : "null");
+        n = snprintf(req->gen_id, sizeof(req->gen_id), "%" PRId32 "-%" PRId64,
+                     rec->partition, rec->offset);
+        sl_assert(n > 0 && (size_t)n < sizeof(req->gen_id));
+        req->id = req->gen_id;
+        req->id_len = (size_t)n;
+        req->id_generated = 1;
+        return SL_DELAY_OK;
+}
+
+/* The key of the fired record: sluice-target-key (h) when given, else the
+ * key the record came with: its id, or for a keyless record no key (null)
+ * or the empty key it had. */
+static void read_target_key(const sl_hdr_t *h, const sl_delay_record_t *rec,
+                            sl_delay_req_t *req) {
+        if (h) {
+                req->target_key = h->value;
+                req->target_key_len = h->size;
+                req->has_target_key = 1;
+        } else if (req->id_generated && !rec->key) {
+                req->null_target_key = 1;
+        } else if (req->id_generated) {
+                req->target_key = rec->key;
+                req->target_key_len = 0;
+                req->has_target_key = 1;
+        } else {
+                req->target_key = req->id;
+                req->target_key_len = req->id_len;
+        }
 }
 
 int sl_delay_input_parse(const sl_delay_params_t *params,
@@ -368,7 +428,7 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
         const char *tname, *why;
         size_t tlen, npass = 0;
         int r, tsrc; /* target from: 0 header, 1 envelope, 2 default */
-        char ex[40];
+        char ex[EXCERPT_SIZE];
 
         sl_assert(params && rec && req && (rec->hdrs || !rec->hdr_cnt));
         memset(req, 0, sizeof(*req));
@@ -377,12 +437,8 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                 detail[0] = '\0';
 
         /* 1, 2: the id, and cancels. */
-        if (!rec->key || !rec->key_len)
-                return refuse(req, SL_DELAY_MISSING_KEY, detail, detail_size,
-                              rec->key ? "empty key (the timer id)"
-                                       : "null key (the timer id)");
-        req->id = rec->key;
-        req->id_len = rec->key_len;
+        if ((r = read_id(rec, req, detail, detail_size)))
+                return r;
         if (!rec->value) {
                 req->action = SL_DELAY_CANCEL;
                 return SL_DELAY_OK;
@@ -458,7 +514,7 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                                                     "default_target"};
                 return refuse(req, reasons[tsrc], detail, detail_size,
                               "%s: %s: '%s'", where[tsrc], why,
-                              excerpt(tname, tlen, ex, sizeof(ex)));
+                              sl_escape(tname, tlen, ex, sizeof(ex)));
         }
         memcpy(req->target, tname, tlen);
         req->target[tlen] = '\0';
@@ -469,14 +525,7 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                 return r;
 
         /* 8: where in the target. */
-        if (ctl[CTL_TARGET_KEY]) {
-                req->target_key = ctl[CTL_TARGET_KEY]->value;
-                req->target_key_len = ctl[CTL_TARGET_KEY]->size;
-                req->has_target_key = 1;
-        } else {
-                req->target_key = req->id;
-                req->target_key_len = req->id_len;
-        }
+        read_target_key(ctl[CTL_TARGET_KEY], rec, req);
         if (ctl[CTL_TARGET_PARTITION]) {
                 const sl_hdr_t *h = ctl[CTL_TARGET_PARTITION];
                 int64_t p = parse_partition(h->value, h->size);
@@ -486,7 +535,7 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                             detail_size,
                             "sluice-target-partition: not an "
                             "integer in [0, 2147483647]: '%s'",
-                            excerpt(h->value, h->size, ex, sizeof(ex)));
+                            sl_escape(h->value, h->size, ex, sizeof(ex)));
                 req->target_partition = (int32_t)p;
         }
 

@@ -18,6 +18,17 @@
 /* Kafka's longest legal topic name. */
 #define SL_TOPIC_MAX 249
 
+/*
+ * The due times sluice accepts, epoch ms: from the epoch itself (0 is a
+ * legal "fire at once") to the last millisecond of year 9999, whatever
+ * max_delay allows.  Input outside goes to the DLQ (bad-at before, and
+ * delay-too-long after); a changelog record outside is clamped on restore.
+ * Within these bounds now - due and due - now cannot overflow for any sane
+ * clock, so lateness, drift and wake-up arithmetic need no further checks.
+ */
+#define SL_DELAY_DUE_MIN_MS 0
+#define SL_DELAY_DUE_MAX_MS 253402300799999LL /* 9999-12-31T23:59:59.999Z */
+
 /* One record header.  value NULL is a null header (distinct from ""). */
 typedef struct sl_hdr_s {
         const char *name;
@@ -29,7 +40,8 @@ typedef struct sl_hdr_s {
  * sluice-error header value and the metrics label: never change them. */
 typedef enum {
         SL_DELAY_OK = 0,
-        SL_DELAY_MISSING_KEY,          /* "missing-key": null or empty key */
+        SL_DELAY_MISSING_KEY,          /* "missing-key": a cancel without
+                                        * a key (the timer id) */
         SL_DELAY_MISSING_TARGET,       /* "missing-target" */
         SL_DELAY_MISSING_DUE,          /* "missing-due": no delay, no at */
         SL_DELAY_CONFLICTING_DUE,      /* "conflicting-due": both */
@@ -63,7 +75,8 @@ typedef struct sl_delay_params_s {
 } sl_delay_params_t;
 
 /* One input record.  key NULL is a null key; value NULL is a null value
- * (a cancel).  Nothing here is copied by sl_delay_input_parse(). */
+ * (a cancel).  partition and offset name a keyless record's timer.
+ * Nothing here is copied by sl_delay_input_parse(). */
 typedef struct sl_delay_record_s {
         const void *key;
         size_t key_len;
@@ -71,6 +84,8 @@ typedef struct sl_delay_record_s {
         size_t value_len;
         const sl_hdr_t *hdrs;
         size_t hdr_cnt;
+        int32_t partition;
+        int64_t offset;
 } sl_delay_record_t;
 
 typedef enum {
@@ -78,20 +93,36 @@ typedef enum {
         SL_DELAY_CANCEL = 2,   /* remove the timer (absent is fine) */
 } sl_delay_action_t;
 
+/* A generated timer id: "<partition>-<offset>" and its NUL. */
+#define SL_DELAY_GEN_ID_MAX 32
+
 /*
  * What the record asks for.  Pointers point into the record or into memory
  * the request owns; both stay valid until sl_delay_req_clear() (the record
- * must outlive the request).  For a cancel only action and id are set.
+ * must outlive the request, and the request must not be copied: id may
+ * point into it).  For a cancel only action and id are set.
+ *
+ * A keyless record (null or empty key) cannot name its timer, so it gets
+ * the id "<partition>-<offset>" of the record (id_generated): unique in the
+ * input topic, the same when the record is replayed, and unknown to the
+ * producer, so such a timer cannot be cancelled or rescheduled.  Its target
+ * key is the record's own key as it came (null or empty) unless
+ * sluice-target-key is given: the 001 envelope has no key, and neither has
+ * the record it fires.
  */
 typedef struct sl_delay_req_s {
         sl_delay_action_t action;
-        const void *id; /* the timer id: the record's key */
+        const void *id; /* the timer id: the key, or gen_id */
         size_t id_len;
-        int64_t due_ms; /* absolute, epoch ms; may lie in the past */
+        int id_generated; /* keyless record: id is "<partition>-<offset>" */
+        int64_t due_ms;   /* absolute, epoch ms; may lie in the past */
         char target[SL_TOPIC_MAX + 1]; /* NUL-terminated */
-        const void *target_key;        /* the id unless has_target_key */
+        const void *target_key;        /* the id unless has_target_key or
+                                        * null_target_key */
         size_t target_key_len;
-        int has_target_key;       /* sluice-target-key was given */
+        int has_target_key;       /* target_key is the key to fire with */
+        int null_target_key;      /* fire with a null key (keyless record, no
+                                   * sluice-target-key) */
         int32_t target_partition; /* -1: the producer's partitioner */
         const void *payload;      /* never NULL for a schedule */
         size_t payload_len;
@@ -103,6 +134,7 @@ typedef struct sl_delay_req_s {
         /* Owned memory, released by sl_delay_req_clear(). */
         void *priv_json;   /* the parsed envelope (payload may point in) */
         char *priv_dumped; /* a non-string envelope message as JSON */
+        char gen_id[SL_DELAY_GEN_ID_MAX]; /* id of a keyless record */
 } sl_delay_req_t;
 
 /*

@@ -390,6 +390,7 @@ static void debounce_batch_dlq(sl_task_t *t, const sl_debounce_batch_t *b,
         const sl_pipeline_conf_t *pc = t->pl->conf;
         static const char reason[] = "output-refused";
         rd_kafka_headers_t *hdrs;
+        char key[100];
         int r;
 
         sl_counter_inc(sl_metrics_counter(
@@ -397,9 +398,10 @@ static void debounce_batch_dlq(sl_task_t *t, const sl_debounce_batch_t *b,
             "Records sent to the DLQ (or dropped without one), by reason.",
             "pipeline", pc->name, "reason", reason, NULL));
         sl_log(LOG_WARNING, "DEBOUNCE",
-               "%s [%d]: batch %s of %.*s (%zu items, %zu bytes): %s: %s",
-               pc->name, t->partition, b->id, (int)SL_MIN(b->keylen, 64),
-               b->key, b->cnt, len, reason, detail);
+               "%s [%d]: batch %s of '%s' (%zu items, %zu bytes): %s: %s",
+               pc->name, t->partition, b->id,
+               sl_escape(b->key, b->keylen, key, sizeof(key)), b->cnt, len,
+               reason, detail);
         if (!pc->dlq)
                 return;
         hdrs = rd_kafka_headers_new(4);

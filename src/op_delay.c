@@ -4,12 +4,18 @@
  *
  * STATE MODEL
  *
- *   changelog key    the timer id (the input record's key)
+ *   changelog key    the timer id: the input record's key, or
+ *                    "<partition>-<offset>" for a keyless record (such a
+ *                    timer cannot be cancelled: its producer does not know
+ *                    the id)
  *   changelog value  sluice.v1.Timer (proto/sluice.proto): due time, target
  *                    topic/key/partition, payload, pass-through headers, seq
  *   tombstone        written when the timer fires or is cancelled
  *   rebuild          apply the changelog in order: a value upserts the timer,
- *                    a tombstone removes it; then arm the earliest due time
+ *                    a tombstone removes it; then arm the earliest due time.
+ *                    A due time outside [SL_DELAY_DUE_MIN_MS,
+ *                    SL_DELAY_DUE_MAX_MS] (written before input was
+ *                    range-checked) is clamped into it and counted
  *
  * In memory each partition holds a timer heap (timerheap.c): due order, ties
  * in arrival order (seq = the input offset that scheduled it, so the order is
@@ -17,7 +23,8 @@
  * Each timer carries a compact blob rather than the protobuf record, to keep
  * the per-timer overhead small (SPEC §6: ≤ 64 bytes beyond key and payload):
  *
- *   u8      flags (1: has target key, 2: has target partition)
+ *   u8      flags (1: has target key, 2: has target partition, 4: null
+ *           target key, 8: due on arrival)
  *   u16     target topic index into the pipeline's interned topic table
  *   varint  target partition            (flag 2)
  *   varint  target key length, bytes    (flag 1)
@@ -34,6 +41,17 @@
  * After a rebuild the backlog of overdue timers fires at most catchup_rate
  * per second per partition, and any wake-up fires at most SL_DELAY_FIRE_MAX
  * before yielding to the loop.
+ *
+ * LATENESS AND DRIFT
+ *
+ * sluice_timer_lateness_seconds and sluice_timer_drift_seconds measure how
+ * late sluice fires timers, the figure operators page on.  A timer whose due
+ * time had already passed when it was scheduled (sluice-at: 0, a countdown
+ * the producer computed long ago) fires at once, and its "lateness" is the
+ * producer's, not sluice's: such timers carry the due-on-arrival flag (due <
+ * the Timer record's created_ms, so a rebuild recomputes it) and are counted
+ * in sluice_timers_due_on_arrival_total instead.  Timers that fell due while
+ * a partition was unowned or rebuilding are sluice's lateness and stay in.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,10 +69,12 @@
 #include "util.h"
 
 /* Timers fired per wake-up before yielding to the loop. */
-#define SL_DELAY_FIRE_MAX     5000
-#define SL_DELAY_MAX_TARGETS  65535
-#define SL_BLOB_HAS_KEY       1
-#define SL_BLOB_HAS_PARTITION 2
+#define SL_DELAY_FIRE_MAX      5000
+#define SL_DELAY_MAX_TARGETS   65535
+#define SL_BLOB_HAS_KEY        1
+#define SL_BLOB_HAS_PARTITION  2
+#define SL_BLOB_NULL_KEY       4 /* fire with a null key */
+#define SL_BLOB_DUE_ON_ARRIVAL 8 /* already due when scheduled */
 
 typedef struct delay_pipeline_s {
         char **targets; /* interned target topic names */
@@ -68,6 +88,8 @@ typedef struct delay_pipeline_s {
         sl_counter_t *m_cancelled;
         sl_counter_t *m_cancel_unknown;
         sl_counter_t *m_restore_bad;
+        sl_counter_t *m_restore_clamped;
+        sl_counter_t *m_due_on_arrival;
         sl_gauge_t *m_pending;
         sl_gauge_t *m_pending_bytes;
         sl_gauge_t *m_drift;
@@ -154,6 +176,8 @@ typedef struct fire_view_s {
         const void *key;
         size_t keylen;
         int has_key;
+        int null_key;
+        int due_on_arrival;
         size_t hdr_cnt;
         const uint8_t *hdrs; /* encoded headers, hdr_cnt of them */
         const void *payload;
@@ -169,6 +193,8 @@ static int blob_decode(const void *data, size_t len, fire_view_t *v) {
         memset(v, 0, sizeof(*v));
         v->target_idx = idx[0] | (idx[1] << 8);
         v->partition = -1;
+        v->null_key = !!(*flags & SL_BLOB_NULL_KEY);
+        v->due_on_arrival = !!(*flags & SL_BLOB_DUE_ON_ARRIVAL);
         if (*flags & SL_BLOB_HAS_PARTITION)
                 v->partition = (int32_t)rd_varint(&r);
         if (*flags & SL_BLOB_HAS_KEY) {
@@ -292,6 +318,16 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             m, "sluice_changelog_bad_records_total",
             "Changelog records that could not be decoded (skipped).",
             "pipeline", name, NULL);
+        dp->m_restore_clamped = sl_metrics_counter(
+            m, "sluice_timers_restore_clamped_total",
+            "Restored timers whose due time lay outside 1970 to year 9999 "
+            "(clamped into it).",
+            "pipeline", name, NULL);
+        dp->m_due_on_arrival = sl_metrics_counter(
+            m, "sluice_timers_due_on_arrival_total",
+            "Timers fired whose due time had passed before they were "
+            "scheduled (not counted in lateness or drift).",
+            "pipeline", name, NULL);
         dp->m_pending =
             sl_metrics_gauge(m, "sluice_timers_pending",
                              "Timers waiting to fire.", "pipeline", name, NULL);
@@ -301,11 +337,13 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
                              "pipeline", name, NULL);
         dp->m_drift =
             sl_metrics_gauge(m, "sluice_timer_drift_seconds",
-                             "Now minus the due time of the last fired timer.",
+                             "Now minus the due time of the last fired timer "
+                             "(timers due on arrival excluded).",
                              "pipeline", name, NULL);
         dp->m_lateness = sl_metrics_histogram(
             m, "sluice_timer_lateness_seconds",
-            "Due time to produced (before the transaction commits).",
+            "Due time to produced (before the transaction commits; timers "
+            "due on arrival excluded).",
             sl_metrics_buckets_latency, sl_metrics_buckets_latency_cnt,
             "pipeline", name, NULL);
         pl->op_data = dp;
@@ -343,17 +381,18 @@ static void delay_state_destroy(void *state) {
 }
 
 /* Builds the in-memory blob for a timer. */
-static int delay_blob(delay_pipeline_t *dp, blob_t *b, const char *target,
-                      size_t target_len, int32_t partition, int has_key,
-                      const void *key, size_t keylen, size_t hdr_cnt,
-                      const char *const *hnames, const size_t *hnamelens,
-                      const void *const *hvals, const size_t *hvallens,
-                      const void *payload, size_t payload_len) {
-        uint8_t flags = 0;
+static int delay_blob(delay_pipeline_t *dp, blob_t *b, uint8_t flags,
+                      const char *target, size_t target_len, int32_t partition,
+                      int has_key, const void *key, size_t keylen,
+                      size_t hdr_cnt, const char *const *hnames,
+                      const size_t *hnamelens, const void *const *hvals,
+                      const size_t *hvallens, const void *payload,
+                      size_t payload_len) {
         int idx = target_index(dp, target, target_len);
         uint8_t idxb[2];
         if (idx < 0)
                 return -1;
+        sl_assert(!(flags & (SL_BLOB_HAS_KEY | SL_BLOB_HAS_PARTITION)));
         if (has_key)
                 flags |= SL_BLOB_HAS_KEY;
         if (partition >= 0)
@@ -409,6 +448,8 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         }
         {
                 size_t n = tm->n_headers;
+                int64_t due = tm->due_ms;
+                uint8_t flags = 0;
                 const char **hn = sl_calloc(n + 1, sizeof(char *));
                 size_t *hnl = sl_calloc(n + 1, sizeof(size_t));
                 const void **hv = sl_calloc(n + 1, sizeof(void *));
@@ -424,13 +465,30 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                                                  : "");
                         hvl[i] = h->value.len;
                 }
-                if (delay_blob(dp, &b, tm->target_topic,
+                if (due < SL_DELAY_DUE_MIN_MS || due > SL_DELAY_DUE_MAX_MS) {
+                        /* Written before input was range-checked: keep
+                         * the timer, at a due time arithmetic can bear. */
+                        due = due < SL_DELAY_DUE_MIN_MS ? SL_DELAY_DUE_MIN_MS
+                                                        : SL_DELAY_DUE_MAX_MS;
+                        sl_counter_inc(dp->m_restore_clamped);
+                        sl_log(LOG_WARNING, "REBUILD",
+                               "%s [%d] @%" PRId64 ": timer due at %" PRId64
+                               " clamped to %" PRId64,
+                               t->pl->conf->name, t->partition, m->offset,
+                               tm->due_ms, due);
+                }
+                if (tm->due_ms < tm->created_ms)
+                        flags |= SL_BLOB_DUE_ON_ARRIVAL;
+                if (tm->null_target_key)
+                        flags |= SL_BLOB_NULL_KEY;
+                if (delay_blob(dp, &b, flags, tm->target_topic,
                                strlen(tm->target_topic), tm->target_partition,
-                               tm->has_target_key, tm->target_key.data,
-                               tm->target_key.len, n, hn, hnl, hv, hvl,
-                               tm->payload.data, tm->payload.len) == 0)
-                        sl_timerheap_upsert(st->heap, m->key, m->key_len,
-                                            tm->due_ms, tm->seq, b.buf, b.len);
+                               tm->has_target_key && !tm->null_target_key,
+                               tm->target_key.data, tm->target_key.len, n, hn,
+                               hnl, hv, hvl, tm->payload.data,
+                               tm->payload.len) == 0)
+                        sl_timerheap_upsert(st->heap, m->key, m->key_len, due,
+                                            tm->seq, b.buf, b.len);
                 else
                         sl_counter_inc(dp->m_restore_bad);
                 free(hn);
@@ -468,15 +526,16 @@ static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
                            const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
         rd_kafka_headers_t *hdrs;
-        char buf[32];
+        char buf[32], id[100];
 
         sl_counter_inc(sl_metrics_counter(
             sl_app_metrics(t->app), "sluice_records_dlq_total",
             "Records sent to the DLQ (or dropped without one), by reason.",
             "pipeline", pc->name, "reason", reason, NULL));
-        sl_log(LOG_WARNING, "DELAY", "%s [%d]: timer %.*s: %s: %s", pc->name,
-               t->partition, (int)SL_MIN(tm->keylen, 64),
-               (const char *)sl_timer_key(tm), reason, detail);
+        sl_log(LOG_WARNING, "DELAY", "%s [%d]: timer '%s': %s: %s", pc->name,
+               t->partition,
+               sl_escape(sl_timer_key(tm), tm->keylen, id, sizeof(id)), reason,
+               detail);
         if (!pc->dlq)
                 return;
         hdrs = rd_kafka_headers_new(8);
@@ -525,8 +584,12 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
                 r = sl_task_produce(t, target,
                                     v.partition >= 0 ? v.partition
                                                      : RD_KAFKA_PARTITION_UA,
-                                    v.has_key ? v.key : sl_timer_key(tm),
-                                    v.has_key ? v.keylen : tm->keylen,
+                                    v.null_key  ? NULL
+                                    : v.has_key ? v.key
+                                                : sl_timer_key(tm),
+                                    v.null_key  ? 0
+                                    : v.has_key ? v.keylen
+                                                : tm->keylen,
                                     v.payload, v.payload_len, hdrs);
                 if (r < 0)
                         delay_fire_dlq(
@@ -536,9 +599,17 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
                         sl_counter_inc(dp->m_out);
         }
         sl_task_changelog(t, sl_timer_key(tm), tm->keylen, NULL, 0);
-        sl_histogram_observe(dp->m_lateness,
-                             (double)SL_MAX(0, now - tm->due_ms) / 1000.0);
-        sl_gauge_set(dp->m_drift, (double)(now - tm->due_ms) / 1000.0);
+        /* Due times are within [SL_DELAY_DUE_MIN_MS, SL_DELAY_DUE_MAX_MS]
+         * (checked on input, clamped on restore): now - due cannot
+         * overflow. */
+        if (v.due_on_arrival) {
+                sl_counter_inc(dp->m_due_on_arrival);
+        } else {
+                sl_histogram_observe(dp->m_lateness,
+                                     (double)SL_MAX(0, now - tm->due_ms) /
+                                         1000.0);
+                sl_gauge_set(dp->m_drift, (double)(now - tm->due_ms) / 1000.0);
+        }
 }
 
 static void delay_wake(sl_task_t *t, int64_t now) {
@@ -633,6 +704,8 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rec.value_len = m->len;
         rec.hdrs = hdrs;
         rec.hdr_cnt = hdr_cnt;
+        rec.partition = m->partition;
+        rec.offset = m->offset;
         reason = sl_delay_input_parse(&dp->params, &rec, now, &req, detail,
                                       sizeof(detail));
         if (reason) {
@@ -641,8 +714,8 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
         }
 
         if (req.action == SL_DELAY_CANCEL) {
-                if (sl_timerheap_remove(st->heap, m->key, m->key_len)) {
-                        sl_task_changelog(t, m->key, m->key_len, NULL, 0);
+                if (sl_timerheap_remove(st->heap, req.id, req.id_len)) {
+                        sl_task_changelog(t, req.id, req.id_len, NULL, 0);
                         sl_counter_inc(dp->m_cancelled);
                         delay_update_gauges(t);
                 } else {
@@ -660,6 +733,7 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 size_t plen;
                 blob_t b = {0};
                 int replaced, r;
+                uint8_t flags = 0;
                 const char **hn;
                 size_t *hnl, *hvl;
                 const void **hvv;
@@ -690,6 +764,7 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 tm.due_ms = req.due_ms;
                 tm.target_topic = (char *)target;
                 tm.has_target_key = req.has_target_key;
+                tm.null_target_key = req.null_target_key;
                 tm.target_key.data = (uint8_t *)req.target_key;
                 tm.target_key.len = req.has_target_key ? req.target_key_len : 0;
                 tm.target_partition = req.target_partition;
@@ -697,6 +772,12 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 tm.payload.len = req.payload_len;
                 tm.seq = m->offset;
                 tm.created_ms = now;
+                /* The rule delay_restore() applies to the record, so a
+                 * rebuild keeps the flag. */
+                if (tm.due_ms < tm.created_ms)
+                        flags |= SL_BLOB_DUE_ON_ARRIVAL;
+                if (req.null_target_key)
+                        flags |= SL_BLOB_NULL_KEY;
                 tm.n_headers = req.hdr_cnt;
                 if (req.hdr_cnt) {
                         hv = sl_calloc(req.hdr_cnt, sizeof(*hv));
@@ -725,25 +806,25 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 sluice__v1__timer__pack(&tm, packed);
 
                 r = sl_task_produce(t, t->pl->conf->changelog, t->partition,
-                                    m->key, m->key_len, packed, plen, NULL);
+                                    req.id, req.id_len, packed, plen, NULL);
                 if (r < 0) {
                         snprintf(detail, sizeof(detail),
                                  "changelog record of %zu bytes refused: %s",
                                  plen,
                                  rd_kafka_err2str((rd_kafka_resp_err_t)-r));
                         sl_task_dlq(t, m, "oversize", detail);
-                } else if (delay_blob(dp, &b, target, strlen(target),
+                } else if (delay_blob(dp, &b, flags, target, strlen(target),
                                       req.target_partition, req.has_target_key,
                                       req.target_key, req.target_key_len,
                                       req.hdr_cnt, hn, hnl, hvv, hvl,
                                       req.payload, req.payload_len) == -1) {
                         /* Too many distinct targets: undo the record. */
-                        sl_task_changelog(t, m->key, m->key_len, NULL, 0);
+                        sl_task_changelog(t, req.id, req.id_len, NULL, 0);
                         sl_task_dlq(t, m, "too-many-targets",
                                     "over 65535 distinct targets");
                 } else {
-                        replaced = sl_timerheap_upsert(st->heap, m->key,
-                                                       m->key_len, req.due_ms,
+                        replaced = sl_timerheap_upsert(st->heap, req.id,
+                                                       req.id_len, req.due_ms,
                                                        m->offset, b.buf, b.len);
                         sl_counter_inc(replaced ? dp->m_rescheduled
                                                 : dp->m_scheduled);

@@ -522,7 +522,7 @@ static const char *input_deadline(sl_task_t *t, const rd_kafka_message_t *m,
         rd_kafka_headers_t *h = NULL;
         int64_t cap = now + pc->ttl_ms, v;
         int have_ttl = 0, have_dl = 0;
-        char err[128];
+        char err[128], ev[100], ee[160];
 
         *deadline = cap;
         if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -542,10 +542,12 @@ static const char *input_deadline(sl_task_t *t, const rd_kafka_message_t *m,
                         if (!val || sl_parse_duration_ms_n(val, size, &v, err,
                                                            sizeof(err))) {
                                 snprintf(detail, detail_size,
-                                         "sluice-ttl '%.*s': %s",
-                                         (int)SL_MIN(size, 64),
-                                         val ? (const char *)val : "",
-                                         val ? err : "null value");
+                                         "sluice-ttl '%s': %s",
+                                         sl_escape(val, val ? size : 0, ev,
+                                                   sizeof(ev)),
+                                         val ? sl_escape(err, strlen(err), ee,
+                                                         sizeof(ee))
+                                             : "null value");
                                 return "bad-ttl";
                         }
                         if (v <= 0) {
@@ -563,10 +565,12 @@ static const char *input_deadline(sl_task_t *t, const rd_kafka_message_t *m,
                         if (!val || sl_parse_timestamp_ms_n(val, size, &v, err,
                                                             sizeof(err))) {
                                 snprintf(detail, detail_size,
-                                         "sluice-deadline '%.*s': %s",
-                                         (int)SL_MIN(size, 64),
-                                         val ? (const char *)val : "",
-                                         val ? err : "null value");
+                                         "sluice-deadline '%s': %s",
+                                         sl_escape(val, val ? size : 0, ev,
+                                                   sizeof(ev)),
+                                         val ? sl_escape(err, strlen(err), ee,
+                                                         sizeof(ee))
+                                             : "null value");
                                 return "bad-deadline";
                         }
                         *deadline = SL_MIN(v, cap);
@@ -1236,27 +1240,28 @@ static const char *throttle_table_topic(const sl_pipeline_t *pl) {
 static void throttle_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
         throttle_pipeline_t *tp = pl->op_data;
         uint64_t gen = sl_rates_generation(tp->rates);
-        char err[256];
+        char err[256], ee[300], ek[100], evl[100];
 
         if (m->err)
                 return;
+        /* Keys, values and the parse errors quoting them are input:
+         * escaped before they reach the log. */
+        sl_escape(m->key, m->key ? m->key_len : 0, ek, sizeof(ek));
         if (sl_rates_apply(tp->rates, m->key, m->key_len, m->payload, m->len,
                            err, sizeof(err)) == -1) {
                 sl_counter_inc(tp->m_rates_rejected);
                 sl_log(LOG_WARNING, "RATES",
-                       "%s: %s [%d] @%" PRId64 ": key '%.*s': %s; ignored",
+                       "%s: %s [%d] @%" PRId64 ": key '%s': %s; ignored",
                        pl->conf->name, pl->conf->rates, (int)m->partition,
-                       m->offset, (int)SL_MIN(m->key_len, 64),
-                       m->key ? (const char *)m->key : "", err);
+                       m->offset, ek,
+                       sl_escape(err, strlen(err), ee, sizeof(ee)));
                 return;
         }
         sl_counter_inc(tp->m_rates_applied);
         sl_log(pl->table_ready ? LOG_INFO : LOG_DEBUG, "RATES",
-               "%s: key '%.*s': %s%.*s", pl->conf->name,
-               (int)SL_MIN(m->key_len, 64), (const char *)m->key,
-               m->payload ? "" : "back to the default",
-               m->payload ? (int)SL_MIN(m->len, 64) : 0,
-               m->payload ? (const char *)m->payload : "");
+               "%s: key '%s': %s", pl->conf->name, ek,
+               m->payload ? sl_escape(m->payload, m->len, evl, sizeof(evl))
+                          : "back to the default");
         if (sl_rates_generation(tp->rates) == gen)
                 return;
         /* Decisions at the new rate start now, not at the old wake-up. */

@@ -610,13 +610,17 @@ void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
                  const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
         rd_kafka_headers_t *src = NULL, *hdrs;
-        char buf[32];
+        char buf[32], esc[512];
         int r;
 
         sl_counter_inc(sl_metrics_counter(
             t->app->metrics, "sluice_records_dlq_total",
             "Records sent to the DLQ (or dropped without one), by reason.",
             "pipeline", pc->name, "reason", reason, NULL));
+        /* Details may quote input: printable ASCII only, bounded (a
+         * detail its caller escaped already is left as it is). */
+        if (detail)
+                detail = sl_escape(detail, strlen(detail), esc, sizeof(esc));
         if (!pc->dlq) {
                 sl_log(LOG_WARNING, "DLQ",
                        "%s [%d] @%" PRId64 ": %s%s%s (no DLQ: dropped)",

@@ -26,6 +26,15 @@
  * returned time always succeeds (the scheduler never spins).  Taking a token
  * at 1 - EPS leaves the level at 0 (clamped), losing at most EPS.
  *
+ * A rate of 0 stops the key (README: "`0/s` stops a key"): a stopped
+ * bucket never grants a token, whatever its level, so every message of the
+ * key waits in the backlog until the rate is raised or the message
+ * expires.  The level is frozen, not emptied: the bucket neither earns nor
+ * loses tokens while stopped, and a rate raised again resumes from where
+ * it was (a key stopped before its first message resumes with a full
+ * bucket, as a new key would).  sl_parse_rate still gives 0/s a burst of 1;
+ * the burst only matters once the rate is positive again.
+ *
  * A burst below 1 (never produced by sl_parse_rate) counts as 1, and a
  * negative or NaN rate as 0, so no input can make a bucket that never fills
  * while a token is still awaited.
@@ -88,7 +97,7 @@ double sl_tbucket_level(const sl_tbucket_t *b, const sl_rate_t *rate,
 
 int sl_tbucket_take(sl_tbucket_t *b, const sl_rate_t *rate, int64_t now_ms) {
         sl_tbucket_refill(b, rate, now_ms);
-        if (b->tokens < 1 - EPS)
+        if (eff_rate(rate) == 0 || b->tokens < 1 - EPS)
                 return 0;
         b->tokens -= 1;
         if (b->tokens < 0)
@@ -129,6 +138,8 @@ static int64_t time_to_reach(const sl_tbucket_t *b, const sl_rate_t *rate,
 int64_t sl_tbucket_next_ms(const sl_tbucket_t *b, const sl_rate_t *rate,
                            int64_t now_ms) {
         sl_assert(b && rate);
+        if (eff_rate(rate) == 0)
+                return SL_TBUCKET_NEVER; /* stopped: no token, ever */
         return time_to_reach(b, rate, now_ms, 1 - EPS);
 }
 

@@ -43,14 +43,16 @@ void sl_tbucket_refill(sl_tbucket_t *b, const sl_rate_t *rate, int64_t now_ms);
 double sl_tbucket_level(const sl_tbucket_t *b, const sl_rate_t *rate,
                         int64_t now_ms);
 
-/* Refills, then takes one token if the level is at least 1.  Returns 1 if
- * a token was taken, 0 if not (the bucket is still refilled). */
+/* Refills, then takes one token if the level is at least 1 and the rate
+ * is positive.  Returns 1 if a token was taken, 0 if not (the bucket is
+ * still refilled).  A rate of 0 never grants a token, even from a full
+ * bucket: 0/s holds every message of the key. */
 int sl_tbucket_take(sl_tbucket_t *b, const sl_rate_t *rate, int64_t now_ms);
 
 /* The earliest time >= now_ms at which sl_tbucket_take() succeeds: now_ms
- * when a token is there already, SL_TBUCKET_NEVER when the rate is 0 and
- * the level is below 1.  Rounded up to the next whole millisecond, so a take
- * at the returned time always succeeds. */
+ * when a token is there already, SL_TBUCKET_NEVER when the rate is 0.  Rounded
+ * up to the next whole millisecond, so a take at the returned time always
+ * succeeds. */
 int64_t sl_tbucket_next_ms(const sl_tbucket_t *b, const sl_rate_t *rate,
                            int64_t now_ms);
 

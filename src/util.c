@@ -1,5 +1,6 @@
 /*
- * util.c — assertions, clocks and checked allocation (see util.h).
+ * util.c — assertions, clocks, checked allocation and escaping (see
+ * util.h).
  */
 #include "util.h"
 
@@ -61,4 +62,40 @@ char *sl_strndup(const char *s, size_t n) {
         memcpy(p, s, n);
         p[n] = '\0';
         return p;
+}
+
+static int printable(unsigned char c) {
+        return c >= 0x20 && c < 0x7f;
+}
+
+const char *sl_escape(const void *p, size_t len, char *buf, size_t size) {
+        static const char hex[] = "0123456789abcdef";
+        const unsigned char *s = p;
+        size_t need = 0, limit, n = 0;
+
+        sl_assert(buf && size >= 8 && (p || !len));
+        for (size_t i = 0; i < len && need < size; i++)
+                need += printable(s[i]) ? 1 : 4;
+        /* Room for the text, and for "..." too when it is cut. */
+        limit = need < size ? size - 1 : size - 4;
+        for (size_t i = 0; i < len; i++) {
+                if (printable(s[i])) {
+                        if (n + 1 > limit)
+                                break;
+                        buf[n++] = (char)s[i];
+                } else {
+                        if (n + 4 > limit)
+                                break;
+                        buf[n++] = '\\';
+                        buf[n++] = 'x';
+                        buf[n++] = hex[s[i] >> 4];
+                        buf[n++] = hex[s[i] & 0xf];
+                }
+        }
+        if (need >= size) {
+                memcpy(buf + n, "...", 3);
+                n += 3;
+        }
+        buf[n] = '\0';
+        return buf;
 }

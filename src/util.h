@@ -1,6 +1,7 @@
 /*
  * util.h — small things every module uses: assertions for internal misuse,
- * clocks, and checked allocation.
+ * clocks, checked allocation, and escaping untrusted bytes for logs and
+ * error headers.
  *
  * sl_assert() is for bugs in sluice itself, never for bad input data (that
  * goes to the DLQ).  It prints file and line and aborts.
@@ -31,6 +32,35 @@ void *sl_calloc(size_t n, size_t size);
 void *sl_realloc(void *ptr, size_t size);
 char *sl_strdup(const char *s);
 char *sl_strndup(const char *s, size_t n);
+
+/*
+ * Escaping.  Every byte that comes from input (keys, values, header values,
+ * rates records, fragments of them inside parse errors) and reaches a log
+ * line or an error header (sluice-error-detail) goes through sl_escape():
+ * a producer must not be able to forge log lines with a newline, drive an
+ * operator's terminal with ESC sequences, cut a line short with a NUL or
+ * flood a log with megabytes.
+ *
+ * Printable ASCII (0x20 to 0x7e) is kept as it is, backslash included;
+ * every other byte becomes \xNN (two lowercase hex digits).  The output is
+ * therefore printable ASCII only, and escaping it again (into a buffer as
+ * large) changes nothing: a sink (sl_task_dlq) may escape a detail that its
+ * caller already escaped without garbling it.  The price is that a literal
+ * "\x1b" in the input reads like an escaped ESC; the text is for people, not
+ * for decoding.
+ */
+
+/* Buffer size that holds sl_escape() of n bytes without truncation. */
+#define SL_ESCAPE_SIZE(n) ((n)*4 + 1)
+
+/*
+ * Writes the escaped form of the len bytes at p (p may be NULL when len is
+ * 0) into buf, NUL-terminated, and returns buf.  When the whole form does
+ * not fit in size bytes, it is cut before a whole character (never inside
+ * a \xNN) and "..." marks the cut, so the result is at most size - 1
+ * characters.  size must be at least 8.  Pure; any thread.
+ */
+const char *sl_escape(const void *p, size_t len, char *buf, size_t size);
 
 #define SL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SL_MIN(a, b)     ((a) < (b) ? (a) : (b))

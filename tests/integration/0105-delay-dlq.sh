@@ -59,17 +59,22 @@ bad unknown-target m7 -H "sluice-target=$PFX.missing" -H sluice-delay=1s
 bad delay-too-long m8 -H "sluice-target=$out" -H sluice-delay=2h
 bad bad-at m9 -H "sluice-target=$out" -H sluice-at=yesterday
 bad conflicting-due m10 -H "sluice-target=$out" -H sluice-delay=1s -H sluice-at=1
-bad missing-key "" -H "sluice-target=$out" -H sluice-delay=1s
+# A keyless record is scheduled under a generated id (0121), but a keyless
+# cancel (null key, null value) names no timer.
+echo ":" | produce "$in" -K: -Z -H x-case=missing-key -H "x-extra=keep me"
 echo 'b1|{"topic": "'"$out"'", "message": "x", "countdown": ' |
     produce "$ein" -K'|' -H x-case=bad-envelope -H "x-extra=keep me"
 echo 'b2|[1, 2, 3]' | produce "$ein" -K'|' -H x-case=bad-envelope-array
+# Due before 1970: refused before now - due could overflow.
+echo 'b3|{"topic": "'"$out"'", "message": "x", "at": -9223372036854775808}' |
+    produce "$ein" -K'|' -H x-case=bad-at-before-1970
 # Good timers after the bad ones, one per input partition of each pipeline.
 for p in 0 1 2 3; do
     echo "good-$p:ok" | produce "$in" -p "$p" -K: -H "sluice-target=$out" -H sluice-delay=1s
     echo "egood-$p|{\"topic\":\"$out\",\"message\":\"ok\",\"countdown\":1}" |
         produce "$ein" -p "$p" -K'|'
 done
-nbad=13
+nbad=14
 echo "produced $nbad bad records and 8 good timers"
 
 wait_records "$out" 8 30 || fail "only $(count_records "$out") of 8 good timers fired within 30 s"
@@ -110,6 +115,7 @@ expect = {  # x-case -> (sluice-error, dlq topic)
     "missing-key": "missing-key",
     "bad-envelope": "bad-envelope",
     "bad-envelope-array": "bad-envelope",
+    "bad-at-before-1970": "bad-at",
 }
 added = {"sluice-error", "sluice-error-detail", "sluice-source-topic",
          "sluice-source-partition", "sluice-source-offset"}

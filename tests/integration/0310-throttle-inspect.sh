@@ -5,7 +5,8 @@
 # rate, the tokens, the backlog length and the oldest message's age;
 # without --key, the largest backlogs first.
 #
-# Key S is stopped (0/s burst=1): s-0 is forwarded, s-1..s-9 wait.  Key T
+# Key S is stopped (0/s burst=1): s-0..s-9 all wait (0/s holds every
+# message, the first one too; its full bucket stays frozen).  Key T
 # at 1/m (burst 1): t-0 forwarded, t-1..t-2 wait.  Key U at the default
 # rate: forwarded, no backlog.  Over 2 partitions.
 source "$(dirname "$0")/lib.sh"
@@ -39,8 +40,8 @@ echo "sluice ready on $in -> $out"
     seq -f 'U:u-%g' 0 2
 } | produce "$in" -K: || fail "kcat failed"
 m() { metric_value "$port" "sluice_throttle_$1{pipeline=\"$PFX\"}" || true; }
-wait_until 20 eval '[ "$(m appended_total)" = 11 ] && [ "$(count_records "$out")" = 5 ]' ||
-    fail "appended $(m appended_total) of 11, out $(count_records "$out") of 5"
+wait_until 20 eval '[ "$(m appended_total)" = 12 ] && [ "$(count_records "$out")" = 4 ]' ||
+    fail "appended $(m appended_total) of 12, out $(count_records "$out") of 4"
 sleep 1 # let oldest ages be >= 1 s
 
 "$SLUICE_BIN" inspect -c "$conf" "$PFX" >"$WORK/all.txt" || fail "inspect failed: $(cat "$WORK/all.txt")"
@@ -67,19 +68,19 @@ def rows(name):
     return lines, out
 errors = []
 lines, all_rows = rows("all.txt")
-if "20 buffered messages" in lines[0] or "11 buffered messages" not in lines[0]:
+if "12 buffered messages" not in lines[0]:
     errors.append(f"summary: {lines[0]}")
-if [r["key"] for r in all_rows] != ["S", "T"] or [r["len"] for r in all_rows] != [9, 2]:
-    errors.append(f"rows: {all_rows}, want S 9 then T 2")
+if [r["key"] for r in all_rows] != ["S", "T"] or [r["len"] for r in all_rows] != [10, 2]:
+    errors.append(f"rows: {all_rows}, want S 10 then T 2")
 for r in all_rows:
     age = float(r["oldest"].rstrip("s"))
     if not 0.5 <= age <= 60:
         errors.append(f"{r['key']}: oldest age {r['oldest']}")
 _, s = rows("s.txt")
-if len(s) != 1 or s[0]["key"] != "S" or s[0]["len"] != 9 or not s[0]["rate"].startswith("0/s"):
+if len(s) != 1 or s[0]["key"] != "S" or s[0]["len"] != 10 or not s[0]["rate"].startswith("0/s"):
     errors.append(f"--key S: {s}")
-elif float(s[0]["tokens"]) >= 1:
-    errors.append(f"--key S: tokens {s[0]['tokens']}, want < 1 (its token was taken)")
+elif float(s[0]["tokens"]) != 1:
+    errors.append(f"--key S: tokens {s[0]['tokens']}, want 1 (a new key's full bucket, frozen at 0/s)")
 _, u = rows("u.txt")
 if len(u) != 1 or u[0]["key"] != "U" or u[0]["len"] != 0 or not u[0]["rate"].startswith("100/s"):
     errors.append(f"--key U: {u}")

@@ -295,7 +295,8 @@ static void test_fifo_per_key_timing(void **state) {
                 }
         }
         ack_all(f);
-        /* stop's burst token let stop0 through; fast0, slow0 too. */
+        /* fast0 and slow0 went through on their burst token; stop0 did
+         * not: 0/s holds every message, the first one too. */
         expect_item(f, T0 + 100, SL_BACKLOG_SEND, "fast", "fast1");
         expect_item(f, T0 + 200, SL_BACKLOG_SEND, "fast", "fast2");
         expect_item(f, T0 + 300, SL_BACKLOG_SEND, "fast", "fast3");
@@ -307,6 +308,7 @@ static void test_fifo_per_key_timing(void **state) {
          * deadline, in order, and go to the DLQ. */
         expect_none(f, T0 + 3000, T0 + 10000);
         expect_none(f, T0 + 9999, T0 + 10000);
+        expect_item(f, T0 + 10000, SL_BACKLOG_EXPIRE, "stop", "stop0");
         expect_item(f, T0 + 10000, SL_BACKLOG_EXPIRE, "stop", "stop1");
         expect_item(f, T0 + 10000, SL_BACKLOG_EXPIRE, "stop", "stop2");
         expect_item(f, T0 + 10000, SL_BACKLOG_EXPIRE, "stop", "stop3");
@@ -317,10 +319,11 @@ static void test_fifo_per_key_timing(void **state) {
 
 static void test_offsets_in_delivery_order(void **state) {
         (void)state;
-        fx_t *f = fx_new("0/s", 1 << 20);
+        fx_t *f = fx_new("0.001/s", 1 << 20);
         sl_bkey_t *a, *b;
 
-        /* rate 0, burst 1: the first message of each key is forwarded. */
+        /* A slow rate, burst 1: the first message of each key is
+         * forwarded, the rest wait. */
         offer(f, "a", T0 + HOUR, "a0", T0);
         offer(f, "b", T0 + HOUR, "b0", T0);
         offer(f, "a", T0 + HOUR, "a1", T0);
@@ -510,7 +513,6 @@ static void test_cache_policy(void **state) {
         memset(p, 'x', 100);
         p[100] = '\0';
         /* Unreported payloads are pinned: 15 of them exceed the budget. */
-        offer(f, "pin", T0 + HOUR, p, T0); /* forwarded (burst 1) */
         for (int i = 0; i < 15; i++)
                 offer(f, "pin", T0 + HOUR, p, T0);
         sl_bcache_stats(f->cache, &cs);
@@ -843,11 +845,11 @@ static void test_dirty_and_sweep(void **state) {
         fx_t *f = fx_new("10/s burst=1", 1 << 20);
         clog_t clog = {0};
 
-        set_rate(f, "stopped", "0/s");
         offer(f, "a", T0 + HOUR, "a0", T0);       /* forwarded */
         offer(f, "b", T0 + HOUR, "b0", T0);       /* forwarded */
         offer(f, "b", T0 + HOUR, "b1", T0);       /* @0 */
         offer(f, "stopped", T0 + HOUR, "s0", T0); /* forwarded (burst) */
+        set_rate(f, "stopped", "0/s");            /* stopped once empty */
         offer(f, "c", T0 + 5, "c0", T0);          /* forwarded */
         offer(f, "c", T0 + 50, "c1", T0);         /* @1, will expire */
         sl_backlog_flush_dirty(f->bl, clog_write, &clog);
@@ -1040,7 +1042,8 @@ static void test_rebuild(void **state) {
  * bucket in thousandths of a token, refilled every millisecond by the rate
  * (tokens per second = thousandths per millisecond).  Every millisecond
  * every key's head is examined: expired if now >= deadline, else sent if a
- * token is there.  No schedule, no cache, no offsets: just the rules. */
+ * token is there and the rate is not 0 (0/s holds everything).  No
+ * schedule, no cache, no offsets: just the rules. */
 typedef struct mmsg_s {
         int id;
         int64_t deadline;
@@ -1071,6 +1074,13 @@ static void m_rate(const model_t *m, int i, int64_t *r, int64_t *b) {
                 *r = m->fb_rate;
                 *b = m->fb_burst;
         }
+}
+
+/* A token is there for key i: a whole one, and a rate that grants it. */
+static int m_token(const model_t *m, int i) {
+        int64_t r, b;
+        m_rate(m, i, &r, &b);
+        return r > 0 && m->k[i].milli >= 1000;
 }
 
 static void m_push(mkey_t *k, int id, int64_t deadline) {
@@ -1234,7 +1244,7 @@ static void test_random_against_model(void **state) {
                                 mmsg_t *h = &k->q[k->qh];
                                 if (t >= h->deadline) {
                                         ev_add(&want, t, i, h->id, 'E');
-                                } else if (k->milli >= 1000) {
+                                } else if (m_token(&m, i)) {
                                         k->milli -= 1000;
                                         ev_add(&want, t, i, h->id, 'S');
                                 } else {
@@ -1273,7 +1283,7 @@ static void test_random_against_model(void **state) {
                                 }
                                 if (dl <= t) {
                                         mv = 'E';
-                                } else if (!k->qn && k->milli >= 1000) {
+                                } else if (!k->qn && m_token(&m, i)) {
                                         k->milli -= 1000;
                                         mv = 'F';
                                 } else {

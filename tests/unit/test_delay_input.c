@@ -2,7 +2,8 @@
  * test_delay_input.c — unit tests for reading delay input records: every
  * DLQ reason with its exact string, headers and json-envelope modes,
  * cancels, pass-through headers, default target, target key and partition,
- * and RFC 3339 sluice-at.
+ * RFC 3339 sluice-at, the range of due times, keyless records (generated
+ * ids) and escaped details.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,9 +120,11 @@ typedef struct refusal_s {
 } refusal_t;
 
 static const refusal_t refusals[] = {
-    {"missing-key", 0, NULL, NULL, "v", {"sluice-target=orders.a"}, "null key"},
-    {"missing-key", 0, NULL, "", "v", {"sluice-target=orders.a"}, "empty key"},
-    {"missing-key", 0, NULL, NULL, NULL, {NULL}, "null key"},
+    /* A keyless record is scheduled under a generated id, but a keyless
+     * cancel names nothing. */
+    {"missing-key", 0, NULL, NULL, NULL, {NULL}, "the key is null"},
+    {"missing-key", 0, NULL, "", NULL, {NULL}, "the key is empty"},
+    {"missing-key", 1, NULL, NULL, NULL, {NULL}, "needs the timer id"},
     {"missing-target", 0, NULL, "k", "v", {"sluice-delay=1s"}, "sluice-target"},
     {"missing-target",
      1,
@@ -228,6 +231,38 @@ static const refusal_t refusals[] = {
      "v",
      {"sluice-target=orders.a", "sluice-at=2026-13-01T00:00:00Z"},
      "sluice-at: "},
+    /* Due times before 1970 or after year 9999 are refused before any
+     * arithmetic (now - due would overflow). */
+    {"bad-at",
+     1,
+     NULL,
+     "k",
+     "{\"topic\":\"orders.a\",\"message\":\"m\",\"at\":"
+     "-9223372036854775808}",
+     {NULL},
+     "at: -9223372036854775808 is before 1970-01-01"},
+    {"bad-at",
+     1,
+     NULL,
+     "k",
+     "{\"topic\":\"orders.a\",\"message\":\"m\",\"at\":-1}",
+     {NULL},
+     "before 1970"},
+    {"bad-at",
+     0,
+     NULL,
+     "k",
+     "v",
+     {"sluice-target=orders.a", "sluice-at=1969-12-31T23:59:59Z"},
+     "sluice-at: -1000 is before 1970"},
+    {"delay-too-long",
+     1,
+     NULL,
+     "k",
+     "{\"topic\":\"orders.a\",\"message\":\"m\",\"at\":"
+     "9223372036854775807}",
+     {NULL},
+     "after year 9999"},
     {"bad-at",
      1,
      NULL,
@@ -536,7 +571,7 @@ static void test_binary_topic(void **state) {
         assert_int_equal(
             sl_delay_input_parse(&p, &rec, NOW, &req, detail, sizeof(detail)),
             SL_DELAY_BAD_HEADER);
-        assert_non_null(strstr(detail, "orders.a?x"));
+        assert_non_null(strstr(detail, "'orders.a\\x00x'"));
         /* And the detail buffer may be absent. */
         assert_int_equal(sl_delay_input_parse(&p, &rec, NOW, &req, NULL, 0),
                          SL_DELAY_BAD_HEADER);
@@ -836,6 +871,181 @@ static void test_no_limits(void **state) {
         sl_delay_req_clear(&req);
 }
 
+/* The range of due times with no max_delay: up to the end of year 9999,
+ * from the epoch on (0 fires at once). */
+static void test_due_range(void **state) {
+        (void)state;
+        static const char *const last[] = {"sluice-target=orders.a",
+                                           "sluice-at=253402300799999", NULL};
+        static const char *const over[] = {"sluice-target=orders.a",
+                                           "sluice-at=253402300800000", NULL};
+        static const char *const epoch[] = {"sluice-target=orders.a",
+                                            "sluice-at=0", NULL};
+        sl_delay_params_t p = params(SL_INPUT_HEADERS, NULL);
+        sl_delay_record_t rec;
+        sl_delay_req_t req;
+        char detail[256];
+
+        p.max_delay_ms = 0;
+        rec = record("k", "v", last);
+        must_accept(&p, &rec, &req);
+        assert_int_equal(req.due_ms, SL_DELAY_DUE_MAX_MS);
+        sl_delay_req_clear(&req);
+
+        rec = record("k", "v", over);
+        assert_int_equal(
+            sl_delay_input_parse(&p, &rec, NOW, &req, detail, sizeof(detail)),
+            SL_DELAY_TOO_LONG);
+        assert_non_null(strstr(detail, "after year 9999"));
+        sl_delay_req_clear(&req);
+
+        rec = record("k", "v", epoch);
+        must_accept(&p, &rec, &req);
+        assert_int_equal(req.due_ms, 0);
+        sl_delay_req_clear(&req);
+
+        /* A countdown that fits in int64 ms but not before year 10000. */
+        p = params(SL_INPUT_JSON_ENVELOPE, NULL);
+        p.max_delay_ms = 0;
+        rec = record("k",
+                     "{\"topic\":\"orders.a\",\"message\":\"m\","
+                     "\"countdown\":9000000000000000}",
+                     NULL);
+        assert_int_equal(
+            sl_delay_input_parse(&p, &rec, NOW, &req, detail, sizeof(detail)),
+            SL_DELAY_TOO_LONG);
+        assert_non_null(strstr(detail, "after year 9999"));
+        sl_delay_req_clear(&req);
+}
+
+/* Keyless records: scheduled under "<partition>-<offset>", fired with the
+ * key they came with (none) unless sluice-target-key says otherwise. */
+static void test_keyless(void **state) {
+        (void)state;
+        static const char *const hdrs[] = {
+            "sluice-target=orders.a", "sluice-delay=2s", "x-trace=t", NULL};
+        static const char *const keyed[] = {"sluice-target=orders.a",
+                                            "sluice-delay=2s",
+                                            "sluice-target-key=cust-1", NULL};
+        sl_delay_params_t p = params(SL_INPUT_HEADERS, NULL);
+        sl_delay_record_t rec = record(NULL, "payload", hdrs);
+        sl_delay_req_t req;
+
+        rec.partition = 3;
+        rec.offset = 9876543210LL;
+        must_accept(&p, &rec, &req);
+        assert_int_equal(req.action, SL_DELAY_SCHEDULE);
+        assert_int_equal(req.id_generated, 1);
+        assert_int_equal(req.id_len, strlen("3-9876543210"));
+        assert_memory_equal(req.id, "3-9876543210", req.id_len);
+        assert_int_equal(req.null_target_key, 1);
+        assert_int_equal(req.has_target_key, 0);
+        assert_int_equal(req.due_ms, NOW + 2000);
+        assert_int_equal(req.payload_len, 7);
+        assert_int_equal(req.hdr_cnt, 1);
+        sl_delay_req_clear(&req);
+
+        /* sluice-target-key still sets the key of the fired record. */
+        rec = record(NULL, "payload", keyed);
+        must_accept(&p, &rec, &req);
+        assert_memory_equal(req.id, "0-0", 3);
+        assert_int_equal(req.null_target_key, 0);
+        assert_int_equal(req.has_target_key, 1);
+        assert_memory_equal(req.target_key, "cust-1", 6);
+        sl_delay_req_clear(&req);
+
+        /* An empty key is no id either; the fired record keeps it. */
+        rec = record("", "payload", hdrs);
+        rec.offset = 5;
+        must_accept(&p, &rec, &req);
+        assert_int_equal(req.id_generated, 1);
+        assert_memory_equal(req.id, "0-5", 3);
+        assert_int_equal(req.null_target_key, 0);
+        assert_int_equal(req.has_target_key, 1);
+        assert_int_equal(req.target_key_len, 0);
+        sl_delay_req_clear(&req);
+
+        /* The 001 envelope, as the Redis delay box's producers send it:
+         * no key at all. */
+        p = params(SL_INPUT_JSON_ENVELOPE, NULL);
+        rec = record(NULL,
+                     "{\"topic\":\"orders.a\",\"message\":\"hello\","
+                     "\"countdown\":120}",
+                     NULL);
+        rec.partition = 1;
+        rec.offset = 17;
+        must_accept(&p, &rec, &req);
+        assert_int_equal(req.id_generated, 1);
+        assert_int_equal(req.id_len, 4);
+        assert_memory_equal(req.id, "1-17", 4);
+        assert_int_equal(req.null_target_key, 1);
+        assert_string_equal(req.target, "orders.a");
+        assert_int_equal(req.due_ms, NOW + 120000);
+        assert_int_equal(req.payload_len, 5);
+        assert_memory_equal(req.payload, "hello", 5);
+        sl_delay_req_clear(&req);
+
+        /* A keyed record keeps its key as the id. */
+        p = params(SL_INPUT_HEADERS, NULL);
+        rec = record("timer-1", "v", hdrs);
+        rec.offset = 99;
+        must_accept(&p, &rec, &req);
+        assert_int_equal(req.id_generated, 0);
+        assert_memory_equal(req.id, "timer-1", 7);
+        assert_int_equal(req.null_target_key, 0);
+        sl_delay_req_clear(&req);
+}
+
+/* Every detail is printable ASCII: input bytes quoted in it are escaped,
+ * also where parse.c or jansson quote them. */
+static void test_details_escaped(void **state) {
+        (void)state;
+        static const char *const part[] = {
+            "sluice-target=orders.a", "sluice-delay=1s",
+            "sluice-target-partition=\x1b[2J\nFORGED", NULL};
+        static const char *const delay[] = {"sluice-target=orders.a",
+                                            "sluice-delay=5\x1b[31mx\ny", NULL};
+        static const char *const at[] = {"sluice-target=orders.a",
+                                         "sluice-at=\x07\r\nnope", NULL};
+        sl_delay_params_t p = params(SL_INPUT_HEADERS, NULL);
+        sl_delay_params_t pe = params(SL_INPUT_JSON_ENVELOPE, NULL);
+        struct {
+                sl_delay_params_t *p;
+                const char *value;
+                const char *const *hdrs;
+                int reason;
+                const char *want;
+        } cases[] = {
+            {&p, "v", part, SL_DELAY_BAD_TARGET_PARTITION,
+             "'\\x1b[2J\\x0aFORGED'"},
+            {&p, "v", delay, SL_DELAY_BAD_DELAY, "sluice-delay: "},
+            {&p, "v", at, SL_DELAY_BAD_AT, "sluice-at: "},
+            {&pe, "{\"topic\":\"orders.a\",\x1b[2J\n\"x\"}", NULL,
+             SL_DELAY_BAD_ENVELOPE, "envelope: "},
+            {&pe,
+             "{\"topic\":\"orders.a\",\"message\":\"m\",\"at\":"
+             "\"\\u001b]0;pwned\\u0007\"}",
+             NULL, SL_DELAY_BAD_AT, "at: "},
+        };
+
+        for (size_t i = 0; i < SL_ARRAY_SIZE(cases); i++) {
+                sl_delay_record_t rec =
+                    record("k", cases[i].value, cases[i].hdrs);
+                sl_delay_req_t req;
+                char detail[256];
+                int r = sl_delay_input_parse(cases[i].p, &rec, NOW, &req,
+                                             detail, sizeof(detail));
+                if (r != cases[i].reason || !strstr(detail, cases[i].want))
+                        fail_msg("case %zu: got %s (\"%s\")", i,
+                                 sl_delay_reason_str(r), detail);
+                for (const char *c = detail; *c; c++)
+                        if (*c < 0x20 || *c > 0x7e)
+                                fail_msg("case %zu: byte 0x%02x in \"%s\"", i,
+                                         (unsigned char)*c, detail);
+                sl_delay_req_clear(&req);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_reason_strings),
@@ -851,6 +1061,9 @@ int main(void) {
             cmocka_unit_test(test_envelope),
             cmocka_unit_test(test_envelope_nul_in_message),
             cmocka_unit_test(test_no_limits),
+            cmocka_unit_test(test_due_range),
+            cmocka_unit_test(test_keyless),
+            cmocka_unit_test(test_details_escaped),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -206,26 +206,41 @@ static void test_rate_zero(void **state) {
         sl_rate_t stop = rate(0, 1), go = rate(5, 5);
         sl_tbucket_t b;
 
+        /* 0/s stops the key: not even the first message of a new (full)
+         * bucket gets a token, now or a day later. */
         sl_tbucket_init(&b, &stop, T0);
-        assert_int_equal(sl_tbucket_take(&b, &stop, T0), 1); /* the burst */
+        assert_true(fabs(sl_tbucket_level(&b, &stop, T0) - 1) < 1e-9);
+        assert_int_equal(sl_tbucket_take(&b, &stop, T0), 0);
         assert_int_equal(sl_tbucket_take(&b, &stop, T0 + 86400000), 0);
         assert_int_equal(sl_tbucket_next_ms(&b, &stop, T0 + 5),
                          SL_TBUCKET_NEVER);
-        assert_int_equal(sl_tbucket_full_ms(&b, &stop, T0 + 5),
-                         SL_TBUCKET_NEVER);
-        /* Back to a positive rate: tokens flow from the switch on. */
+        /* The level is frozen, so a full stopped bucket is full. */
+        assert_int_equal(sl_tbucket_full_ms(&b, &stop, T0 + 5), T0 + 5);
+        /* Raised again: the frozen token is there at once. */
         sl_tbucket_set_rate(&b, &stop, &go, T0 + 100000);
-        assert_int_equal(sl_tbucket_next_ms(&b, &go, T0 + 100000), T0 + 100200);
-        assert_int_equal(sl_tbucket_take(&b, &go, T0 + 100199), 0);
-        assert_int_equal(sl_tbucket_take(&b, &go, T0 + 100200), 1);
+        assert_int_equal(sl_tbucket_next_ms(&b, &go, T0 + 100000), T0 + 100000);
+        assert_int_equal(sl_tbucket_take(&b, &go, T0 + 100000), 1);
 
-        /* Negative and NaN rates behave as 0; a burst below 1 as 1. */
+        /* Stopped once empty: nothing is earned while stopped, and tokens
+         * flow from the switch back on. */
+        sl_tbucket_set_rate(&b, &go, &stop, T0 + 100000);
+        assert_int_equal(sl_tbucket_full_ms(&b, &stop, T0 + 100005),
+                         SL_TBUCKET_NEVER);
+        sl_tbucket_set_rate(&b, &stop, &go, T0 + 200000);
+        assert_true(fabs(sl_tbucket_level(&b, &go, T0 + 200000)) < 1e-9);
+        assert_int_equal(sl_tbucket_next_ms(&b, &go, T0 + 200000), T0 + 200200);
+        assert_int_equal(sl_tbucket_take(&b, &go, T0 + 200199), 0);
+        assert_int_equal(sl_tbucket_take(&b, &go, T0 + 200200), 1);
+
+        /* Negative and NaN rates behave as 0 (no token, ever); a burst
+         * below 1 as 1. */
         sl_rate_t bad = rate(-5, 0.5), nan_rate = rate(NAN, NAN);
         sl_tbucket_init(&b, &bad, T0);
-        assert_int_equal(sl_tbucket_take(&b, &bad, T0), 1);
+        assert_true(fabs(sl_tbucket_level(&b, &bad, T0) - 1) < 1e-9);
+        assert_int_equal(sl_tbucket_take(&b, &bad, T0), 0);
         assert_int_equal(sl_tbucket_next_ms(&b, &bad, T0), SL_TBUCKET_NEVER);
         sl_tbucket_init(&b, &nan_rate, T0);
-        assert_int_equal(sl_tbucket_take(&b, &nan_rate, T0), 1);
+        assert_int_equal(sl_tbucket_take(&b, &nan_rate, T0), 0);
         assert_int_equal(sl_tbucket_take(&b, &nan_rate, T0 + 1000), 0);
 }
 

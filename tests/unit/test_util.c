@@ -1,0 +1,139 @@
+/*
+ * test_util.c — sl_escape(): what reaches a log line or an error header
+ * from input is printable ASCII only, bounded, and cut visibly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util.h"
+
+static char buf[256];
+
+/* Escapes len bytes of s into a buffer of size bytes. */
+static const char *esc(const char *s, size_t len, size_t size) {
+        assert_true(size <= sizeof(buf));
+        memset(buf, 'Z', sizeof(buf));
+        return sl_escape(s, len, buf, size);
+}
+
+/* Every character of s is printable ASCII. */
+static void assert_printable(const char *s) {
+        for (; *s; s++)
+                if (*s < 0x20 || *s > 0x7e)
+                        fail_msg("byte 0x%02x in escaped output",
+                                 (unsigned char)*s);
+}
+
+static void test_printable_kept(void **state) {
+        (void)state;
+        const char *s = "acme-42 'quoted' \\ back {\"json\": 1} ~";
+        assert_string_equal(esc(s, strlen(s), sizeof(buf)), s);
+        assert_string_equal(esc("", 0, 8), "");
+        assert_string_equal(esc(NULL, 0, 8), "");
+}
+
+static void test_newlines_and_controls(void **state) {
+        (void)state;
+        /* A forged second log line stays on the first. */
+        const char *s = "10/s\n2026-01-01 ERR forged\r\t";
+        assert_string_equal(esc(s, strlen(s), sizeof(buf)),
+                            "10/s\\x0a2026-01-01 ERR forged\\x0d\\x09");
+        assert_string_equal(esc("\x7f", 1, 8), "\\x7f");
+}
+
+static void test_esc_sequence(void **state) {
+        (void)state;
+        /* Clear screen, then red text: no ESC reaches the terminal. */
+        const char *s = "\x1b[2J\x1b[31mok";
+        assert_string_equal(esc(s, strlen(s), sizeof(buf)),
+                            "\\x1b[2J\\x1b[31mok");
+}
+
+static void test_nul(void **state) {
+        (void)state;
+        /* A NUL does not cut the line short. */
+        assert_string_equal(esc("a\0b", 3, sizeof(buf)), "a\\x00b");
+}
+
+static void test_utf8(void **state) {
+        (void)state;
+        /* "é" and "€" byte by byte: the output stays ASCII. */
+        const char *s = "caf\xc3\xa9 \xe2\x82\xac";
+        assert_string_equal(esc(s, strlen(s), sizeof(buf)),
+                            "caf\\xc3\\xa9 \\xe2\\x82\\xac");
+}
+
+static void test_long_input_cut(void **state) {
+        (void)state;
+        char big[10000];
+        const char *out;
+
+        memset(big, 'x', sizeof(big));
+        out = esc(big, sizeof(big), 20);
+        assert_int_equal(strlen(out), 19);
+        assert_memory_equal(out, "xxxxxxxxxxxxxxxx...", 19);
+        /* Nothing written past the buffer. */
+        assert_int_equal(buf[20], 'Z');
+
+        /* Exactly fitting: no marker. */
+        assert_string_equal(esc(big, 19, 20), "xxxxxxxxxxxxxxxxxxx");
+        /* One more byte: cut, with the marker. */
+        assert_string_equal(esc(big, 20, 20), "xxxxxxxxxxxxxxxx...");
+}
+
+static void test_cut_never_splits_an_escape(void **state) {
+        (void)state;
+        char bin[64];
+        const char *out;
+
+        memset(bin, '\n', sizeof(bin));
+        /* 16 bytes: three \x0a (12) fit before the marker, a fourth not. */
+        out = esc(bin, sizeof(bin), 16);
+        assert_string_equal(out, "\\x0a\\x0a\\x0a...");
+        out = esc("a\x01\x02", 3, 8);
+        assert_string_equal(out, "a...");
+        assert_string_equal(esc("abc\x01", 4, 8), "abc\\x01");
+        assert_printable(out);
+}
+
+static void test_idempotent(void **state) {
+        (void)state;
+        char once[256], twice[256];
+        const char *s = "k\x1b\n\\x41\xff end";
+        sl_escape(s, strlen(s), once, sizeof(once));
+        sl_escape(once, strlen(once), twice, sizeof(twice));
+        assert_string_equal(once, twice);
+        assert_printable(once);
+}
+
+static void test_every_byte(void **state) {
+        (void)state;
+        char all[256];
+        char out[SL_ESCAPE_SIZE(256)];
+        for (int i = 0; i < 256; i++)
+                all[i] = (char)i;
+        sl_escape(all, sizeof(all), out, sizeof(out));
+        assert_printable(out);
+        /* 95 printable bytes, 161 escaped: nothing cut. */
+        assert_int_equal(strlen(out), 95 + 161 * 4);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_printable_kept),
+            cmocka_unit_test(test_newlines_and_controls),
+            cmocka_unit_test(test_esc_sequence),
+            cmocka_unit_test(test_nul),
+            cmocka_unit_test(test_utf8),
+            cmocka_unit_test(test_long_input_cut),
+            cmocka_unit_test(test_cut_never_splits_an_escape),
+            cmocka_unit_test(test_idempotent),
+            cmocka_unit_test(test_every_byte),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
