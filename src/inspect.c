@@ -61,13 +61,23 @@ static void usage(FILE *out) {
                 "bytes, age of the oldest buffered message.\n");
 }
 
+/* A changelog record may hold any time (an older sluice, a corrupted or
+ * hand-written record): formatting and differences must not overflow. */
 static void fmt_time(int64_t ms, char *buf, size_t size) {
         time_t s = (time_t)(ms / 1000);
         struct tm tm;
-        gmtime_r(&s, &tm);
-        strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (ms < 0 || !gmtime_r(&s, &tm) ||
+            !strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm)) {
+                snprintf(buf, size, "%" PRId64 "ms", ms);
+                return;
+        }
         snprintf(buf + strlen(buf), size - strlen(buf), ".%03dZ",
                  (int)(ms % 1000));
+}
+
+/* Seconds from a to b, in floating point (no int64 subtraction). */
+static double secs_between(int64_t a, int64_t b) {
+        return ((double)b - (double)a) / 1000.0;
 }
 
 /* Reads every partition p of topic from from[p] (NULL: from the
@@ -258,7 +268,7 @@ static int inspect_delay(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
                 sl_timer_t *t = sl_timerheap_pop(c.by_due);
                 Sluice__V1__Timer *tm;
                 const char *k, *slash;
-                char due[40], in[32];
+                char due[40], in[32], tgt[256], id[256];
                 if (!t)
                         break;
                 tm = sluice__v1__timer__unpack(NULL, t->datalen,
@@ -267,10 +277,13 @@ static int inspect_delay(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
                 slash = memchr(k, '/', t->keylen);
                 fmt_time(tm->due_ms, due, sizeof(due));
                 snprintf(in, sizeof(in), "%+.1fs",
-                         (double)(tm->due_ms - now) / 1000.0);
-                printf("%-24s %10s  %-4.*s %-24s %.*s\n", due, in,
-                       (int)(slash - k), k, tm->target_topic,
-                       (int)(t->keylen - (size_t)(slash - k) - 1), slash + 1);
+                         secs_between(now, tm->due_ms));
+                printf("%-24s %10s  %-4.*s %-24s %s\n", due, in,
+                       (int)(slash - k), k,
+                       sl_escape(tm->target_topic, strlen(tm->target_topic),
+                                 tgt, sizeof(tgt)),
+                       sl_escape(slash + 1, t->keylen - (size_t)(slash - k) - 1,
+                                 id, sizeof(id)));
                 sluice__v1__timer__free_unpacked(tm, NULL);
                 sl_timer_free(t);
                 shown++;
@@ -319,12 +332,12 @@ static void debounce_collect(const sl_debounce_group_t *g, void *opaque) {
 
 static void debounce_item_row(const sl_debounce_item_t *it, void *opaque) {
         int64_t now = *(const int64_t *)opaque;
-        char first[40];
+        char first[40], id[256];
         fmt_time(it->first_seen_ms, first, sizeof(first));
-        printf("    %-24s %9.1fs %9.1fs %8zu  %.*s\n", first,
-               (double)(now - it->first_seen_ms) / 1000.0,
-               (double)(now - it->last_update_ms) / 1000.0, it->payload_len,
-               (int)it->idlen, it->id);
+        printf("    %-24s %9.1fs %9.1fs %8zu  %s\n", first,
+               secs_between(it->first_seen_ms, now),
+               secs_between(it->last_update_ms, now), it->payload_len,
+               sl_escape(it->id, it->idlen, id, sizeof(id)));
 }
 
 static int inspect_debounce(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
@@ -362,7 +375,7 @@ static int inspect_debounce(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
         while (shown < limit) {
                 sl_timer_t *t = sl_timerheap_pop(c.by_due);
                 sl_debounce_group_t g;
-                char due[40];
+                char due[40], gkey[256];
                 int p;
                 if (!t)
                         break;
@@ -370,11 +383,12 @@ static int inspect_debounce(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
                 p = (int)t->seq;
                 fmt_time(g.due_ms, due, sizeof(due));
                 printf("%-24s %+8.1fs  %-4d %6zu %9zu %8.1fs %8.1fs  %-9s "
-                       "%.*s\n",
-                       due, (double)(g.due_ms - now) / 1000.0, p, g.items,
-                       g.bytes, (double)(now - g.opened_ms) / 1000.0,
-                       (double)(now - g.last_update_ms) / 1000.0,
-                       sl_debounce_reason_str(g.reason), (int)g.keylen, g.key);
+                       "%s\n",
+                       due, secs_between(now, g.due_ms), p, g.items, g.bytes,
+                       secs_between(g.opened_ms, now),
+                       secs_between(g.last_update_ms, now),
+                       sl_debounce_reason_str(g.reason),
+                       sl_escape(g.key, g.keylen, gkey, sizeof(gkey)));
                 if (key) {
                         printf("    %-24s %10s %10s %8s  %s\n", "FIRST SEEN",
                                "AGE", "IDLE", "BYTES", "ITEM");
@@ -493,7 +507,7 @@ static int throttle_row_cmp(const void *a, const void *b) {
 static void throttle_print_row(int p, const char *key, size_t keylen,
                                const sl_rate_t *rate, const sl_bkey_t *k,
                                const sl_timerheap_t *oldest, int64_t now) {
-        char rbuf[64], tbuf[32], age[32], part[16];
+        char rbuf[64], tbuf[32], age[32], part[16], kbuf[256];
         uint32_t len = k ? sl_bkey_len(k) : 0;
         const sl_timer_t *o =
             len ? sl_timerheap_find(oldest, key, keylen) : NULL;
@@ -505,16 +519,16 @@ static void throttle_print_row(int p, const char *key, size_t keylen,
                 snprintf(tbuf, sizeof(tbuf), "full");
         if (o)
                 snprintf(age, sizeof(age), "%.1fs",
-                         (double)(now - o->due_ms) / 1000.0);
+                         secs_between(o->due_ms, now));
         else
                 snprintf(age, sizeof(age), "-");
         if (p >= 0)
                 snprintf(part, sizeof(part), "%d", p);
         else
                 snprintf(part, sizeof(part), "-"); /* no state anywhere */
-        printf("%-4s %9" PRIu32 " %11" PRIu64 " %9s  %-22s %8s  %.*s\n", part,
-               len, k ? sl_bkey_bytes(k) : 0, age, rbuf, tbuf, (int)keylen,
-               key);
+        printf("%-4s %9" PRIu32 " %11" PRIu64 " %9s  %-22s %8s  %s\n", part,
+               len, k ? sl_bkey_bytes(k) : 0, age, rbuf, tbuf,
+               sl_escape(key, keylen, kbuf, sizeof(kbuf)));
 }
 
 static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
