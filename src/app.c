@@ -47,6 +47,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "topiccache.h"
 #include "util.h"
 
 /* Commit early when a transaction grows past this many records. */
@@ -58,84 +59,81 @@
 #define SL_LOOKUP_TMO_MS 5000
 
 /* ------------------------------------------------------------------ */
-/* Topic metadata cache (operator targets), filled off the loop.        */
+/* Topic metadata cache (operator targets), filled off the loop: the    */
+/* bounded sl_topiccache (topiccache.h), its lookups through sl_kquery. */
 
-#define SL_TOPIC_TTL_POS_MS (60 * 1000)
-#define SL_TOPIC_TTL_NEG_MS (5 * 1000)
-
-typedef struct sl_topic_entry_s {
-        char *name;
-        int partitions; /* 0: does not exist; -1 unknown; SL_TOPIC_LOOKING */
-        int looking;    /* a lookup is in flight */
-        int64_t expires_ms;
-        sl_app_t *app;
-        struct sl_topic_entry_s *next;
-} sl_topic_entry_t;
+_Static_assert(SL_TOPIC_LOOKING == SL_TOPICCACHE_LOOKING,
+               "task.h and topiccache.h agree on LOOKING");
 
 struct sl_topic_cache_s {
-        sl_topic_entry_t *head;
-        sl_app_t *app;
+        sl_topiccache_t *tc;
+        sl_gauge_t *m_entries;
+        sl_counter_t *m_evictions;
+        uint64_t evictions_counted;
 };
 
 static void app_resume_lookup_waits(sl_app_t *app);
 
+static void topic_cache_metrics(sl_app_t *app) {
+        sl_topic_cache_t *c = app->topics;
+        sl_topiccache_stats_t st;
+        sl_topiccache_stats(c->tc, &st);
+        sl_gauge_set(c->m_entries, (double)st.entries);
+        if (st.evictions != c->evictions_counted) {
+                sl_counter_add(c->m_evictions,
+                               st.evictions - c->evictions_counted);
+                c->evictions_counted = st.evictions;
+        }
+}
+
 static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
                             const char *topic, int cnt) {
-        sl_topic_entry_t *e = opaque;
+        sl_topiccache_entry_t *e = opaque;
+        sl_topiccache_t *tc = sl_topiccache_of(e);
+        sl_app_t *app = sl_topiccache_opaque(tc);
         (void)topic;
-        e->looking = 0;
-        if (err) {
-                /* Kafka did not answer: keep what we knew, ask again soon. */
-                if (e->partitions == SL_TOPIC_LOOKING)
-                        e->partitions = -1;
-                e->expires_ms = sl_now_ms() + 1000;
-        } else {
-                e->partitions = cnt;
-                e->expires_ms = sl_now_ms() + (cnt > 0 ? SL_TOPIC_TTL_POS_MS
-                                                       : SL_TOPIC_TTL_NEG_MS);
-        }
-        app_resume_lookup_waits(e->app);
-}
-
-static void topic_lookup(sl_app_t *app, sl_topic_entry_t *e) {
-        if (e->looking)
-                return;
-        if (sl_kquery_partitions(app->kq, e->name, SL_LOOKUP_TMO_MS,
-                                 topic_on_lookup, e) == 0)
-                e->looking = 1;
-}
-
-static sl_topic_entry_t *topic_entry(sl_app_t *app, const char *topic) {
-        sl_topic_entry_t *e;
-        for (e = app->topics->head; e; e = e->next)
-                if (!strcmp(e->name, topic))
-                        return e;
-        e = sl_calloc(1, sizeof(*e));
-        e->name = sl_strdup(topic);
-        e->partitions = SL_TOPIC_LOOKING;
-        e->app = app;
-        e->next = app->topics->head;
-        app->topics->head = e;
-        return e;
+        /* err: Kafka did not answer; keep what we knew, ask again soon. */
+        sl_topiccache_answer(tc, e, !err, cnt, sl_now_ms());
+        app_resume_lookup_waits(app);
 }
 
 static int topic_cache_get(sl_app_t *app, const char *topic) {
-        sl_topic_entry_t *e = topic_entry(app, topic);
-        if (e->expires_ms <= sl_now_ms())
-                topic_lookup(app, e);
-        return e->partitions;
+        sl_topiccache_entry_t *look;
+        int r = sl_topiccache_get(app->topics->tc, topic, sl_now_ms(), &look);
+        if (look) {
+                if (sl_kquery_partitions(app->kq, sl_topiccache_name(look),
+                                         SL_LOOKUP_TMO_MS, topic_on_lookup,
+                                         look) != 0)
+                        sl_topiccache_answer(app->topics->tc, look, 0, 0,
+                                             sl_now_ms());
+                topic_cache_metrics(app);
+        }
+        return r;
+}
+
+static void topic_cache_new(sl_app_t *app) {
+        sl_topic_cache_t *c = sl_calloc(1, sizeof(*c));
+        c->tc = sl_topiccache_new(SL_TOPICCACHE_CAPACITY, SL_TOPICCACHE_LOOKUPS,
+                                  app);
+        c->m_entries = sl_metrics_gauge(
+            app->metrics, "sluice_topic_cache_entries",
+            "Topics in the target metadata cache (at most 1024).", NULL);
+        c->m_evictions = sl_metrics_counter(
+            app->metrics, "sluice_topic_cache_evictions_total",
+            "Topics evicted from the full target metadata cache.", NULL);
+        app->topics = c;
+}
+
+static void topic_cancel_cb(sl_topiccache_entry_t *e, void *opaque) {
+        sl_app_t *app = opaque;
+        sl_kquery_cancel(app->kq, e);
 }
 
 static void topic_cache_destroy(sl_app_t *app) {
-        sl_topic_entry_t *e, *next;
         if (!app->topics)
                 return;
-        for (e = app->topics->head; e; e = next) {
-                next = e->next;
-                sl_kquery_cancel(app->kq, e);
-                free(e->name);
-                free(e);
-        }
+        sl_topiccache_foreach_looking(app->topics->tc, topic_cancel_cb, app);
+        sl_topiccache_destroy(app->topics->tc);
         free(app->topics);
         app->topics = NULL;
 }
@@ -1457,8 +1455,6 @@ static int app_run(sl_conf_t *conf) {
         app->kafka_up = 1;
         app->loop = sl_malloc(sizeof(uv_loop_t));
         uv_loop_init(app->loop);
-        app->topics = sl_calloc(1, sizeof(*app->topics));
-        app->topics->app = app;
         /* Unique to this process: how a fenced instance tells its own
          * membership from another process's (txn.h). */
         gethostname(host, sizeof(host));
@@ -1467,6 +1463,7 @@ static int app_run(sl_conf_t *conf) {
                  host, (int)getpid(),
                  (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
         app->metrics = sl_metrics_new();
+        topic_cache_new(app);
         app->m_rebalances = sl_metrics_counter(
             app->metrics, "sluice_rebalances_total",
             "Rebalance events (assignments and revocations).", NULL);
