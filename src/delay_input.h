@@ -18,6 +18,11 @@
 /* Kafka's longest legal topic name. */
 #define SL_TOPIC_MAX 249
 
+/* 1 if name is one of Kafka's own topics (__consumer_offsets,
+ * __transaction_state, ...: by convention every name starting with "__"),
+ * which are never a target whatever allowed_targets says. */
+int sl_topic_is_kafka_internal(const char *name);
+
 /* One record header.  value NULL is a null header (distinct from ""). */
 typedef struct sl_hdr_s {
         const char *name;
