@@ -507,8 +507,12 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         target = dp->targets[v.target_idx];
         /* The timer's id and due time name this work across replays. */
         sl_task_origin(t, sl_timer_key(tm), tm->keylen, tm->due_ms);
-        parts = sl_task_topic_partitions(t, target);
-        if (parts == 0) {
+        if (sl_app_is_internal_topic(t->app, target)) {
+                /* Refused at input since; scheduled before, or another
+                 * pipeline took the name. */
+                delay_fire_dlq(t, tm, &v, "target-internal",
+                               "the target is an internal topic");
+        } else if ((parts = sl_task_topic_partitions(t, target)) == 0) {
                 delay_fire_dlq(t, tm, &v, "target-missing",
                                "the target topic no longer exists");
         } else if (v.partition >= 0 && parts > 0 && v.partition >= parts) {

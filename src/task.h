@@ -232,7 +232,9 @@ void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n);
  * commit, not the commit interval). */
 void sl_task_commit_soon(sl_task_t *t);
 
-/* 1 if name is one of sluice's internal topics (any pipeline's). */
+/* 1 if name may never be written as a target: one of Kafka's internal
+ * topics (__*) or of sluice's (any pipeline's changelog, overflow, rates
+ * or DLQ). */
 int sl_app_is_internal_topic(const sl_app_t *app, const char *name);
 
 /* The configuration the app runs with. */
