@@ -63,8 +63,9 @@
 /* Topic metadata cache (operator targets), filled off the loop: the    */
 /* bounded sl_topiccache (topiccache.h), its lookups through sl_kquery. */
 
-_Static_assert(SL_TOPIC_LOOKING == SL_TOPICCACHE_LOOKING,
-               "task.h and topiccache.h agree on LOOKING");
+_Static_assert(SL_TOPIC_LOOKING == SL_TOPICCACHE_LOOKING &&
+                   SL_TOPIC_FORBIDDEN == SL_TOPICCACHE_FORBIDDEN,
+               "task.h and topiccache.h agree");
 
 struct sl_topic_cache_s {
         sl_topiccache_t *tc;
@@ -93,8 +94,13 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
         sl_topiccache_t *tc = sl_topiccache_of(e);
         sl_app_t *app = sl_topiccache_opaque(tc);
         (void)topic;
-        /* err: Kafka did not answer; keep what we knew, ask again soon. */
-        sl_topiccache_answer(tc, e, !err, cnt, sl_now_ms());
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                /* No Describe means no Write: refused up front rather
+                 * than by the broker at delivery (which aborts). */
+                sl_topiccache_answer(tc, e, 1, SL_TOPICCACHE_FORBIDDEN,
+                                     sl_now_ms());
+        else /* err: Kafka did not answer; keep what we knew, retry soon */
+                sl_topiccache_answer(tc, e, !err, cnt, sl_now_ms());
         app_resume_lookup_waits(app);
 }
 

@@ -168,6 +168,9 @@ struct sl_task_s {
 
 /* sl_task_topic_partitions(): the topic is being looked up. */
 #define SL_TOPIC_LOOKING (-2)
+/* sl_task_topic_partitions(): sluice may not describe the topic (an ACL),
+ * so it may not write there either. */
+#define SL_TOPIC_FORBIDDEN (-3)
 
 /* Produces one record into the open transaction (opened on demand).
  * partition may be RD_KAFKA_PARTITION_UA.  hdrs (may be NULL) is owned by
@@ -211,6 +214,7 @@ void sl_task_wake_at(sl_task_t *t, int64_t when_ms);
 /* Partition count of a topic the operator wants to write to (cached
  * metadata, refreshed in the background, never a blocking call): > 0, 0 if
  * the topic does not exist, -1 if unknown now (Kafka did not answer),
+ * SL_TOPIC_FORBIDDEN if Kafka refused to describe it to sluice's principal,
  * SL_TOPIC_LOOKING the first time a topic is asked for, while it is looked
  * up (an input() may then call sl_task_input_retry()). */
 int sl_task_topic_partitions(sl_task_t *t, const char *topic);

@@ -171,7 +171,9 @@ void sl_topiccache_answer(sl_topiccache_t *tc, sl_topiccache_entry_t *e, int ok,
                 e->credit = CREDIT_MISSING;
                 return;
         }
-        e->partitions = partitions > 0 ? partitions : 0;
+        e->partitions = partitions > 0 || partitions == SL_TOPICCACHE_FORBIDDEN
+                            ? partitions
+                            : 0;
         e->expires_ms = now_ms + (partitions > 0 ? SL_TOPICCACHE_TTL_POS_MS
                                                  : SL_TOPICCACHE_TTL_NEG_MS);
         e->credit = partitions > 0 ? CREDIT_EXISTS : CREDIT_MISSING;

@@ -52,6 +52,8 @@
  * topic does not exist). */
 #define SL_TOPICCACHE_UNKNOWN (-1) /* Kafka did not answer the lookup */
 #define SL_TOPICCACHE_LOOKING (-2) /* no answer yet: ask again later */
+#define SL_TOPICCACHE_FORBIDDEN                                                \
+        (-3) /* not authorized to describe it (so not to write either) */
 
 typedef struct sl_topiccache_s sl_topiccache_t;
 typedef struct sl_topiccache_entry_s sl_topiccache_entry_t;
@@ -76,7 +78,8 @@ void sl_topiccache_destroy(sl_topiccache_t *tc);
 
 /*
  * What is known of topic at now_ms: its partition count (> 0), 0 (it does
- * not exist), SL_TOPICCACHE_UNKNOWN or SL_TOPICCACHE_LOOKING.
+ * not exist), SL_TOPICCACHE_FORBIDDEN, SL_TOPICCACHE_UNKNOWN or
+ * SL_TOPICCACHE_LOOKING.
  *
  * When a lookup must start — a new name, or an expired entry — and fewer
  * than max_lookups are in flight, *lookupp is set to the entry: the caller
@@ -88,8 +91,10 @@ void sl_topiccache_destroy(sl_topiccache_t *tc);
 int sl_topiccache_get(sl_topiccache_t *tc, const char *topic, int64_t now_ms,
                       sl_topiccache_entry_t **lookupp);
 
-/* The lookup of e answered: ok with partitions (0: no such topic), or not
- * ok (Kafka did not answer; partitions is ignored). */
+/* The lookup of e answered: ok with partitions (0: no such topic;
+ * SL_TOPICCACHE_FORBIDDEN: not authorized), or not ok (Kafka did not
+ * answer; partitions is ignored).  Forbidden is cached like a topic that
+ * does not exist. */
 void sl_topiccache_answer(sl_topiccache_t *tc, sl_topiccache_entry_t *e, int ok,
                           int partitions, int64_t now_ms);
 

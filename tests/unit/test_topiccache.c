@@ -63,6 +63,18 @@ static void test_answers(void **state) {
             SL_TOPICCACHE_UNKNOWN);
         assert_ptr_equal(l, e);
         sl_topiccache_answer(tc, e, 1, 1, t);
+        /* Not authorized: kept, and expires, like a topic that is not. */
+        assert_int_equal(sl_topiccache_get(tc, "secret", t, &e),
+                         SL_TOPICCACHE_LOOKING);
+        sl_topiccache_answer(tc, e, 1, SL_TOPICCACHE_FORBIDDEN, t);
+        assert_int_equal(sl_topiccache_get(tc, "secret", t + 1, &l),
+                         SL_TOPICCACHE_FORBIDDEN);
+        assert_null(l);
+        assert_int_equal(
+            sl_topiccache_get(tc, "secret", t + SL_TOPICCACHE_TTL_NEG_MS, &l),
+            SL_TOPICCACHE_FORBIDDEN);
+        assert_ptr_equal(l, e);
+        sl_topiccache_answer(tc, e, 1, 6, t);
         assert_int_equal(sl_topiccache_verify(tc), 0);
         sl_topiccache_destroy(tc);
         sl_topiccache_destroy(NULL);
