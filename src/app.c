@@ -48,6 +48,7 @@
 #include "cli.h"
 #include "delay_input.h"
 #include "log.h"
+#include "parts.h"
 #include "topiccache.h"
 #include "util.h"
 
@@ -497,6 +498,8 @@ void sl_app_update_ready(sl_app_t *app) {
         } else if (!app->assigned)
                 sl_http_set_ready(app->http, 0,
                                   "waiting for a partition assignment");
+        else if (sl_parts_trouble(app, why, sizeof(why)))
+                sl_http_set_ready(app->http, 0, why);
         else if (rebuilding) {
                 snprintf(why, sizeof(why), "%d partitions rebuilding",
                          rebuilding);
@@ -551,6 +554,7 @@ static void app_on_stats_timer(uv_timer_t *timer) {
                 }
                 sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
         }
+        sl_parts_tick(app, now);
         if (!app->probe_inflight && now >= app->probe_next_ms &&
             sl_kquery_probe(app->kq, SL_PROBE_TMO_MS, app_on_probe, app) == 0) {
                 app->probe_inflight = 1;
@@ -588,11 +592,16 @@ static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
         for (int i = 0; i < parts->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 sl_pipeline_t *pl = app_pipeline_by_input(app, tp->topic);
-                if (!pl || tp->partition >= pl->partition_cnt) {
+                if (!pl) {
                         sl_log(LOG_ERR, "REBALANCE",
-                               "assigned %s [%d] that no pipeline can serve "
-                               "(partition count changed?)",
+                               "assigned %s [%d] that no pipeline reads",
                                tp->topic, tp->partition);
+                        continue;
+                }
+                if (tp->partition >= pl->partition_cnt) {
+                        /* The input grew: served once its topics have the
+                         * partition too (parts.h); paused until then. */
+                        sl_parts_assigned(pl, tp->partition);
                         continue;
                 }
                 if (pl->tasks[tp->partition])
@@ -606,6 +615,8 @@ static void app_drop_tasks(sl_app_t *app,
         for (int i = 0; i < parts->cnt; i++) {
                 const rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 sl_pipeline_t *pl = app_pipeline_by_input(app, tp->topic);
+                if (pl)
+                        sl_parts_revoked(pl, tp->partition);
                 if (!pl || tp->partition >= pl->partition_cnt ||
                     !pl->tasks[tp->partition])
                         continue;
@@ -1035,6 +1046,11 @@ static rd_kafka_conf_t *app_consumer_conf(void *opaque, char *errstr,
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "auto.offset.reset", "earliest");
         SET(kc, "client.id", app->client_id);
+        /* Partitions added to an input are noticed at the next metadata
+         * refresh (librdkafka's default: every 5 min); then the group
+         * rebalances and they are served (parts.h). */
+        if (!user_set(app->conf, "topic.metadata.refresh.interval.ms"))
+                SET(kc, "topic.metadata.refresh.interval.ms", "30000");
         rd_kafka_conf_set_rebalance_cb(kc, app_rebalance_cb);
         return kc;
 }
@@ -1139,6 +1155,8 @@ static void app_clients_lost(void *opaque) {
         app->revoking = NULL;
         app->revoke_commit_started = 0;
         app_for_each_task(app, task_destroy_cb);
+        for (int i = 0; i < app->pipeline_cnt; i++)
+                sl_parts_reset(&app->pipelines[i]);
         sl_kwatch_close(app->consumer_w);
         app->consumer_w = NULL;
         if (app->consumer_q)
@@ -1153,14 +1171,33 @@ static void app_clients_lost(void *opaque) {
         sl_app_update_ready(app);
 }
 
+static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
+                              size_t errstr_size);
+
+/* Checks every pipeline's topics (parts.h), then sets the pipelines up. */
 static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
+        int *in_cnt =
+            sl_calloc((size_t)app->conf->pipeline_cnt + 1, sizeof(*in_cnt));
+        int r;
+
+        /* Before the loop runs: a blocking look is fine here. */
+        r = sl_parts_check_start(app->reader, app->conf, in_cnt, errstr,
+                                 errstr_size);
+        if (r == 0)
+                r = app_pipelines_init(app, in_cnt, errstr, errstr_size);
+        free(in_cnt);
+        return r;
+}
+
+static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
+                              size_t errstr_size) {
         app->pipeline_cnt = app->conf->pipeline_cnt;
         app->pipelines = sl_calloc(app->pipeline_cnt, sizeof(sl_pipeline_t));
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 const sl_pipeline_conf_t *pc = &app->conf->pipelines[i];
                 sl_pipeline_metrics_t *pm;
-                int cnt, ccnt;
+                int cnt = in_cnt[i];
 
                 pl->conf = pc;
                 pl->app = app;
@@ -1180,26 +1217,6 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
                                  "pipeline %s: type %s is not available in "
                                  "this build",
                                  pc->name, sl_op_type_name(pc->type));
-                        return -1;
-                }
-                /* Before the loop runs: a blocking look is fine here. */
-                cnt = sl_kafka_partition_count(app->reader, pc->input, 10000);
-                ccnt =
-                    sl_kafka_partition_count(app->reader, pc->changelog, 10000);
-                if (cnt <= 0 || ccnt <= 0) {
-                        snprintf(errstr, errstr_size,
-                                 "pipeline %s: topic %s %s (run `sluice "
-                                 "topics apply`)",
-                                 pc->name, cnt <= 0 ? pc->input : pc->changelog,
-                                 (cnt < 0 || ccnt < 0) ? "cannot be described"
-                                                       : "does not exist");
-                        return -1;
-                }
-                if (cnt != ccnt) {
-                        snprintf(errstr, errstr_size,
-                                 "pipeline %s: %s has %d partitions but %s has "
-                                 "%d; they must match (`sluice topics check`)",
-                                 pc->name, pc->input, cnt, pc->changelog, ccnt);
                         return -1;
                 }
                 pl->partition_cnt = cnt;
@@ -1228,6 +1245,7 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
                     app->metrics, "sluice_consumer_lag",
                     "Input records not yet processed (assigned partitions).",
                     "pipeline", pc->name, NULL);
+                pl->parts = sl_parts_new(app, pl);
                 if (pl->op->pipeline_init &&
                     pl->op->pipeline_init(pl, errstr, errstr_size) == -1)
                         return -1;
@@ -1345,6 +1363,7 @@ static void app_destroy(sl_app_t *app) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 if (pl->op && pl->op->pipeline_destroy)
                         pl->op->pipeline_destroy(pl);
+                sl_parts_destroy(pl->parts);
                 free(pl->tasks);
                 free(pl->metrics);
                 free(pl->table_end);

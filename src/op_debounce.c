@@ -256,7 +256,16 @@ static void debounce_pipeline_destroy(sl_pipeline_t *pl) {
 
 static void *debounce_state_new(sl_task_t *t) {
         debounce_state_t *st = sl_calloc(1, sizeof(*st));
-        st->dp = dp_of(t);
+        debounce_pipeline_t *dp = dp_of(t);
+        /* The input may have grown since start (parts.h). */
+        if (t->partition >= dp->partition_cnt) {
+                dp->oldest = sl_realloc(dp->oldest, sizeof(*dp->oldest) *
+                                                        (t->partition + 1));
+                for (int p = dp->partition_cnt; p <= t->partition; p++)
+                        dp->oldest[p] = INT64_MAX;
+                dp->partition_cnt = t->partition + 1;
+        }
+        st->dp = dp;
         st->partition = t->partition;
         st->win = sl_debounce_new(&st->dp->params);
         return st;

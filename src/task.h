@@ -120,6 +120,7 @@ struct sl_pipeline_s {
         int partition_cnt; /* of the input topic */
         sl_task_t **tasks; /* by partition; NULL when not assigned */
         struct sl_pipeline_metrics_s *metrics; /* runtime's (app.h) */
+        struct sl_parts_s *parts;              /* served partitions (parts.h) */
         int index;                             /* in the app's pipeline array */
         int table_ready;    /* the table topic was read to its end once */
         int64_t *table_end; /* per table partition, captured at start;

@@ -412,11 +412,20 @@ static void judge_existing(const sl_topicplan_t *plan,
                 const sl_topic_spec_t *in = &plan->specs[spec->input_idx];
                 const sl_topic_state_t *ist =
                     sl_topics_observed_find(obs, in->name);
-                if (ist && ist->exists && ist->partitions != st->partitions)
+                if (ist && ist->exists && ist->partitions > st->partitions) {
+                        v->grow_parts = ist->partitions;
                         problem(v, strfmt("has %d partitions, want %d like "
-                                          "its input %s",
+                                          "its input %s (apply adds them)",
                                           st->partitions, ist->partitions,
                                           in->name));
+                } else if (ist && ist->exists &&
+                           ist->partitions < st->partitions) {
+                        problem(v, strfmt("has %d partitions, want %d like "
+                                          "its input %s (partitions cannot "
+                                          "be removed: grow the input to %d)",
+                                          st->partitions, ist->partitions,
+                                          in->name, st->partitions));
+                }
         }
         if (!spec->setting_cnt)
                 return;
@@ -532,4 +541,36 @@ int sl_topicplan_eval_problems(const sl_topicplan_eval_t *ev,
                 n += v->problem_cnt;
         }
         return n;
+}
+
+int sl_topicplan_partition_problem(char *buf, size_t size, const char *pipeline,
+                                   sl_topic_role_t role, const char *topic,
+                                   int have, const char *input, int want) {
+        const char *r = sl_topic_role_name(role);
+
+        if (have <= 0)
+                return snprintf(buf, size,
+                                "pipeline %s: %s topic %s is missing; run "
+                                "`sluice topics apply` to create it with %d "
+                                "partitions like its input %s",
+                                pipeline, r, topic, want, input);
+        if (have < want)
+                return snprintf(buf, size,
+                                "pipeline %s: %s topic %s has %d partitions, "
+                                "its input %s has %d; run `sluice topics "
+                                "apply` (it adds the missing partitions) or "
+                                "kafka-topics --alter --topic %s "
+                                "--partitions %d",
+                                pipeline, r, topic, have, input, want, topic,
+                                want);
+        if (have > want)
+                return snprintf(buf, size,
+                                "pipeline %s: %s topic %s has %d partitions, "
+                                "its input %s has %d; partitions cannot be "
+                                "removed: grow the input with kafka-topics "
+                                "--alter --topic %s --partitions %d",
+                                pipeline, r, topic, have, input, want, input,
+                                have);
+        return snprintf(buf, size, "pipeline %s: %s topic %s matches its input",
+                        pipeline, r, topic);
 }

@@ -33,11 +33,18 @@
  *   rates      cleanup.policy = compact.
  *   dlq        cleanup.policy = delete (compaction would drop bad records).
  *
- * Apply never alters an existing topic; it only reports what differs.
+ * Apply never alters an existing topic's configs; it only reports what
+ * differs.  It does add partitions to a changelog, overflow or dlq that has
+ * fewer than its input (grow_parts in the verdict): partition p of those
+ * topics only ever holds what sluice wrote for input partition p, so new,
+ * empty partitions change nothing for the existing ones.  A topic with
+ * more partitions than its input cannot be fixed that way (Kafka never
+ * removes partitions): the input must grow instead.
  */
 #ifndef SL_TOPICPLAN_H
 #define SL_TOPICPLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -155,6 +162,9 @@ typedef struct sl_topic_verdict_s {
         /* MISSING: > 0 when apply can create it with this many partitions;
          * 0 when it cannot, with the reason as the one problem. */
         int create_parts;
+        /* BAD: > 0 when the topic is co-partitioned with its input and has
+         * fewer partitions: apply may grow it to this many. */
+        int grow_parts;
         char **problems; /* owned, one sentence each, no topic name */
         int problem_cnt;
 } sl_topic_verdict_t;
@@ -175,5 +185,14 @@ void sl_topicplan_eval_destroy(sl_topicplan_eval_t *ev);
  * as one problem when count_missing is set (check), not otherwise (apply). */
 int sl_topicplan_eval_problems(const sl_topicplan_eval_t *ev,
                                int count_missing);
+
+/* One sentence for an operator about a co-partitioned topic (changelog,
+ * overflow, dlq) of pipeline that has have partitions (0: it does not exist)
+ * where its input has want: what is wrong and the command that fixes it.
+ * Written to buf (snprintf semantics; returns what snprintf returns).
+ * Used by `sluice run` at start and when the input grows while it runs. */
+int sl_topicplan_partition_problem(char *buf, size_t size, const char *pipeline,
+                                   sl_topic_role_t role, const char *topic,
+                                   int have, const char *input, int want);
 
 #endif

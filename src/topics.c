@@ -11,11 +11,15 @@
  *   exists   notify.in          notify input, 3 partitions
  *   problem  notify.overflow    notify overflow: cleanup.policy is compact, ...
  *   missing  notify.dlq         notify dlq: would be created with 3 ...
+ *   grown    notify.changelog   notify changelog: grown from 2 to 3 ...
  *
- * ("missing" only from apply --dry-run).  apply creates what is
- * missing and never alters an existing topic; a second apply creates nothing
- * and says so.  check reports every problem of every topic in one run.  Exit
- * codes: 0 all good, 1 problems or errors, 2 usage.
+ * ("missing" and "grow" only from apply --dry-run).  apply creates what is
+ * missing and adds the partitions a changelog, overflow or dlq lacks when
+ * its input grew (the one change it makes to an existing topic, safe for
+ * sluice's co-partitioned topics: see topicplan.h); it never alters a
+ * topic's configs.  A second apply changes nothing and says so.  check
+ * reports every problem of every topic in one run.  Exit codes: 0 all good,
+ * 1 problems or errors, 2 usage.
  */
 #include "topics.h"
 
@@ -141,7 +145,8 @@ static rd_kafka_AdminOptions_t *admin_options(sl_topics_admin_t *adm,
 
         rd_kafka_AdminOptions_set_request_timeout(opts, adm->timeout_ms, err,
                                                   sizeof(err));
-        if (op == RD_KAFKA_ADMIN_OP_CREATETOPICS)
+        if (op == RD_KAFKA_ADMIN_OP_CREATETOPICS ||
+            op == RD_KAFKA_ADMIN_OP_CREATEPARTITIONS)
                 rd_kafka_AdminOptions_set_operation_timeout(
                     opts, adm->timeout_ms, err, sizeof(err));
         return opts;
@@ -347,6 +352,48 @@ int sl_topics_create(sl_topics_admin_t *adm, const char *name, int partitions,
         return await_topic(adm, name, partitions, errstr, errstr_size);
 }
 
+int sl_topics_grow(sl_topics_admin_t *adm, const char *name, int partitions,
+                   char *errstr, size_t errstr_size) {
+        rd_kafka_NewPartitions_t *np;
+        rd_kafka_AdminOptions_t *opts;
+        rd_kafka_event_t *ev;
+        const rd_kafka_topic_result_t **tres;
+        rd_kafka_resp_err_t err;
+        size_t tcnt;
+
+        if (!adm || !name || partitions <= 0) {
+                snprintf(errstr, errstr_size, "invalid arguments");
+                return -EINVAL;
+        }
+        np = rd_kafka_NewPartitions_new(name, (size_t)partitions, errstr,
+                                        errstr_size);
+        if (!np)
+                return -EINVAL;
+        opts = admin_options(adm, RD_KAFKA_ADMIN_OP_CREATEPARTITIONS);
+        rd_kafka_CreatePartitions(adm->rk, &np, 1, opts, adm->rkqu);
+        rd_kafka_AdminOptions_destroy(opts);
+        rd_kafka_NewPartitions_destroy(np);
+
+        ev = admin_wait(adm, RD_KAFKA_EVENT_CREATEPARTITIONS_RESULT,
+                        "CreatePartitions", errstr, errstr_size);
+        if (!ev)
+                return -ETIMEDOUT;
+        tres = rd_kafka_CreatePartitions_result_topics(
+            rd_kafka_event_CreatePartitions_result(ev), &tcnt);
+        err = tcnt == 1 ? rd_kafka_topic_result_error(tres[0])
+                        : RD_KAFKA_RESP_ERR__BAD_MSG;
+        if (err)
+                snprintf(errstr, errstr_size, "%s",
+                         tcnt == 1 &&
+                                 rd_kafka_topic_result_error_string(tres[0])
+                             ? rd_kafka_topic_result_error_string(tres[0])
+                             : rd_kafka_err2str(err));
+        rd_kafka_event_destroy(ev);
+        if (err)
+                return -EIO;
+        return await_topic(adm, name, partitions, errstr, errstr_size);
+}
+
 int sl_topics_create_spec(sl_topics_admin_t *adm, const sl_topic_spec_t *spec,
                           int partitions, char *errstr, size_t errstr_size) {
         const char *keys[SL_TOPIC_SETTINGS_MAX], *values[SL_TOPIC_SETTINGS_MAX];
@@ -395,12 +442,15 @@ static const char *sub_usage[] = {
     "changelog (compacted), the throttle's overflow (delete, retention =\n"
     "ttl + 1h) and rates (compacted, 1 partition), the dlq (delete, 7d),\n"
     "all with the input's partition count.  A missing input is created\n"
-    "only when the pipeline sets input_partitions.  Existing topics are\n"
-    "never altered: what differs is reported and the exit code is 1.\n"
+    "only when the pipeline sets input_partitions.  A changelog, overflow\n"
+    "or dlq with fewer partitions than its input (the input grew) gets the\n"
+    "missing partitions.  Existing topics' configs are never altered: what\n"
+    "differs is reported and the exit code is 1.\n"
     "Output topics belong to you; a missing one is reported.\n"
     "\n"
     "  -c, --config FILE      the sluice config file\n"
-    "  -n, --dry-run          print what would be created, create nothing\n"
+    "  -n, --dry-run          print what would be created or grown, change\n"
+    "                         nothing\n"
     "  -t, --timeout DURATION bound on each broker request (default 30s)\n",
 
     "check",
@@ -687,15 +737,35 @@ static int in_list(char **list, int cnt, const char *name) {
         return 0;
 }
 
+/* "grown  notify.changelog  notify changelog: grown from 2 to 3 partitions"
+ * when apply grew v's topic; returns 1 when it printed. */
+static int print_grown(const sl_topic_verdict_t *v,
+                       const sl_topics_observed_t *obs, char **grown,
+                       const int *grown_from, int grown_cnt) {
+        char text[96];
+
+        for (int j = 0; j < grown_cnt; j++) {
+                if (strcmp(grown[j], v->spec->name))
+                        continue;
+                snprintf(text, sizeof(text), "grown from %d to %d partitions",
+                         grown_from[j], observed_parts(obs, v->spec->name));
+                print_topic("grown", v->spec, 0, text);
+                return 1;
+        }
+        return 0;
+}
+
 static int cmd_apply(const topics_opts_t *o) {
         sl_conf_t *conf = NULL;
         sl_topics_admin_t *adm = NULL;
         sl_topicplan_t *plan = NULL;
         sl_topics_observed_t *obs = NULL;
         sl_topicplan_eval_t *ev = NULL;
-        char **created, **failed, **failed_why, **printed;
+        char **created, **failed, **failed_why, **printed, **grown;
+        int *grown_from;
         int created_cnt = 0, failed_cnt = 0, printed_cnt = 0, attempts = 0;
-        int problems = 0, existed = 0, would_create = 0, rc;
+        int grown_cnt = 0, problems = 0, existed = 0, would_create = 0;
+        int would_grow = 0, rc;
 
         if ((rc = open_admin("apply", o, &conf, &adm)))
                 return rc;
@@ -705,6 +775,8 @@ static int cmd_apply(const topics_opts_t *o) {
         failed = sl_calloc(plan->cnt, sizeof(*failed));
         failed_why = sl_calloc(plan->cnt, sizeof(*failed_why));
         printed = sl_calloc(plan->cnt, sizeof(*printed));
+        grown = sl_calloc(plan->cnt, sizeof(*grown));
+        grown_from = sl_calloc(plan->cnt, sizeof(*grown_from));
         if ((rc = observe_plan("apply", adm, plan, &obs)))
                 goto done;
         ev = sl_topicplan_eval(plan, obs);
@@ -735,6 +807,35 @@ static int cmd_apply(const topics_opts_t *o) {
                 }
         }
 
+        /* Add the partitions sluice's own topics lack: their partition p
+         * only holds what was written for input partition p, so the new
+         * ones start empty and nothing moves (topicplan.h). */
+        for (int i = 0; i < ev->cnt && !o->dry_run; i++) {
+                const sl_topic_verdict_t *v = &ev->verdicts[i];
+                char errstr[512];
+                int r;
+
+                if (v->status != SL_TOPIC_BAD || v->grow_parts <= 0 ||
+                    in_list(grown, grown_cnt, v->spec->name) ||
+                    in_list(failed, failed_cnt, v->spec->name))
+                        continue;
+                attempts++;
+                grown_from[grown_cnt] = observed_parts(obs, v->spec->name);
+                r = sl_topics_grow(adm, v->spec->name, v->grow_parts, errstr,
+                                   sizeof(errstr));
+                if (r == 0) {
+                        grown[grown_cnt++] = v->spec->name;
+                        sl_log(LOG_DEBUG, "TOPICS",
+                               "%s grown to %d partition(s)", v->spec->name,
+                               v->grow_parts);
+                } else {
+                        failed[failed_cnt] = v->spec->name;
+                        failed_why[failed_cnt++] = sl_strdup(errstr);
+                        if (r == -ETIMEDOUT)
+                                break;
+                }
+        }
+
         /* Judge the result as the broker now has it (a topic may also have
          * been created by someone else meanwhile: -EEXIST). */
         if (attempts) {
@@ -756,7 +857,10 @@ static int cmd_apply(const topics_opts_t *o) {
                                 fi = j;
                 if (fi >= 0) {
                         char *text;
-                        if (asprintf(&text, "create failed: %s",
+                        if (asprintf(&text, "%s failed: %s",
+                                     v->status == SL_TOPIC_MISSING
+                                         ? "create"
+                                         : "adding partitions",
                                      failed_why[fi]) < 0)
                                 sl_assert(!"out of memory");
                         print_topic("problem", v->spec, 0, text);
@@ -773,14 +877,32 @@ static int cmd_apply(const topics_opts_t *o) {
                                  v->create_parts == 1 ? "" : "s");
                         print_topic("missing", v->spec, 0, text);
                         would_create++;
+                } else if (o->dry_run && v->status == SL_TOPIC_BAD &&
+                           v->grow_parts > 0 && v->problem_cnt == 1) {
+                        char text[96];
+                        if (in_list(printed, printed_cnt, name))
+                                continue;
+                        snprintf(text, sizeof(text),
+                                 "would grow from %d to %d partitions",
+                                 observed_parts(obs, name), v->grow_parts);
+                        print_topic("grow", v->spec, 0, text);
+                        would_grow++;
                 } else if (v->status == SL_TOPIC_OK) {
                         int was_created = in_list(created, created_cnt, name);
                         if (in_list(printed, printed_cnt, name))
                                 continue;
-                        print_topic(was_created ? "created" : "exists", v->spec,
-                                    observed_parts(obs, name), NULL);
-                        existed += !was_created;
+                        if (!print_grown(v, obs, grown, grown_from,
+                                         grown_cnt)) {
+                                print_topic(was_created ? "created" : "exists",
+                                            v->spec, observed_parts(obs, name),
+                                            NULL);
+                                existed += !was_created;
+                        }
                 } else {
+                        /* Grown, yet some other setting differs. */
+                        if (!in_list(printed, printed_cnt, name))
+                                print_grown(v, obs, grown, grown_from,
+                                            grown_cnt);
                         print_problems(v, 1);
                         problems += v->problem_cnt;
                 }
@@ -789,15 +911,17 @@ static int cmd_apply(const topics_opts_t *o) {
         }
 
         if (problems)
-                printf("apply: %d problem%s; existing topics are never "
-                       "altered\n",
+                printf("apply: %d problem%s; existing topics' configs are "
+                       "never altered\n",
                        problems, problems == 1 ? "" : "s");
         else if (o->dry_run)
-                printf("apply: dry run: would create %d topic%s\n",
-                       would_create, would_create == 1 ? "" : "s");
-        else if (created_cnt)
-                printf("apply: created %d topic%s, %d existed\n", created_cnt,
-                       created_cnt == 1 ? "" : "s", existed);
+                printf("apply: dry run: would create %d topic%s and grow "
+                       "%d\n",
+                       would_create, would_create == 1 ? "" : "s", would_grow);
+        else if (created_cnt || grown_cnt)
+                printf("apply: created %d topic%s, grew %d, %d existed\n",
+                       created_cnt, created_cnt == 1 ? "" : "s", grown_cnt,
+                       existed);
         else
                 printf("apply: nothing to change: all %d topics exist as "
                        "planned\n",
@@ -810,6 +934,8 @@ done:
         free(failed);
         free(failed_why);
         free(printed);
+        free(grown);
+        free(grown_from);
         sl_topicplan_eval_destroy(ev);
         sl_topics_observed_destroy(obs);
         sl_topicplan_destroy(plan);

@@ -5,8 +5,9 @@
  *
  * What a configuration needs and how existing topics are judged is pure
  * logic in topicplan.h; this module only observes (metadata and
- * DescribeConfigs) and creates (CreateTopics).  It never alters or deletes
- * a topic.
+ * DescribeConfigs), creates (CreateTopics) and adds partitions
+ * (CreatePartitions, for sluice's co-partitioned topics: topicplan.h says
+ * why that is safe).  It never alters a topic's configs, nor deletes one.
  *
  * The admin client is a plain producer handle built from the [kafka]
  * section, so SASL/SSL settings apply as they do to `sluice run`.  Every
@@ -50,6 +51,13 @@ int sl_topics_create(sl_topics_admin_t *adm, const char *name, int partitions,
                      int replication_factor, const char *const *keys,
                      const char *const *values, int cnt, char *errstr,
                      size_t errstr_size);
+
+/* Adds partitions to topic name so that it has partitions in all
+ * (CreatePartitions), then waits until the metadata shows them.  Returns 0,
+ * -EINVAL, -ETIMEDOUT or -EIO with a reason in errstr (e.g. the topic
+ * already has that many or more). */
+int sl_topics_grow(sl_topics_admin_t *adm, const char *name, int partitions,
+                   char *errstr, size_t errstr_size);
 
 /* Creates the topic of spec with partitions and the spec's settings; same
  * returns as sl_topics_create. */

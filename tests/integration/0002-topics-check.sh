@@ -2,8 +2,9 @@
 # 0002-topics-check — `sluice topics check` reports every problem in one
 # run, naming each: an overflow with the wrong partition count, a changelog
 # that is not compacted, a changelog keeping tombstones for a week, missing
-# DLQs.  apply then creates what is missing but leaves the wrong topics as
-# they are, and says what differs.  A broker that does not answer is a clear
+# DLQs.  apply then creates what is missing, adds the partitions the
+# overflow lacks (sluice's own co-partitioned topic), leaves the wrongly
+# configured topics as they are, and says what differs.  A broker that does not answer is a clear
 # error within the timeout, not a hang; usage errors exit 2.
 source "$(dirname "$0")/lib.sh"
 
@@ -63,7 +64,7 @@ expect_problem() {
 rc=0
 run_check check1 || rc=$?
 [ "$rc" -eq 1 ] || fail "check exited $rc, want 1"
-expect_problem "$WORK/check1.out" "$PFX-thr.overflow" "has 2 partitions, want 4 like its input $PFX-thr.in"
+expect_problem "$WORK/check1.out" "$PFX-thr.overflow" "has 2 partitions, want 4 like its input $PFX-thr.in \\(apply adds them\\)"
 expect_problem "$WORK/check1.out" "$PFX-thr.changelog" "cleanup.policy is delete, want compact"
 expect_problem "$WORK/check1.out" "$PFX-rem.changelog" "delete.retention.ms is 604800000, want <= 86400000"
 expect_problem "$WORK/check1.out" "$PFX-thr.dlq" "missing"
@@ -76,30 +77,33 @@ for t in thr.in thr.out thr.rates rem.in rem.out; do
 done
 echo "check: the 5 problems named in one run, nothing else"
 
-# apply: creates the DLQs, alters nothing, exits 1 naming what differs.
+# apply: creates the DLQs, grows the overflow, alters no config, exits 1
+# naming what differs.
 rc=0
 "$SLUICE_BIN" topics apply -c "$conf" >"$WORK/apply.out" 2>"$WORK/apply.err" || rc=$?
 cat "$WORK/apply.out"
 [ "$rc" -eq 1 ] || fail "apply exited $rc, want 1 (existing topics differ)"
 grep -Eq "^created +$PFX-thr.dlq " "$WORK/apply.out" || fail "apply did not create $PFX-thr.dlq"
 grep -Eq "^created +$PFX-rem.dlq " "$WORK/apply.out" || fail "apply did not create $PFX-rem.dlq"
-expect_problem "$WORK/apply.out" "$PFX-thr.overflow" "has 2 partitions, want 4"
+grep -Eq "^grown +$PFX-thr.overflow .*grown from 2 to 4 partitions" "$WORK/apply.out" ||
+    fail "apply did not grow $PFX-thr.overflow from 2 to 4 partitions"
 expect_problem "$WORK/apply.out" "$PFX-thr.changelog" "cleanup.policy is delete, want compact"
 expect_problem "$WORK/apply.out" "$PFX-rem.changelog" "delete.retention.ms is 604800000"
 grep -q 'never altered' "$WORK/apply.out" || fail "apply does not say existing topics are left alone"
-[ "$(topic_partitions "$PFX-thr.overflow")" -eq 2 ] || fail "apply changed the overflow's partitions"
+[ "$(topic_partitions "$PFX-thr.overflow")" -eq 4 ] || fail "apply did not give the overflow 4 partitions"
 "$SLUICE_BIN" topics describe -c "$conf" "$PFX-thr.changelog" "$PFX-rem.changelog" >"$WORK/describe.out"
 grep -q "^$PFX-thr.changelog .* cleanup.policy=delete" "$WORK/describe.out" || fail "apply altered $PFX-thr.changelog"
 grep -q "^$PFX-rem.changelog .* delete.retention.ms=604800000" "$WORK/describe.out" || fail "apply altered $PFX-rem.changelog"
-echo "apply: created the 2 missing DLQs, left the 3 wrong topics as they were"
+echo "apply: created the 2 missing DLQs, grew the overflow to 4 partitions, left the 2 misconfigured changelogs as they were"
 
 rc=0
 run_check check2 || rc=$?
 [ "$rc" -eq 1 ] || fail "second check exited $rc, want 1"
 n=$(grep -c '^problem' "$WORK/check2.out")
-[ "$n" -eq 3 ] || fail "second check reported $n problems, want 3"
+[ "$n" -eq 2 ] || fail "second check reported $n problems, want 2"
 ! grep -q "missing" "$WORK/check2.out" || fail "second check still reports a missing topic"
-echo "check after apply: the 3 wrong topics remain, nothing missing"
+grep -Eq "^ok +$PFX-thr.overflow " "$WORK/check2.out" || fail "second check does not say the grown overflow is ok"
+echo "check after apply: the 2 misconfigured changelogs remain, nothing missing"
 
 # A broker that does not answer: an error naming the servers, within the
 # timeout.  (The environment override points the same file elsewhere.)

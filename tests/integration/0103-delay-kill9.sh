@@ -9,6 +9,7 @@
 # transactional producer fences the dead one's open transaction).  At the
 # end every timer id must appear exactly once in the target read with
 # read_committed, at its due time or after.
+# variant: asan
 source "$(dirname "$0")/lib.sh"
 
 in=$PFX.in

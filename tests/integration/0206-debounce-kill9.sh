@@ -11,6 +11,7 @@
 # read_committed output, in the batch of its own group, and batch ids are
 # unique: a batch replayed after a crash was never visible before, because
 # the batch and its items' tombstones commit in one transaction.
+# variant: asan
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 

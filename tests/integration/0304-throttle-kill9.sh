@@ -9,6 +9,7 @@
 # times, and restarted at once with the same instance_id.  At the end the
 # read_committed output holds each message exactly once, in per-key input
 # order, with its header; the backlog is empty.
+# variant: asan
 source "$(dirname "$0")/lib.sh"
 
 in=$PFX.in

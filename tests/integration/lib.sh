@@ -43,9 +43,35 @@ _cleanup() {
     done
     for h in "${CLEANUP_HOOKS[@]}"; do "$h" "$rc" || true; done
     wait 2>/dev/null || true
+    if [ -n "${SLUICE_SANITIZED:-}" ] && ! _sanitizer_clean; then
+        rc=1
+    fi
     if [ "$rc" -eq 0 ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
+    exit "$rc"
 }
 trap _cleanup EXIT
+
+# Under SLUICE_SANITIZED=1 (run.sh's asan variant, SLUICE_BIN=sluice-asan)
+# every sluice this test started must end without a sanitizer report.  A
+# report is fatal (halt_on_error, -fno-sanitize-recover), so the test
+# usually fails on its own; this names the cause.  Leaks are not checked:
+# a SIGKILLed process never gets to report them.
+if [ -n "${SLUICE_SANITIZED:-}" ]; then
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-exitcode=66:detect_leaks=0:halt_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
+_sanitizer_clean() {
+    local f bad=0
+    for f in "$WORK"/sluice-*.log; do
+        [ -e "$f" ] || continue
+        if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
+            echo "FAIL: sanitizer report in $(basename "$f"):" >&2
+            grep -E -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" | head -60 >&2
+            bad=1
+        fi
+    done
+    [ "$bad" -eq 0 ]
+}
 
 # wait_until SECONDS CMD...  — polls CMD every 100 ms until it succeeds.
 wait_until() {

@@ -32,10 +32,9 @@ export SLUICE_BIN=$root/sluice
 export SLUICE_TEST_BOOTSTRAP
 SLUICE_TEST_BOOTSTRAP=$("$broker" bootstrap)
 
-for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
-    [ -e "$t" ] || continue
-    name=$(basename "$t" .sh)
-    case "$name" in *"$pattern"*) ;; *) continue ;; esac
+# run_one SCRIPT LABEL — runs one test with a deadline and reports it.
+run_one() {
+    local t=$1 label=$2 log s rc secs
     log=$(mktemp)
     s=$(date +%s)
     timeout -k 10 "$per_test_timeout" bash "$t" >"$log" 2>&1
@@ -43,17 +42,36 @@ for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
     secs=$(($(date +%s) - s))
     if [ "$rc" -eq 0 ]; then
         passed=$((passed + 1))
-        echo "ok   $name (${secs}s)"
+        echo "ok   $label (${secs}s)"
         grep '^# ' "$log" || true
     else
         failed=$((failed + 1))
-        failed_names+=("$name")
-        echo "FAIL $name (${secs}s, exit $rc)"
+        failed_names+=("$label")
+        echo "FAIL $label (${secs}s, exit $rc)"
         sed 's/^/    /' "$log" | tail -120
         echo "    --- broker log tail ---"
         "$broker" logs 40 | sed 's/^/    /'
     fi
     rm -f "$log"
+}
+
+# A test marked "# variant: asan" runs a second time against the ASan +
+# UBSan build, and fails if a sanitizer reported anything (lib.sh checks
+# the logs of every sluice it started).
+asan_bin=$root/sluice-asan
+for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
+    [ -e "$t" ] || continue
+    name=$(basename "$t" .sh)
+    case "$name" in *"$pattern"*) ;; *) continue ;; esac
+    run_one "$t" "$name"
+    grep -q '^# variant: asan' "$t" || continue
+    if [ ! -x "$asan_bin" ]; then
+        failed=$((failed + 1))
+        failed_names+=("$name[asan]")
+        echo "FAIL $name[asan]: $asan_bin is missing (make asan)"
+        continue
+    fi
+    SLUICE_BIN=$asan_bin SLUICE_SANITIZED=1 run_one "$t" "$name[asan]"
 done
 
 record

@@ -331,11 +331,13 @@ static void test_eval_mismatches(void **state) {
         assert_int_equal(v->status, SL_TOPIC_BAD);
         assert_int_equal(v->problem_cnt, 2);
         assert_true(has_problem(v, "has 2 partitions, want 4 like its input "
-                                   "n.in"));
+                                   "n.in (apply adds them)"));
         assert_true(has_problem(v, "cleanup.policy is delete, want compact"));
+        assert_int_equal(v->grow_parts, 4);
 
         v = verdict_of(ev, "n.overflow");
         assert_int_equal(v->problem_cnt, 3);
+        assert_int_equal(v->grow_parts, 0);
         assert_true(has_problem(v, "cleanup.policy is compact, want delete"));
         assert_true(has_problem(v, "retention.ms is 3600000, want >= "
                                    "21600000"));
@@ -349,6 +351,81 @@ static void test_eval_mismatches(void **state) {
         sl_topicplan_eval_destroy(ev);
         sl_topics_observed_destroy(obs);
         sl_topicplan_destroy(plan);
+}
+
+/* Co-partitioned topics short of partitions may be grown by apply; one with
+ * more than its input may not (the input must grow), and rates, an output
+ * or the input itself never are. */
+static void test_eval_partition_counts(void **state) {
+        conf_t c = {0};
+        sl_pipeline_conf_t *p;
+        sl_topicplan_t *plan;
+        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topicplan_eval_t *ev;
+        const sl_topic_verdict_t *v;
+        (void)state;
+
+        p = add_pipeline(&c, "g", SL_OP_THROTTLE, "g.in");
+        p->output = "g.out";
+        p->dlq = "g.dlq";
+        plan = sl_topicplan_new(&c.conf);
+        sl_topics_observed_add(obs, "g.in", 1, 3);
+        sl_topics_observed_add(obs, "g.out", 1, 1);
+        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_CHANGELOG), 2);
+        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_OVERFLOW), 5);
+        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_RATES), 1);
+        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_DLQ), 1);
+        ev = sl_topicplan_eval(plan, obs);
+
+        v = verdict_of(ev, "g.changelog");
+        assert_int_equal(v->status, SL_TOPIC_BAD);
+        assert_int_equal(v->grow_parts, 3);
+        v = verdict_of(ev, "g.dlq");
+        assert_int_equal(v->status, SL_TOPIC_BAD);
+        assert_int_equal(v->grow_parts, 3);
+        assert_true(has_problem(v, "has 1 partitions, want 3 like its input "
+                                   "g.in (apply adds them)"));
+        v = verdict_of(ev, "g.overflow");
+        assert_int_equal(v->status, SL_TOPIC_BAD);
+        assert_int_equal(v->grow_parts, 0);
+        assert_true(has_problem(v, "partitions cannot be removed: grow the "
+                                   "input to 5"));
+        v = verdict_of(ev, "g.rates");
+        assert_int_equal(v->status, SL_TOPIC_OK);
+        assert_int_equal(v->grow_parts, 0);
+        assert_int_equal(verdict_of(ev, "g.in")->grow_parts, 0);
+        assert_int_equal(verdict_of(ev, "g.out")->grow_parts, 0);
+        sl_topicplan_eval_destroy(ev);
+        sl_topics_observed_destroy(obs);
+        sl_topicplan_destroy(plan);
+}
+
+/* The sentence `sluice run` logs and puts in /readyz names the topic, both
+ * counts and the command that fixes it. */
+static void test_partition_problem(void **state) {
+        char buf[512];
+        (void)state;
+
+        sl_topicplan_partition_problem(buf, sizeof(buf), "p", SL_TOPIC_DLQ,
+                                       "p.dlq", 0, "p.in", 3);
+        assert_string_equal(buf, "pipeline p: dlq topic p.dlq is missing; run "
+                                 "`sluice topics apply` to create it with 3 "
+                                 "partitions like its input p.in");
+        sl_topicplan_partition_problem(buf, sizeof(buf), "p",
+                                       SL_TOPIC_CHANGELOG, "p.changelog", 2,
+                                       "p.in", 3);
+        assert_string_equal(
+            buf, "pipeline p: changelog topic p.changelog has 2 partitions, "
+                 "its input p.in has 3; run `sluice topics apply` (it adds "
+                 "the missing partitions) or kafka-topics --alter --topic "
+                 "p.changelog --partitions 3");
+        sl_topicplan_partition_problem(buf, sizeof(buf), "p", SL_TOPIC_OVERFLOW,
+                                       "p.overflow", 4, "p.in", 3);
+        assert_string_equal(
+            buf, "pipeline p: overflow topic p.overflow has 4 partitions, "
+                 "its input p.in has 3; partitions cannot be removed: grow "
+                 "the input with kafka-topics --alter --topic p.in "
+                 "--partitions 4");
 }
 
 /* One changelog setting at a time against the documented thresholds. */
@@ -549,6 +626,8 @@ int main(void) {
             cmocka_unit_test(test_eval_missing_input),
             cmocka_unit_test(test_eval_as_created_ok),
             cmocka_unit_test(test_eval_mismatches),
+            cmocka_unit_test(test_eval_partition_counts),
+            cmocka_unit_test(test_partition_problem),
             cmocka_unit_test(test_changelog_thresholds),
             cmocka_unit_test(test_overflow_retention),
             cmocka_unit_test(test_eval_undescribed),
