@@ -46,8 +46,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "delay_input.h"
 #include "log.h"
 #include "parts.h"
+#include "topiccache.h"
 #include "util.h"
 
 /* Commit early when a transaction grows past this many records. */
@@ -59,84 +61,87 @@
 #define SL_LOOKUP_TMO_MS 5000
 
 /* ------------------------------------------------------------------ */
-/* Topic metadata cache (operator targets), filled off the loop.        */
+/* Topic metadata cache (operator targets), filled off the loop: the    */
+/* bounded sl_topiccache (topiccache.h), its lookups through sl_kquery. */
 
-#define SL_TOPIC_TTL_POS_MS (60 * 1000)
-#define SL_TOPIC_TTL_NEG_MS (5 * 1000)
-
-typedef struct sl_topic_entry_s {
-        char *name;
-        int partitions; /* 0: does not exist; -1 unknown; SL_TOPIC_LOOKING */
-        int looking;    /* a lookup is in flight */
-        int64_t expires_ms;
-        sl_app_t *app;
-        struct sl_topic_entry_s *next;
-} sl_topic_entry_t;
+_Static_assert(SL_TOPIC_LOOKING == SL_TOPICCACHE_LOOKING &&
+                   SL_TOPIC_FORBIDDEN == SL_TOPICCACHE_FORBIDDEN,
+               "task.h and topiccache.h agree");
 
 struct sl_topic_cache_s {
-        sl_topic_entry_t *head;
-        sl_app_t *app;
+        sl_topiccache_t *tc;
+        sl_gauge_t *m_entries;
+        sl_counter_t *m_evictions;
+        uint64_t evictions_counted;
 };
 
 static void app_resume_lookup_waits(sl_app_t *app);
 
+static void topic_cache_metrics(sl_app_t *app) {
+        sl_topic_cache_t *c = app->topics;
+        sl_topiccache_stats_t st;
+        sl_topiccache_stats(c->tc, &st);
+        sl_gauge_set(c->m_entries, (double)st.entries);
+        if (st.evictions != c->evictions_counted) {
+                sl_counter_add(c->m_evictions,
+                               st.evictions - c->evictions_counted);
+                c->evictions_counted = st.evictions;
+        }
+}
+
 static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
                             const char *topic, int cnt) {
-        sl_topic_entry_t *e = opaque;
+        sl_topiccache_entry_t *e = opaque;
+        sl_topiccache_t *tc = sl_topiccache_of(e);
+        sl_app_t *app = sl_topiccache_opaque(tc);
         (void)topic;
-        e->looking = 0;
-        if (err) {
-                /* Kafka did not answer: keep what we knew, ask again soon. */
-                if (e->partitions == SL_TOPIC_LOOKING)
-                        e->partitions = -1;
-                e->expires_ms = sl_now_ms() + 1000;
-        } else {
-                e->partitions = cnt;
-                e->expires_ms = sl_now_ms() + (cnt > 0 ? SL_TOPIC_TTL_POS_MS
-                                                       : SL_TOPIC_TTL_NEG_MS);
-        }
-        app_resume_lookup_waits(e->app);
-}
-
-static void topic_lookup(sl_app_t *app, sl_topic_entry_t *e) {
-        if (e->looking)
-                return;
-        if (sl_kquery_partitions(app->kq, e->name, SL_LOOKUP_TMO_MS,
-                                 topic_on_lookup, e) == 0)
-                e->looking = 1;
-}
-
-static sl_topic_entry_t *topic_entry(sl_app_t *app, const char *topic) {
-        sl_topic_entry_t *e;
-        for (e = app->topics->head; e; e = e->next)
-                if (!strcmp(e->name, topic))
-                        return e;
-        e = sl_calloc(1, sizeof(*e));
-        e->name = sl_strdup(topic);
-        e->partitions = SL_TOPIC_LOOKING;
-        e->app = app;
-        e->next = app->topics->head;
-        app->topics->head = e;
-        return e;
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                /* No Describe means no Write: refused up front rather
+                 * than by the broker at delivery (which aborts). */
+                sl_topiccache_answer(tc, e, 1, SL_TOPICCACHE_FORBIDDEN,
+                                     sl_now_ms());
+        else /* err: Kafka did not answer; keep what we knew, retry soon */
+                sl_topiccache_answer(tc, e, !err, cnt, sl_now_ms());
+        app_resume_lookup_waits(app);
 }
 
 static int topic_cache_get(sl_app_t *app, const char *topic) {
-        sl_topic_entry_t *e = topic_entry(app, topic);
-        if (e->expires_ms <= sl_now_ms())
-                topic_lookup(app, e);
-        return e->partitions;
+        sl_topiccache_entry_t *look;
+        int r = sl_topiccache_get(app->topics->tc, topic, sl_now_ms(), &look);
+        if (look) {
+                if (sl_kquery_partitions(app->kq, sl_topiccache_name(look),
+                                         SL_LOOKUP_TMO_MS, topic_on_lookup,
+                                         look) != 0)
+                        sl_topiccache_answer(app->topics->tc, look, 0, 0,
+                                             sl_now_ms());
+                topic_cache_metrics(app);
+        }
+        return r;
+}
+
+static void topic_cache_new(sl_app_t *app) {
+        sl_topic_cache_t *c = sl_calloc(1, sizeof(*c));
+        c->tc = sl_topiccache_new(SL_TOPICCACHE_CAPACITY, SL_TOPICCACHE_LOOKUPS,
+                                  app);
+        c->m_entries = sl_metrics_gauge(
+            app->metrics, "sluice_topic_cache_entries",
+            "Topics in the target metadata cache (at most 1024).", NULL);
+        c->m_evictions = sl_metrics_counter(
+            app->metrics, "sluice_topic_cache_evictions_total",
+            "Topics evicted from the full target metadata cache.", NULL);
+        app->topics = c;
+}
+
+static void topic_cancel_cb(sl_topiccache_entry_t *e, void *opaque) {
+        sl_app_t *app = opaque;
+        sl_kquery_cancel(app->kq, e);
 }
 
 static void topic_cache_destroy(sl_app_t *app) {
-        sl_topic_entry_t *e, *next;
         if (!app->topics)
                 return;
-        for (e = app->topics->head; e; e = next) {
-                next = e->next;
-                sl_kquery_cancel(app->kq, e);
-                free(e->name);
-                free(e);
-        }
+        sl_topiccache_foreach_looking(app->topics->tc, topic_cancel_cb, app);
+        sl_topiccache_destroy(app->topics->tc);
         free(app->topics);
         app->topics = NULL;
 }
@@ -146,6 +151,8 @@ int sl_task_topic_partitions(sl_task_t *t, const char *topic) {
 }
 
 int sl_app_is_internal_topic(const sl_app_t *app, const char *name) {
+        if (sl_topic_is_kafka_internal(name))
+                return 1;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 const sl_pipeline_conf_t *pc = app->pipelines[i].conf;
                 if ((pc->changelog && !strcmp(name, pc->changelog)) ||
@@ -1476,8 +1483,6 @@ static int app_run(sl_conf_t *conf) {
         app->kafka_up = 1;
         app->loop = sl_malloc(sizeof(uv_loop_t));
         uv_loop_init(app->loop);
-        app->topics = sl_calloc(1, sizeof(*app->topics));
-        app->topics->app = app;
         /* Unique to this process: how a fenced instance tells its own
          * membership from another process's (txn.h). */
         gethostname(host, sizeof(host));
@@ -1486,6 +1491,7 @@ static int app_run(sl_conf_t *conf) {
                  host, (int)getpid(),
                  (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
         app->metrics = sl_metrics_new();
+        topic_cache_new(app);
         app->m_rebalances = sl_metrics_counter(
             app->metrics, "sluice_rebalances_total",
             "Rebalance events (assignments and revocations).", NULL);
@@ -1536,6 +1542,29 @@ static void run_usage(FILE *out) {
                      "leaves.\n");
 }
 
+/* Kafka's internal topics are never written, not even as a configured
+ * output or default_target (sluice's own are refused by the config
+ * loader).  Returns 0, or -1 after printing each offence. */
+static int app_check_outputs(const sl_conf_t *conf, const char *path) {
+        int bad = 0;
+        for (int i = 0; i < conf->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *pc = &conf->pipelines[i];
+                const char *keys[] = {"output", "default_target"};
+                const char *names[] = {pc->output, pc->default_target};
+                for (size_t j = 0; j < SL_ARRAY_SIZE(keys); j++) {
+                        if (!sl_topic_is_kafka_internal(names[j]))
+                                continue;
+                        fprintf(stderr,
+                                "%s: [pipeline %s] %s: '%s' is an internal "
+                                "topic of Kafka (\"__*\"); sluice never "
+                                "writes there\n",
+                                path, pc->name, keys[j], names[j]);
+                        bad = 1;
+                }
+        }
+        return bad ? -1 : 0;
+}
+
 int sl_app_cmd(int argc, char **argv) {
         static const struct option opts[] = {{"config", 1, NULL, 'c'},
                                              {"help", 0, NULL, 'h'},
@@ -1564,6 +1593,10 @@ int sl_app_cmd(int argc, char **argv) {
         }
         if (sl_conf_load(path, 1, &conf, stderr) != 0)
                 return SL_EXIT_FAIL;
+        if (app_check_outputs(conf, path) != 0) {
+                sl_conf_destroy(conf);
+                return SL_EXIT_FAIL;
+        }
         sl_log_set_level(conf->log_level);
         signal(SIGPIPE, SIG_IGN);
         c = app_run(conf);

@@ -3,10 +3,11 @@
  *
  * DESIGN
  *
- * Keys.  A chained hash table (power-of-two buckets, intrusive `hnext`)
- * maps the throttle key bytes to an sl_bkey_t holding, in one allocation
- * with the key bytes: the token bucket and the rate in force, the ring of
- * buffered messages, drained_to, and the links of the structures below.
+ * Keys.  A chained hash table (power-of-two buckets, intrusive `hnext`,
+ * seeded sl_hash() of hash.h) maps the throttle key bytes to an sl_bkey_t
+ * holding, in one allocation with the key bytes: the token bucket and the
+ * rate in force, the ring of buffered messages, drained_to, and the links
+ * of the structures below.
  * A key exists as long as it carries state worth keeping: a backlog, a
  * bucket below full, a drained_to the checkpoint has not passed, or a
  * changelog record not yet written (see sl_backlog_sweep()).
@@ -92,6 +93,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "util.h"
 
 #define NOT_IN       UINT32_MAX
@@ -472,28 +474,10 @@ static int cache_admit(sl_bkey_t *k, uint32_t i, const void *payload,
  * Keys: hash table, idle list, dirty list
  */
 
-static uint64_t hash_key(const void *key, size_t len) {
-        const unsigned char *p = key;
-        uint64_t h = 0x243f6a8885a308d3ULL ^ (len * 0x9e3779b97f4a7c15ULL);
-        uint64_t w;
-
-        for (; len >= 8; p += 8, len -= 8) {
-                memcpy(&w, p, 8);
-                h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-                h ^= h >> 31;
-        }
-        if (len) {
-                w = 0;
-                memcpy(&w, p, len);
-                h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-                h ^= h >> 31;
-        }
-        h ^= h >> 30;
-        h *= 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 27;
-        h *= 0x94d049bb133111ebULL;
-        h ^= h >> 31;
-        return h;
+/* Throttle keys come from producers: a seeded hash (hash.h), so none can
+ * aim its keys at one bucket. */
+static inline uint64_t hash_key(const void *key, size_t len) {
+        return sl_hash(key, len);
 }
 
 static inline int key_eq(const sl_bkey_t *k, const void *key, size_t keylen) {

@@ -21,7 +21,9 @@
  *                 within max_delay                  bad-delay, bad-at,
  *                                                   delay-too-long
  *   8. partition  non-negative int32                bad-target-partition
- *   9. target     not internal, matches the globs   target-internal,
+ *   9. target     not internal (Kafka's "__*" or    target-internal,
+ *                 any pipeline's own topics),
+ *                 matches the globs
  *                                                   target-not-allowed
  *
  * Nothing is copied that does not have to be: the request points into the
@@ -139,6 +141,10 @@ static const char *topic_illegal(const char *name, size_t len) {
                                "[A-Za-z0-9._-]";
         }
         return NULL;
+}
+
+int sl_topic_is_kafka_internal(const char *name) {
+        return name && name[0] == '_' && name[1] == '_';
 }
 
 /* Parses a non-negative int32 in decimal, digits only; -1 if it is not. */
@@ -540,6 +546,10 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
         }
 
         /* 9: may it write there? */
+        if (sl_topic_is_kafka_internal(req->target))
+                return refuse(req, SL_DELAY_TARGET_INTERNAL, detail,
+                              detail_size, "'%s' is an internal topic of Kafka",
+                              req->target);
         for (int i = 0; i < params->internal_cnt; i++)
                 if (params->internal_topics[i] &&
                     !strcmp(req->target, params->internal_topics[i]))

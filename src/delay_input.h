@@ -29,6 +29,11 @@
 #define SL_DELAY_DUE_MIN_MS 0
 #define SL_DELAY_DUE_MAX_MS 253402300799999LL /* 9999-12-31T23:59:59.999Z */
 
+/* 1 if name is one of Kafka's own topics (__consumer_offsets,
+ * __transaction_state, ...: by convention every name starting with "__"),
+ * which are never a target whatever allowed_targets says. */
+int sl_topic_is_kafka_internal(const char *name);
+
 /* One record header.  value NULL is a null header (distinct from ""). */
 typedef struct sl_hdr_s {
         const char *name;

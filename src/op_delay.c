@@ -566,10 +566,17 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         target = dp->targets[v.target_idx];
         /* The timer's id and due time name this work across replays. */
         sl_task_origin(t, sl_timer_key(tm), tm->keylen, tm->due_ms);
-        parts = sl_task_topic_partitions(t, target);
-        if (parts == 0) {
+        if (sl_app_is_internal_topic(t->app, target)) {
+                /* Refused at input since; scheduled before, or another
+                 * pipeline took the name. */
+                delay_fire_dlq(t, tm, &v, "target-internal",
+                               "the target is an internal topic");
+        } else if ((parts = sl_task_topic_partitions(t, target)) == 0) {
                 delay_fire_dlq(t, tm, &v, "target-missing",
                                "the target topic no longer exists");
+        } else if (parts == SL_TOPIC_FORBIDDEN) {
+                delay_fire_dlq(t, tm, &v, "target-refused",
+                               "not authorized to write to the target");
         } else if (v.partition >= 0 && parts > 0 && v.partition >= parts) {
                 delay_fire_dlq(t, tm, &v, "bad-target-partition",
                                "the target has fewer partitions now");
@@ -749,6 +756,12 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         snprintf(detail, sizeof(detail),
                                  "target topic %s does not exist", target);
                         sl_task_dlq(t, m, "unknown-target", detail);
+                        goto out_req;
+                }
+                if (parts == SL_TOPIC_FORBIDDEN) {
+                        snprintf(detail, sizeof(detail),
+                                 "not authorized to write to %s", target);
+                        sl_task_dlq(t, m, "target-refused", detail);
                         goto out_req;
                 }
                 if (req.target_partition >= 0 && parts > 0 &&

@@ -5,48 +5,47 @@
 
 #include <string.h>
 
-#define FNV_OFFSET 1469598103934665603ULL
-#define FNV_PRIME  1099511628211ULL
+#include "hash.h"
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-        const unsigned char *b = p;
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ b[i]) * FNV_PRIME;
-        return h;
-}
+/* Identities hash bytes the producers chose (keys, values, timer ids), so
+ * they use the seeded sl_hash() (hash.h): nobody outside the process can
+ * make another record's identity collide with one that was refused.  Each
+ * part is hashed alone and the part hashes are hashed together, so no
+ * separator is needed between them. */
 
-static uint64_t fnv_sep(uint64_t h, unsigned char sep) {
-        return (h ^ sep) * FNV_PRIME;
-}
-
+/* Fits 62 bits (the opaque keeps two flag bits); never 0. */
 static uint64_t finish(uint64_t h) {
-        /* A final mix so nearby inputs spread over the 62 bits. */
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 33;
         h &= (1ULL << 62) - 1;
         return h ? h : 1;
 }
 
 uint64_t sl_refused_id(const char *topic, const void *key, size_t keylen,
                        uint64_t origin, const void *value, size_t valuelen) {
-        uint64_t h = fnv(FNV_OFFSET, topic, strlen(topic));
-        h = fnv_sep(h, 0xff);
-        if (key)
-                h = fnv(h, key, keylen);
-        h = fnv_sep(h, 0xfe);
-        if (origin)
-                h = fnv(h, &origin, sizeof(origin));
-        else if (value)
-                h = fnv(h, value, valuelen);
-        return finish(h);
+        uint64_t part[4];
+        part[0] = sl_hash(topic, strlen(topic));
+        part[1] = key ? sl_hash(key, keylen) : 0;
+        part[2] = origin ? 1 : 2;
+        part[3] = origin ? origin : value ? sl_hash(value, valuelen) : 0;
+        return finish(sl_hash(part, sizeof(part)));
 }
 
 uint64_t sl_refused_origin(const void *bytes, size_t len, int64_t n) {
-        uint64_t h = fnv(FNV_OFFSET, bytes, len);
-        h = fnv_sep(h, 0xfd);
-        h = fnv(h, &n, sizeof(n));
-        return finish(h);
+        /* Short ids (every input record has one: its partition) are hashed
+         * once, with n, in at most SHORT bytes; longer ones are hashed
+         * first, and their hash with n in SHORT + 1 bytes, a length no
+         * short id reaches. */
+        enum { SHORT = 56 };
+        unsigned char buf[SHORT + 1] = {0};
+        uint64_t h;
+        memcpy(buf, &n, sizeof(n));
+        if (len <= SHORT - sizeof(n)) {
+                if (len)
+                        memcpy(buf + sizeof(n), bytes, len);
+                return finish(sl_hash(buf, sizeof(n) + len));
+        }
+        h = sl_hash(bytes, len);
+        memcpy(buf + sizeof(n), &h, sizeof(h));
+        return finish(sl_hash(buf, sizeof(buf)));
 }
 
 static sl_refused_entry_t *find(const sl_refused_t *r, uint64_t id,

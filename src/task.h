@@ -169,6 +169,9 @@ struct sl_task_s {
 
 /* sl_task_topic_partitions(): the topic is being looked up. */
 #define SL_TOPIC_LOOKING (-2)
+/* sl_task_topic_partitions(): sluice may not describe the topic (an ACL),
+ * so it may not write there either. */
+#define SL_TOPIC_FORBIDDEN (-3)
 
 /* Produces one record into the open transaction (opened on demand).
  * partition may be RD_KAFKA_PARTITION_UA.  hdrs (may be NULL) is owned by
@@ -212,6 +215,7 @@ void sl_task_wake_at(sl_task_t *t, int64_t when_ms);
 /* Partition count of a topic the operator wants to write to (cached
  * metadata, refreshed in the background, never a blocking call): > 0, 0 if
  * the topic does not exist, -1 if unknown now (Kafka did not answer),
+ * SL_TOPIC_FORBIDDEN if Kafka refused to describe it to sluice's principal,
  * SL_TOPIC_LOOKING the first time a topic is asked for, while it is looked
  * up (an input() may then call sl_task_input_retry()). */
 int sl_task_topic_partitions(sl_task_t *t, const char *topic);
@@ -233,7 +237,9 @@ void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n);
  * commit, not the commit interval). */
 void sl_task_commit_soon(sl_task_t *t);
 
-/* 1 if name is one of sluice's internal topics (any pipeline's). */
+/* 1 if name may never be written as a target: one of Kafka's internal
+ * topics (__*) or of sluice's (any pipeline's changelog, overflow, rates
+ * or DLQ). */
 int sl_app_is_internal_topic(const sl_app_t *app, const char *name);
 
 /* The configuration the app runs with. */

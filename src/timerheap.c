@@ -32,15 +32,17 @@
  * held a burst gives the memory back.  Resizing the buckets rehashes the
  * keys by walking the heap array (every timer is in it exactly once).
  *
- * The hash is a small multiply-rotate over 8-byte words with a murmur-style
- * finaliser, so the low bits used as the bucket index depend on every key
- * byte.
+ * Keys are chosen by whoever produces to the input (timer ids, debounce
+ * groups and items, rates keys), so the bucket index comes from sl_hash()
+ * (hash.h): SipHash under a per-process secret seed, which no producer can
+ * aim at one bucket.
  */
 #include "timerheap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "util.h"
 
 /* Chains average at most this many timers before the bucket array doubles.
@@ -63,39 +65,9 @@ struct sl_timerheap_s {
         size_t bytes;    /* key + data bytes of all timers */
 };
 
-static inline uint64_t rotl64(uint64_t x, int r) {
-        return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t hash_bytes(const void *key, size_t len) {
-        const unsigned char *p = key;
-        uint64_t h = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)len << 32);
-        uint64_t w;
-
-        while (len >= 8) {
-                memcpy(&w, p, 8);
-                h ^= w * 0x87c37b91114253d5ULL;
-                h = rotl64(h, 31) * 0x4cf5ad432745937fULL;
-                p += 8;
-                len -= 8;
-        }
-        if (len) {
-                w = 0;
-                memcpy(&w, p, len);
-                h ^= w * 0x87c37b91114253d5ULL;
-                h = rotl64(h, 31) * 0x4cf5ad432745937fULL;
-        }
-        h ^= h >> 33;
-        h *= 0xff51afd7ed558ccdULL;
-        h ^= h >> 33;
-        h *= 0xc4ceb9fe1a85ec53ULL;
-        h ^= h >> 33;
-        return h;
-}
-
 static inline size_t bucket_of(const sl_timerheap_t *h, const void *key,
                                size_t keylen) {
-        return (size_t)hash_bytes(key, keylen) & (h->nbuckets - 1);
+        return (size_t)sl_hash(key, keylen) & (h->nbuckets - 1);
 }
 
 static inline int key_eq(const sl_timer_t *t, const void *key, size_t keylen) {

@@ -334,6 +334,22 @@ static const refusal_t refusals[] = {
      "{\"topic\":\"p.changelog\",\"message\":\"m\",\"countdown\":1}",
      {NULL},
      "p.changelog"},
+    /* Kafka's own topics (test_kafka_internal: whatever the globs say). */
+    {"target-internal",
+     0,
+     NULL,
+     "k",
+     "v",
+     {"sluice-target=__consumer_offsets", "sluice-delay=1s"},
+     "'__consumer_offsets' is an internal topic of Kafka"},
+    {"target-internal",
+     1,
+     NULL,
+     "k",
+     "{\"topic\":\"__transaction_state\",\"message\":\"m\","
+     "\"countdown\":1}",
+     {NULL},
+     "__transaction_state"},
     {"bad-target-partition",
      0,
      NULL,
@@ -1046,6 +1062,48 @@ static void test_details_escaped(void **state) {
         }
 }
 
+/* Kafka's internal topics are refused even when allowed_targets lets
+ * every name through. */
+static void test_kafka_internal(void **state) {
+        static const char *const names[] = {"__consumer_offsets",
+                                            "__transaction_state", "__x"};
+        static const char *const hdrs[] = {"sluice-delay=1s", NULL};
+        char err[128], detail[256], target[64];
+        sl_globs_t any;
+        sl_delay_params_t p = params(SL_INPUT_HEADERS, NULL);
+        sl_delay_req_t req;
+        sl_delay_record_t rec;
+        (void)state;
+
+        assert_int_equal(sl_globs_parse("*", &any, err, sizeof(err)), 0);
+        p.allowed_targets = &any;
+        for (size_t i = 0; i < SL_ARRAY_SIZE(names); i++) {
+                const char *h[] = {target, hdrs[0], NULL};
+                snprintf(target, sizeof(target), "sluice-target=%s", names[i]);
+                assert_true(sl_globs_match(&any, names[i]));
+                rec = record("k", "v", h);
+                assert_int_equal(sl_delay_input_parse(&p, &rec, NOW, &req,
+                                                      detail, sizeof(detail)),
+                                 SL_DELAY_TARGET_INTERNAL);
+                assert_non_null(strstr(detail, "internal topic of Kafka"));
+                sl_delay_req_clear(&req);
+        }
+        /* One underscore is an ordinary name. */
+        {
+                const char *h[] = {"sluice-target=_orders", hdrs[0], NULL};
+                rec = record("k", "v", h);
+                assert_int_equal(sl_delay_input_parse(&p, &rec, NOW, &req,
+                                                      detail, sizeof(detail)),
+                                 SL_DELAY_OK);
+                sl_delay_req_clear(&req);
+        }
+        assert_true(sl_topic_is_kafka_internal("__consumer_offsets"));
+        assert_false(sl_topic_is_kafka_internal("_x"));
+        assert_false(sl_topic_is_kafka_internal("x__"));
+        assert_false(sl_topic_is_kafka_internal(""));
+        sl_globs_free(&any);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_reason_strings),
@@ -1064,6 +1122,7 @@ int main(void) {
             cmocka_unit_test(test_due_range),
             cmocka_unit_test(test_keyless),
             cmocka_unit_test(test_details_escaped),
+            cmocka_unit_test(test_kafka_internal),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,237 @@
+/*
+ * topiccache.c — the bounded topic metadata cache (see topiccache.h).
+ *
+ * Layout: a fixed array of `capacity` slots, filled in order and reused in
+ * place once full (so an entry never moves: a lookup in flight may hold a
+ * pointer to it), and a chained index over them, a power-of-two array of
+ * slot numbers at least twice the capacity, keyed by sl_hash() of the name.
+ */
+#include "topiccache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "util.h"
+
+#define NONE (-1)
+
+/* Credits (topiccache.h, "Eviction"). */
+#define CREDIT_EXISTS  3
+#define CREDIT_MISSING 1
+
+struct sl_topiccache_entry_s {
+        char *name; /* NULL: a free slot */
+        uint64_t hash;
+        int32_t next; /* next slot in the same bucket, or NONE */
+        int partitions;
+        int looking; /* a lookup is in flight */
+        int credit;
+        int64_t expires_ms;
+        sl_topiccache_t *tc;
+};
+
+struct sl_topiccache_s {
+        sl_topiccache_entry_t *slots;
+        size_t capacity;
+        size_t used; /* slots [0, used) have been filled at least once */
+        size_t entries;
+        size_t hand; /* the CLOCK hand */
+        int32_t *buckets;
+        size_t nbuckets; /* power of two */
+        int max_lookups;
+        int lookups;
+        uint64_t evictions;
+        uint64_t deferred;
+        void *opaque;
+};
+
+sl_topiccache_t *sl_topiccache_new(size_t capacity, int max_lookups,
+                                   void *opaque) {
+        sl_topiccache_t *tc;
+        sl_assert(max_lookups >= 1 && capacity >= 2 * (size_t)max_lookups &&
+                  capacity < INT32_MAX / 4);
+        tc = sl_calloc(1, sizeof(*tc));
+        tc->slots = sl_calloc(capacity, sizeof(*tc->slots));
+        tc->capacity = capacity;
+        tc->nbuckets = 1;
+        while (tc->nbuckets < 2 * capacity)
+                tc->nbuckets <<= 1;
+        tc->buckets = sl_malloc(tc->nbuckets * sizeof(*tc->buckets));
+        for (size_t i = 0; i < tc->nbuckets; i++)
+                tc->buckets[i] = NONE;
+        tc->max_lookups = max_lookups;
+        tc->opaque = opaque;
+        return tc;
+}
+
+void sl_topiccache_destroy(sl_topiccache_t *tc) {
+        if (!tc)
+                return;
+        for (size_t i = 0; i < tc->used; i++)
+                free(tc->slots[i].name);
+        free(tc->slots);
+        free(tc->buckets);
+        free(tc);
+}
+
+static sl_topiccache_entry_t *find(const sl_topiccache_t *tc, const char *name,
+                                   uint64_t hash) {
+        int32_t i = tc->buckets[hash & (tc->nbuckets - 1)];
+        for (; i != NONE; i = tc->slots[i].next) {
+                sl_topiccache_entry_t *e = &tc->slots[i];
+                if (e->hash == hash && !strcmp(e->name, name))
+                        return e;
+        }
+        return NULL;
+}
+
+static void unlink_entry(sl_topiccache_t *tc, sl_topiccache_entry_t *e) {
+        int32_t self = (int32_t)(e - tc->slots);
+        int32_t *link = &tc->buckets[e->hash & (tc->nbuckets - 1)];
+        while (*link != self) {
+                sl_assert(*link != NONE);
+                link = &tc->slots[*link].next;
+        }
+        *link = e->next;
+}
+
+/* A slot for a new entry: a never-used one, or the one CLOCK evicts. */
+static sl_topiccache_entry_t *take_slot(sl_topiccache_t *tc, int64_t now_ms) {
+        sl_topiccache_entry_t *e;
+        if (tc->used < tc->capacity)
+                return &tc->slots[tc->used++];
+        /* Every pass takes a credit (at most CREDIT_EXISTS) from each entry
+         * not in flight, and fewer than half are in flight. */
+        for (size_t step = 0; step < (CREDIT_EXISTS + 1) * tc->capacity;
+             step++) {
+                e = &tc->slots[tc->hand];
+                tc->hand = (tc->hand + 1) % tc->capacity;
+                if (e->looking)
+                        continue;
+                if (e->credit > 0 && e->expires_ms > now_ms) {
+                        e->credit--;
+                        continue;
+                }
+                unlink_entry(tc, e);
+                free(e->name);
+                e->name = NULL;
+                tc->entries--;
+                tc->evictions++;
+                return e;
+        }
+        sl_assert(!"topiccache: nothing to evict");
+        return NULL;
+}
+
+int sl_topiccache_get(sl_topiccache_t *tc, const char *topic, int64_t now_ms,
+                      sl_topiccache_entry_t **lookupp) {
+        uint64_t hash = sl_hash(topic, strlen(topic));
+        sl_topiccache_entry_t *e = find(tc, topic, hash);
+        size_t b;
+
+        *lookupp = NULL;
+        if (!e) {
+                if (tc->lookups >= tc->max_lookups) {
+                        tc->deferred++;
+                        return SL_TOPICCACHE_LOOKING;
+                }
+                e = take_slot(tc, now_ms);
+                memset(e, 0, sizeof(*e));
+                e->name = sl_strdup(topic);
+                e->hash = hash;
+                e->partitions = SL_TOPICCACHE_LOOKING;
+                e->tc = tc;
+                b = hash & (tc->nbuckets - 1);
+                e->next = tc->buckets[b];
+                tc->buckets[b] = (int32_t)(e - tc->slots);
+                tc->entries++;
+        } else if (e->partitions > 0) {
+                e->credit = CREDIT_EXISTS;
+        }
+        if (!e->looking && e->expires_ms <= now_ms &&
+            tc->lookups < tc->max_lookups) {
+                e->looking = 1;
+                tc->lookups++;
+                *lookupp = e;
+        }
+        return e->partitions;
+}
+
+void sl_topiccache_answer(sl_topiccache_t *tc, sl_topiccache_entry_t *e, int ok,
+                          int partitions, int64_t now_ms) {
+        sl_assert(e->tc == tc && e->looking && tc->lookups > 0);
+        e->looking = 0;
+        tc->lookups--;
+        if (!ok) {
+                /* Keep what we knew; ask again soon. */
+                if (e->partitions == SL_TOPICCACHE_LOOKING)
+                        e->partitions = SL_TOPICCACHE_UNKNOWN;
+                e->expires_ms = now_ms + SL_TOPICCACHE_RETRY_MS;
+                e->credit = CREDIT_MISSING;
+                return;
+        }
+        e->partitions = partitions > 0 || partitions == SL_TOPICCACHE_FORBIDDEN
+                            ? partitions
+                            : 0;
+        e->expires_ms = now_ms + (partitions > 0 ? SL_TOPICCACHE_TTL_POS_MS
+                                                 : SL_TOPICCACHE_TTL_NEG_MS);
+        e->credit = partitions > 0 ? CREDIT_EXISTS : CREDIT_MISSING;
+}
+
+const char *sl_topiccache_name(const sl_topiccache_entry_t *e) {
+        return e->name;
+}
+
+sl_topiccache_t *sl_topiccache_of(const sl_topiccache_entry_t *e) {
+        return e->tc;
+}
+
+void *sl_topiccache_opaque(const sl_topiccache_t *tc) {
+        return tc->opaque;
+}
+
+void sl_topiccache_foreach_looking(sl_topiccache_t *tc,
+                                   void (*cb)(sl_topiccache_entry_t *e,
+                                              void *opaque),
+                                   void *opaque) {
+        for (size_t i = 0; i < tc->used; i++)
+                if (tc->slots[i].name && tc->slots[i].looking)
+                        cb(&tc->slots[i], opaque);
+}
+
+void sl_topiccache_stats(const sl_topiccache_t *tc, sl_topiccache_stats_t *st) {
+        st->entries = tc->entries;
+        st->capacity = tc->capacity;
+        st->lookups = tc->lookups;
+        st->evictions = tc->evictions;
+        st->deferred = tc->deferred;
+}
+
+int sl_topiccache_verify(const sl_topiccache_t *tc) {
+        size_t entries = 0, indexed = 0;
+        int lookups = 0;
+        for (size_t i = 0; i < tc->used; i++) {
+                const sl_topiccache_entry_t *e = &tc->slots[i];
+                if (!e->name)
+                        continue;
+                entries++;
+                lookups += e->looking;
+                if (e->hash != sl_hash(e->name, strlen(e->name)) ||
+                    find(tc, e->name, e->hash) != e)
+                        return -1;
+        }
+        for (size_t b = 0; b < tc->nbuckets; b++)
+                for (int32_t i = tc->buckets[b]; i != NONE;
+                     i = tc->slots[i].next) {
+                        if ((size_t)i >= tc->used || !tc->slots[i].name ||
+                            (tc->slots[i].hash & (tc->nbuckets - 1)) != b ||
+                            ++indexed > entries)
+                                return -1;
+                }
+        if (entries != tc->entries || indexed != entries ||
+            lookups != tc->lookups || lookups > tc->max_lookups ||
+            entries > tc->capacity)
+                return -1;
+        return 0;
+}
