@@ -36,7 +36,7 @@ write_conf $cap
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 "$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
 
-sluice_start_http main "$conf"
+SLUICE_INSTANCE_ID=$PFX-a sluice_start_http main "$conf"
 wait_readyz main 200 30
 echo "sluice ready, max_pending_timers = $cap"
 
@@ -87,7 +87,7 @@ note "delay cap: $pauses pauses before the restart"
 # kill -9 while paused; the next instance has room for everything.
 sluice_kill main KILL || true
 write_conf 1000
-sluice_start_http main "$conf"
+SLUICE_INSTANCE_ID=$PFX-a sluice_start_http main "$conf"
 wait_readyz main 200 60
 all_in() { [ "$(sluice_metric main "sluice_timers_pending{pipeline=\"$PFX\"}")" = $far ]; }
 wait_until 30 all_in ||
