@@ -205,8 +205,8 @@ static const conf_key_t conf_keys[] = {
      "0", NULL, 0, PIPE(payload_cache_bytes),
      "Memory for backlog payloads; the rest are re-read from the overflow "
      "topic."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "max_backlog_keys", KT_INT, NULL,
-     "5000000", "0", NULL, 0, PIPE(max_backlog_keys),
+    {SECT_PIPELINE, SL_OP_THROTTLE, "max_backlog_keys", KT_INT, NULL, "5000000",
+     "0", NULL, 0, PIPE(max_backlog_keys),
      "Keys held in memory on this instance (a backlog, or a bucket not yet "
      "full again); a record for a new key waits (input paused) at the cap. "
      "~200 B + key per key: 5M ~ 1-1.5 GiB. 0 = unlimited."},
@@ -231,8 +231,8 @@ static const conf_key_t conf_keys[] = {
      "headers", NULL, NULL, 0, PIPE(input_format),
      "`headers`: sluice-* headers; `json-envelope`: a "
      "`{\"topic\",\"message\",\"countdown\"}` value."},
-    {SECT_PIPELINE, SL_OP_DELAY, "max_pending_timers", KT_INT, NULL,
-     "5000000", "0", NULL, 0, PIPE(max_pending_timers),
+    {SECT_PIPELINE, SL_OP_DELAY, "max_pending_timers", KT_INT, NULL, "5000000",
+     "0", NULL, 0, PIPE(max_pending_timers),
      "Pending timers on this instance; a record for a new timer id waits "
      "(input paused) at the cap. A timer costs 160-420 B of RSS beyond its "
      "key and data: 5M ~ 0.8-2 GiB. 0 = unlimited."},
@@ -254,8 +254,8 @@ static const conf_key_t conf_keys[] = {
     {SECT_PIPELINE, SL_OP_DEBOUNCE, "output_format", KT_ENUM, output_formats,
      "json", NULL, NULL, 0, PIPE(output_format),
      "Batch encoding: `json` or `protobuf` (proto/)."},
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_open_groups", KT_INT, NULL,
-     "1000000", "0", NULL, 0, PIPE(max_open_groups),
+    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_open_groups", KT_INT, NULL, "1000000",
+     "0", NULL, 0, PIPE(max_open_groups),
      "Open groups on this instance; a record for a new group waits (input "
      "paused) at the cap. ~250 B + key per group: 1M ~ 250-400 MiB. 0 = "
      "unlimited."},

@@ -84,7 +84,7 @@ typedef struct sl_pipeline_conf_s {
         sl_rate_t default_rate;
         int64_t ttl_ms;
         int64_t payload_cache_bytes;
-        int64_t max_backlog_keys;     /* caps (task.h): 0 = unlimited */
+        int64_t max_backlog_keys; /* caps (task.h): 0 = unlimited */
         int64_t max_backlog_messages;
 
         /* delay and debounce */

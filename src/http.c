@@ -296,7 +296,7 @@ handle_request(void *cls, struct MHD_Connection *conn, const char *url,
                 if (ready)
                         return reply_text(conn, MHD_HTTP_OK,
                                           strcmp(body, "\n") ? body
-                                                              : "ready\n");
+                                                             : "ready\n");
                 return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, body);
         }
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");

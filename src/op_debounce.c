@@ -251,9 +251,9 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                        pc->max_open_groups);
         dp->c_items = sl_pipeline_cap(pl, "max_pending_items", "pending items",
                                       pc->max_pending_items);
-        dp->c_bytes = sl_pipeline_cap(pl, "max_pending_bytes",
-                                      "payload bytes pending",
-                                      pc->max_pending_bytes);
+        dp->c_bytes =
+            sl_pipeline_cap(pl, "max_pending_bytes", "payload bytes pending",
+                            pc->max_pending_bytes);
         pl->op_data = dp;
         return 0;
 }
@@ -700,8 +700,8 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 rec.seq = m->offset;
         }
         rec.last_update_ms = now;
-        rec.group_opened_ms = open ? SL_MIN(grp.opened_ms, rec.first_seen_ms)
-                                   : rec.first_seen_ms;
+        rec.group_opened_ms =
+            open ? SL_MIN(grp.opened_ms, rec.first_seen_ms) : rec.first_seen_ms;
         rec.payload.data = m->payload;
         rec.payload.len = m->len;
         plen = sluice__v1__debounce_item__get_packed_size(&rec);

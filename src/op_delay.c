@@ -312,11 +312,11 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             "Due time to produced (before the transaction commits).",
             sl_metrics_buckets_latency, sl_metrics_buckets_latency_cnt,
             "pipeline", name, NULL);
-        dp->c_timers = sl_pipeline_cap(pl, "max_pending_timers",
-                                       "pending timers", pc->max_pending_timers);
-        dp->c_bytes = sl_pipeline_cap(pl, "max_pending_bytes",
-                                      "bytes of pending timers",
-                                      pc->max_pending_bytes);
+        dp->c_timers = sl_pipeline_cap(
+            pl, "max_pending_timers", "pending timers", pc->max_pending_timers);
+        dp->c_bytes =
+            sl_pipeline_cap(pl, "max_pending_bytes", "bytes of pending timers",
+                            pc->max_pending_bytes);
         pl->op_data = dp;
         return 0;
 }
@@ -616,8 +616,8 @@ static int delay_over_cap(sl_task_t *t, const rd_kafka_message_t *m,
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
         const sl_timer_t *old;
-        int64_t bytes = (int64_t)(m->key_len + req->payload_len +
-                                  req->target_key_len + 8);
+        int64_t bytes =
+            (int64_t)(m->key_len + req->payload_len + req->target_key_len + 8);
         for (size_t i = 0; i < req->hdr_cnt; i++)
                 bytes += (int64_t)(strlen(req->hdrs[i].name) +
                                    req->hdrs[i].size + 4);

@@ -397,9 +397,9 @@ static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
             "pipeline", name, NULL);
         tp->c_keys = sl_pipeline_cap(pl, "max_backlog_keys", "keys in memory",
                                      pc->max_backlog_keys);
-        tp->c_msgs = sl_pipeline_cap(pl, "max_backlog_messages",
-                                     "backlog messages",
-                                     pc->max_backlog_messages);
+        tp->c_msgs =
+            sl_pipeline_cap(pl, "max_backlog_messages", "backlog messages",
+                            pc->max_backlog_messages);
         pl->op_data = tp;
         return 0;
 }

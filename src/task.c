@@ -482,8 +482,8 @@ void sl_task_input_retry(sl_task_t *t) {
 /* ------------------------------------------------------------------ */
 /* Caps (task.h; the arithmetic is cap.h).                              */
 
-sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key,
-                           const char *what, int64_t limit) {
+sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key, const char *what,
+                           int64_t limit) {
         sl_metrics_t *m = pl->app->metrics;
         const char *name = pl->conf->name;
         sl_pcap_t *c;
@@ -508,9 +508,9 @@ sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key,
             "What the cap bounds, held by this instance (refreshed every "
             "second).",
             "pipeline", name, "cap", key, NULL);
-        c->m_limit = sl_metrics_gauge(
-            m, "sluice_cap_limit", "The cap's limit (0: unlimited).",
-            "pipeline", name, "cap", key, NULL);
+        c->m_limit = sl_metrics_gauge(m, "sluice_cap_limit",
+                                      "The cap's limit (0: unlimited).",
+                                      "pipeline", name, "cap", key, NULL);
         sl_gauge_set(c->m_limit, (double)c->cap.limit);
         pl->caps[pl->cap_cnt++] = c;
         return c;
@@ -539,12 +539,12 @@ static void task_cap_refused(sl_task_t *t, sl_pcap_t *c,
         c->full_since_ms = sl_now_ms();
         sl_gauge_set(c->m_paused, 1);
         sl_counter_inc(c->m_pauses);
-        sl_log(LOG_WARNING, "CAP",
-               "%s: input paused: %" PRId64 " %s on this instance, %s = %" PRId64
-               " (first waiting record: [%d] @%" PRId64
-               "); resumes at %" PRId64,
-               t->pl->conf->name, c->cap.used, c->what, c->key, c->cap.limit,
-               t->partition, m->offset, c->cap.low);
+        sl_log(
+            LOG_WARNING, "CAP",
+            "%s: input paused: %" PRId64 " %s on this instance, %s = %" PRId64
+            " (first waiting record: [%d] @%" PRId64 "); resumes at %" PRId64,
+            t->pl->conf->name, c->cap.used, c->what, c->key, c->cap.limit,
+            t->partition, m->offset, c->cap.low);
         sl_app_update_ready(t->app);
 }
 

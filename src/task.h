@@ -169,10 +169,13 @@ struct sl_task_s {
         int revoking;         /* revoked: waits for the commit of its work */
         int input_retry;      /* op->input() asked to see the record again */
         int lookup_wait;      /* input paused until a topic lookup answers */
-        int cap_wait;         /* input paused until a full cap opens */
-        sl_pcap_t *input_full; /* sl_task_input_full() during input() */
         int64_t retry_offset; /* the record to see again, -1: none */
         uint64_t origin;      /* refusal origin of what is produced now */
+
+        /* Caps (below): input paused until a full cap opens; the cap
+         * sl_task_input_full() named during input(). */
+        int cap_wait;
+        sl_pcap_t *input_full;
 };
 
 /* sl_task_topic_partitions(): the topic is being looked up. */
@@ -250,8 +253,8 @@ void sl_task_input_retry(sl_task_t *t);
  * config key that sets it (the "cap" label of the metrics), what the unit
  * in logs ("pending timers"), limit 0 unlimited.  The cap lives as long as
  * the pipeline.  At most SL_PIPELINE_CAPS_MAX per pipeline. */
-sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key,
-                           const char *what, int64_t limit);
+sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key, const char *what,
+                           int64_t limit);
 
 /* 1 if n more fit under the cap now (cap.h: never while it is full). */
 int sl_pcap_room(const sl_pcap_t *c, int64_t n);

@@ -24,7 +24,7 @@ static void test_room_until_limit(void **state) {
         }
         assert_false(sl_cap_room(&c, 1));
         assert_true(sl_cap_room(&c, 0)); /* nothing added: always fits */
-        assert_int_equal(c.full, 0); /* no record refused yet */
+        assert_int_equal(c.full, 0);     /* no record refused yet */
 }
 
 static void test_hysteresis(void **state) {
@@ -43,7 +43,7 @@ static void test_hysteresis(void **state) {
         assert_int_equal(sl_cap_add(&c, -1), 1); /* 95: open again */
         assert_int_equal(sl_cap_add(&c, -1), 0); /* reported once */
         assert_true(sl_cap_room(&c, 1));
-        assert_true(sl_cap_room(&c, 7)); /* at or below the mark (94) */
+        assert_true(sl_cap_room(&c, 7));        /* at or below the mark (94) */
         assert_int_equal(sl_cap_add(&c, 2), 0); /* 96: above it */
         assert_true(sl_cap_room(&c, 4));
         assert_false(sl_cap_room(&c, 5));
