@@ -481,7 +481,7 @@ int sl_app_caps_reason(sl_app_t *app, char *buf, size_t size) {
 
 void sl_app_update_ready(sl_app_t *app) {
         char why[320], trouble[256], caps[256];
-        int rebuilding = 0;
+        int rebuilding = 0, capped;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 int run = 0, reb = 0;
@@ -498,6 +498,7 @@ void sl_app_update_ready(sl_app_t *app) {
                 rebuilding += reb;
         }
         app->rebuilding_cnt = rebuilding;
+        capped = sl_app_caps_reason(app, caps, sizeof(caps));
         if (!app->http)
                 return;
         if (app->phase != SL_RUN_RUNNING)
@@ -519,7 +520,7 @@ void sl_app_update_ready(sl_app_t *app) {
                 snprintf(why, sizeof(why), "%d partitions rebuilding",
                          rebuilding);
                 sl_http_set_ready(app->http, 0, why);
-        } else if (sl_app_caps_reason(app, caps, sizeof(caps))) {
+        } else if (capped) {
                 /* Ready all the same: the instance works (its due work is
                  * what makes room) and a not-ready pod would hold up
                  * rollouts and, under the PodDisruptionBudget, node drains
