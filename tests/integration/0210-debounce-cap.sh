@@ -9,11 +9,15 @@
 # resumes, and so on until every group flushed.  While paused,
 # sluice_input_paused is 1 and /readyz answers 200 with the reason; in the
 # end a read_committed reader sees 60 batches holding the 180 items exactly
-# once, each group in one batch with its items in order.
+# once, each group in one batch with its items in order.  A second pipeline
+# puts 40 items of 100 B under max_pending_bytes = 2000: it pauses too, and
+# every item comes out.
 source "$(dirname "$0")/lib.sh"
 
 in=$PFX.in
 out=$PFX.out
+bin=$PFX.b.in
+bout=$PFX.b.out
 conf=$WORK/sluice.ini
 groups=60
 per=3
@@ -30,8 +34,18 @@ input_partitions = 2
 idle = 2s
 max_age = 30s
 max_open_groups = $cap
+
+[pipeline $PFX.b]
+type = debounce
+input = $bin
+output = $bout
+input_partitions = 1
+idle = 2s
+max_age = 30s
+max_pending_bytes = 2000
 EOF
 "$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
+"$SLUICE_BIN" topics create -c "$conf" "$bout" --partitions 1 >/dev/null
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 
 sluice_start_http main "$conf"
@@ -41,7 +55,10 @@ echo "sluice ready, max_open_groups = $cap"
 for g in $(seq 1 $groups); do
     for i in $(seq 1 $per); do echo "g$g:p-g$g-$i"; done
 done | produce "$in" -K:
-echo "produced $groups groups of $per items"
+# 40 groups of one 100-byte item under max_pending_bytes = 2000.
+pad=$(printf '%090d' 0)
+for g in $(seq 1 40); do echo "b$g:$(printf 'b%03d-' "$g")$pad"; done | produce "$bin" -K:
+echo "produced $groups groups of $per items (and 40 x 100 B under a byte cap)"
 
 series="{pipeline=\"$PFX\",cap=\"max_open_groups\"}"
 paused() { [ "$(sluice_metric main "sluice_input_paused$series")" = 1 ]; }
@@ -64,10 +81,24 @@ wait_until 20 drained || fail "groups still open"
 [ "$(sluice_metric main "sluice_input_paused$series")" = 0 ] || fail "still paused at the end"
 pauses=$(sluice_metric main "sluice_input_pauses_total$series")
 [ "$pauses" -ge 2 ] || fail "$pauses pauses; 60 groups under a cap of 20 need at least 2"
-[ "$(grep -c 'input paused' "$WORK/sluice-main.log")" = "$pauses" ] ||
+[ "$(grep -c "$PFX: input paused" "$WORK/sluice-main.log")" = "$pauses" ] ||
     fail "the pause was not logged once per pause ($pauses pauses)"
-[ "$(grep -c 'input resumed' "$WORK/sluice-main.log")" = "$pauses" ] ||
+[ "$(grep -c "$PFX: input resumed" "$WORK/sluice-main.log")" = "$pauses" ] ||
     fail "the resume was not logged once per pause ($pauses pauses)"
+
+# The byte cap: 4000 B of items under 2000 B, all out in the end.
+wait_records "$bout" 40 60 || fail "only $(count_records "$bout") of 40 byte-capped batches"
+bseries="{pipeline=\"$PFX.b\",cap=\"max_pending_bytes\"}"
+bpauses=$(sluice_metric main "sluice_input_pauses_total$bseries")
+[ "$bpauses" -ge 1 ] || fail "the byte cap never paused the input"
+log_has main "$PFX.b: input paused: [0-9]+ payload bytes pending" || fail "no log line for the byte cap"
+consume_json "$bout" >"$WORK/bout.json"
+python3 - "$WORK/bout.json" <<'PY' || fail "byte-capped output check failed"
+import json, sys
+keys = sorted(json.loads(json.loads(l)["payload"])["key"] for l in open(sys.argv[1]))
+assert keys == sorted(f"b{g}" for g in range(1, 41)), keys
+PY
+note "debounce byte cap: $bpauses pauses for 4000 B under max_pending_bytes = 2000"
 note "debounce cap: $pauses pauses for $groups groups under max_open_groups = $cap"
 
 consume_json "$out" >"$WORK/out.json"
