@@ -462,9 +462,34 @@ void sl_task_commit_soon(sl_task_t *t) {
 /* ------------------------------------------------------------------ */
 /* Readiness and the Kafka probe.                                       */
 
+int sl_app_caps_reason(sl_app_t *app, char *buf, size_t size) {
+        size_t len = 0;
+        int n = 0;
+        if (size)
+                buf[0] = '\0';
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->pipelines[i];
+                for (int j = 0; j < pl->cap_cnt; j++) {
+                        const sl_pcap_t *c = pl->caps[j];
+                        sl_gauge_set(c->m_used, (double)c->cap.used);
+                        if (!c->cap.full)
+                                continue;
+                        if (len < size)
+                                len += (size_t)snprintf(
+                                    buf + len, size - len,
+                                    "%spipeline %s: input paused, %" PRId64
+                                    " %s at cap %s = %" PRId64,
+                                    n ? "; " : "", pl->conf->name, c->cap.used,
+                                    c->what, c->key, c->cap.limit);
+                        n++;
+                }
+        }
+        return n;
+}
+
 void sl_app_update_ready(sl_app_t *app) {
-        char why[320], trouble[256];
-        int rebuilding = 0;
+        char why[320], trouble[256], caps[256];
+        int rebuilding = 0, capped;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 int run = 0, reb = 0;
@@ -481,6 +506,7 @@ void sl_app_update_ready(sl_app_t *app) {
                 rebuilding += reb;
         }
         app->rebuilding_cnt = rebuilding;
+        capped = sl_app_caps_reason(app, caps, sizeof(caps));
         if (!app->http)
                 return;
         if (app->phase != SL_RUN_RUNNING)
@@ -504,6 +530,13 @@ void sl_app_update_ready(sl_app_t *app) {
                 snprintf(why, sizeof(why), "%d partitions rebuilding",
                          rebuilding);
                 sl_http_set_ready(app->http, 0, why);
+        } else if (capped) {
+                /* Ready all the same: the instance works (its due work is
+                 * what makes room) and a not-ready pod would hold up
+                 * rollouts and, under the PodDisruptionBudget, node drains
+                 * for as long as the cap lasts (README, Operations). */
+                snprintf(why, sizeof(why), "ready; %s", caps);
+                sl_http_set_ready(app->http, 1, why);
         } else
                 sl_http_set_ready(app->http, 1, "ready");
 }
@@ -1369,6 +1402,7 @@ static void app_destroy(sl_app_t *app) {
                 free(pl->table_end);
                 free(pl->table_pos);
                 free(pl->table_asks);
+                sl_pipeline_caps_destroy(pl);
         }
         free(app->pipelines);
         sl_kquery_destroy(app->kq);

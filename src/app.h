@@ -147,6 +147,25 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m);
 /* A topic lookup answered: input that waited for one resumes. */
 void sl_task_lookup_done(sl_task_t *t);
 
+/* A pipeline's cap (task.h): the arithmetic (cap.h) and what the runtime
+ * shows of it. */
+struct sl_pcap_s {
+        sl_cap_t cap;
+        sl_pipeline_t *pl;
+        const char *key;  /* config key, e.g. "max_pending_timers" */
+        const char *what; /* unit, e.g. "pending timers" */
+        int64_t full_since_ms;
+        sl_gauge_t *m_paused; /* 1 while full */
+        sl_counter_t *m_pauses;
+        sl_gauge_t *m_used, *m_limit;
+};
+
+/* Releases a pipeline's caps (app_destroy). */
+void sl_pipeline_caps_destroy(sl_pipeline_t *pl);
+/* Publishes the caps' usage gauges (stats timer) and writes the caps that
+ * are full into buf as one reason ("" when none); returns how many. */
+int sl_app_caps_reason(sl_app_t *app, char *buf, size_t size);
+
 /* Per-pipeline runtime metrics (created in app.c). */
 typedef struct sl_pipeline_metrics_s {
         sl_counter_t *records_in;

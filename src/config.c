@@ -205,6 +205,16 @@ static const conf_key_t conf_keys[] = {
      "0", NULL, 0, PIPE(payload_cache_bytes),
      "Memory for backlog payloads; the rest are re-read from the overflow "
      "topic."},
+    {SECT_PIPELINE, SL_OP_THROTTLE, "max_backlog_keys", KT_INT, NULL, "5000000",
+     "0", NULL, 0, PIPE(max_backlog_keys),
+     "Keys held in memory on this instance (a backlog, or a bucket not yet "
+     "full again); a record for a new key waits (input paused) at the cap. "
+     "~200 B + key per key: 5M ~ 1-1.5 GiB. 0 = unlimited."},
+    {SECT_PIPELINE, SL_OP_THROTTLE, "max_backlog_messages", KT_INT, NULL,
+     "20000000", "0", NULL, 0, PIPE(max_backlog_messages),
+     "Messages buffered in the backlog on this instance; a record that "
+     "would be buffered waits (input paused) at the cap. The index is <= 32 "
+     "B per message: 20M ~ 640 MiB. 0 = unlimited."},
 
     /* delay */
     {SECT_PIPELINE, SL_OP_DELAY, "default_target", KT_TOPIC, NULL, "", NULL,
@@ -221,6 +231,11 @@ static const conf_key_t conf_keys[] = {
      "headers", NULL, NULL, 0, PIPE(input_format),
      "`headers`: sluice-* headers; `json-envelope`: a "
      "`{\"topic\",\"message\",\"countdown\"}` value."},
+    {SECT_PIPELINE, SL_OP_DELAY, "max_pending_timers", KT_INT, NULL, "5000000",
+     "0", NULL, 0, PIPE(max_pending_timers),
+     "Pending timers on this instance; a record for a new timer id waits "
+     "(input paused) at the cap. A timer costs 160-420 B of RSS beyond its "
+     "key and data: 5M ~ 0.8-2 GiB. 0 = unlimited."},
 
     /* debounce */
     {SECT_PIPELINE, SL_OP_DEBOUNCE, "idle", KT_DURATION, NULL, "2s", "1ms",
@@ -239,6 +254,21 @@ static const conf_key_t conf_keys[] = {
     {SECT_PIPELINE, SL_OP_DEBOUNCE, "output_format", KT_ENUM, output_formats,
      "json", NULL, NULL, 0, PIPE(output_format),
      "Batch encoding: `json` or `protobuf` (proto/)."},
+    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_open_groups", KT_INT, NULL, "1000000",
+     "0", NULL, 0, PIPE(max_open_groups),
+     "Open groups on this instance; a record for a new group waits (input "
+     "paused) at the cap. ~250 B + key per group: 1M ~ 250-400 MiB. 0 = "
+     "unlimited."},
+    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_pending_items", KT_INT, NULL,
+     "5000000", "0", NULL, 0, PIPE(max_pending_items),
+     "Pending items on this instance; a record for a new item waits (input "
+     "paused) at the cap. ~150-300 B + id per item beyond its payload: 5M "
+     "~ 0.7-1.5 GiB. 0 = unlimited."},
+    {SECT_PIPELINE, SL_OP_DELAY | SL_OP_DEBOUNCE, "max_pending_bytes", KT_SIZE,
+     NULL, "1GiB", "0", NULL, 0, PIPE(max_pending_bytes),
+     "Bytes of pending state on this instance (delay: timer keys and data; "
+     "debounce: item payloads); a record that would add to it waits (input "
+     "paused) at the cap, which one record may pass. 0 = unlimited."},
 };
 
 #define KEY_CNT ((int)SL_ARRAY_SIZE(conf_keys))

@@ -84,12 +84,18 @@ typedef struct sl_pipeline_conf_s {
         sl_rate_t default_rate;
         int64_t ttl_ms;
         int64_t payload_cache_bytes;
+        int64_t max_backlog_keys; /* caps (task.h): 0 = unlimited */
+        int64_t max_backlog_messages;
+
+        /* delay and debounce */
+        int64_t max_pending_bytes;
 
         /* delay */
         char *default_target; /* NULL if none */
         sl_globs_t allowed_targets;
         int64_t max_delay_ms;
         sl_input_format_t input_format;
+        int64_t max_pending_timers;
 
         /* debounce */
         int64_t idle_ms;
@@ -97,6 +103,8 @@ typedef struct sl_pipeline_conf_s {
         int64_t max_items;
         int64_t max_bytes;
         sl_output_format_t output_format;
+        int64_t max_open_groups;
+        int64_t max_pending_items;
 } sl_pipeline_conf_t;
 
 typedef struct sl_kv_s {

@@ -294,7 +294,9 @@ handle_request(void *cls, struct MHD_Connection *conn, const char *url,
                 snprintf(body, sizeof(body), "%s\n", h->reason);
                 pthread_mutex_unlock(&h->lock);
                 if (ready)
-                        return reply_text(conn, MHD_HTTP_OK, "ready\n");
+                        return reply_text(conn, MHD_HTTP_OK,
+                                          strcmp(body, "\n") ? body
+                                                             : "ready\n");
                 return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, body);
         }
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");

@@ -6,7 +6,9 @@
  *   GET /healthz  200 "ok" while the runtime says its loop is alive, else
  *                 503 with a one-line reason
  *   GET /readyz   200 "ready" once the runtime says so (every assigned
- *                 partition rebuilt), else 503 with a one-line reason
+ *                 partition rebuilt), or 200 with the reason the runtime
+ *                 gave a ready state ("ready; ..."), else 503 with a
+ *                 one-line reason
  *   other paths   404;  methods other than GET and HEAD: 405
  *
  * Liveness has two sources, and /healthz says alive only when both do:
@@ -82,8 +84,9 @@ void sl_http_set_alive_fn(sl_http_t *h,
                           void *opaque);
 
 /* What /readyz reports.  reason (copied; may be NULL) explains not ready,
- * e.g. "rebuilding 3 of 12 partitions"; line breaks become spaces and it is
- * cut at 255 bytes.  Called from the loop thread; NULL h is a no-op. */
+ * e.g. "rebuilding 3 of 12 partitions", or is the body of a ready answer
+ * (NULL or "" there: "ready"); line breaks become spaces and it is cut at
+ * 255 bytes.  Called from the loop thread; NULL h is a no-op. */
 void sl_http_set_ready(sl_http_t *h, int ready, const char *reason);
 
 #endif

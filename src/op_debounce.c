@@ -99,6 +99,9 @@ typedef struct debounce_pipeline_s {
         sl_gauge_t *m_oldest;
         sl_histogram_t *m_lateness;
         sl_histogram_t *m_batch_items;
+        sl_pcap_t *c_groups; /* max_open_groups */
+        sl_pcap_t *c_items;  /* max_pending_items */
+        sl_pcap_t *c_bytes;  /* max_pending_bytes */
 } debounce_pipeline_t;
 
 typedef struct debounce_state_s {
@@ -144,6 +147,9 @@ static void debounce_update_gauges(sl_task_t *t, int64_t now, int force) {
         sl_gauge_add(dp->m_groups, (double)g - (double)st->groups_counted);
         sl_gauge_add(dp->m_items, (double)n - (double)st->items_counted);
         sl_gauge_add(dp->m_bytes, (double)b - (double)st->bytes_counted);
+        sl_pcap_add(dp->c_groups, (int64_t)g - (int64_t)st->groups_counted);
+        sl_pcap_add(dp->c_items, (int64_t)n - (int64_t)st->items_counted);
+        sl_pcap_add(dp->c_bytes, (int64_t)b - (int64_t)st->bytes_counted);
         st->groups_counted = g;
         st->items_counted = n;
         st->bytes_counted = b;
@@ -241,6 +247,13 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
             m, "sluice_debounce_batch_items", "Items per flushed batch.",
             sl_metrics_buckets_size, sl_metrics_buckets_size_cnt, "pipeline",
             name, NULL);
+        dp->c_groups = sl_pipeline_cap(pl, "max_open_groups", "open groups",
+                                       pc->max_open_groups);
+        dp->c_items = sl_pipeline_cap(pl, "max_pending_items", "pending items",
+                                      pc->max_pending_items);
+        dp->c_bytes =
+            sl_pipeline_cap(pl, "max_pending_bytes", "payload bytes pending",
+                            pc->max_pending_bytes);
         pl->op_data = dp;
         return 0;
 }
@@ -281,6 +294,9 @@ static void debounce_state_destroy(void *state) {
         sl_gauge_add(dp->m_groups, -(double)st->groups_counted);
         sl_gauge_add(dp->m_items, -(double)st->items_counted);
         sl_gauge_add(dp->m_bytes, -(double)st->bytes_counted);
+        sl_pcap_add(dp->c_groups, -(int64_t)st->groups_counted);
+        sl_pcap_add(dp->c_items, -(int64_t)st->items_counted);
+        sl_pcap_add(dp->c_bytes, -(int64_t)st->bytes_counted);
         if (st->partition >= 0 && st->partition < dp->partition_cnt) {
                 dp->oldest[st->partition] = INT64_MAX;
                 oldest_publish(dp, sl_now_ms());
@@ -571,6 +587,26 @@ static void debounce_remove(sl_task_t *t, const rd_kafka_message_t *m,
         debounce_update_gauges(t, now, 0);
 }
 
+/* Caps (task.h): a new group needs room for one more group, a new item
+ * for one more item, and the payload for what it adds to the bytes (an
+ * upsert: its growth).  Returns 1 when the record must wait. */
+static int debounce_over_cap(sl_task_t *t, int open,
+                             const sl_debounce_item_t *old, size_t len) {
+        debounce_pipeline_t *dp = dp_of(t);
+        int64_t grow = (int64_t)len - (old ? (int64_t)old->payload_len : 0);
+        sl_pcap_t *c = NULL;
+        if (!open && !sl_pcap_room(dp->c_groups, 1))
+                c = dp->c_groups;
+        else if (!old && !sl_pcap_room(dp->c_items, 1))
+                c = dp->c_items;
+        else if (grow > 0 && !sl_pcap_room(dp->c_bytes, grow))
+                c = dp->c_bytes;
+        if (!c)
+                return 0;
+        sl_task_input_full(t, c);
+        return 1;
+}
+
 static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         debounce_state_t *st = t->state_data;
         debounce_pipeline_t *dp = st->dp;
@@ -579,7 +615,7 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rd_kafka_headers_t *hdrs = NULL;
         const void *id = NULL, *v;
         size_t idlen = 0, sz, ckeylen, plen;
-        int nids = 0, r;
+        int nids = 0, r, found, open;
         char idbuf[48], detail[256];
         sl_debounce_item_t old;
         sl_debounce_group_t grp;
@@ -655,12 +691,19 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 idlen = (size_t)n;
         }
 
-        /* A group already due flushes before this record joins it. */
-        debounce_flush_group(t, m->key, m->key_len, now);
+        /* A group already due flushes before this record joins it (and
+         * the caps see the room it made). */
+        if (debounce_flush_group(t, m->key, m->key_len, now))
+                debounce_update_gauges(t, now, 0);
+
+        found = sl_debounce_find(st->win, m->key, m->key_len, id, idlen, &old);
+        open = sl_debounce_group(st->win, m->key, m->key_len, &grp);
+        if (debounce_over_cap(t, open, found ? &old : NULL, m->len))
+                return;
 
         /* The changelog record first: if Kafka refuses it, nothing
          * changed. */
-        if (sl_debounce_find(st->win, m->key, m->key_len, id, idlen, &old)) {
+        if (found) {
                 rec.first_seen_ms = old.first_seen_ms;
                 rec.seq = old.seq;
         } else {
@@ -669,9 +712,7 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         }
         rec.last_update_ms = now;
         rec.group_opened_ms =
-            sl_debounce_group(st->win, m->key, m->key_len, &grp)
-                ? SL_MIN(grp.opened_ms, rec.first_seen_ms)
-                : rec.first_seen_ms;
+            open ? SL_MIN(grp.opened_ms, rec.first_seen_ms) : rec.first_seen_ms;
         rec.payload.data = m->payload;
         rec.payload.len = m->len;
         plen = sluice__v1__debounce_item__get_packed_size(&rec);

@@ -94,6 +94,8 @@ typedef struct delay_pipeline_s {
         sl_gauge_t *m_pending_bytes;
         sl_gauge_t *m_drift;
         sl_histogram_t *m_lateness;
+        sl_pcap_t *c_timers; /* max_pending_timers */
+        sl_pcap_t *c_bytes;  /* max_pending_bytes */
 } delay_pipeline_t;
 
 typedef struct delay_state_s {
@@ -259,6 +261,8 @@ static void delay_update_gauges(sl_task_t *t) {
         sl_gauge_add(dp->m_pending, (double)n - (double)st->pending_counted);
         sl_gauge_add(dp->m_pending_bytes,
                      (double)b - (double)st->bytes_counted);
+        sl_pcap_add(dp->c_timers, (int64_t)n - (int64_t)st->pending_counted);
+        sl_pcap_add(dp->c_bytes, (int64_t)b - (int64_t)st->bytes_counted);
         st->pending_counted = n;
         st->bytes_counted = b;
 }
@@ -346,6 +350,11 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             "due on arrival excluded).",
             sl_metrics_buckets_latency, sl_metrics_buckets_latency_cnt,
             "pipeline", name, NULL);
+        dp->c_timers = sl_pipeline_cap(
+            pl, "max_pending_timers", "pending timers", pc->max_pending_timers);
+        dp->c_bytes =
+            sl_pipeline_cap(pl, "max_pending_bytes", "bytes of pending timers",
+                            pc->max_pending_bytes);
         pl->op_data = dp;
         return 0;
 }
@@ -376,6 +385,8 @@ static void delay_state_destroy(void *state) {
                 return;
         sl_gauge_add(st->dp->m_pending, -(double)st->pending_counted);
         sl_gauge_add(st->dp->m_pending_bytes, -(double)st->bytes_counted);
+        sl_pcap_add(st->dp->c_timers, -(int64_t)st->pending_counted);
+        sl_pcap_add(st->dp->c_bytes, -(int64_t)st->bytes_counted);
         sl_timerheap_destroy(st->heap);
         free(st);
 }
@@ -674,6 +685,36 @@ static void delay_wake(sl_task_t *t, int64_t now) {
         }
 }
 
+/* Caps (task.h): a new timer id needs room for one more timer, and any
+ * schedule for what its bytes add (estimated from the request: the blob
+ * holds the payload, the target key and the headers).  The timer is looked
+ * up only when a cap is near.  Returns 1 when the record must wait. */
+static int delay_over_cap(sl_task_t *t, const rd_kafka_message_t *m,
+                          const sl_delay_req_t *req) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        const sl_timer_t *old;
+        int64_t bytes =
+            (int64_t)(m->key_len + req->payload_len + req->target_key_len + 8);
+        for (size_t i = 0; i < req->hdr_cnt; i++)
+                bytes += (int64_t)(strlen(req->hdrs[i].name) +
+                                   req->hdrs[i].size + 4);
+        if (sl_pcap_room(dp->c_timers, 1) && sl_pcap_room(dp->c_bytes, bytes))
+                return 0;
+        old = sl_timerheap_find(st->heap, m->key, m->key_len);
+        if (!old && !sl_pcap_room(dp->c_timers, 1)) {
+                sl_task_input_full(t, dp->c_timers);
+                return 1;
+        }
+        if (old)
+                bytes -= (int64_t)(old->keylen + old->datalen);
+        if (bytes > 0 && !sl_pcap_room(dp->c_bytes, bytes)) {
+                sl_task_input_full(t, dp->c_bytes);
+                return 1;
+        }
+        return 0;
+}
+
 static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
@@ -772,6 +813,9 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         sl_task_dlq(t, m, "bad-target-partition", detail);
                         goto out_req;
                 }
+
+                if (delay_over_cap(t, m, &req))
+                        goto out_req;
 
                 /* The changelog record. */
                 tm.due_ms = req.due_ms;

@@ -126,6 +126,8 @@ typedef struct throttle_pipeline_s {
         sl_gauge_t *m_keys;
         sl_gauge_t *m_index_bytes;
         sl_gauge_t *m_cache_bytes;
+        sl_pcap_t *c_keys; /* max_backlog_keys */
+        sl_pcap_t *c_msgs; /* max_backlog_messages */
 } throttle_pipeline_t;
 
 typedef struct throttle_state_s {
@@ -153,6 +155,8 @@ typedef struct throttle_state_s {
         int64_t bad_logged_ms;
         /* This partition's share of the pipeline's gauges. */
         uint64_t msgs_counted, bytes_counted, keys_counted, index_counted;
+        /* ... and of its caps (kept exact on the input path). */
+        uint64_t keys_capped, msgs_capped;
 } throttle_state_t;
 
 static throttle_pipeline_t *tp_of(const sl_task_t *t) {
@@ -165,6 +169,18 @@ static throttle_state_t *st_of(const sl_task_t *t) {
 
 /* ------------------------------------------------------------------ */
 /* Small helpers.                                                      */
+
+/* Brings the caps up to date with the backlog (O(1)). */
+static void throttle_count_caps(sl_task_t *t) {
+        throttle_state_t *st = st_of(t);
+        sl_backlog_stats_t s;
+        sl_backlog_stats(st->bl, &s);
+        sl_pcap_add(st->tp->c_keys, (int64_t)s.keys - (int64_t)st->keys_capped);
+        sl_pcap_add(st->tp->c_msgs,
+                    (int64_t)s.messages - (int64_t)st->msgs_capped);
+        st->keys_capped = s.keys;
+        st->msgs_capped = s.messages;
+}
 
 static void throttle_update_gauges(sl_task_t *t) {
         throttle_state_t *st = st_of(t);
@@ -186,6 +202,7 @@ static void throttle_update_gauges(sl_task_t *t) {
         st->index_counted = s.index_bytes;
         sl_bcache_stats(tp->cache, &cs);
         sl_gauge_set(tp->m_cache_bytes, (double)cs.bytes);
+        throttle_count_caps(t);
 }
 
 /* Reads field 4 (deadline_ms, varint) of a packed OverflowRecord without
@@ -378,6 +395,11 @@ static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
             m, "sluice_throttle_cache_bytes",
             "Bytes charged to the payload cache (budget: payload_cache).",
             "pipeline", name, NULL);
+        tp->c_keys = sl_pipeline_cap(pl, "max_backlog_keys", "keys in memory",
+                                     pc->max_backlog_keys);
+        tp->c_msgs =
+            sl_pipeline_cap(pl, "max_backlog_messages", "backlog messages",
+                            pc->max_backlog_messages);
         pl->op_data = tp;
         return 0;
 }
@@ -409,6 +431,8 @@ static void throttle_state_destroy(void *state) {
         sl_gauge_add(st->tp->m_backlog_bytes, -(double)st->bytes_counted);
         sl_gauge_add(st->tp->m_keys, -(double)st->keys_counted);
         sl_gauge_add(st->tp->m_index_bytes, -(double)st->index_counted);
+        sl_pcap_add(st->tp->c_keys, -(int64_t)st->keys_capped);
+        sl_pcap_add(st->tp->c_msgs, -(int64_t)st->msgs_capped);
         sl_backlog_destroy(st->bl);
         free(st);
 }
@@ -678,13 +702,21 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 return;
         }
 
+        /* Caps (task.h): a key not in memory needs room for one more key
+         * (looked up only when the cap is reached). */
+        if (!sl_pcap_room(tp->c_keys, 1) &&
+            !sl_backlog_find(st->bl, m->key, m->key_len)) {
+                sl_task_input_full(t, tp->c_keys);
+                return;
+        }
         switch (
             sl_backlog_offer(st->bl, m->key, m->key_len, deadline, now, &k)) {
         case SL_BACKLOG_FORWARD:
                 /* The backlog did not change (a new key at most): the
                  * gauges catch up at the next wake or commit, not per
-                 * record on the hot path. */
+                 * record on the hot path; the caps count the key now. */
                 forward_live(t, m);
+                throttle_count_caps(t);
                 return;
         case SL_BACKLOG_EXPIRED:
                 snprintf(detail, sizeof(detail),
@@ -694,8 +726,16 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 break;
         case SL_BACKLOG_APPEND: {
                 uint8_t *packed;
-                size_t plen = pack_overflow(m, deadline, now, &packed);
+                size_t plen;
                 int r;
+                if (!sl_pcap_room(tp->c_msgs, 1)) {
+                        /* Waits: offer() changed nothing that matters
+                         * without the append (at most a new key with a
+                         * full bucket, as after an expired record). */
+                        sl_task_input_full(t, tp->c_msgs);
+                        break;
+                }
+                plen = pack_overflow(m, deadline, now, &packed);
                 if (plen > UINT32_MAX) {
                         free(packed);
                         sl_task_dlq(t, m, "oversize",
@@ -963,7 +1003,7 @@ static void throttle_wake(sl_task_t *t, int64_t now) {
         throttle_pipeline_t *tp = st->tp;
         sl_backlog_item_t it;
         sl_backlog_stats_t s;
-        int64_t next = SL_BACKLOG_NEVER;
+        int64_t next = SL_BACKLOG_NEVER, maint_ms;
         int n = 0, fetch_failed = 0;
 
         while (n < SL_THROTTLE_POLL_MAX &&
@@ -1029,10 +1069,15 @@ static void throttle_wake(sl_task_t *t, int64_t now) {
                                                         SL_THROTTLE_WRAP_MS);
                 }
         }
-        if (now - st->maint_ms >= SL_THROTTLE_MAINT_MS)
+        /* While the keys cap holds input back, sweeping idle keys is what
+         * makes room: sweep at every commit interval, not every 5 s. */
+        maint_ms = sl_pcap_room(tp->c_keys, 1)
+                       ? SL_THROTTLE_MAINT_MS
+                       : sl_app_conf(t->app)->commit_interval_ms;
+        if (now - st->maint_ms >= maint_ms)
                 throttle_maintain(t, now);
         if (s.keys > s.keys_queued)
-                next = SL_MIN(next, st->maint_ms + SL_THROTTLE_MAINT_MS);
+                next = SL_MIN(next, st->maint_ms + maint_ms);
         throttle_update_gauges(t);
         sl_task_wake_at(t, 0);
         if (next != SL_BACKLOG_NEVER)

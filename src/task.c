@@ -51,6 +51,8 @@ static void task_ask_committed(sl_task_t *t);
 static void task_ask_changelog_end(sl_task_t *t);
 static void task_ask_source_end(sl_task_t *t);
 static void task_finish_rebuild(sl_task_t *t);
+static void task_cap_refused(sl_task_t *t, sl_pcap_t *c,
+                             const rd_kafka_message_t *m);
 
 static const char *task_changelog(const sl_task_t *t) {
         return t->pl->conf->changelog;
@@ -328,6 +330,7 @@ static void task_start_rebuild(sl_task_t *t) {
         t->rebuild_waits = 0;
         t->wake_deferred = 0;
         t->lookup_wait = 0;
+        t->cap_wait = 0;
         t->retry_offset = -1;
         task_ask_committed(t);
 }
@@ -431,7 +434,7 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rd_kafka_topic_partition_list_t *l;
         rd_kafka_error_t *error;
         int32_t p = t->partition;
-        if (t->state != SL_TASK_RUNNING || t->lookup_wait)
+        if (t->state != SL_TASK_RUNNING || t->lookup_wait || t->cap_wait)
                 return;
         if (t->retry_offset >= 0) {
                 /* After a retry's seek the record comes again first;
@@ -443,14 +446,22 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
         if (t->next_offset >= 0 && m->offset < t->next_offset)
                 return; /* already part of the committed state */
         t->input_retry = 0;
+        t->input_full = NULL;
         t->origin = sl_refused_origin(&p, sizeof(p), m->offset) ^
                     (uint64_t)t->pl->index;
         t->pl->op->input(t, m);
         t->origin = 0;
         if (t->input_retry) {
-                /* Seen again once the lookup answers: pause, and seek back
-                 * so what was fetched after it comes again too. */
-                t->lookup_wait = 1;
+                /* Seen again once the lookup answers (or the cap opens):
+                 * pause, and seek back so what was fetched after it comes
+                 * again too. */
+                if (t->input_full) {
+                        t->cap_wait = 1;
+                        task_cap_refused(t, t->input_full, m);
+                        t->input_full = NULL;
+                } else {
+                        t->lookup_wait = 1;
+                }
                 t->retry_offset = m->offset;
                 l = task_tp(t->pl->conf->input, t->partition, m->offset);
                 rd_kafka_pause_partitions(t->app->consumer, l);
@@ -466,6 +477,108 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
 
 void sl_task_input_retry(sl_task_t *t) {
         t->input_retry = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Caps (task.h; the arithmetic is cap.h).                              */
+
+sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key, const char *what,
+                           int64_t limit) {
+        sl_metrics_t *m = pl->app->metrics;
+        const char *name = pl->conf->name;
+        sl_pcap_t *c;
+
+        sl_assert(pl->cap_cnt < SL_PIPELINE_CAPS_MAX);
+        c = sl_calloc(1, sizeof(*c));
+        sl_cap_init(&c->cap, limit);
+        c->pl = pl;
+        c->key = key;
+        c->what = what;
+        c->m_paused = sl_metrics_gauge(
+            m, "sluice_input_paused",
+            "1 while the pipeline's input waits for room under this cap "
+            "(memory bound reached on this instance), else 0.",
+            "pipeline", name, "cap", key, NULL);
+        c->m_pauses = sl_metrics_counter(
+            m, "sluice_input_pauses_total",
+            "Times the pipeline's input was paused by this cap.", "pipeline",
+            name, "cap", key, NULL);
+        c->m_used = sl_metrics_gauge(
+            m, "sluice_cap_used",
+            "What the cap bounds, held by this instance (refreshed every "
+            "second).",
+            "pipeline", name, "cap", key, NULL);
+        c->m_limit = sl_metrics_gauge(m, "sluice_cap_limit",
+                                      "The cap's limit (0: unlimited).",
+                                      "pipeline", name, "cap", key, NULL);
+        sl_gauge_set(c->m_limit, (double)c->cap.limit);
+        pl->caps[pl->cap_cnt++] = c;
+        return c;
+}
+
+void sl_pipeline_caps_destroy(sl_pipeline_t *pl) {
+        for (int i = 0; i < pl->cap_cnt; i++)
+                free(pl->caps[i]);
+        pl->cap_cnt = 0;
+}
+
+int sl_pcap_room(const sl_pcap_t *c, int64_t n) {
+        return sl_cap_room(&c->cap, n);
+}
+
+void sl_task_input_full(sl_task_t *t, sl_pcap_t *c) {
+        t->input_retry = 1;
+        t->input_full = c;
+}
+
+/* A record of t did not fit under c: said once per pause. */
+static void task_cap_refused(sl_task_t *t, sl_pcap_t *c,
+                             const rd_kafka_message_t *m) {
+        if (!sl_cap_refuse(&c->cap))
+                return;
+        c->full_since_ms = sl_now_ms();
+        sl_gauge_set(c->m_paused, 1);
+        sl_counter_inc(c->m_pauses);
+        sl_log(
+            LOG_WARNING, "CAP",
+            "%s: input paused: %" PRId64 " %s on this instance, %s = %" PRId64
+            " (first waiting record: [%d] @%" PRId64 "); resumes at %" PRId64,
+            t->pl->conf->name, c->cap.used, c->what, c->key, c->cap.limit,
+            t->partition, m->offset, c->cap.low);
+        sl_app_update_ready(t->app);
+}
+
+void sl_pcap_add(sl_pcap_t *c, int64_t delta) {
+        sl_pipeline_t *pl = c->pl;
+        sl_app_t *app = pl->app;
+        rd_kafka_topic_partition_list_t *l;
+        int n = 0;
+
+        if (!sl_cap_add(&c->cap, delta))
+                return;
+        sl_gauge_set(c->m_paused, 0);
+        l = rd_kafka_topic_partition_list_new(8);
+        for (int p = 0; p < pl->partition_cnt; p++) {
+                sl_task_t *t = pl->tasks[p];
+                if (!t || !t->cap_wait)
+                        continue;
+                t->cap_wait = 0;
+                n++;
+                rd_kafka_topic_partition_list_add(l, pl->conf->input, p);
+        }
+        sl_log(LOG_NOTICE, "CAP",
+               "%s: input resumed: %" PRId64 " %s, %s = %" PRId64
+               ", after %.1f s (%d partitions waited)",
+               pl->conf->name, c->cap.used, c->what, c->key, c->cap.limit,
+               (double)(sl_now_ms() - c->full_since_ms) / 1000.0, n);
+        /* The consumer is gone while the clients are re-created; the
+         * partitions come back through a new assignment then. */
+        if (l->cnt && app->consumer) {
+                rd_kafka_resume_partitions(app->consumer, l);
+                sl_kwatch_kick(app->consumer_w);
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+        sl_app_update_ready(app);
 }
 
 void sl_task_lookup_done(sl_task_t *t) {

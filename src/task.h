@@ -36,11 +36,16 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "cap.h"
 #include "config.h"
 
 typedef struct sl_app_s sl_app_t;
 typedef struct sl_pipeline_s sl_pipeline_t;
 typedef struct sl_task_s sl_task_t;
+typedef struct sl_pcap_s sl_pcap_t;
+
+/* Memory caps a pipeline may declare (sl_pipeline_cap()). */
+#define SL_PIPELINE_CAPS_MAX 4
 
 typedef enum {
         SL_TASK_REBUILDING,
@@ -128,6 +133,8 @@ struct sl_pipeline_s {
         int64_t *table_pos; /* per table partition: next offset read */
         void *table_asks;   /* the runtime's end-offset requests */
         int table_parts;
+        sl_pcap_t *caps[SL_PIPELINE_CAPS_MAX]; /* sl_pipeline_cap() */
+        int cap_cnt;
 };
 
 struct sl_task_s {
@@ -165,6 +172,11 @@ struct sl_task_s {
         int lookup_wait;      /* input paused until a topic lookup answers */
         int64_t retry_offset; /* the record to see again, -1: none */
         uint64_t origin;      /* refusal origin of what is produced now */
+
+        /* Caps (below): input paused until a full cap opens; the cap
+         * sl_task_input_full() named during input(). */
+        int cap_wait;
+        sl_pcap_t *input_full;
 };
 
 /* sl_task_topic_partitions(): the topic is being looked up. */
@@ -224,6 +236,45 @@ int sl_task_topic_partitions(sl_task_t *t, const char *topic);
  * flight); the runtime hands it to input() again once lookups answer.  The
  * operator must not have changed state or produced for it. */
 void sl_task_input_retry(sl_task_t *t);
+
+/*
+ * CAPS (SPEC §4 "Hostile input")
+ *
+ * What a pipeline holds in memory is bounded per instance: the sum over the
+ * pipeline's partitions assigned here (pending timers, open groups, backlog
+ * keys, their bytes).  The operator declares each cap once, counts what it
+ * holds with sl_pcap_add() (a partition's state takes its share with it
+ * when destroyed), and from input() asks sl_pcap_room() before it takes a
+ * record that would add to it.  A record that does not fit is handed to
+ * sl_task_input_full(): the partition is paused and sought back to it, so
+ * it and everything after it are read again, in order, once the cap opens
+ * (cap.h: at the low-water mark).  Nothing is dropped and offsets do not
+ * move past the record; due work (firing, flushing, draining) goes on, and
+ * is what makes room.  A paused partition reads nothing, so cancels and
+ * removals behind the waiting record wait too.
+ */
+
+/* Declares a cap of the pipeline, from op->pipeline_init(): key is the
+ * config key that sets it (the "cap" label of the metrics), what the unit
+ * in logs ("pending timers"), limit 0 unlimited.  The cap lives as long as
+ * the pipeline.  At most SL_PIPELINE_CAPS_MAX per pipeline. */
+sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key, const char *what,
+                           int64_t limit);
+
+/* 1 if n more fit under the cap now (cap.h: never while it is full). */
+int sl_pcap_room(const sl_pcap_t *c, int64_t n);
+
+/* Counts delta more (or less) of what the cap bounds on this instance.
+ * When the cap opens again, the input partitions that waited for it
+ * resume.  May be called from any operator callback, state_destroy too. */
+void sl_pcap_add(sl_pcap_t *c, int64_t delta);
+
+/* From op->input(): the record does not fit under cap c (sl_pcap_room()
+ * said 0).  The runtime pauses the partition, says so once (log, metrics,
+ * /readyz) and hands the record to input() again once the cap opens.  The
+ * operator must not have changed state or produced for the record (work
+ * that was due regardless, such as flushing a due group, is fine). */
+void sl_task_input_full(sl_task_t *t, sl_pcap_t *c);
 
 /* Names the work whose records are produced next (a timer's id and due
  * time, a batch id, an overflow offset): a record the broker refuses is
