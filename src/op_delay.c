@@ -97,6 +97,10 @@ typedef struct blob_s {
 } blob_t;
 
 static void blob_put(blob_t *b, const void *p, size_t n) {
+        /* Empty bytes of a decoded Timer (payload, target key, header
+         * value) come as NULL: nothing to copy. */
+        if (!n)
+                return;
         if (b->len + n > b->size) {
                 b->size = SL_MAX(b->size * 2, b->len + n + 64);
                 b->buf = sl_realloc(b->buf, b->size);
