@@ -387,11 +387,28 @@ static int delay_blob(delay_pipeline_t *dp, blob_t *b, const char *target,
         return 0;
 }
 
+/* Why a restored timer's target is refused, or NULL: the changelog is
+ * read back as it is, so it gets the input's rules for where a timer may
+ * write (delay_input.c) — never an internal topic of sluice or Kafka. */
+static const char *restore_target_refused(const delay_pipeline_t *dp,
+                                          const char *target) {
+        size_t len = strlen(target);
+        if (!len || len > SL_TOPIC_MAX)
+                return "target topic name empty or too long";
+        if (!strncmp(target, "__", 2))
+                return "target is an internal topic of Kafka";
+        for (int i = 0; i < dp->params.internal_cnt; i++)
+                if (!strcmp(target, dp->params.internal_topics[i]))
+                        return "target is an internal topic of sluice";
+        return NULL;
+}
+
 static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
         Sluice__V1__Timer *tm;
         blob_t b = {0};
+        const char *why;
 
         if (!m->key || !m->key_len) {
                 sl_counter_inc(dp->m_restore_bad);
@@ -409,6 +426,15 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                        t->pl->conf->name, t->partition, m->offset);
                 if (tm)
                         sluice__v1__timer__free_unpacked(tm, NULL);
+                return;
+        }
+        why = restore_target_refused(dp, tm->target_topic);
+        if (why) {
+                sl_counter_inc(dp->m_restore_bad);
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d] @%" PRId64 ": timer record skipped: %s",
+                       t->pl->conf->name, t->partition, m->offset, why);
+                sluice__v1__timer__free_unpacked(tm, NULL);
                 return;
         }
         {
