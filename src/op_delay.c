@@ -521,6 +521,15 @@ static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
                         v->payload, v->payload_len, hdrs);
 }
 
+/* now - due, saturated: a due time restored from the changelog (or given
+ * as sluice-at) may be anywhere in int64. */
+static int64_t delay_late_ms(int64_t now, int64_t due) {
+        int64_t late;
+        if (__builtin_sub_overflow(now, due, &late))
+                return due < 0 ? INT64_MAX : INT64_MIN;
+        return late;
+}
+
 /* Produces one due timer and tombstones it. */
 static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         delay_pipeline_t *dp = dp_of(t);
@@ -529,6 +538,7 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         const char *target;
         char buf[32];
         int r, parts;
+        int64_t late;
 
         if (blob_decode(sl_timer_data(tm), tm->datalen, &v) == -1 ||
             v.target_idx >= dp->target_cnt) {
@@ -566,9 +576,9 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
                         sl_counter_inc(dp->m_out);
         }
         sl_task_changelog(t, sl_timer_key(tm), tm->keylen, NULL, 0);
-        sl_histogram_observe(dp->m_lateness,
-                             (double)SL_MAX(0, now - tm->due_ms) / 1000.0);
-        sl_gauge_set(dp->m_drift, (double)(now - tm->due_ms) / 1000.0);
+        late = delay_late_ms(now, tm->due_ms);
+        sl_histogram_observe(dp->m_lateness, (double)SL_MAX(0, late) / 1000.0);
+        sl_gauge_set(dp->m_drift, (double)late / 1000.0);
 }
 
 static void delay_wake(sl_task_t *t, int64_t now) {
