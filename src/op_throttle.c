@@ -278,6 +278,20 @@ overflow_headers(const Sluice__V1__OverflowRecord *rec, size_t extra) {
         return h;
 }
 
+/* The value of an unpacked OverflowRecord as it came: NULL (length 0)
+ * for a null value, whatever bytes a corrupt record carries beside the
+ * flag; an empty value is "", not NULL (protobuf-c decodes empty bytes as
+ * NULL data, which would go out as a null value). */
+static const void *overflow_value(const Sluice__V1__OverflowRecord *rec) {
+        if (rec->null_payload)
+                return NULL;
+        return rec->payload.data ? (const void *)rec->payload.data : "";
+}
+
+static size_t overflow_value_len(const Sluice__V1__OverflowRecord *rec) {
+        return rec->null_payload ? 0 : rec->payload.len;
+}
+
 static void log_bad(sl_task_t *t, const char *what, int64_t offset) {
         throttle_state_t *st = st_of(t);
         int64_t now = sl_now_ms();
@@ -767,8 +781,7 @@ static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
         snprintf(buf, sizeof(buf), "%" PRId64, rec->source_offset);
         rd_kafka_header_add(h, "sluice-source-offset", -1, buf, -1);
         r = sl_task_produce(t, pc->dlq, t->partition, key, keylen,
-                            rec->null_payload ? NULL : rec->payload.data,
-                            rec->payload.len, h);
+                            overflow_value(rec), overflow_value_len(rec), h);
         if (r < 0)
                 sl_log(LOG_ERR, "DLQ",
                        "%s [%d]: DLQ %s refused a backlog record (%s: %s): "
@@ -801,8 +814,8 @@ static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
 
         key = sl_bkey_key(it->key, &keylen);
         r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, key, keylen,
-                            rec->null_payload ? NULL : rec->payload.data,
-                            rec->payload.len, overflow_headers(rec, 0));
+                            overflow_value(rec), overflow_value_len(rec),
+                            overflow_headers(rec, 0));
         if (r < 0) {
                 drain_dlq(t, it, rec, "output-refused",
                           rd_kafka_err2str((rd_kafka_resp_err_t)-r),

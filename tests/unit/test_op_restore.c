@@ -163,6 +163,59 @@ static void test_delay_extreme_timers_fire(void **state) {
         assert_int_equal(bad, 0);
 }
 
+/* Two framed overflow records (second source) of key "k", due now, one
+ * with an empty value and one with a null value that (corruptly) carries
+ * bytes too.  Header: 3 wake-ups. */
+static size_t overflow_input(uint8_t *buf) {
+        uint8_t hdr[8] = {0, 0, 0, 0, 0, 0, 2, 0};
+        size_t n = sizeof(hdr);
+
+        memcpy(buf, hdr, sizeof(hdr));
+        for (int i = 0; i < 2; i++) {
+                Sluice__V1__OverflowRecord rec =
+                    SLUICE__V1__OVERFLOW_RECORD__INIT;
+                size_t len;
+                rec.null_payload = i == 1;
+                rec.payload.data = (uint8_t *)(i ? "stray" : NULL);
+                rec.payload.len = i ? 5 : 0;
+                rec.deadline_ms = sl_now_ms() + 3600000;
+                len = sluice__v1__overflow_record__get_packed_size(&rec);
+                buf[n++] = 1; /* second source */
+                buf[n++] = 1;
+                buf[n++] = 0;
+                buf[n++] = 'k';
+                buf[n++] = (uint8_t)(len & 0xff);
+                buf[n++] = (uint8_t)(len >> 8);
+                sluice__v1__overflow_record__pack(&rec, buf + n);
+                n += len;
+        }
+        return n;
+}
+
+/* A drained backlog message keeps its value as it came: an empty value
+ * goes out empty (protobuf-c decodes it as NULL data), a null value as
+ * NULL with no length whatever the record carries beside the flag. */
+static void test_throttle_drain_values(void **state) {
+        uint8_t buf[1024];
+        size_t n = overflow_input(buf);
+        fz_input_t in;
+        fz_runtime_t rt;
+        (void)state;
+
+        fz_parse(buf, n, &in);
+        fz_setup(&rt, conf, 2, &sl_op_throttle, in.mode);
+        fz_run(&rt, &in);
+        /* Both sent (the stub aborts on NULL with a length), and only one
+         * as a null value; then the checkpoint and key records. */
+        assert_int_equal(sl_counter_get(sl_metrics_counter(
+                             rt.app.metrics, "sluice_throttle_drained_total",
+                             "", "pipeline", "lim", NULL)),
+                         2);
+        assert_int_equal(rt.null_values, 1);
+        fz_teardown(&rt);
+        fz_input_free(&in);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_replay_delay),
@@ -170,6 +223,7 @@ int main(void) {
             cmocka_unit_test(test_replay_throttle),
             cmocka_unit_test(test_delay_internal_target_skipped),
             cmocka_unit_test(test_delay_extreme_timers_fire),
+            cmocka_unit_test(test_throttle_drain_values),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
