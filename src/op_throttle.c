@@ -467,13 +467,18 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 Sluice__V1__ThrottleKey *r =
                     sluice__v1__throttle_key__unpack(NULL, m->len, m->payload);
                 sl_bkey_t *k;
+                int64_t updated;
                 if (!r) {
                         log_bad(t, "bad key record", m->offset);
                         return;
                 }
+                /* The bucket's time was now when it was written: one
+                 * ahead of now (a corrupt record, or another instance's
+                 * clock) would hold the refill until then, one before the
+                 * epoch would overflow it. */
+                updated = SL_MAX(0, SL_MIN(r->updated_ms, sl_now_ms()));
                 k = sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2,
-                                           r->drained_to, r->tokens,
-                                           r->updated_ms);
+                                           r->drained_to, r->tokens, updated);
                 if (k)
                         *sl_bkey_opflags(k) |= OPF_HAS_RECORD;
                 sluice__v1__throttle_key__free_unpacked(r, NULL);

@@ -216,6 +216,59 @@ static void test_throttle_drain_values(void **state) {
         fz_input_free(&in);
 }
 
+/* A key record whose bucket time lies ahead of now (a corrupt record, or
+ * another instance's clock) does not hold the key's backlog until then;
+ * one before the epoch does not overflow the refill. */
+static void test_throttle_key_time_clamped(void **state) {
+        const int64_t times[] = {INT64_MAX, INT64_MIN};
+        (void)state;
+
+        for (size_t i = 0; i < SL_ARRAY_SIZE(times); i++) {
+                Sluice__V1__ThrottleKey k = SLUICE__V1__THROTTLE_KEY__INIT;
+                Sluice__V1__OverflowRecord rec =
+                    SLUICE__V1__OVERFLOW_RECORD__INIT;
+                uint8_t buf[256], hdr[8] = {0, 0, 0, 0, 0, 0, 15, 0};
+                size_t n = sizeof(hdr), len;
+                fz_input_t in;
+                fz_runtime_t rt;
+
+                memcpy(buf, hdr, sizeof(hdr));
+                k.tokens = 0;
+                k.updated_ms = times[i];
+                len = sluice__v1__throttle_key__get_packed_size(&k);
+                buf[n++] = 0; /* changelog: "k/k" */
+                buf[n++] = 3;
+                buf[n++] = 0;
+                memcpy(buf + n, "k/k", 3);
+                n += 3;
+                buf[n++] = (uint8_t)len;
+                buf[n++] = 0;
+                n += sluice__v1__throttle_key__pack(&k, buf + n);
+                rec.payload.data = (uint8_t *)"x";
+                rec.payload.len = 1;
+                rec.deadline_ms = sl_now_ms() + 3600000;
+                len = sluice__v1__overflow_record__get_packed_size(&rec);
+                buf[n++] = 1; /* overflow: key "k" */
+                buf[n++] = 1;
+                buf[n++] = 0;
+                buf[n++] = 'k';
+                buf[n++] = (uint8_t)len;
+                buf[n++] = 0;
+                n += sluice__v1__overflow_record__pack(&rec, buf + n);
+
+                fz_parse(buf, n, &in);
+                fz_setup(&rt, conf, 2, &sl_op_throttle, in.mode);
+                fz_run(&rt, &in);
+                assert_int_equal(
+                    sl_counter_get(sl_metrics_counter(
+                        rt.app.metrics, "sluice_throttle_drained_total", "",
+                        "pipeline", "lim", NULL)),
+                    1);
+                fz_teardown(&rt);
+                fz_input_free(&in);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_replay_delay),
@@ -224,6 +277,7 @@ int main(void) {
             cmocka_unit_test(test_delay_internal_target_skipped),
             cmocka_unit_test(test_delay_extreme_timers_fire),
             cmocka_unit_test(test_throttle_drain_values),
+            cmocka_unit_test(test_throttle_key_time_clamped),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
