@@ -269,6 +269,48 @@ static void test_throttle_key_time_clamped(void **state) {
         }
 }
 
+/* A debounce item whose times lie ahead of now (a corrupt record, or
+ * another instance's clock) does not keep its group open until then; one
+ * before the epoch does not overflow the age arithmetic.  Either flushes
+ * within the wake-ups. */
+static void test_debounce_item_times_clamped(void **state) {
+        const int64_t times[] = {INT64_MAX, INT64_MIN};
+        (void)state;
+
+        for (size_t i = 0; i < SL_ARRAY_SIZE(times); i++) {
+                Sluice__V1__DebounceItem it = SLUICE__V1__DEBOUNCE_ITEM__INIT;
+                uint8_t buf[256], hdr[8] = {0, 0, 0, 0, 0, 0, 15, 0};
+                size_t n = sizeof(hdr), len;
+                fz_input_t in;
+                fz_runtime_t rt;
+
+                memcpy(buf, hdr, sizeof(hdr));
+                it.payload.data = (uint8_t *)"x";
+                it.payload.len = 1;
+                it.first_seen_ms = times[i];
+                it.last_update_ms = times[i];
+                len = sluice__v1__debounce_item__get_packed_size(&it);
+                buf[n++] = 0; /* changelog: group "g", item "i" */
+                buf[n++] = 3;
+                buf[n++] = 0;
+                memcpy(buf + n, "g\0i", 3);
+                n += 3;
+                buf[n++] = (uint8_t)len;
+                buf[n++] = 0;
+                n += sluice__v1__debounce_item__pack(&it, buf + n);
+
+                fz_parse(buf, n, &in);
+                fz_setup(&rt, conf, 1, &sl_op_debounce, in.mode);
+                fz_run(&rt, &in);
+                assert_int_equal(sl_counter_get(sl_metrics_counter(
+                                     rt.app.metrics, "sluice_records_out_total",
+                                     "", "pipeline", "groups", NULL)),
+                                 1);
+                fz_teardown(&rt);
+                fz_input_free(&in);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_replay_delay),
@@ -278,6 +320,7 @@ int main(void) {
             cmocka_unit_test(test_delay_extreme_timers_fire),
             cmocka_unit_test(test_throttle_drain_values),
             cmocka_unit_test(test_throttle_key_time_clamped),
+            cmocka_unit_test(test_debounce_item_times_clamped),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
