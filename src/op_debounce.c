@@ -337,6 +337,7 @@ static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         const char *key = m->key, *sep;
         size_t glen, idlen;
         Sluice__V1__DebounceItem *it;
+        int64_t now, first, last;
 
         sep = key ? memchr(key, '\0', m->key_len) : NULL;
         if (!sep || sep == key) {
@@ -354,9 +355,14 @@ static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 debounce_restore_bad(t, m, "undecodable DebounceItem");
                 return;
         }
+        /* The item's times were now when it was written: one outside
+         * [epoch, now] (a corrupt record, or another instance's clock)
+         * would overflow the deadline and age arithmetic. */
+        now = sl_now_ms();
+        first = SL_MAX(0, SL_MIN(it->first_seen_ms, now));
+        last = SL_MAX(0, SL_MIN(it->last_update_ms, now));
         if (sl_debounce_restore(st->win, key, glen, sep + 1, idlen,
-                                it->payload.data, it->payload.len,
-                                it->first_seen_ms, it->last_update_ms,
+                                it->payload.data, it->payload.len, first, last,
                                 it->seq) < 0)
                 debounce_restore_bad(t, m, "item too large");
         sluice__v1__debounce_item__free_unpacked(it, NULL);

@@ -121,6 +121,10 @@ typedef struct blob_s {
 } blob_t;
 
 static void blob_put(blob_t *b, const void *p, size_t n) {
+        /* Empty bytes of a decoded Timer (payload, target key, header
+         * value) come as NULL: nothing to copy. */
+        if (!n)
+                return;
         if (b->len + n > b->size) {
                 b->size = SL_MAX(b->size * 2, b->len + n + 64);
                 b->buf = sl_realloc(b->buf, b->size);
@@ -433,11 +437,28 @@ static int delay_blob(delay_pipeline_t *dp, blob_t *b, uint8_t flags,
         return 0;
 }
 
+/* Why a restored timer's target is refused, or NULL: the changelog is
+ * read back as it is, so it gets the input's rules for where a timer may
+ * write (delay_input.c) — never an internal topic of sluice or Kafka. */
+static const char *restore_target_refused(const delay_pipeline_t *dp,
+                                          const char *target) {
+        size_t len = strlen(target);
+        if (!len || len > SL_TOPIC_MAX)
+                return "target topic name empty or too long";
+        if (!strncmp(target, "__", 2))
+                return "target is an internal topic of Kafka";
+        for (int i = 0; i < dp->params.internal_cnt; i++)
+                if (!strcmp(target, dp->params.internal_topics[i]))
+                        return "target is an internal topic of sluice";
+        return NULL;
+}
+
 static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
         Sluice__V1__Timer *tm;
         blob_t b = {0};
+        const char *why;
 
         if (!m->key || !m->key_len) {
                 sl_counter_inc(dp->m_restore_bad);
@@ -455,6 +476,15 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                        t->pl->conf->name, t->partition, m->offset);
                 if (tm)
                         sluice__v1__timer__free_unpacked(tm, NULL);
+                return;
+        }
+        why = restore_target_refused(dp, tm->target_topic);
+        if (why) {
+                sl_counter_inc(dp->m_restore_bad);
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d] @%" PRId64 ": timer record skipped: %s",
+                       t->pl->conf->name, t->partition, m->offset, why);
+                sluice__v1__timer__free_unpacked(tm, NULL);
                 return;
         }
         {
@@ -561,6 +591,15 @@ static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
                         v->payload, v->payload_len, hdrs);
 }
 
+/* now - due, saturated: a due time restored from the changelog (or given
+ * as sluice-at) may be anywhere in int64. */
+static int64_t delay_late_ms(int64_t now, int64_t due) {
+        int64_t late;
+        if (__builtin_sub_overflow(now, due, &late))
+                return due < 0 ? INT64_MAX : INT64_MIN;
+        return late;
+}
+
 /* Produces one due timer and tombstones it. */
 static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         delay_pipeline_t *dp = dp_of(t);
@@ -569,6 +608,7 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         const char *target;
         char buf[32];
         int r, parts;
+        int64_t late;
 
         if (blob_decode(sl_timer_data(tm), tm->datalen, &v) == -1 ||
             v.target_idx >= dp->target_cnt) {
@@ -618,15 +658,15 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         }
         sl_task_changelog(t, sl_timer_key(tm), tm->keylen, NULL, 0);
         /* Due times are within [SL_DELAY_DUE_MIN_MS, SL_DELAY_DUE_MAX_MS]
-         * (checked on input, clamped on restore): now - due cannot
-         * overflow. */
+         * (checked on input, clamped on restore); the difference saturates
+         * all the same. */
         if (v.due_on_arrival) {
                 sl_counter_inc(dp->m_due_on_arrival);
         } else {
+                late = delay_late_ms(now, tm->due_ms);
                 sl_histogram_observe(dp->m_lateness,
-                                     (double)SL_MAX(0, now - tm->due_ms) /
-                                         1000.0);
-                sl_gauge_set(dp->m_drift, (double)(now - tm->due_ms) / 1000.0);
+                                     (double)SL_MAX(0, late) / 1000.0);
+                sl_gauge_set(dp->m_drift, (double)late / 1000.0);
         }
 }
 

@@ -295,6 +295,20 @@ overflow_headers(const Sluice__V1__OverflowRecord *rec, size_t extra) {
         return h;
 }
 
+/* The value of an unpacked OverflowRecord as it came: NULL (length 0)
+ * for a null value, whatever bytes a corrupt record carries beside the
+ * flag; an empty value is "", not NULL (protobuf-c decodes empty bytes as
+ * NULL data, which would go out as a null value). */
+static const void *overflow_value(const Sluice__V1__OverflowRecord *rec) {
+        if (rec->null_payload)
+                return NULL;
+        return rec->payload.data ? (const void *)rec->payload.data : "";
+}
+
+static size_t overflow_value_len(const Sluice__V1__OverflowRecord *rec) {
+        return rec->null_payload ? 0 : rec->payload.len;
+}
+
 static void log_bad(sl_task_t *t, const char *what, int64_t offset) {
         throttle_state_t *st = st_of(t);
         int64_t now = sl_now_ms();
@@ -477,13 +491,18 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 Sluice__V1__ThrottleKey *r =
                     sluice__v1__throttle_key__unpack(NULL, m->len, m->payload);
                 sl_bkey_t *k;
+                int64_t updated;
                 if (!r) {
                         log_bad(t, "bad key record", m->offset);
                         return;
                 }
+                /* The bucket's time was now when it was written: one
+                 * ahead of now (a corrupt record, or another instance's
+                 * clock) would hold the refill until then, one before the
+                 * epoch would overflow it. */
+                updated = SL_MAX(0, SL_MIN(r->updated_ms, sl_now_ms()));
                 k = sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2,
-                                           r->drained_to, r->tokens,
-                                           r->updated_ms);
+                                           r->drained_to, r->tokens, updated);
                 if (k)
                         *sl_bkey_opflags(k) |= OPF_HAS_RECORD;
                 sluice__v1__throttle_key__free_unpacked(r, NULL);
@@ -807,8 +826,7 @@ static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
         snprintf(buf, sizeof(buf), "%" PRId64, rec->source_offset);
         rd_kafka_header_add(h, "sluice-source-offset", -1, buf, -1);
         r = sl_task_produce(t, pc->dlq, t->partition, key, keylen,
-                            rec->null_payload ? NULL : rec->payload.data,
-                            rec->payload.len, h);
+                            overflow_value(rec), overflow_value_len(rec), h);
         if (r < 0)
                 sl_log(LOG_ERR, "DLQ",
                        "%s [%d]: DLQ %s refused a backlog record (%s: %s): "
@@ -841,8 +859,8 @@ static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
 
         key = sl_bkey_key(it->key, &keylen);
         r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, key, keylen,
-                            rec->null_payload ? NULL : rec->payload.data,
-                            rec->payload.len, overflow_headers(rec, 0));
+                            overflow_value(rec), overflow_value_len(rec),
+                            overflow_headers(rec, 0));
         if (r < 0) {
                 drain_dlq(t, it, rec, "output-refused",
                           rd_kafka_err2str((rd_kafka_resp_err_t)-r),
