@@ -221,9 +221,10 @@ static const conf_key_t conf_keys[] = {
      NULL, 0, PIPE(default_target),
      "Target topic of timers without a sluice-target header; empty = the "
      "header is required."},
-    {SECT_PIPELINE, SL_OP_DELAY, "allowed_targets", KT_GLOBS, NULL, "*", NULL,
+    {SECT_PIPELINE, SL_OP_DELAY, "allowed_targets", KT_GLOBS, NULL, "**", NULL,
      NULL, 0, PIPE(allowed_targets),
-     "Glob patterns (comma-separated) a timer's target topic must match."},
+     "Glob patterns (comma-separated) a timer's target topic must match: "
+     "`*` stays within one dot-separated segment, `**` crosses dots."},
     {SECT_PIPELINE, SL_OP_DELAY, "max_delay", KT_DURATION, NULL, "366d", "1s",
      NULL, 0, PIPE(max_delay_ms),
      "Timers due further in the future go to the DLQ."},

@@ -12,7 +12,6 @@
 #include "parse.h"
 
 #include <ctype.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +23,8 @@
 #define DURATION_UNITS "use ms, s, m, h or d"
 #define SIZE_UNITS     "use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB"
 #define RATE_UNITS     "use s, m, h or d"
+
+#define DURATION_TOO_LARGE "too large (max 9007199254740992ms, 2^53 ms)"
 
 static int fail(char *errstr, size_t errstr_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -58,12 +59,23 @@ typedef struct {
         int scale;
 } dec_t;
 
-#define DEC_MAX_DIGITS 18
+/* Bounds of the decimal reader.  19 significant digits always fit a
+ * uint64_t (10^19 - 1 < 2^64), and 10^19 is the largest power of ten that
+ * does, so neither the mantissa nor the divisor 10^scale can wrap.  Leading
+ * zeros of the integer part are not counted ("007s" is fine); every digit
+ * after the point is ("0.000...1" with twenty zeros is refused rather than
+ * read wrongly).  Rates take fewer significant digits (DEC_RATE_DIGITS):
+ * a double holds 15 decimal digits exactly, which is what makes
+ * sl_rate_format's output parse back to the very same rate. */
+#define DEC_MAX_DIGITS  19
+#define DEC_MAX_SCALE   19
+#define DEC_RATE_DIGITS 15
 
-/* Reads "digits[.digits]" from s (at most end).  Returns the number of
- * characters read, 0 when s does not start with a digit, -1 when a '.' is
- * not followed by a digit, -2 when there are too many digits. */
-static int dec_read(const char *s, const char *end, dec_t *d) {
+/* Reads "digits[.digits]" from s (at most end), allowing at most max_sig
+ * significant digits.  Returns the number of characters read, 0 when s does
+ * not start with a digit, -1 when a '.' is not followed by a digit, -2 when
+ * there are too many digits. */
+static int dec_read(const char *s, const char *end, dec_t *d, int max_sig) {
         const char *p = s;
         int digits = 0;
 
@@ -74,7 +86,7 @@ static int dec_read(const char *s, const char *end, dec_t *d) {
         while (p < end && isdigit((unsigned char)*p)) {
                 if (d->mant != 0 || *p != '0')
                         digits++;
-                if (digits > DEC_MAX_DIGITS)
+                if (digits > max_sig)
                         return -2;
                 d->mant = d->mant * 10 + (uint64_t)(*p - '0');
                 p++;
@@ -86,7 +98,7 @@ static int dec_read(const char *s, const char *end, dec_t *d) {
                 while (p < end && isdigit((unsigned char)*p)) {
                         if (d->mant != 0 || *p != '0')
                                 digits++;
-                        if (digits > DEC_MAX_DIGITS)
+                        if (digits > max_sig || d->scale >= DEC_MAX_SCALE)
                                 return -2;
                         d->mant = d->mant * 10 + (uint64_t)(*p - '0');
                         d->scale++;
@@ -101,30 +113,36 @@ static int dec_fail(int n, char *errstr, size_t errstr_size) {
                     n == -2 ? "too many digits" : "malformed number");
 }
 
+/* 10^n for 0 <= n <= DEC_MAX_SCALE (dec_read never makes a larger scale). */
 static uint64_t pow10u(int n) {
         uint64_t r = 1;
+
+        sl_assert(n >= 0 && n <= DEC_MAX_SCALE);
         while (n-- > 0)
                 r *= 10;
         return r;
 }
 
 /* d * mult as an exact integer.  Returns 0, -1 when the product is not
- * whole, -2 when it does not fit an int64_t. */
-static int dec_mul(const dec_t *d, uint64_t mult, int64_t *out) {
+ * whole, -2 when it is above max.  mant < 10^19 and mult < 2^41, so the
+ * product fits 128 bits with room to spare. */
+static int dec_mul(const dec_t *d, uint64_t mult, int64_t max, int64_t *out) {
         unsigned __int128 v = (unsigned __int128)d->mant * mult;
         uint64_t div = pow10u(d->scale);
 
         if (v % div != 0)
                 return -1;
         v /= div;
-        if (v > (unsigned __int128)INT64_MAX)
+        if (v > (unsigned __int128)max)
                 return -2;
         *out = (int64_t)v;
         return 0;
 }
 
+/* The nearest double (mant and 10^scale are exact in a long double, so only
+ * the final rounding is inexact). */
 static double dec_double(const dec_t *d) {
-        return (double)d->mant / (double)pow10u(d->scale);
+        return (double)((long double)d->mant / (long double)pow10u(d->scale));
 }
 
 /* Length of the run of letters at s. */
@@ -178,7 +196,7 @@ static int duration_parse(const char *s, size_t len, int64_t *out_ms,
                 uint64_t mult;
                 int64_t part;
                 const char *num = p;
-                int n = dec_read(p, end, &d);
+                int n = dec_read(p, end, &d, DEC_MAX_DIGITS);
                 size_t ulen;
 
                 if (n < 0)
@@ -206,15 +224,17 @@ static int duration_parse(const char *s, size_t len, int64_t *out_ms,
                                     "unknown unit '%.*s' (" DURATION_UNITS ")",
                                     (int)ulen, p);
                 p += ulen;
-                switch (dec_mul(&d, mult, &part)) {
+                switch (dec_mul(&d, mult, SL_PARSE_DURATION_MAX_MS, &part)) {
                 case -1:
                         return fail(errstr, errstr_size,
                                     "finer than a millisecond");
                 case -2:
-                        return fail(errstr, errstr_size, "too large");
+                        return fail(errstr, errstr_size, DURATION_TOO_LARGE);
                 }
-                if (__builtin_add_overflow(total, part, &total))
-                        return fail(errstr, errstr_size, "too large");
+                /* Both are at most the maximum: the sum cannot wrap. */
+                total += part;
+                if (total > SL_PARSE_DURATION_MAX_MS)
+                        return fail(errstr, errstr_size, DURATION_TOO_LARGE);
         }
         *out_ms = total;
         return 0;
@@ -309,7 +329,7 @@ int sl_parse_size(const char *s, int64_t *out_bytes, char *errstr,
         if (*p == '-')
                 return fail(errstr, errstr_size,
                             "negative sizes are not allowed");
-        n = dec_read(p, end, &d);
+        n = dec_read(p, end, &d, DEC_MAX_DIGITS);
         if (n < 0)
                 return dec_fail(n, errstr, errstr_size);
         if (n == 0)
@@ -334,7 +354,7 @@ int sl_parse_size(const char *s, int64_t *out_bytes, char *errstr,
         if (p < end)
                 return fail(errstr, errstr_size, "unexpected '%.*s'",
                             (int)(end - p), p);
-        switch (dec_mul(&d, mult, out_bytes)) {
+        switch (dec_mul(&d, mult, INT64_MAX, out_bytes)) {
         case -1:
                 return fail(errstr, errstr_size, "not a whole number of bytes");
         case -2:
@@ -379,7 +399,7 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
                   size_t errstr_size) {
         const char *p, *end, *num;
         size_t len, ulen, i;
-        double secs, per_sec, burst;
+        double per_sec, burst;
         dec_t d;
         int n;
 
@@ -393,7 +413,7 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
         if (*p == '-')
                 return fail(errstr, errstr_size,
                             "negative rates are not allowed");
-        n = dec_read(p, end, &d);
+        n = dec_read(p, end, &d, DEC_RATE_DIGITS);
         if (n < 0)
                 return dec_fail(n, errstr, errstr_size);
         if (n == 0 || n == (int)len || p[n] != '/')
@@ -412,8 +432,10 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
                 return fail(errstr, errstr_size,
                             "unknown unit '%.*s' (" RATE_UNITS ")", (int)ulen,
                             p);
-        secs = rate_units[i].secs;
-        per_sec /= secs;
+        per_sec /= rate_units[i].secs;
+        /* At most 15 digits keep the number below 10^15: always finite. */
+        if (!isfinite(per_sec) || per_sec > SL_RATE_MAX_PER_SEC)
+                return fail(errstr, errstr_size, "too fast (max 1000000000/s)");
         p += ulen;
         burst = per_sec < 1 ? 1 : per_sec;
 
@@ -431,7 +453,9 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
                 if (q < end && *q == '-')
                         return fail(errstr, errstr_size,
                                     "burst must be at least 1");
-                n = dec_read(q, end, &d);
+                n = dec_read(q, end, &d, DEC_RATE_DIGITS);
+                if (n == -2)
+                        return dec_fail(n, errstr, errstr_size);
                 if (n <= 0 || q + n != end)
                         return fail(errstr, errstr_size, "invalid burst '%.*s'",
                                     (int)(end - num), num);
@@ -439,9 +463,30 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
                 if (burst < 1)
                         return fail(errstr, errstr_size,
                                     "burst must be at least 1");
+                if (!isfinite(burst) || burst > SL_RATE_MAX_BURST)
+                        return fail(errstr, errstr_size,
+                                    "burst too large (max 1000000000)");
         }
         out->per_sec = per_sec;
         out->burst = burst;
+        return 0;
+}
+
+/* Writes v with the fewest decimals (at most DEC_MAX_SCALE) whose reading
+ * by dec_read, divided by secs, gives back exactly want.  Returns the
+ * length written, or 0 when there is no such text. */
+static int rate_num_format(double v, double secs, double want, char *buf,
+                           size_t size) {
+        for (int k = 0; k <= DEC_MAX_SCALE; k++) {
+                dec_t d;
+                int n = snprintf(buf, size, "%.*f", k, v);
+
+                if (n <= 0 || (size_t)n >= size)
+                        return 0;
+                if (dec_read(buf, buf + n, &d, DEC_RATE_DIGITS) == n &&
+                    dec_double(&d) / secs == want)
+                        return n;
+        }
         return 0;
 }
 
@@ -450,32 +495,37 @@ void sl_rate_format(const sl_rate_t *rate, char *buf, size_t size) {
                 const char *name;
                 double secs;
         } units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
-        char num[64];
-        dec_t d;
+        char best[64] = "", num[48], burst[48];
         size_t i;
-        int n;
 
-        /* Per second when that is short and exact ("2.5/s"), else the
-         * smallest unit in which the rate is a whole number ("1/m" rather
-         * than "0.0166666667/s"). */
-        snprintf(num, sizeof(num), "%.6g", rate->per_sec);
-        n = dec_read(num, num + strlen(num), &d);
-        if (rate->per_sec == 0 ||
-            (n == (int)strlen(num) && dec_double(&d) == rate->per_sec)) {
-                snprintf(num, sizeof(num), "%.6g/s", rate->per_sec);
-        } else {
-                snprintf(num, sizeof(num), "%.9g/s", rate->per_sec);
-                for (i = 0; i < SL_ARRAY_SIZE(units); i++) {
-                        double v = rate->per_sec * units[i].secs;
-                        double r = round(v);
-                        if (r >= 1 && r < 1e15 && fabs(v - r) <= 1e-9 * r) {
-                                snprintf(num, sizeof(num), "%.0f/%s", r,
-                                         units[i].name);
-                                break;
-                        }
-                }
+        /* The shortest text that parses back to the very same rate, in any
+         * unit: "2.5/s", and "1/m" rather than "0.0166666666666667/s" (which
+         * would not be the same double).  Every rate sl_parse_rate makes has
+         * one: its own text, at most 15 significant digits, reads back
+         * exactly.  Anything else (not produced by the parser) gets a close
+         * approximation. */
+        for (i = 0; isfinite(rate->per_sec) && rate->per_sec >= 0 &&
+                    i < SL_ARRAY_SIZE(units);
+             i++) {
+                double v = rate->per_sec * units[i].secs;
+                int n = rate_num_format(v, units[i].secs, rate->per_sec, num,
+                                        sizeof(num));
+                if (n > 0 && (!best[0] || strlen(num) + 2 < strlen(best)))
+                        snprintf(best, sizeof(best), "%s/%s", num,
+                                 units[i].name);
         }
-        snprintf(buf, size, "%s burst=%.9g", num, rate->burst);
+        if (!best[0])
+                snprintf(best, sizeof(best), "%.6f/s",
+                         isfinite(rate->per_sec) && rate->per_sec > 0
+                             ? SL_MIN(rate->per_sec, SL_RATE_MAX_PER_SEC)
+                             : 0);
+        if (!isfinite(rate->burst) || rate->burst < 1 ||
+            !rate_num_format(rate->burst, 1, rate->burst, burst, sizeof(burst)))
+                snprintf(burst, sizeof(burst), "%.0f",
+                         isfinite(rate->burst) && rate->burst > 1
+                             ? SL_MIN(ceil(rate->burst), SL_RATE_MAX_BURST)
+                             : 1);
+        snprintf(buf, size, "%s burst=%s", best, burst);
 }
 
 /* Glob lists. */
@@ -544,11 +594,108 @@ int sl_globs_parse(const char *s, sl_globs_t *out, char *errstr,
         return 0;
 }
 
+/* The matcher.  A pattern is a sequence of tokens, each matching a set of
+ * strings: a literal character, '?' or a bracket (one character other than
+ * '.'), '*' (a run of characters without '.', possibly empty) and '**' (any
+ * run).  Rather than backtrack, which takes exponential time on patterns
+ * such as "*a*a*a*a*b", the matcher walks the tokens once and keeps the set
+ * of name positions the pattern so far can end at (reach[]): O(pattern x
+ * name) time, O(name) space, whatever the input. */
+
+/* Whether c is in the bracket expression starting at pat (at '['); *endp
+ * is set past its ']'.  Returns -1 if the bracket is not closed (then it is
+ * a literal '['; sl_globs_parse never lets one through). */
+static int bracket_match(const char *pat, char c, const char **endp) {
+        const char *p = pat + 1;
+        int neg = 0, hit = 0;
+
+        if (*p == '!' || *p == '^') {
+                neg = 1;
+                p++;
+        }
+        /* A ']' first is literal, as in fnmatch. */
+        for (const char *first = p; *p && (*p != ']' || p == first); p++) {
+                if (p[1] == '-' && p[2] && p[2] != ']') {
+                        if ((unsigned char)c >= (unsigned char)p[0] &&
+                            (unsigned char)c <= (unsigned char)p[2])
+                                hit = 1;
+                        p += 2;
+                } else if (*p == c) {
+                        hit = 1;
+                }
+        }
+        if (*p != ']')
+                return -1;
+        *endp = p + 1;
+        return hit != neg;
+}
+
+static int glob_match(const char *pat, const char *name) {
+        size_t n = strlen(name);
+        unsigned char stack[256], *reach, *heap = NULL;
+        const char *p = pat;
+        int any = 1, r;
+
+        reach = n < sizeof(stack) ? stack : (heap = sl_malloc(n + 1));
+        memset(reach, 0, n + 1);
+        reach[0] = 1;
+        while (*p && any) {
+                any = 0;
+                if (*p == '*') {
+                        int cross = p[1] == '*';
+                        while (*p == '*')
+                                p++;
+                        /* reach[j] |= reach[j-1] while the run may grow
+                         * over name[j-1]. */
+                        for (size_t j = 1; j <= n; j++)
+                                if (!reach[j] && reach[j - 1] &&
+                                    (cross || name[j - 1] != '.'))
+                                        reach[j] = 1;
+                        for (size_t j = 0; j <= n && !any; j++)
+                                any = reach[j];
+                        continue;
+                }
+                /* One character: shift the set right by one where it
+                 * matches, from the end so each position moves once. */
+                {
+                        const char *next = p + 1;
+                        for (size_t j = n; j > 0; j--) {
+                                char c = name[j - 1];
+                                int m;
+                                reach[j] = 0;
+                                if (!reach[j - 1])
+                                        continue;
+                                if (*p == '?')
+                                        m = c != '.';
+                                else if (*p == '[' &&
+                                         (r = bracket_match(p, c, &next)) >= 0)
+                                        m = r && c != '.';
+                                else
+                                        m = c == *p;
+                                reach[j] = (unsigned char)m;
+                                any |= m;
+                        }
+                        reach[0] = 0;
+                        if (*p == '[') {
+                                /* Where the bracket ends does not depend on
+                                 * the character tested. */
+                                const char *e;
+                                if (bracket_match(p, 'a', &e) >= 0)
+                                        next = e;
+                        }
+                        p = next;
+                }
+        }
+        r = !*p && reach[n];
+        free(heap);
+        return r;
+}
+
 int sl_globs_match(const sl_globs_t *globs, const char *name) {
         if (!globs || !name)
                 return 0;
         for (int i = 0; i < globs->cnt; i++)
-                if (fnmatch(globs->pat[i], name, 0) == 0)
+                if (glob_match(globs->pat[i], name))
                         return 1;
         return 0;
 }
@@ -686,9 +833,15 @@ static int rfc3339_parse(const char *s, size_t len, int64_t *out_ms,
                 return fail(errstr, errstr_size, "unexpected '%.*s'",
                             (int)(end - p), p);
 
+        /* Four-digit years keep every term small: no overflow here. */
         secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
                (int64_t)off_min * 60;
-        *out_ms = secs * 1000 + frac_ms;
+        secs = secs * 1000 + frac_ms;
+        if (secs < SL_PARSE_TIMESTAMP_MIN_MS ||
+            secs > SL_PARSE_TIMESTAMP_MAX_MS)
+                return fail(errstr, errstr_size,
+                            "out of range (0000-01-01 to 9999-12-31, UTC)");
+        *out_ms = secs;
         return 0;
 }
 
@@ -708,10 +861,13 @@ int sl_parse_timestamp_ms(const char *s, int64_t *out_ms, char *errstr,
         for (i = 0; i < len && isdigit((unsigned char)s[i]); i++)
                 ;
         if (i == len) {
+                /* v stays below 10 * max + 9: no overflow. */
                 for (i = 0; i < len; i++) {
-                        if (__builtin_mul_overflow(v, 10, &v) ||
-                            __builtin_add_overflow(v, s[i] - '0', &v))
-                                return fail(errstr, errstr_size, "too large");
+                        v = v * 10 + (s[i] - '0');
+                        if (v > SL_PARSE_TIMESTAMP_MAX_MS)
+                                return fail(errstr, errstr_size,
+                                            "too large (max 253402300799999, "
+                                            "9999-12-31T23:59:59.999Z)");
                 }
                 *out_ms = v;
                 return 0;

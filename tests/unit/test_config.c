@@ -191,7 +191,9 @@ static void test_defaults(void **state) {
         assert_null(d->output);
         assert_null(d->default_target);
         assert_int_equal(d->allowed_targets.cnt, 1);
-        assert_string_equal(d->allowed_targets.pat[0], "*");
+        assert_string_equal(d->allowed_targets.pat[0], "**");
+        /* The default allows any target, dotted names included. */
+        assert_true(sl_globs_match(&d->allowed_targets, "reminders.out.eu"));
         assert_int_equal(d->max_delay_ms, 366LL * 86400000);
         assert_int_equal(d->input_format, SL_INPUT_HEADERS);
 

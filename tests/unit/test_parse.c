@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -53,6 +54,11 @@ static void test_duration_good(void **state) {
         assert_int_equal(dur_ok("  90s \t"), 90000);
         /* Large but representable: 100 million days. */
         assert_int_equal(dur_ok("100000000d"), 100000000LL * 86400000);
+        /* The maximum, 2^53 ms, and the most digits a number may have. */
+        assert_int_equal(dur_ok("9007199254740992ms"),
+                         SL_PARSE_DURATION_MAX_MS);
+        assert_int_equal(dur_ok("000000000000000000000000000001s"), 1000);
+        assert_int_equal(dur_ok("1.000000000000000000s"), 1000);
 }
 
 static void test_duration_bad(void **state) {
@@ -78,9 +84,28 @@ static void test_duration_bad(void **state) {
         assert_string_equal(dur_bad("5.s"), "malformed number");
         assert_string_equal(dur_bad("0.5ms"), "finer than a millisecond");
         assert_string_equal(dur_bad("1.0001s"), "finer than a millisecond");
-        assert_string_equal(dur_bad("999999999999999999d"), "too large");
-        assert_string_equal(dur_bad("106751991167d1d"), "too large");
-        assert_string_equal(dur_bad("1234567890123456789s"), "too many digits");
+#define TOO_LARGE "too large (max 9007199254740992ms, 2^53 ms)"
+        assert_string_equal(dur_bad("999999999999999999d"), TOO_LARGE);
+        assert_string_equal(dur_bad("106751991167d1d"), TOO_LARGE);
+        assert_string_equal(dur_bad("9007199254740993ms"), TOO_LARGE);
+        assert_string_equal(dur_bad("104249991374d"), TOO_LARGE);
+        assert_string_equal(dur_bad("9007199254740992ms1ms"), TOO_LARGE);
+        assert_string_equal(dur_bad("12345678901234567890s"),
+                            "too many digits");
+        /* Fraction digits are bounded too: 10^scale never wraps (it used
+         * to, dividing by zero or reading 0.00194156990786306048s as 25
+         * ms). */
+        assert_string_equal(dur_bad("0.0000000000000000000000000000000000000"
+                                    "0000000000000000000000000001s"),
+                            "too many digits");
+        assert_string_equal(dur_bad("0.00194156990786306048s"),
+                            "too many digits");
+        assert_string_equal(dur_bad("1.0000000000000000000s"),
+                            "too many digits");
+        /* Smaller than a millisecond, with the most digits allowed. */
+        assert_string_equal(dur_bad("0.0000000000000000001s"),
+                            "finer than a millisecond");
+#undef TOO_LARGE
 }
 
 static void test_duration_n(void **state) {
@@ -174,6 +199,14 @@ static void test_size_good(void **state) {
         assert_string_equal(buf, "0");
         sl_size_format(3LL << 40, buf, sizeof(buf));
         assert_string_equal(buf, "3TiB");
+
+        /* Up to INT64_MAX, and 19 significant digits: what
+         * sl_size_format writes always parses back. */
+        assert_int_equal(size_ok("9223372036854775807"), INT64_MAX);
+        assert_int_equal(size_ok("4444444444494MB"), 4444444444494000000LL);
+        sl_size_format(4444444444494000000LL, buf, sizeof(buf));
+        assert_string_equal(buf, "4444444444494000000");
+        assert_int_equal(size_ok(buf), 4444444444494000000LL);
 }
 
 static void test_size_bad(void **state) {
@@ -187,7 +220,12 @@ static void test_size_bad(void **state) {
         assert_string_equal(size_bad("10 MiB x"), "unexpected ' x'");
         assert_string_equal(size_bad("1.1B"), "not a whole number of bytes");
         assert_string_equal(size_bad("99999999999TiB"), "too large");
+        assert_string_equal(size_bad("9223372036854775808"), "too large");
         assert_string_equal(size_bad("1."), "malformed number");
+        assert_string_equal(size_bad("99999999999999999999"),
+                            "too many digits");
+        assert_string_equal(size_bad("0.00000000000000000001MiB"),
+                            "too many digits");
 }
 
 /* Rates. */
@@ -235,6 +273,12 @@ static void test_rate_good(void **state) {
         r = rate_ok("0/s");
         assert_float_equal(r.per_sec, 0, 0);
         assert_float_equal(r.burst, 1, 1e-9);
+        r = rate_ok("1000000000/s burst=1000000000");
+        assert_true(r.per_sec == 1e9 && r.burst == 1e9);
+        r = rate_ok("86400000000000/d");
+        assert_true(r.per_sec == 1e9 && r.burst == 1e9);
+        r = rate_ok("0.0000000000000000001/s");
+        assert_true(r.per_sec == 1e-19 && r.burst == 1);
 }
 
 static void test_rate_bad(void **state) {
@@ -259,6 +303,18 @@ static void test_rate_bad(void **state) {
                             "unexpected ' max=5' (expected burst=<number>)");
         assert_string_equal(rate_bad("100/s,"),
                             "unexpected ',' (expected burst=<number>)");
+        /* Finite and bounded, whatever the digits (this one used to give
+         * per_sec = inf). */
+        assert_string_equal(rate_bad("0.000000000000000000000000000000000000"
+                                     "00000000000000000000000000001/s"),
+                            "too many digits");
+        assert_string_equal(rate_bad("1000000001/s"),
+                            "too fast (max 1000000000/s)");
+        assert_string_equal(rate_bad("1234567890123456/s"), "too many digits");
+        assert_string_equal(rate_bad("1/s burst=1000000001"),
+                            "burst too large (max 1000000000)");
+        assert_string_equal(rate_bad("1/s burst=1234567890123456"),
+                            "too many digits");
 }
 
 static void test_rate_format(void **state) {
@@ -270,6 +326,15 @@ static void test_rate_format(void **state) {
             {"1/h", "1/h burst=1"},
             {"7/d burst=3", "7/d burst=3"},
             {"0/s", "0/s burst=1"},
+            {"1.5/d", "1.5/d burst=1"},
+            {"3/h burst=2.25", "3/h burst=2.25"},
+            {"150/m", "2.5/s burst=2.5"},
+            {"1/day", "1/d burst=1"},
+            {"86400000000000/d", "1000000000/s burst=1000000000"},
+            {"12345678901234.5/d burst=999999999.5",
+             "12345678901234.5/d burst=999999999.5"},
+            {"0.000000000000001/s", "0.0000000000036/h burst=1"},
+            {"7/m burst=1.00000000000001", "7/m burst=1.00000000000001"},
         };
         char buf[64];
         (void)state;
@@ -279,8 +344,51 @@ static void test_rate_format(void **state) {
                 sl_rate_format(&r, buf, sizeof(buf));
                 assert_string_equal(buf, cases[i][1]);
                 r2 = rate_ok(buf);
-                assert_float_equal(r2.per_sec, r.per_sec, 1e-12);
-                assert_float_equal(r2.burst, r.burst, 1e-12);
+                /* Exactly the same doubles: a dump loads back unchanged. */
+                assert_true(r2.per_sec == r.per_sec);
+                assert_true(r2.burst == r.burst);
+        }
+}
+
+/* Every rate the parser makes formats to a text that parses back to the
+ * same doubles: a property over many odd values and every unit. */
+static void test_rate_format_roundtrip(void **state) {
+        static const char *units[] = {"s", "m", "h", "d", "sec", "min"};
+        uint64_t x = 88172645463325252ULL;
+        char in[96], buf[96];
+        (void)state;
+
+        for (int i = 0; i < 20000; i++) {
+                sl_rate_t r, r2;
+                uint64_t mant, div = 1;
+                int scale, digits;
+
+                x ^= x << 13; /* xorshift64 */
+                x ^= x >> 7;
+                x ^= x << 17;
+                digits = 1 + (int)(x % 15);
+                mant = (x >> 8) % 1000000000000000ULL;
+                for (int k = 0; k < 15 - digits; k++)
+                        mant /= 10;
+                scale = (int)((x >> 4) % 16);
+                for (int k = 0; k < scale; k++)
+                        div *= 10;
+                snprintf(in, sizeof(in), "%llu.%0*llu/%s burst=%llu.%llu",
+                         (unsigned long long)(mant / div), scale ? scale : 1,
+                         (unsigned long long)(scale ? mant % div : 0),
+                         units[(x >> 40) % 6],
+                         (unsigned long long)(1 + (x >> 20) % 100000),
+                         (unsigned long long)((x >> 50) % 1000));
+                if (sl_parse_rate(in, &r, err, sizeof(err)) != 0)
+                        continue; /* too fast or too many digits */
+                sl_rate_format(&r, buf, sizeof(buf));
+                if (sl_parse_rate(buf, &r2, err, sizeof(err)) != 0)
+                        fail_msg("'%s' formats as '%s', refused: %s", in, buf,
+                                 err);
+                if (r2.per_sec != r.per_sec || r2.burst != r.burst)
+                        fail_msg("'%s' formats as '%s', which reads back "
+                                 "differently",
+                                 in, buf);
         }
 }
 
@@ -337,6 +445,84 @@ static void test_globs(void **state) {
             err, "invalid pattern 'x[a/]': '/' cannot appear in a topic name");
 }
 
+static int match1(const char *pat, const char *name) {
+        sl_globs_t g = {NULL, 0};
+        int r;
+
+        if (sl_globs_parse(pat, &g, err, sizeof(err)) != 0)
+                fail_msg("pattern '%s' refused: %s", pat, err);
+        assert_int_equal(g.cnt, 1);
+        r = sl_globs_match(&g, name);
+        sl_globs_free(&g);
+        return r;
+}
+
+/* '*' stays within a dot-separated segment, '**' crosses dots. */
+static void test_globs_segments(void **state) {
+        char longname[400], longpat[400];
+        (void)state;
+
+        assert_true(match1("orders.*", "orders.eu"));
+        assert_true(match1("orders.*", "orders."));
+        assert_false(match1("orders.*", "orders.eu.x"));
+        assert_false(match1("orders.*", "orders"));
+        assert_true(match1("orders.**", "orders.eu"));
+        assert_true(match1("orders.**", "orders.eu.x"));
+        assert_false(match1("orders.**", "ordersx"));
+        assert_true(match1("**", "a"));
+        assert_true(match1("**", "a.b.c"));
+        assert_true(match1("**", ""));
+        assert_true(match1("*", "orders"));
+        assert_false(match1("*", "orders.eu"));
+        assert_true(match1("*.eu", "orders.eu"));
+        assert_false(match1("*.eu", "a.orders.eu"));
+        assert_true(match1("**.eu", "a.orders.eu"));
+        assert_true(match1("**eu", "a.orders.eu"));
+        assert_true(match1("a.*.c", "a.b.c"));
+        assert_true(match1("a.*.c", "a..c"));
+        assert_false(match1("a.*.c", "a.b.x.c"));
+        assert_true(match1("a.**.c", "a.b.x.c"));
+        assert_true(match1("a***", "a.b")); /* three stars are two */
+        assert_true(match1("o*s*", "orders"));
+        assert_false(match1("o*s*", "orders.eu"));
+
+        /* '?' and brackets match one character, but never a dot. */
+        assert_true(match1("t?", "t5"));
+        assert_false(match1("t?", "t."));
+        assert_false(match1("t?", "t"));
+        assert_false(match1("t?", "t55"));
+        assert_true(match1("t[0-9]", "t7"));
+        assert_false(match1("t[0-9]", "tx"));
+        assert_true(match1("t[!0-9]", "tx"));
+        assert_true(match1("t[^0-9]", "tx"));
+        assert_false(match1("t[!0-9]", "t7"));
+        assert_false(match1("t[!0-9]", "t."));
+        assert_false(match1("t[.]", "t."));
+        assert_true(match1("t[]]", "t]"));
+        assert_true(match1("t[!]]", "tx"));
+        assert_false(match1("t[!]]", "t]"));
+        assert_true(match1("t[a-]", "t-"));
+        assert_true(match1("t[-a]", "t-"));
+        assert_true(match1("t[_x-z]", "ty"));
+        assert_false(match1("t[_x-z]", "tw"));
+
+        /* Literal characters and the whole name. */
+        assert_true(match1("billing.due", "billing.due"));
+        assert_false(match1("billing.due", "billing.due2"));
+        assert_false(match1("billing.due", "xbilling.due"));
+
+        /* No exponential backtracking: this answers at once. */
+        memset(longname, 'a', 300);
+        longname[300] = '\0';
+        strcpy(longpat, "");
+        for (int i = 0; i < 40; i++)
+                strcat(longpat, "*a");
+        strcat(longpat, "*b");
+        assert_false(match1(longpat, longname));
+        longname[299] = 'b';
+        assert_true(match1(longpat, longname));
+}
+
 /* Timestamps. */
 
 static int64_t ts_ok(const char *s) {
@@ -373,6 +559,13 @@ static void test_timestamp_good(void **state) {
         assert_int_equal(ts_ok("2024-02-29T12:00:00Z"), 1709208000000LL);
         assert_int_equal(ts_ok("2000-03-01T00:00:00+05:30"), 951849000000LL);
         assert_int_equal(ts_ok("2016-12-31T23:59:60Z"), 1483228800000LL);
+        /* The range: years 0000 to 9999. */
+        assert_int_equal(ts_ok("253402300799999"), SL_PARSE_TIMESTAMP_MAX_MS);
+        assert_int_equal(ts_ok("9999-12-31T23:59:59.999Z"),
+                         SL_PARSE_TIMESTAMP_MAX_MS);
+        assert_int_equal(ts_ok("0000-01-01T00:00:00Z"),
+                         SL_PARSE_TIMESTAMP_MIN_MS);
+        assert_int_equal(ts_ok("0000000000000000000000000000001"), 1);
 
         assert_int_equal(sl_parse_timestamp_ms_n("2026-01-01T00:00:00Zjunk", 20,
                                                  &v, err, sizeof(err)),
@@ -388,7 +581,17 @@ static void test_timestamp_bad(void **state) {
         assert_string_equal(ts_bad(""), "empty value");
         assert_string_equal(ts_bad("-5"),
                             "negative timestamps are not allowed");
-        assert_string_equal(ts_bad("99999999999999999999"), "too large");
+#define TS_TOO_LARGE "too large (max 253402300799999, 9999-12-31T23:59:59.999Z)"
+        assert_string_equal(ts_bad("99999999999999999999"), TS_TOO_LARGE);
+        assert_string_equal(ts_bad("253402300800000"), TS_TOO_LARGE);
+        assert_string_equal(ts_bad("9223372036854775808"), TS_TOO_LARGE);
+        assert_string_equal(ts_bad("9999-12-31T23:59:60Z"),
+                            "out of range (0000-01-01 to 9999-12-31, UTC)");
+        assert_string_equal(ts_bad("9999-12-31T23:59:59-00:01"),
+                            "out of range (0000-01-01 to 9999-12-31, UTC)");
+        assert_string_equal(ts_bad("0000-01-01T00:00:00+00:01"),
+                            "out of range (0000-01-01 to 9999-12-31, UTC)");
+#undef TS_TOO_LARGE
         assert_string_equal(ts_bad("tomorrow"),
                             "expected epoch milliseconds or RFC 3339 such "
                             "as 2026-01-01T00:00:00Z");
@@ -432,7 +635,9 @@ int main(void) {
             cmocka_unit_test(test_rate_good),
             cmocka_unit_test(test_rate_bad),
             cmocka_unit_test(test_rate_format),
+            cmocka_unit_test(test_rate_format_roundtrip),
             cmocka_unit_test(test_globs),
+            cmocka_unit_test(test_globs_segments),
             cmocka_unit_test(test_timestamp_good),
             cmocka_unit_test(test_timestamp_bad),
         };
