@@ -301,6 +301,34 @@ const char *sl_op_type_name(sl_op_type_t type) {
 
 /* Values: parse, store, format, free.  All by table row. */
 
+/* The longest line the reader takes. */
+#define MAX_LINE (64 * 1024)
+
+/* The longest string value: its dump line "key = value" must still fit. */
+#define MAX_VALUE (MAX_LINE - 256)
+
+/* Why s cannot be written as an INI value that reads back the same, or
+ * NULL.  inih strips the blanks around a value, ends it at a line break
+ * and cuts an inline comment (';' after a blank).  A value read from a
+ * file is always fine; one from the environment may not be, and is
+ * refused rather than dumped as something else. */
+static const char *ini_value_problem(const char *s) {
+        size_t n = strlen(s);
+
+        if (n > MAX_VALUE)
+                return "is too long";
+        if (n &&
+            (isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1])))
+                return "begins or ends with a blank";
+        for (const char *p = s; *p; p++) {
+                if (iscntrl((unsigned char)*p) && *p != '\t')
+                        return "holds a control character";
+                if (*p == ';' && p > s && isspace((unsigned char)p[-1]))
+                        return "holds ' ;', which starts a comment";
+        }
+        return NULL;
+}
+
 static int vfail(char *errstr, size_t errstr_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -425,6 +453,7 @@ static void str_set(void *field, const char *value) {
 static int key_set(const conf_key_t *k, void *base, const char *value,
                    char *errstr, size_t errstr_size) {
         void *field = (char *)base + k->off;
+        const char *why_not;
         char why[160];
         int64_t v;
 
@@ -434,6 +463,12 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
         }
         if (!*value && k->flags & F_NONEMPTY)
                 return vfail(errstr, errstr_size, "must not be empty");
+
+        if ((k->type == KT_STRING || k->type == KT_HOSTPORT) &&
+            (why_not = ini_value_problem(value)))
+                return vfail(errstr, errstr_size,
+                             "the value %s (not possible in a config file)",
+                             why_not);
 
         switch (k->type) {
         case KT_TOPIC:
@@ -627,8 +662,6 @@ typedef struct {
         char *text;
 } conf_err_t;
 
-#define MAX_LINE (64 * 1024)
-
 typedef struct {
         const char *path;
         FILE *fp;
@@ -688,6 +721,11 @@ static void err_at(loader_t *ld, int line, const char *env, const char *key,
         }
         if (!text)
                 text = sl_strdup(msg);
+        /* One error, one line, whatever a value from the environment
+         * holds. */
+        for (char *c = text; *c; c++)
+                if (iscntrl((unsigned char)*c))
+                        *c = '?';
         err_add(ld, order, text);
 }
 
@@ -1602,25 +1640,57 @@ void sl_conf_reference(FILE *out) {
                 "`bootstrap.servers`).\n");
 }
 
+/* Writes "name = value" for row k; strings and glob lists are written
+ * whole, however long. */
+static void dump_key(const conf_key_t *k, const void *base, FILE *out) {
+        const void *field = (const char *)base + k->off;
+        char buf[256];
+
+        if (k->type == KT_GLOBS) {
+                const sl_globs_t *g = field;
+                fprintf(out, "%s = ", k->name);
+                for (int i = 0; i < g->cnt; i++)
+                        fprintf(out, "%s%s", i ? ", " : "", g->pat[i]);
+                fprintf(out, "\n");
+        } else if (k->type == KT_STRING || k->type == KT_TOPIC ||
+                   k->type == KT_HOSTPORT) {
+                const char *v = *(char *const *)field;
+                fprintf(out, "%s = %s\n", k->name,
+                        v ? v : (k->flags & F_NONE ? "none" : ""));
+        } else {
+                key_format(k, base, buf, sizeof(buf));
+                fprintf(out, "%s = %s\n", k->name, buf);
+        }
+}
+
 void sl_conf_dump(const sl_conf_t *conf, FILE *out) {
-        char buf[1024];
+        const char *path;
 
         if (!conf)
                 return;
-        fprintf(out, "; effective configuration of %s\n\n[sluice]\n",
-                conf->path ? conf->path : "(none)");
-        for (int i = 0; i < KEY_CNT; i++) {
-                if (conf_keys[i].section != SECT_SLUICE)
-                        continue;
-                key_format(&conf_keys[i], conf, buf, sizeof(buf));
-                fprintf(out, "%s = %s\n", conf_keys[i].name, buf);
-        }
+        /* The path goes in a comment: no line break may end it early. */
+        fprintf(out, "; effective configuration of ");
+        for (path = conf->path ? conf->path : "(none)"; *path; path++)
+                fputc(iscntrl((unsigned char)*path) ? '?' : *path, out);
+        fprintf(out, "\n\n[sluice]\n");
+        for (int i = 0; i < KEY_CNT; i++)
+                if (conf_keys[i].section == SECT_SLUICE)
+                        dump_key(&conf_keys[i], conf, out);
         fprintf(out, "\n[kafka]\n");
-        for (int i = 0; i < conf->kafka_cnt; i++)
-                fprintf(out, "%s = %s\n", conf->kafka[i].key,
-                        key_is_secret(conf->kafka[i].key)
-                            ? "***"
-                            : conf->kafka[i].value);
+        for (int i = 0; i < conf->kafka_cnt; i++) {
+                const sl_kv_t *kv = &conf->kafka[i];
+                const char *why_not = ini_value_problem(kv->value);
+
+                if (key_is_secret(kv->key))
+                        fprintf(out, "%s = ***\n", kv->key);
+                else if (!why_not && strlen(kv->key) < 128)
+                        fprintf(out, "%s = %s\n", kv->key, kv->value);
+                else /* only from the environment; a file can't say it */
+                        fprintf(out,
+                                "; %.128s: set from the environment; its "
+                                "value %s, not possible in a config file\n",
+                                kv->key, why_not ? why_not : "is too long");
+        }
         for (int p = 0; p < conf->pipeline_cnt; p++) {
                 const sl_pipeline_conf_t *pc = &conf->pipelines[p];
                 fprintf(out, "\n[pipeline %s]\n", pc->name);
@@ -1629,8 +1699,7 @@ void sl_conf_dump(const sl_conf_t *conf, FILE *out) {
                         if (k->section != SECT_PIPELINE ||
                             !(k->types & pc->type))
                                 continue;
-                        key_format(k, pc, buf, sizeof(buf));
-                        fprintf(out, "%s = %s\n", k->name, buf);
+                        dump_key(k, pc, out);
                 }
         }
 }

@@ -728,7 +728,7 @@ static void test_env_overrides(void **state) {
 
 /* Dump and reference. */
 
-static char *dump_str(const sl_conf_t *conf) {
+__attribute__((noinline)) static char *dump_str(const sl_conf_t *conf) {
         char *buf = NULL;
         size_t size = 0;
         FILE *mem = open_memstream(&buf, &size);
@@ -780,6 +780,255 @@ static void test_dump_roundtrip(void **state) {
         free(d2);
         sl_conf_destroy(again);
         sl_conf_destroy(conf);
+}
+
+/* Removes the comment lines (the first names the file, others values the
+ * dump could not write) in place. */
+static void strip_comments(char *s) {
+        char *o = s;
+
+        for (char *p = s; *p;) {
+                char *nl = strchr(p, '\n');
+                size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+                if (*p != ';') {
+                        memmove(o, p, n);
+                        o += n;
+                }
+                p += n;
+        }
+        *o = '\0';
+}
+
+/* Loads ini (with the environment when use_env), dumps it, loads the dump
+ * and dumps again: both dumps must be the same text, which for every value
+ * type means the same value (each formatter is exact).  Returns 0, or -1
+ * when ini itself is refused (then the dump is not tried). */
+static int roundtrip(const char *ini, int use_env) {
+        sl_conf_t *conf = NULL, *again = NULL;
+        char *errs, *d1, *d2;
+        int n = load(ini, use_env, &conf, &errs);
+
+        free(errs);
+        if (n != 0)
+                return -1;
+        d1 = dump_str(conf);
+        /* The dump alone (no environment) must mean the same. */
+        n = load(d1, 0, &again, &errs);
+        if (n != 0)
+                fail_msg("the dump of\n%s\ndoes not load back:\n%s\n"
+                         "--- dump\n%s",
+                         ini, errs, d1);
+        free(errs);
+        d2 = dump_str(again);
+        strip_comments(d1);
+        strip_comments(d2);
+        if (strcmp(d1, d2))
+                fail_msg("the dump of\n%s\nloads back differently:\n--- "
+                         "first\n%s--- second\n%s",
+                         ini, d1, d2);
+        free(d1);
+        free(d2);
+        sl_conf_destroy(again);
+        sl_conf_destroy(conf);
+        return 0;
+}
+
+static int roundtrip_value(const char *section, const char *key,
+                           const char *value) {
+        char *ini;
+        int r;
+
+        if (asprintf(&ini,
+                     "[sluice]\n%s%s%s%s"
+                     "[pipeline t]\ntype = throttle\ninput = a\noutput = b\n"
+                     "%s%s%s%s"
+                     "[pipeline d]\ntype = delay\ninput = c\n%s%s%s%s"
+                     "[pipeline b]\ntype = debounce\ninput = e\noutput = f\n"
+                     "%s%s%s%s",
+                     !strcmp(section, "sluice") ? key : "",
+                     !strcmp(section, "sluice") ? " = " : "",
+                     !strcmp(section, "sluice") ? value : "",
+                     !strcmp(section, "sluice") ? "\n" : "",
+                     !strcmp(section, "throttle") ? key : "",
+                     !strcmp(section, "throttle") ? " = " : "",
+                     !strcmp(section, "throttle") ? value : "",
+                     !strcmp(section, "throttle") ? "\n" : "",
+                     !strcmp(section, "delay") ? key : "",
+                     !strcmp(section, "delay") ? " = " : "",
+                     !strcmp(section, "delay") ? value : "",
+                     !strcmp(section, "delay") ? "\n" : "",
+                     !strcmp(section, "debounce") ? key : "",
+                     !strcmp(section, "debounce") ? " = " : "",
+                     !strcmp(section, "debounce") ? value : "",
+                     !strcmp(section, "debounce") ? "\n" : "") < 0)
+                fail_msg("asprintf");
+        r = roundtrip(ini, 0);
+        free(ini);
+        return r;
+}
+
+/* Every value the loader accepts dumps to a file that loads back to the
+ * same configuration: odd values of each type, then random ones. */
+static void test_dump_roundtrip_values(void **state) {
+        static const struct {
+                const char *section, *key;
+                const char *values[16];
+        } cases[] = {
+            {"sluice",
+             "app_id",
+             {"x", "a;b", "a=b", "#x", "a ; b", "\xc3\xbc"}},
+            {"sluice", "instance_id", {"", "pod-0", "a\tb"}},
+            {"sluice", "metrics_listen", {"", "[::1]:0", "0.0.0.0:65535"}},
+            {"sluice", "log_level", {"debug", "error", "notice"}},
+            {"sluice",
+             "commit_interval",
+             {"1ms", "60s", "1.5s", "0.001s", "59999ms", "1m"}},
+            {"sluice", "recovery_timeout", {"0", "7d", "1d23h59m59s999ms"}},
+            {"throttle",
+             "payload_cache",
+             {"0", "1", "1023", "1536", "4444444444494MB",
+              "9223372036854775807", "1.5MiB", "10kB", "7TiB", "8388607TiB",
+              "9223372036854775807B", "0.5KiB"}},
+            {"throttle",
+             "default_rate",
+             {"0/s", "1/d", "1.5/d", "1/m burst=3", "2.5/s burst=1",
+              "1000000000/s", "0.0000000000000000001/s",
+              "86400000000000/d burst=1000000000", "3/h burst=2.25",
+              "9999999999999.99/d burst=999999999.999999",
+              "7/min burst=1.00000000000001"}},
+            {"throttle", "ttl", {"1s", "30d", "1001ms", "719h59m"}},
+            {"throttle", "catchup_rate", {"0", "9223372036854775807", "007"}},
+            {"throttle", "dlq", {"none", "x.dlq"}},
+            {"delay",
+             "allowed_targets",
+             {"", "**", "*", "a.*, b", "t[!]]x", "x.**.y?[a-c]"}},
+            {"delay",
+             "max_delay",
+             {"1s", "9007199254740992ms", "104249991d", "1.001s",
+              "100000000d"}},
+            {"delay", "input_format", {"json-envelope", "headers"}},
+            {"debounce", "max_bytes", {"1", "1GiB", "999999999"}},
+            {"debounce", "max_items", {"1", "1000000"}},
+        };
+        uint64_t x = 0x9E3779B97F4A7C15ULL;
+        char value[160], *globs;
+        size_t off = 0;
+        int loaded = 0;
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                for (int j = 0; cases[i].values[j]; j++)
+                        if (roundtrip_value(cases[i].section, cases[i].key,
+                                            cases[i].values[j]) != 0)
+                                fail_msg("%s = %s refused", cases[i].key,
+                                         cases[i].values[j]);
+
+        /* A glob list longer than any fixed buffer. */
+        globs = malloc(300 * 16);
+        for (int i = 0; i < 300; i++)
+                off +=
+                    (size_t)sprintf(globs + off, "%sp%d.**", i ? ", " : "", i);
+        assert_int_equal(roundtrip_value("delay", "allowed_targets", globs), 0);
+        free(globs);
+
+        /* Random numbers with random units for every numeric key: each is
+         * either refused or round-trips. */
+        for (int i = 0; i < 600; i++) {
+                static const struct {
+                        const char *section, *key, *units[5];
+                } keys[] = {
+                    {"throttle",
+                     "payload_cache",
+                     {"", "KiB", "MB", "TiB", "B"}},
+                    {"throttle",
+                     "default_rate",
+                     {"/s", "/m", "/h", "/d", "/min"}},
+                    {"delay", "max_delay", {"ms", "s", "m", "h", "d"}},
+                    {"throttle", "catchup_rate", {"", "", "", "", ""}},
+                    {"sluice", "shutdown_grace", {"ms", "s", "m", "h", "d"}}};
+                int intd, fracd, key;
+                char *p = value;
+
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                key = (int)((x >> 40) % 5);
+                intd = 1 + (int)(x % 12);
+                fracd =
+                    x & 0x10000 ? (int)((x >> 5) % 22) : (int)((x >> 5) % 4);
+                for (int k = 0; k < intd; k++)
+                        *p++ = (char)('0' + (x >> (k * 3 % 60)) % 10);
+                if (fracd && key != 3) {
+                        *p++ = '.';
+                        for (int k = 0; k < fracd; k++)
+                                *p++ = (char)('0' + (x >> (k * 5 % 60)) % 7);
+                }
+                strcpy(p, keys[key].units[(x >> 30) % 5]);
+                if (roundtrip_value(keys[key].section, keys[key].key, value) ==
+                    0)
+                        loaded++;
+        }
+        /* Not everything is refused: the loop tested something. */
+        if (loaded < 150)
+                fail_msg("only %d of 600 random values loaded", loaded);
+}
+
+/* Environment values go through the same parsers and checks; one a config
+ * file could not hold is refused, not dumped as something else. */
+static void test_env_roundtrip(void **state) {
+        sl_conf_t *conf = (void *)1;
+        char *errs, *d1;
+        const char *ini = "[kafka]\nbootstrap.servers = b:9092\n" DELAY_OK;
+        (void)state;
+
+#define TINY                                                                   \
+        "0.0000000000000000000000000000000000000000000000000000000000000000"   \
+        "1s"
+        setenv("SLUICE_SHUTDOWN_GRACE", TINY, 1);
+        assert_int_equal(load(ini, 1, &conf, &errs), 1);
+        assert_null(conf);
+        assert_string_equal(errs,
+                            "env SLUICE_SHUTDOWN_GRACE: shutdown_grace: "
+                            "invalid duration '" TINY "': too many digits\n");
+        free(errs);
+#undef TINY
+        setenv("SLUICE_SHUTDOWN_GRACE", "1h", 1);
+        assert_int_equal(roundtrip(ini, 1), 0);
+        unsetenv("SLUICE_SHUTDOWN_GRACE");
+
+        setenv("SLUICE_APP_ID", "a ;b", 1);
+        assert_int_equal(load(ini, 1, &conf, &errs), 1);
+        assert_string_equal(errs,
+                            "env SLUICE_APP_ID: app_id: the value holds ' ;', "
+                            "which starts a comment (not possible in a "
+                            "config file)\n");
+        free(errs);
+        setenv("SLUICE_APP_ID", "a\nb", 1);
+        assert_int_equal(load(ini, 1, &conf, &errs), 1);
+        assert_string_equal(errs,
+                            "env SLUICE_APP_ID: app_id: the value holds a "
+                            "control character (not possible in a config "
+                            "file)\n");
+        free(errs);
+        setenv("SLUICE_APP_ID", " a", 1);
+        assert_int_equal(roundtrip(ini, 1), -1);
+        setenv("SLUICE_APP_ID", "a;b", 1);
+        assert_int_equal(roundtrip(ini, 1), 0);
+        unsetenv("SLUICE_APP_ID");
+
+        /* A [kafka] value librdkafka takes but INI cannot say (a PEM with
+         * line breaks) is named in a comment; the dump still loads. */
+        setenv("SLUICE_KAFKA_CLIENT_ID", "x ;y\nz", 1);
+        conf = load_ok(ini, 1);
+        d1 = dump_str(conf);
+        assert_non_null(
+            strstr(d1, "; client.id: set from the environment; "
+                       "its value holds ' ;', which starts a comment, not "
+                       "possible in a config file\n"));
+        free(d1);
+        sl_conf_destroy(conf);
+        assert_int_equal(roundtrip(ini, 1), 0);
+        unsetenv("SLUICE_KAFKA_CLIENT_ID");
 }
 
 static void test_reference(void **state) {
@@ -1005,6 +1254,8 @@ int main(void) {
             cmocka_unit_test(test_many_errors),
             cmocka_unit_test(test_env_overrides),
             cmocka_unit_test(test_dump_roundtrip),
+            cmocka_unit_test(test_dump_roundtrip_values),
+            cmocka_unit_test(test_env_roundtrip),
             cmocka_unit_test(test_reference),
             cmocka_unit_test(test_cmd),
         };
