@@ -64,9 +64,13 @@ typedef struct {
  * does, so neither the mantissa nor the divisor 10^scale can wrap.  Leading
  * zeros of the integer part are not counted ("007s" is fine); every digit
  * after the point is ("0.000...1" with twenty zeros is refused rather than
- * read wrongly).  Rates take fewer significant digits (DEC_RATE_DIGITS):
- * a double holds 15 decimal digits exactly, which is what makes
- * sl_rate_format's output parse back to the very same rate. */
+ * read wrongly).  A rate's number takes fewer significant digits
+ * (DEC_RATE_DIGITS): a double holds 15 decimal digits exactly, so the text
+ * of a rate in its own unit reads back to the very same per_sec however it
+ * was divided; this is what makes sl_rate_format's output parse back.  A
+ * burst is not divided and may be any double (the default burst is the
+ * rate over one second, "1024120/m" gives 17068.666666666668): it takes
+ * all 19 digits, and 17 always suffice to write a double exactly. */
 #define DEC_MAX_DIGITS  19
 #define DEC_MAX_SCALE   19
 #define DEC_RATE_DIGITS 15
@@ -453,7 +457,7 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
                 if (q < end && *q == '-')
                         return fail(errstr, errstr_size,
                                     "burst must be at least 1");
-                n = dec_read(q, end, &d, DEC_RATE_DIGITS);
+                n = dec_read(q, end, &d, DEC_MAX_DIGITS);
                 if (n == -2)
                         return dec_fail(n, errstr, errstr_size);
                 if (n <= 0 || q + n != end)
@@ -473,17 +477,17 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
 }
 
 /* Writes v with the fewest decimals (at most DEC_MAX_SCALE) whose reading
- * by dec_read, divided by secs, gives back exactly want.  Returns the
- * length written, or 0 when there is no such text. */
-static int rate_num_format(double v, double secs, double want, char *buf,
-                           size_t size) {
+ * by dec_read (at most max_sig digits), divided by secs, gives back exactly
+ * want.  Returns the length written, or 0 when there is no such text. */
+static int rate_num_format(double v, double secs, double want, int max_sig,
+                           char *buf, size_t size) {
         for (int k = 0; k <= DEC_MAX_SCALE; k++) {
                 dec_t d;
                 int n = snprintf(buf, size, "%.*f", k, v);
 
                 if (n <= 0 || (size_t)n >= size)
                         return 0;
-                if (dec_read(buf, buf + n, &d, DEC_RATE_DIGITS) == n &&
+                if (dec_read(buf, buf + n, &d, max_sig) == n &&
                     dec_double(&d) / secs == want)
                         return n;
         }
@@ -508,8 +512,8 @@ void sl_rate_format(const sl_rate_t *rate, char *buf, size_t size) {
                     i < SL_ARRAY_SIZE(units);
              i++) {
                 double v = rate->per_sec * units[i].secs;
-                int n = rate_num_format(v, units[i].secs, rate->per_sec, num,
-                                        sizeof(num));
+                int n = rate_num_format(v, units[i].secs, rate->per_sec,
+                                        DEC_RATE_DIGITS, num, sizeof(num));
                 if (n > 0 && (!best[0] || strlen(num) + 2 < strlen(best)))
                         snprintf(best, sizeof(best), "%s/%s", num,
                                  units[i].name);
@@ -520,7 +524,8 @@ void sl_rate_format(const sl_rate_t *rate, char *buf, size_t size) {
                              ? SL_MIN(rate->per_sec, SL_RATE_MAX_PER_SEC)
                              : 0);
         if (!isfinite(rate->burst) || rate->burst < 1 ||
-            !rate_num_format(rate->burst, 1, rate->burst, burst, sizeof(burst)))
+            !rate_num_format(rate->burst, 1, rate->burst, DEC_MAX_DIGITS, burst,
+                             sizeof(burst)))
                 snprintf(burst, sizeof(burst), "%.0f",
                          isfinite(rate->burst) && rate->burst > 1
                              ? SL_MIN(ceil(rate->burst), SL_RATE_MAX_BURST)

@@ -10,7 +10,8 @@
  * every result is inside the bounds below, so callers may add a duration to
  * a timestamp, or subtract two timestamps, without overflow.
  *
- * Numbers: at most 19 significant digits (15 in rates) and at most 19
+ * Numbers: at most 19 significant digits (15 in a rate's number before the
+ * "/unit"; a burst takes 19) and at most 19
  * digits after the decimal point; more is "too many digits".  No
  * exponents, no signs, no locale.
  */
