@@ -4,7 +4,7 @@ PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson
 DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
              protobuf-c-compiler libcmocka-dev libinih-dev libmicrohttpd-dev \
              libjansson-dev kcat clang-format maven default-jre-headless procps \
-             python3 curl
+             python3 curl clang libclang-rt-14-dev
 CC        ?= gcc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
@@ -46,6 +46,8 @@ help:
 	@echo "make unit-asan  the unit tests under ASan + UBSan"
 	@echo "make docs       regenerate the README configuration reference"
 	@echo "make format-check  clang-format check"
+	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
+	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -146,5 +148,7 @@ format-check:
 
 clean:
 	rm -rf build build-asan sluice sluice-asan
+
+include tests/fuzz/fuzz.mk
 
 -include $(OBJS:.o=.d)

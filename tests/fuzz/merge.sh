@@ -1,0 +1,25 @@
+#!/bin/sh
+# merge.sh FUZZER TREE_CORPUS WORK_CORPUS SCRATCH — minimizes TREE_CORPUS
+# with the inputs a `make fuzz` run found in WORK_CORPUS: the hand-written
+# seeds (seed-*) and crash regressions (crash-*) always stay, under their
+# names; of every other input only the fewest that add coverage beyond them
+# are kept (libFuzzer's -merge=1), named by their SHA-1.
+set -eu
+fuzzer=$1 tree=$2 work=$3 scratch=$4
+
+rm -rf "$scratch"
+mkdir -p "$scratch/keep" "$scratch/rest"
+for f in "$tree"/* "$work"/*; do
+        [ -f "$f" ] || continue
+        case ${f##*/} in
+        seed-* | crash-*) cp -p "$f" "$scratch/keep/" ;;
+        *) cp -p "$f" "$scratch/rest/" ;;
+        esac
+done
+# Output corpus first: what is in keep/ stays; from rest/ only new coverage.
+"$fuzzer" -merge=1 -max_len=65536 -timeout=10 "$scratch/keep" "$scratch/rest"
+find "$tree" -maxdepth 1 -type f ! -name 'seed-*' ! -name 'crash-*' -delete
+for f in "$scratch/keep"/*; do
+        [ -e "$tree/${f##*/}" ] || cp -p "$f" "$tree/"
+done
+rm -rf "$scratch"
