@@ -1,0 +1,171 @@
+/*
+ * fuzz_debounce.c — what a debounce pipeline does with input bytes, minus
+ * Kafka: the checks op_debounce.c makes on the group key and the
+ * sluice-item header (sl_debounce_text_ok, the 1024-byte id limit), then
+ * the window state (upsert, remove, take, split) and both batch encodings.
+ *
+ * The header reading itself (rd_kafka_header_get of "sluice-item", counted
+ * and refused when repeated, null or empty) is inline in debounce_input()
+ * in op_debounce.c and needs an rd_kafka_message_t; everything it decides
+ * on is reached here.
+ *
+ * Input: byte 0 picks max_items (1, 2, 3, 1000) and max_bytes (8, 100,
+ * 1 MiB); the rest is records, one per line, "key\tid\tpayload": no tab
+ * after the id means no sluice-item (an id from the offset, as the
+ * operator makes), a payload of "\x01" alone is a null value (a removal).
+ *
+ * Checks: every JSON batch is JSON (as jansson reads it, integers too big
+ * for it read as reals, which is how debounce.c decides a payload is JSON)
+ * holding the batch's items; every
+ * protobuf batch unpacks to the same key, id and items; a split keeps all
+ * items; a take empties the state eventually; item counts add up.
+ */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debounce.h"
+#include "sluice.pb-c.h"
+
+#define CHECK(cond)                                                            \
+        do {                                                                   \
+                if (!(cond)) {                                                 \
+                        fprintf(stderr, "check failed: %s\n", #cond);          \
+                        abort();                                               \
+                }                                                              \
+        } while (0)
+
+#define MAX_ID 1024 /* SL_DEBOUNCE_MAX_ID of op_debounce.c */
+
+static void check_batch(const sl_debounce_batch_t *b) {
+        json_error_t jerr;
+        json_t *j, *items;
+        Sluice__V1__Batch *pb;
+        size_t len;
+        char *js;
+        uint8_t *bin;
+
+        CHECK(b->cnt >= 1);
+        CHECK(strlen(b->id) == SL_DEBOUNCE_ID_LEN);
+
+        js = sl_debounce_batch_json(b, &len);
+        CHECK(js != NULL);
+        /* As debounce.c judges payloads: an integer too big for jansson
+         * (RFC 8259 sets no limit) is read as a real. */
+        j = json_loadb(js, len, JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+                       &jerr);
+        if (!j) {
+                fprintf(stderr, "invalid JSON batch (%s): %.*s\n", jerr.text,
+                        (int)len, js);
+                abort();
+        }
+        items = json_object_get(j, "items");
+        CHECK(json_is_array(items) && json_array_size(items) == b->cnt);
+        CHECK(json_is_string(json_object_get(j, "batch_id")));
+        CHECK(
+            !strcmp(json_string_value(json_object_get(j, "batch_id")), b->id));
+        json_decref(j);
+        free(js);
+
+        bin = sl_debounce_batch_protobuf(b, &len);
+        CHECK(bin != NULL || len == 0);
+        pb = sluice__v1__batch__unpack(NULL, len, bin);
+        CHECK(pb != NULL);
+        CHECK(pb->n_items == b->cnt);
+        CHECK(pb->key.len == b->keylen &&
+              (!b->keylen || !memcmp(pb->key.data, b->key, b->keylen)));
+        CHECK(!strcmp(pb->batch_id, b->id));
+        sluice__v1__batch__free_unpacked(pb, NULL);
+        free(bin);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        static const int64_t max_items[] = {1, 2, 3, 1000};
+        static const int64_t max_bytes[] = {8, 100, 1 << 20, 1 << 20};
+        sl_debounce_params_t p = {
+            .idle_ms = 2000, .max_age_ms = 30000, .salt = "fuzz"};
+        const uint8_t *s, *end = data + size;
+        sl_debounce_t *d;
+        sl_debounce_batch_t *b, *half;
+        int64_t now = 1767225600000LL, seq = 0;
+        size_t added = 0, taken = 0;
+
+        if (size < 1)
+                return 0;
+        p.max_items = max_items[data[0] & 3];
+        p.max_bytes = max_bytes[(data[0] >> 2) & 3];
+        d = sl_debounce_new(&p);
+
+        for (s = data + 1; s < end;) {
+                const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
+                const uint8_t *le = nl ? nl : end;
+                const uint8_t *t1 = memchr(s, '\t', (size_t)(le - s));
+                const uint8_t *t2 =
+                    t1 ? memchr(t1 + 1, '\t', (size_t)(le - t1 - 1)) : NULL;
+                const char *key = (const char *)s, *id, *pl;
+                size_t keylen = (size_t)((t1 ? t1 : le) - s), idlen, pllen;
+                char idbuf[32];
+                int null_value;
+
+                seq++;
+                now += data[0] >> 4; /* time moves on, or not */
+                s = le + 1;
+                if (!keylen || !sl_debounce_text_ok(key, keylen))
+                        continue; /* missing-key, bad-key */
+                if (t2) {
+                        id = (const char *)t1 + 1;
+                        idlen = (size_t)(t2 - t1 - 1);
+                        pl = (const char *)t2 + 1;
+                        pllen = (size_t)(le - t2 - 1);
+                        if (!idlen || idlen > MAX_ID ||
+                            !sl_debounce_text_ok(id, idlen))
+                                continue; /* bad-header */
+                } else {
+                        pl = t1 ? (const char *)t1 + 1 : "";
+                        pllen = t1 ? (size_t)(le - t1 - 1) : 0;
+                        idlen = (size_t)snprintf(idbuf, sizeof(idbuf), "0-%lld",
+                                                 (long long)seq);
+                        id = idbuf;
+                }
+                null_value = pllen == 1 && pl[0] == 1;
+                if (null_value) {
+                        if (t2 && sl_debounce_remove(d, key, keylen, id, idlen))
+                                added--;
+                        continue;
+                }
+                /* A due group flushes before the record joins it. */
+                while (sl_debounce_take(d, key, keylen, now, &b)) {
+                        check_batch(b);
+                        taken += b->cnt;
+                        sl_debounce_batch_free(b);
+                }
+                if (sl_debounce_upsert(d, key, keylen, id, idlen, pl, pllen,
+                                       now, seq) == 0)
+                        added++;
+                CHECK(sl_debounce_items(d) == added - taken);
+        }
+
+        /* Everything flushes once old enough; split the odd batch. */
+        now += 3600000;
+        while (sl_debounce_take(d, NULL, 0, now, &b)) {
+                if (b->cnt >= 2 && (b->cnt & 1)) {
+                        size_t cnt = b->cnt;
+                        CHECK(sl_debounce_batch_split(d, b, &half) == 0);
+                        CHECK(b->cnt + half->cnt == cnt);
+                        check_batch(half);
+                        taken += half->cnt;
+                        sl_debounce_batch_free(half);
+                }
+                check_batch(b);
+                taken += b->cnt;
+                sl_debounce_batch_free(b);
+        }
+        CHECK(sl_debounce_items(d) == 0 && sl_debounce_groups(d) == 0);
+        CHECK(taken == added);
+        sl_debounce_destroy(d);
+        return 0;
+}
