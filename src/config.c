@@ -1605,9 +1605,11 @@ void sl_conf_reference(FILE *out) {
                 "`24h`, `7d`, `1h30m` (or `0`); *size* `512`, `10kB`, "
                 "`64KiB`, `1MiB`, `1GiB`; *rate* `100/s`, `6000/m "
                 "burst=50` (units s, m, h, d; default burst: one second's "
-                "worth, at least 1); *globs* comma- or space-separated "
-                "patterns (`orders.*, billing.due`); *topic* a Kafka topic "
-                "name.\n"
+                "worth, at least 1; at most 1000000000/s); *globs* comma- "
+                "or space-separated patterns (`orders.*, billing.**`: `*`, "
+                "`?` and `[a-z]` never match a `.`, `**` matches anything); "
+                "*topic* a Kafka topic name.  Numbers take at most 19 "
+                "digits, no exponent.\n"
                 "\n"
                 "### [sluice]\n\n");
         ref_table(out, SECT_SLUICE, 0);
