@@ -323,8 +323,10 @@ static const char *ini_value_problem(const char *s) {
         for (const char *p = s; *p; p++) {
                 if (iscntrl((unsigned char)*p) && *p != '\t')
                         return "holds a control character";
-                if (*p == ';' && p > s && isspace((unsigned char)p[-1]))
-                        return "holds ' ;', which starts a comment";
+                /* After "key = " a ';' first is after a blank too. */
+                if (*p == ';' && (p == s || isspace((unsigned char)p[-1])))
+                        return "holds a ';' first or after a blank, which "
+                               "starts a comment";
         }
         return NULL;
 }

@@ -78,10 +78,19 @@ fuzz_dict = $(if $(wildcard tests/fuzz/$(1).dict),-dict=tests/fuzz/$(1).dict)
 FUZZ_RUN_RULES := $(patsubst %,fuzz-run-%,$(FUZZ_TARGETS))
 .PHONY: $(FUZZ_RUN_RULES)
 fuzz: $(FUZZ_RUN_RULES)
+	@$(call fuzz_verdict,fuzz,$(FUZZ_TARGETS))
+
+# A failed target does not stop the others: each leaves a mark, and the
+# verdict comes when all have run.
+fuzz_verdict = failed=""; for t in $(2); do \
+	    [ ! -e $(FUZZ_BUILD)/status/$$t.$(1).fail ] || failed="$$failed $$t"; \
+	done; if [ -n "$$failed" ]; then echo "$(1): FAILED:$$failed"; exit 1; fi; \
+	echo "$(1): all $(words $(2)) targets ok"
 
 $(FUZZ_RUN_RULES): fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 	@mkdir -p tests/fuzz/corpus/$* $(FUZZ_BUILD)/corpus/$* \
-	    $(FUZZ_BUILD)/crashes/$* $(FUZZ_BUILD)/log
+	    $(FUZZ_BUILD)/crashes/$* $(FUZZ_BUILD)/log $(FUZZ_BUILD)/status
+	@rm -f $(FUZZ_BUILD)/status/$*.fuzz.fail
 	@echo "fuzz $*: $(FUZZ_TIME) s (log: $(FUZZ_BUILD)/log/$*.log)"
 	@rc=0; $(FUZZ_BUILD)/fuzz_$* $(FUZZ_RUN_FLAGS) $(call fuzz_dict,$*) \
 	    -max_total_time=$(FUZZ_TIME) \
@@ -91,7 +100,8 @@ $(FUZZ_RUN_RULES): fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 	tests/fuzz/merge.sh $(FUZZ_BUILD)/fuzz_$* tests/fuzz/corpus/$* \
 	    $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/merge/$* \
 	    >>$(FUZZ_BUILD)/log/$*.log 2>&1 || rc=1; \
-	tests/fuzz/summary.sh $* $(FUZZ_BUILD)/log/$*.log tests/fuzz/corpus/$* $$rc
+	tests/fuzz/summary.sh $* $(FUZZ_BUILD)/log/$*.log tests/fuzz/corpus/$* $$rc \
+	    || touch $(FUZZ_BUILD)/status/$*.fuzz.fail
 
 # `make fuzz-smoke`: replay the committed corpus (crash regressions
 # included) and fuzz a few seconds, into a scratch corpus: the tree is
@@ -99,17 +109,20 @@ $(FUZZ_RUN_RULES): fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 FUZZ_SMOKE_RULES := $(patsubst %,fuzz-smoke-%,$(FUZZ_ALL))
 .PHONY: $(FUZZ_SMOKE_RULES)
 fuzz-smoke: $(FUZZ_SMOKE_RULES)
+	@$(call fuzz_verdict,fuzz-smoke,$(FUZZ_ALL))
 
 $(FUZZ_SMOKE_RULES): fuzz-smoke-%: $(FUZZ_BUILD)/fuzz_%
 	@rm -rf $(FUZZ_BUILD)/smoke/$*
 	@mkdir -p tests/fuzz/corpus/$* $(FUZZ_BUILD)/smoke/$* \
-	    $(FUZZ_BUILD)/smoke-crashes/$* $(FUZZ_BUILD)/log
+	    $(FUZZ_BUILD)/smoke-crashes/$* $(FUZZ_BUILD)/log $(FUZZ_BUILD)/status
+	@rm -f $(FUZZ_BUILD)/status/$*.fuzz-smoke.fail
 	@rc=0; $(FUZZ_BUILD)/fuzz_$* $(FUZZ_RUN_FLAGS) $(call fuzz_dict,$*) \
 	    -max_total_time=$(FUZZ_SMOKE_TIME) \
 	    -artifact_prefix=$(FUZZ_BUILD)/smoke-crashes/$*/ \
 	    $(FUZZ_BUILD)/smoke/$* tests/fuzz/corpus/$* \
 	    >$(FUZZ_BUILD)/log/$*.smoke.log 2>&1 || rc=$$?; \
-	tests/fuzz/summary.sh $* $(FUZZ_BUILD)/log/$*.smoke.log tests/fuzz/corpus/$* $$rc
+	tests/fuzz/summary.sh $* $(FUZZ_BUILD)/log/$*.smoke.log tests/fuzz/corpus/$* $$rc \
+	    || touch $(FUZZ_BUILD)/status/$*.fuzz-smoke.fail
 
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD)
