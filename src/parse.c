@@ -661,9 +661,16 @@ static int glob_match(const char *pat, const char *name) {
                         continue;
                 }
                 /* One character: shift the set right by one where it
-                 * matches, from the end so each position moves once. */
+                 * matches, from the end so each position moves once.  An
+                 * unclosed '[' (never let through by sl_globs_parse) is a
+                 * literal. */
                 {
-                        const char *next = p + 1;
+                        const char *next = p + 1, *e;
+                        int bracket =
+                            *p == '[' && bracket_match(p, 'a', &e) >= 0;
+
+                        if (bracket)
+                                next = e;
                         for (size_t j = n; j > 0; j--) {
                                 char c = name[j - 1];
                                 int m;
@@ -672,22 +679,14 @@ static int glob_match(const char *pat, const char *name) {
                                         continue;
                                 if (*p == '?')
                                         m = c != '.';
-                                else if (*p == '[' &&
-                                         (r = bracket_match(p, c, &next)) >= 0)
-                                        m = r && c != '.';
+                                else if (bracket)
+                                        m = c != '.' && bracket_match(p, c, &e);
                                 else
                                         m = c == *p;
                                 reach[j] = (unsigned char)m;
                                 any |= m;
                         }
                         reach[0] = 0;
-                        if (*p == '[') {
-                                /* Where the bracket ends does not depend on
-                                 * the character tested. */
-                                const char *e;
-                                if (bracket_match(p, 'a', &e) >= 0)
-                                        next = e;
-                        }
                         p = next;
                 }
         }
