@@ -141,10 +141,10 @@ docs-check: sluice
 	@tools/replace-section.sh --check README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c 2>/dev/null || true
+	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c $(FUZZ_SRCS) 2>/dev/null || true
 
 format-check:
-	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) && echo "format-check: ok"
+	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"
 
 clean:
 	rm -rf build build-asan sluice sluice-asan
