@@ -24,12 +24,15 @@
 /* The largest duration: 2^53 ms (about 285,000 years), exact in a double. */
 #define SL_PARSE_DURATION_MAX_MS 9007199254740992LL
 
-/* The range of timestamps: 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z
- * (epoch milliseconds themselves are never negative).  With the duration
- * bound above, due = at + delay, now - due and the like stay far inside an
- * int64_t (|x| < 2^54). */
-#define SL_PARSE_TIMESTAMP_MIN_MS (-62167219200000LL)
-#define SL_PARSE_TIMESTAMP_MAX_MS 253402300799999LL
+/* The range of timestamps.  Epoch milliseconds are 0 to 2^53; RFC 3339
+ * has four-digit years, so its earliest is 0000-01-01T00:00:00+23:59 and
+ * its latest falls in year 9999 or, with an offset, early 10000.  Which of
+ * these a caller accepts (a due time before 1970, after 9999) is its own
+ * rule; what the parser guarantees is |result| <= 2^53, so with the
+ * duration bound above, due = at + delay, now - due and the like stay far
+ * inside an int64_t. */
+#define SL_PARSE_TIMESTAMP_MIN_MS (-62167305540000LL)
+#define SL_PARSE_TIMESTAMP_MAX_MS 9007199254740992LL
 
 /* Durations: an integer or decimal number followed by a unit: "250ms", "90s",
  * "1.5s", "30m", "24h", "7d"; "0" alone is zero.  Compound forms like
