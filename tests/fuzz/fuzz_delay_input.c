@@ -9,7 +9,7 @@
  *                   allowed_targets set, bits 3-4 max_delay (none, 1h,
  *                   366d, the largest duration), bit 5 max_record_bytes
  *                   100 (else none), bits 6-7 the clock (2026, 0, the
- *                   largest timestamp, the smallest)
+ *                   last due time, 1 s after the epoch)
  *   line 1          the key; "\x01" alone is a null key
  *   line 2          the value; "\x01" alone is a null value (a cancel)
  *   lines 3..       headers "name=value"; a line without '=' is a null
@@ -18,8 +18,9 @@
  * Checks what the operator relies on: a known reason; on success a
  * NUL-terminated legal-length target that is no internal topic and matches
  * allowed_targets, a payload for a schedule, pass-through headers that are
- * the record's own, and a due time within the timestamp range widened by
- * the largest duration (so now - due cannot overflow).
+ * the record's own, the key or a generated "<partition>-<offset>" as the
+ * id, and a due time within SL_DELAY_DUE_MIN_MS..SL_DELAY_DUE_MAX_MS (so
+ * now - due cannot overflow).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -47,8 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static const int64_t max_delay[] = {0, 3600000LL, 366 * 86400000LL,
                                             SL_PARSE_DURATION_MAX_MS};
         static const int64_t clocks[] = {1767225600000LL, 0,
-                                         SL_PARSE_TIMESTAMP_MAX_MS,
-                                         SL_PARSE_TIMESTAMP_MIN_MS};
+                                         SL_DELAY_DUE_MAX_MS, 1000};
         sl_hdr_t hdrs[MAX_HDRS];
         char names[MAX_HDRS][64], detail[256], err[128];
         sl_delay_record_t rec = {0};
@@ -107,6 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 h->size = eq ? len[i] - (size_t)(eq + 1 - line[i]) : 0;
         }
         rec.hdrs = hdrs;
+        rec.partition = 3;
+        rec.offset = (int64_t)size * 1000;
 
         r = sl_delay_input_parse(&p, &rec, now, &req, detail, sizeof(detail));
         CHECK(r >= 0 && r < SL_DELAY_REASON_CNT);
@@ -115,7 +117,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (r == SL_DELAY_OK) {
                 CHECK(req.action == SL_DELAY_SCHEDULE ||
                       req.action == SL_DELAY_CANCEL);
-                CHECK(req.id == rec.key && req.id_len == rec.key_len);
+                if (req.id_generated)
+                        CHECK(req.id == req.gen_id &&
+                              req.id_len == strlen(req.gen_id) &&
+                              !strncmp(req.gen_id, "3-", 2));
+                else
+                        CHECK(req.id == rec.key && req.id_len == rec.key_len &&
+                              rec.key_len > 0);
         }
         if (r == SL_DELAY_OK && req.action == SL_DELAY_SCHEDULE) {
                 size_t tl = strnlen(req.target, sizeof(req.target));
@@ -126,10 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         CHECK(sl_globs_match(p.allowed_targets, req.target));
                 CHECK(req.payload != NULL);
                 CHECK(req.target_partition >= -1);
-                CHECK(req.due_ms >= SL_PARSE_TIMESTAMP_MIN_MS -
-                                        SL_PARSE_DURATION_MAX_MS &&
-                      req.due_ms <=
-                          SL_PARSE_TIMESTAMP_MAX_MS + SL_PARSE_DURATION_MAX_MS);
+                CHECK(req.due_ms >= SL_DELAY_DUE_MIN_MS &&
+                      req.due_ms <= SL_DELAY_DUE_MAX_MS);
                 if (p.max_delay_ms > 0)
                         CHECK(req.due_ms - now <= p.max_delay_ms);
                 CHECK(req.hdr_cnt <= rec.hdr_cnt);
@@ -147,7 +153,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 volatile uint8_t sum = 0;
                 for (size_t i = 0; i < req.payload_len; i++)
                         sum += ((const uint8_t *)req.payload)[i];
-                for (size_t i = 0; i < req.target_key_len; i++)
+                for (size_t i = 0; req.target_key && i < req.target_key_len;
+                     i++)
                         sum += ((const uint8_t *)req.target_key)[i];
                 (void)sum;
         }
