@@ -69,8 +69,10 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libsluice-fuzz.a $(wildc
 
 fuzz-build: $(FUZZ_BINS)
 
-# The dictionary of a target, if it has one (tests/fuzz/<name>.dict).
-fuzz_dict = $(if $(wildcard tests/fuzz/$(1).dict),-dict=tests/fuzz/$(1).dict)
+# The dictionary of a target, if it has one: tests/fuzz/<name>.dict, else
+# the one of its family (changelog.dict for changelog_delay).
+fuzz_dict = $(addprefix -dict=,$(firstword $(wildcard tests/fuzz/$(1).dict \
+	    tests/fuzz/$(firstword $(subst _, ,$(1))).dict)))
 
 # `make fuzz`: one run per target (targets run in parallel under make -j),
 # then a merge that keeps seed-* and crash-* and adds the fewest inputs that
