@@ -116,6 +116,7 @@ unit-asan: asan
 test: deps
 	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS)
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
+	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
 	@tests/run-all.sh $(ASAN_UNIT_BINS)
 
 integration: sluice asan $(TOOL_BINS)

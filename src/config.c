@@ -45,6 +45,7 @@
 #include <syslog.h>
 
 #include "cli.h"
+#include "delay_input.h"
 #include "util.h"
 
 extern char **environ;
@@ -1378,6 +1379,14 @@ static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
                             *(char *const *)((const char *)p + key->off);
                         if (!topic)
                                 continue;
+                        if (r > 0 && sl_topic_is_kafka_internal(topic)) {
+                                err_at(ld, pl_line(&pls[i], external[r]), NULL,
+                                       external[r],
+                                       "'%s' is an internal topic of Kafka "
+                                       "(\"__*\"); sluice never writes there",
+                                       topic);
+                                continue;
+                        }
                         for (int c = 0; c < claim_cnt; c++) {
                                 if (strcmp(claims[c].topic, topic))
                                         continue;

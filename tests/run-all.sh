@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole suite, as CI runs it: unit tests, then the integration tests
-# against a real broker (started and stopped here).  The last line is the
+# The whole suite, as CI runs it: unit tests, a short run of every fuzz
+# target over its committed corpus, then the integration tests against a
+# real broker (started and stopped here).  The last line is the
 # total: "N passed, N failed".  Exit status is 0 only when nothing failed.
 set -u
 cd "$(dirname "$0")/.."
@@ -9,6 +10,7 @@ export SLUICE_SUMMARY_FILE=$summary
 t0=$(date +%s)
 
 tests/run-unit.sh "$@"
+tests/fuzz/smoke.sh
 tests/integration/run.sh
 
 passed=0

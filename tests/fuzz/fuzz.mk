@@ -15,6 +15,8 @@
 #                      and fuzzes each target FUZZ_SMOKE_TIME seconds
 #                      (default 5); one line per target; fails on a crash.
 #   make fuzz-build    just the harnesses (build-fuzz/fuzz_<name>).
+#   make fuzz-seeds    regenerates the changelog harnesses' seed-* inputs
+#                      (valid protobuf records, gen_changelog_seeds.c).
 #
 # Crashes found by `make fuzz` land in build-fuzz/crashes/<name>/; once
 # fixed, copy the input to tests/fuzz/corpus/<name>/crash-<what>.
@@ -43,7 +45,7 @@ FUZZ_GEN_C       := $(patsubst proto/%.proto,$(FUZZ_BUILD)/gen/%.pb-c.c,$(PROTOS
 FUZZ_LIB_OBJS    := $(patsubst src/%.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS))) \
                     $(patsubst $(FUZZ_BUILD)/gen/%.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_GEN_C))
 
-.PHONY: fuzz fuzz-smoke fuzz-build fuzz-clean
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-seeds fuzz-clean
 .SECONDARY: $(FUZZ_GEN_C) $(FUZZ_GEN_C:.c=.h)
 
 $(FUZZ_BUILD)/gen/%.pb-c.c $(FUZZ_BUILD)/gen/%.pb-c.h: proto/%.proto
@@ -68,6 +70,16 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libsluice-fuzz.a $(wildc
 	    -o $@ $< $(FUZZ_BUILD)/libsluice-fuzz.a $(FUZZ_LDLIBS)
 
 fuzz-build: $(FUZZ_BINS)
+
+# Valid changelog records of each operator, packed with the generated
+# protobuf-c code, so the changelog harnesses start from meaningful state.
+$(FUZZ_BUILD)/gen_changelog_seeds: tests/fuzz/gen_changelog_seeds.c $(FUZZ_BUILD)/obj/sluice.pb-c.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_BUILD)/obj/sluice.pb-c.o $(FUZZ_LDLIBS)
+
+fuzz-seeds: $(FUZZ_BUILD)/gen_changelog_seeds
+	@mkdir -p tests/fuzz/corpus/changelog_delay tests/fuzz/corpus/changelog_debounce \
+	    tests/fuzz/corpus/changelog_throttle
+	$(FUZZ_BUILD)/gen_changelog_seeds tests/fuzz/corpus
 
 # The dictionary of a target, if it has one: tests/fuzz/<name>.dict, else
 # the one of its family (changelog.dict for changelog_delay).

@@ -480,6 +480,16 @@ static void test_internal_topic_as_output(void **state) {
                       "CFG:4: default_target: 'timers.changelog' is the "
                       "changelog topic of pipeline 'timers'; sluice's "
                       "internal topics cannot be used here\n");
+        /* Kafka's own topics are never written, whatever the pipeline. */
+        expect_errors(DELAY_OK "default_target = __transaction_state\n", 1,
+                      "CFG:4: default_target: '__transaction_state' is an "
+                      "internal topic of Kafka (\"__*\"); sluice never writes "
+                      "there\n");
+        expect_errors(DELAY_OK "[pipeline b]\ntype = debounce\ninput = x\n"
+                               "output = __consumer_offsets\n",
+                      1,
+                      "CFG:7: output: '__consumer_offsets' is an internal "
+                      "topic of Kafka (\"__*\"); sluice never writes there\n");
         /* Internal topics are unique across pipelines; a default clashes
          * at its section's header line. */
         expect_errors(DELAY_OK "dlq = shared.dlq\n"
