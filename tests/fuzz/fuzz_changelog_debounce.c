@@ -26,28 +26,14 @@ static const char *const fz_conf_texts[] = {
     "catchup_rate = 2\ndlq = none\n",
 };
 
-#define FZ_CONF_CNT ((int)SL_ARRAY_SIZE(fz_conf_texts))
-
-static sl_conf_t *fz_confs[FZ_CONF_CNT];
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         (void)argc;
         (void)argv;
-        fz_log_init();
-        for (int i = 0; i < FZ_CONF_CNT; i++)
-                fz_confs[i] = fz_conf_from_text(fz_conf_texts[i]);
+        fz_harness_init(fz_conf_texts, (int)SL_ARRAY_SIZE(fz_conf_texts));
         return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        fz_input_t in;
-        fz_runtime_t rt;
-
-        fz_parse(data, size, &in);
-        fz_setup(&rt, fz_confs[in.variant % FZ_CONF_CNT], 0, &sl_op_debounce,
-                 in.mode);
-        fz_run(&rt, &in);
-        fz_teardown(&rt);
-        fz_input_free(&in);
+        fz_harness_one(data, size, &sl_op_debounce, NULL);
         return 0;
 }

@@ -30,10 +30,6 @@ static const char *const fz_conf_texts[] = {
     "[pipeline lim]\ntype = throttle\ninput = lim.in\noutput = lim.out\n",
 };
 
-#define FZ_CONF_CNT ((int)SL_ARRAY_SIZE(fz_conf_texts))
-
-static sl_conf_t *fz_confs[FZ_CONF_CNT];
-
 static void delay_check_produce(sl_task_t *t, const char *topic) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
         if (pc->dlq && !strcmp(topic, pc->dlq))
@@ -45,22 +41,11 @@ static void delay_check_produce(sl_task_t *t, const char *topic) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         (void)argc;
         (void)argv;
-        fz_log_init();
-        for (int i = 0; i < FZ_CONF_CNT; i++)
-                fz_confs[i] = fz_conf_from_text(fz_conf_texts[i]);
+        fz_harness_init(fz_conf_texts, (int)SL_ARRAY_SIZE(fz_conf_texts));
         return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        fz_input_t in;
-        fz_runtime_t rt;
-
-        fz_parse(data, size, &in);
-        fz_setup(&rt, fz_confs[in.variant % FZ_CONF_CNT], 0, &sl_op_delay,
-                 in.mode);
-        rt.check_produce = delay_check_produce;
-        fz_run(&rt, &in);
-        fz_teardown(&rt);
-        fz_input_free(&in);
+        fz_harness_one(data, size, &sl_op_delay, delay_check_produce);
         return 0;
 }
