@@ -902,23 +902,24 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 packed = sl_malloc(plen);
                 sluice__v1__timer__pack(&tm, packed);
 
-                r = sl_task_produce(t, t->pl->conf->changelog, t->partition,
-                                    req.id, req.id_len, packed, plen, NULL);
-                if (r < 0) {
+                /* The in-memory form first: a record refused here leaves
+                 * the changelog (and an earlier timer of the same id) as
+                 * it was. */
+                if (delay_blob(dp, &b, flags, target, strlen(target),
+                               req.target_partition, req.has_target_key,
+                               req.target_key, req.target_key_len, req.hdr_cnt,
+                               hn, hnl, hvv, hvl, req.payload,
+                               req.payload_len) == -1) {
+                        sl_task_dlq(t, m, "too-many-targets",
+                                    "over 65535 distinct targets");
+                } else if ((r = sl_task_produce(
+                                t, t->pl->conf->changelog, t->partition, req.id,
+                                req.id_len, packed, plen, NULL)) < 0) {
                         snprintf(detail, sizeof(detail),
                                  "changelog record of %zu bytes refused: %s",
                                  plen,
                                  rd_kafka_err2str((rd_kafka_resp_err_t)-r));
                         sl_task_dlq(t, m, "oversize", detail);
-                } else if (delay_blob(dp, &b, flags, target, strlen(target),
-                                      req.target_partition, req.has_target_key,
-                                      req.target_key, req.target_key_len,
-                                      req.hdr_cnt, hn, hnl, hvv, hvl,
-                                      req.payload, req.payload_len) == -1) {
-                        /* Too many distinct targets: undo the record. */
-                        sl_task_changelog(t, req.id, req.id_len, NULL, 0);
-                        sl_task_dlq(t, m, "too-many-targets",
-                                    "over 65535 distinct targets");
                 } else {
                         replaced = sl_timerheap_upsert(st->heap, req.id,
                                                        req.id_len, req.due_ms,
