@@ -34,7 +34,9 @@
  */
 #include "debounce.h"
 
+#include <inttypes.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -648,6 +650,65 @@ static int utf8_ok(const void *p, size_t n, int allow_nul) {
 
 int sl_debounce_text_ok(const void *p, size_t n) {
         return (p || !n) && utf8_ok(p, n, 0);
+}
+
+static sl_debounce_verb_t refuse(const char **reason, const char *why,
+                                 char *detail, size_t detail_size,
+                                 const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static sl_debounce_verb_t refuse(const char **reason, const char *why,
+                                 char *detail, size_t detail_size,
+                                 const char *fmt, ...) {
+        va_list ap;
+        *reason = why;
+        va_start(ap, fmt);
+        vsnprintf(detail, detail_size, fmt, ap);
+        va_end(ap);
+        return SL_DEBOUNCE_REFUSE;
+}
+
+sl_debounce_verb_t sl_debounce_check(const void *key, size_t keylen, int nids,
+                                     const void *id, size_t idlen,
+                                     int null_value, size_t len,
+                                     int64_t max_record_bytes,
+                                     const char **reason, char *detail,
+                                     size_t detail_size) {
+        if (!key || !keylen)
+                return refuse(reason, "missing-key", detail, detail_size,
+                              "the record key (the group) is required");
+        if (!sl_debounce_text_ok(key, keylen))
+                return refuse(reason, "bad-key", detail, detail_size,
+                              "the group key must be UTF-8 text without NUL "
+                              "bytes");
+        if (nids > 1)
+                return refuse(reason, "bad-header", detail, detail_size,
+                              "sluice-item given %d times", nids);
+        if (nids && (!id || !idlen))
+                return refuse(reason, "bad-header", detail, detail_size, "%s",
+                              id ? "sluice-item is empty"
+                                 : "sluice-item has a null value");
+        if (nids && idlen > SL_DEBOUNCE_MAX_ID)
+                return refuse(reason, "bad-header", detail, detail_size,
+                              "sluice-item is %zu bytes, at most %d", idlen,
+                              SL_DEBOUNCE_MAX_ID);
+        if (nids && !sl_debounce_text_ok(id, idlen))
+                return refuse(reason, "bad-header", detail, detail_size,
+                              "sluice-item must be UTF-8 text without NUL "
+                              "bytes");
+        if (null_value) {
+                if (!nids)
+                        return refuse(reason, "missing-item", detail,
+                                      detail_size,
+                                      "a null value removes the item named "
+                                      "by sluice-item, which is missing");
+                return SL_DEBOUNCE_REMOVE;
+        }
+        if (max_record_bytes > 0 && len > (uint64_t)max_record_bytes)
+                return refuse(reason, "oversize", detail, detail_size,
+                              "value is %zu bytes, max_record_bytes is "
+                              "%" PRId64,
+                              len, max_record_bytes);
+        return SL_DEBOUNCE_UPSERT;
 }
 
 typedef struct sbuf_s {

@@ -217,4 +217,28 @@ uint8_t *sl_debounce_batch_protobuf(const sl_debounce_batch_t *b, size_t *lenp);
  * ids must be, to be JSON strings and protobuf strings), else 0. */
 int sl_debounce_text_ok(const void *p, size_t n);
 
+/* Longest sluice-item value. */
+#define SL_DEBOUNCE_MAX_ID 1024
+
+/* What a debounce input record asks for. */
+typedef enum {
+        SL_DEBOUNCE_REFUSE, /* bad input: to the DLQ */
+        SL_DEBOUNCE_UPSERT, /* add or replace an item */
+        SL_DEBOUNCE_REMOVE, /* a null value: remove the named item */
+} sl_debounce_verb_t;
+
+/* The checks of one input record, before any state is touched: key is the
+ * group; nids is how many sluice-item headers it carries, id/idlen the
+ * first one's value (id NULL: a null header); null_value and len describe
+ * the record's value; max_record_bytes 0 is no limit.  On
+ * SL_DEBOUNCE_REFUSE, *reason is the DLQ reason code (missing-key,
+ * bad-key, bad-header, missing-item, oversize) and detail says why
+ * (quoting no input bytes).  Pure; any thread. */
+sl_debounce_verb_t sl_debounce_check(const void *key, size_t keylen, int nids,
+                                     const void *id, size_t idlen,
+                                     int null_value, size_t len,
+                                     int64_t max_record_bytes,
+                                     const char **reason, char *detail,
+                                     size_t detail_size);
+
 #endif

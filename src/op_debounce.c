@@ -76,8 +76,6 @@
 
 /* Items flushed per wake-up before yielding to the loop. */
 #define SL_DEBOUNCE_FLUSH_MAX 20000
-/* Longest sluice-item value. */
-#define SL_DEBOUNCE_MAX_ID 1024
 /* How often the oldest-pending gauge is refreshed while items wait. */
 #define SL_DEBOUNCE_GAUGE_MS 1000
 
@@ -623,22 +621,12 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         size_t idlen = 0, sz, ckeylen, plen;
         int nids = 0, r, found, open;
         char idbuf[48], detail[256];
+        const char *reason = NULL;
         sl_debounce_item_t old;
         sl_debounce_group_t grp;
         uint8_t *packed;
         int64_t now = sl_now_ms();
 
-        if (!m->key || !m->key_len) {
-                sl_task_dlq(t, m, "missing-key",
-                            "the record key (the group) is required");
-                return;
-        }
-        if (!sl_debounce_text_ok(m->key, m->key_len)) {
-                sl_task_dlq(t, m, "bad-key",
-                            "the group key must be UTF-8 text without NUL "
-                            "bytes");
-                return;
-        }
         if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 while (!rd_kafka_header_get(hdrs, (size_t)nids, "sluice-item",
                                             &v, &sz)) {
@@ -648,47 +636,17 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         }
                 }
         }
-        if (nids > 1) {
-                snprintf(detail, sizeof(detail), "sluice-item given %d times",
-                         nids);
-                sl_task_dlq(t, m, "bad-header", detail);
+        switch (sl_debounce_check(
+            m->key, m->key_len, nids, id, idlen, m->payload == NULL, m->len,
+            pc->max_record_bytes, &reason, detail, sizeof(detail))) {
+        case SL_DEBOUNCE_REFUSE:
+                sl_task_dlq(t, m, reason, detail);
                 return;
-        }
-        if (nids && (!id || !idlen)) {
-                sl_task_dlq(t, m, "bad-header",
-                            id ? "sluice-item is empty"
-                               : "sluice-item has a null value");
+        case SL_DEBOUNCE_REMOVE:
+                debounce_remove(t, m, id, idlen, now);
                 return;
-        }
-        if (nids && idlen > SL_DEBOUNCE_MAX_ID) {
-                snprintf(detail, sizeof(detail),
-                         "sluice-item is %zu bytes, at most %d", idlen,
-                         SL_DEBOUNCE_MAX_ID);
-                sl_task_dlq(t, m, "bad-header", detail);
-                return;
-        }
-        if (nids && !sl_debounce_text_ok(id, idlen)) {
-                sl_task_dlq(t, m, "bad-header",
-                            "sluice-item must be UTF-8 text without NUL "
-                            "bytes");
-                return;
-        }
-        if (!m->payload) {
-                if (!nids)
-                        sl_task_dlq(t, m, "missing-item",
-                                    "a null value removes the item named by "
-                                    "sluice-item, which is missing");
-                else
-                        debounce_remove(t, m, id, idlen, now);
-                return;
-        }
-        if (pc->max_record_bytes > 0 &&
-            m->len > (uint64_t)pc->max_record_bytes) {
-                snprintf(detail, sizeof(detail),
-                         "value is %zu bytes, max_record_bytes is %" PRId64,
-                         m->len, pc->max_record_bytes);
-                sl_task_dlq(t, m, "oversize", detail);
-                return;
+        case SL_DEBOUNCE_UPSERT:
+                break;
         }
         if (!nids) {
                 int n = snprintf(idbuf, sizeof(idbuf), "%" PRId32 "-%" PRId64,

@@ -1,18 +1,19 @@
 /*
  * fuzz_debounce.c — what a debounce pipeline does with input bytes, minus
- * Kafka: the checks op_debounce.c makes on the group key and the
- * sluice-item header (sl_debounce_text_ok, the 1024-byte id limit), then
- * the window state (upsert, remove, take, split) and both batch encodings.
+ * Kafka: sl_debounce_check() (the checks op_debounce.c makes on the group
+ * key, the sluice-item headers and the value), then the window state
+ * (upsert, remove, take, split) and both batch encodings.
  *
- * The header reading itself (rd_kafka_header_get of "sluice-item", counted
- * and refused when repeated, null or empty) is inline in debounce_input()
- * in op_debounce.c and needs an rd_kafka_message_t; everything it decides
- * on is reached here.
+ * Only the header lookup itself (rd_kafka_header_get of "sluice-item",
+ * which counts them) stays in op_debounce.c: it needs an
+ * rd_kafka_message_t.
  *
  * Input: byte 0 picks max_items (1, 2, 3, 1000) and max_bytes (8, 100,
  * 1 MiB); the rest is records, one per line, "key\tid\tpayload": no tab
  * after the id means no sluice-item (an id from the offset, as the
- * operator makes), a payload of "\x01" alone is a null value (a removal).
+ * operator makes); an id of "\x02" alone is a null sluice-item header, an
+ * id starting with "\x03" is given twice; a payload of "\x01" alone is a
+ * null value (a removal); max_record_bytes is 64 KiB.
  *
  * Checks: every JSON batch is JSON (as jansson reads it, integers too big
  * for it read as reals, which is how debounce.c decides a payload is JSON)
@@ -36,8 +37,6 @@
                         abort();                                               \
                 }                                                              \
         } while (0)
-
-#define MAX_ID 1024 /* SL_DEBOUNCE_MAX_ID of op_debounce.c */
 
 static void check_batch(const sl_debounce_batch_t *b) {
         json_error_t jerr;
@@ -108,35 +107,58 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     t1 ? memchr(t1 + 1, '\t', (size_t)(le - t1 - 1)) : NULL;
                 const char *key = (const char *)s, *id, *pl;
                 size_t keylen = (size_t)((t1 ? t1 : le) - s), idlen, pllen;
-                char idbuf[32];
-                int null_value;
+                char idbuf[32], detail[256];
+                const char *reason = NULL;
+                sl_debounce_verb_t verb;
+                int null_value, nids;
 
                 seq++;
                 now += data[0] >> 4; /* time moves on, or not */
                 s = le + 1;
-                if (!keylen || !sl_debounce_text_ok(key, keylen))
-                        continue; /* missing-key, bad-key */
+                nids = 0;
+                id = NULL;
+                idlen = 0;
                 if (t2) {
                         id = (const char *)t1 + 1;
                         idlen = (size_t)(t2 - t1 - 1);
                         pl = (const char *)t2 + 1;
                         pllen = (size_t)(le - t2 - 1);
-                        if (!idlen || idlen > MAX_ID ||
-                            !sl_debounce_text_ok(id, idlen))
-                                continue; /* bad-header */
+                        nids = 1;
+                        if (idlen == 1 && id[0] == 2) {
+                                id = NULL; /* a null header */
+                                idlen = 0;
+                        } else if (idlen && id[0] == 3) {
+                                nids = 2;
+                        }
                 } else {
                         pl = t1 ? (const char *)t1 + 1 : "";
                         pllen = t1 ? (size_t)(le - t1 - 1) : 0;
+                }
+                null_value = pllen == 1 && pl[0] == 1;
+                verb = sl_debounce_check(keylen ? key : NULL, keylen, nids, id,
+                                         idlen, null_value, pllen, 65536,
+                                         &reason, detail, sizeof(detail));
+                if (verb == SL_DEBOUNCE_REFUSE) {
+                        CHECK(reason && *reason && *detail);
+                        continue;
+                }
+                /* What was accepted is what the state and encodings need. */
+                CHECK(keylen && sl_debounce_text_ok(key, keylen));
+                CHECK(!nids || (nids == 1 && id && idlen &&
+                                idlen <= SL_DEBOUNCE_MAX_ID &&
+                                sl_debounce_text_ok(id, idlen)));
+                if (!nids) {
                         idlen = (size_t)snprintf(idbuf, sizeof(idbuf), "0-%lld",
                                                  (long long)seq);
                         id = idbuf;
                 }
-                null_value = pllen == 1 && pl[0] == 1;
-                if (null_value) {
-                        if (t2 && sl_debounce_remove(d, key, keylen, id, idlen))
+                if (verb == SL_DEBOUNCE_REMOVE) {
+                        CHECK(null_value && nids);
+                        if (sl_debounce_remove(d, key, keylen, id, idlen))
                                 added--;
                         continue;
                 }
+                CHECK(!null_value && pllen <= 65536);
                 /* A due group flushes before the record joins it. */
                 while (sl_debounce_take(d, key, keylen, now, &b)) {
                         check_batch(b);

@@ -618,6 +618,56 @@ static void test_protobuf(void **state) {
         sl_debounce_destroy(d);
 }
 
+/* Every reason an input record is refused for, and the two verbs. */
+static void test_check(void **state) {
+        static const struct {
+                const char *key;
+                int nids;
+                const char *id;
+                size_t idlen;
+                int null_value;
+                size_t len;
+                sl_debounce_verb_t verb;
+                const char *reason;
+        } cases[] = {
+            {NULL, 0, NULL, 0, 0, 1, SL_DEBOUNCE_REFUSE, "missing-key"},
+            {"", 0, NULL, 0, 0, 1, SL_DEBOUNCE_REFUSE, "missing-key"},
+            {"\xff", 0, NULL, 0, 0, 1, SL_DEBOUNCE_REFUSE, "bad-key"},
+            {"g", 2, "o", 1, 0, 1, SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, NULL, 0, 0, 1, SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, "", 0, 0, 1, SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, "o\x00", 2, 0, 1, SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, "o", SL_DEBOUNCE_MAX_ID + 1, 0, 1, SL_DEBOUNCE_REFUSE,
+             "bad-header"},
+            {"g", 0, NULL, 0, 1, 0, SL_DEBOUNCE_REFUSE, "missing-item"},
+            {"g", 0, NULL, 0, 0, 101, SL_DEBOUNCE_REFUSE, "oversize"},
+            {"g", 1, "o", 1, 1, 0, SL_DEBOUNCE_REMOVE, NULL},
+            {"g", 1, "o", 1, 0, 100, SL_DEBOUNCE_UPSERT, NULL},
+            {"g", 0, NULL, 0, 0, 0, SL_DEBOUNCE_UPSERT, NULL},
+        };
+        static char long_id[SL_DEBOUNCE_MAX_ID + 1];
+        (void)state;
+        memset(long_id, 'x', sizeof(long_id));
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *reason = NULL, *id = cases[i].id;
+                char detail[128] = "";
+                sl_debounce_verb_t v;
+                if (cases[i].idlen > SL_DEBOUNCE_MAX_ID)
+                        id = long_id;
+                v = sl_debounce_check(
+                    cases[i].key, cases[i].key ? strlen(cases[i].key) : 0,
+                    cases[i].nids, id, cases[i].idlen, cases[i].null_value,
+                    cases[i].len, 100, &reason, detail, sizeof(detail));
+                if (v != cases[i].verb)
+                        fail_msg("case %zu: verb %d, want %d", i, (int)v,
+                                 (int)cases[i].verb);
+                if (cases[i].reason) {
+                        assert_string_equal(reason, cases[i].reason);
+                        assert_true(detail[0] != '\0');
+                }
+        }
+}
+
 static void test_text_ok(void **state) {
         (void)state;
         assert_true(sl_debounce_text_ok("WH-42", 5));
@@ -687,6 +737,7 @@ int main(void) {
             cmocka_unit_test(test_json),
             cmocka_unit_test(test_protobuf),
             cmocka_unit_test(test_text_ok),
+            cmocka_unit_test(test_check),
             cmocka_unit_test(test_memory_per_item),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
