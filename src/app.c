@@ -1576,29 +1576,6 @@ static void run_usage(FILE *out) {
                      "leaves.\n");
 }
 
-/* Kafka's internal topics are never written, not even as a configured
- * output or default_target (sluice's own are refused by the config
- * loader).  Returns 0, or -1 after printing each offence. */
-static int app_check_outputs(const sl_conf_t *conf, const char *path) {
-        int bad = 0;
-        for (int i = 0; i < conf->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *pc = &conf->pipelines[i];
-                const char *keys[] = {"output", "default_target"};
-                const char *names[] = {pc->output, pc->default_target};
-                for (size_t j = 0; j < SL_ARRAY_SIZE(keys); j++) {
-                        if (!sl_topic_is_kafka_internal(names[j]))
-                                continue;
-                        fprintf(stderr,
-                                "%s: [pipeline %s] %s: '%s' is an internal "
-                                "topic of Kafka (\"__*\"); sluice never "
-                                "writes there\n",
-                                path, pc->name, keys[j], names[j]);
-                        bad = 1;
-                }
-        }
-        return bad ? -1 : 0;
-}
-
 int sl_app_cmd(int argc, char **argv) {
         static const struct option opts[] = {{"config", 1, NULL, 'c'},
                                              {"help", 0, NULL, 'h'},
@@ -1627,10 +1604,6 @@ int sl_app_cmd(int argc, char **argv) {
         }
         if (sl_conf_load(path, 1, &conf, stderr) != 0)
                 return SL_EXIT_FAIL;
-        if (app_check_outputs(conf, path) != 0) {
-                sl_conf_destroy(conf);
-                return SL_EXIT_FAIL;
-        }
         sl_log_set_level(conf->log_level);
         signal(SIGPIPE, SIG_IGN);
         c = app_run(conf);

@@ -324,7 +324,8 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             name, NULL);
         dp->m_restore_bad = sl_metrics_counter(
             m, "sluice_changelog_bad_records_total",
-            "Changelog records that could not be decoded (skipped).",
+            "Changelog records that could not be decoded or name a target "
+            "sluice never writes to (skipped).",
             "pipeline", name, NULL);
         dp->m_restore_clamped = sl_metrics_counter(
             m, "sluice_timers_restore_clamped_total",
@@ -617,12 +618,9 @@ static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
         target = dp->targets[v.target_idx];
         /* The timer's id and due time name this work across replays. */
         sl_task_origin(t, sl_timer_key(tm), tm->keylen, tm->due_ms);
-        if (sl_app_is_internal_topic(t->app, target)) {
-                /* Refused at input since; scheduled before, or another
-                 * pipeline took the name. */
-                delay_fire_dlq(t, tm, &v, "target-internal",
-                               "the target is an internal topic");
-        } else if ((parts = sl_task_topic_partitions(t, target)) == 0) {
+        /* No target is internal: input refuses such timers, and restore
+         * skips them (restore_target_refused) with the current config. */
+        if ((parts = sl_task_topic_partitions(t, target)) == 0) {
                 delay_fire_dlq(t, tm, &v, "target-missing",
                                "the target topic no longer exists");
         } else if (parts == SL_TOPIC_FORBIDDEN) {
