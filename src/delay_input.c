@@ -147,6 +147,17 @@ int sl_topic_is_kafka_internal(const char *name) {
         return name && name[0] == '_' && name[1] == '_';
 }
 
+const char *sl_delay_target_internal(const sl_delay_params_t *params,
+                                     const char *target) {
+        if (sl_topic_is_kafka_internal(target))
+                return "an internal topic of Kafka";
+        for (int i = 0; i < params->internal_cnt; i++)
+                if (params->internal_topics[i] &&
+                    !strcmp(target, params->internal_topics[i]))
+                        return "an internal topic of sluice";
+        return NULL;
+}
+
 /* Parses a non-negative int32 in decimal, digits only; -1 if it is not. */
 static int64_t parse_partition(const char *s, size_t len) {
         int64_t v = 0;
@@ -546,16 +557,9 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
         }
 
         /* 9: may it write there? */
-        if (sl_topic_is_kafka_internal(req->target))
+        if ((why = sl_delay_target_internal(params, req->target)))
                 return refuse(req, SL_DELAY_TARGET_INTERNAL, detail,
-                              detail_size, "'%s' is an internal topic of Kafka",
-                              req->target);
-        for (int i = 0; i < params->internal_cnt; i++)
-                if (params->internal_topics[i] &&
-                    !strcmp(req->target, params->internal_topics[i]))
-                        return refuse(
-                            req, SL_DELAY_TARGET_INTERNAL, detail, detail_size,
-                            "'%s' is an internal topic of sluice", req->target);
+                              detail_size, "'%s' is %s", req->target, why);
         if (params->allowed_targets &&
             !sl_globs_match(params->allowed_targets, req->target))
                 return refuse(

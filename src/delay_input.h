@@ -79,6 +79,12 @@ typedef struct sl_delay_params_s {
         int internal_cnt;
 } sl_delay_params_t;
 
+/* Why target may never be written by a pipeline with these params ("an
+ * internal topic of Kafka" or "of sluice"), or NULL when it may: input
+ * refuses such a timer, and a rebuild skips one already in a changelog. */
+const char *sl_delay_target_internal(const sl_delay_params_t *params,
+                                     const char *target);
+
 /* One input record.  key NULL is a null key; value NULL is a null value
  * (a cancel).  partition and offset name a keyless record's timer.
  * Nothing here is copied by sl_delay_input_parse(). */

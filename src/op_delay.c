@@ -445,13 +445,8 @@ static const char *restore_target_refused(const delay_pipeline_t *dp,
                                           const char *target) {
         size_t len = strlen(target);
         if (!len || len > SL_TOPIC_MAX)
-                return "target topic name empty or too long";
-        if (!strncmp(target, "__", 2))
-                return "target is an internal topic of Kafka";
-        for (int i = 0; i < dp->params.internal_cnt; i++)
-                if (!strcmp(target, dp->params.internal_topics[i]))
-                        return "target is an internal topic of sluice";
-        return NULL;
+                return "not a topic name (empty or too long)";
+        return sl_delay_target_internal(&dp->params, target);
 }
 
 static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
@@ -483,7 +478,8 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         if (why) {
                 sl_counter_inc(dp->m_restore_bad);
                 sl_log(LOG_WARNING, "REBUILD",
-                       "%s [%d] @%" PRId64 ": timer record skipped: %s",
+                       "%s [%d] @%" PRId64
+                       ": timer record skipped: its target is %s",
                        t->pl->conf->name, t->partition, m->offset, why);
                 sluice__v1__timer__free_unpacked(tm, NULL);
                 return;
