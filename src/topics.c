@@ -781,58 +781,47 @@ static int cmd_apply(const topics_opts_t *o) {
                 goto done;
         ev = sl_topicplan_eval(plan, obs);
 
-        /* Create what is missing, inputs first (plan order). */
+        /* Create what is missing, inputs first (plan order), and add the
+         * partitions sluice's own topics lack: their partition p only
+         * holds what was written for input partition p, so the new ones
+         * start empty and nothing moves (topicplan.h). */
         for (int i = 0; i < ev->cnt && !o->dry_run; i++) {
                 const sl_topic_verdict_t *v = &ev->verdicts[i];
+                int create = v->status == SL_TOPIC_MISSING &&
+                             v->create_parts > 0 &&
+                             !in_list(created, created_cnt, v->spec->name);
+                int grow = v->status == SL_TOPIC_BAD && v->grow_parts > 0 &&
+                           !in_list(grown, grown_cnt, v->spec->name);
                 char errstr[512];
                 int r;
 
-                if (v->status != SL_TOPIC_MISSING || v->create_parts <= 0 ||
-                    in_list(created, created_cnt, v->spec->name) ||
+                if ((!create && !grow) ||
                     in_list(failed, failed_cnt, v->spec->name))
                         continue;
                 attempts++;
-                r = sl_topics_create_spec(adm, v->spec, v->create_parts, errstr,
-                                          sizeof(errstr));
+                if (create) {
+                        r = sl_topics_create_spec(adm, v->spec, v->create_parts,
+                                                  errstr, sizeof(errstr));
+                } else {
+                        grown_from[grown_cnt] =
+                            observed_parts(obs, v->spec->name);
+                        r = sl_topics_grow(adm, v->spec->name, v->grow_parts,
+                                           errstr, sizeof(errstr));
+                }
                 if (r == 0) {
-                        created[created_cnt++] = v->spec->name;
-                        sl_log(LOG_DEBUG, "TOPICS",
-                               "created %s with %d partition(s)", v->spec->name,
-                               v->create_parts);
-                } else if (r != -EEXIST) {
+                        if (create)
+                                created[created_cnt++] = v->spec->name;
+                        else
+                                grown[grown_cnt++] = v->spec->name;
+                        sl_log(LOG_DEBUG, "TOPICS", "%s %s %d partition(s)",
+                               v->spec->name,
+                               create ? "created with" : "grown to",
+                               create ? v->create_parts : v->grow_parts);
+                } else if (!(create && r == -EEXIST)) {
                         failed[failed_cnt] = v->spec->name;
                         failed_why[failed_cnt++] = sl_strdup(errstr);
                         if (r == -ETIMEDOUT)
                                 break; /* the cluster is gone: stop here */
-                }
-        }
-
-        /* Add the partitions sluice's own topics lack: their partition p
-         * only holds what was written for input partition p, so the new
-         * ones start empty and nothing moves (topicplan.h). */
-        for (int i = 0; i < ev->cnt && !o->dry_run; i++) {
-                const sl_topic_verdict_t *v = &ev->verdicts[i];
-                char errstr[512];
-                int r;
-
-                if (v->status != SL_TOPIC_BAD || v->grow_parts <= 0 ||
-                    in_list(grown, grown_cnt, v->spec->name) ||
-                    in_list(failed, failed_cnt, v->spec->name))
-                        continue;
-                attempts++;
-                grown_from[grown_cnt] = observed_parts(obs, v->spec->name);
-                r = sl_topics_grow(adm, v->spec->name, v->grow_parts, errstr,
-                                   sizeof(errstr));
-                if (r == 0) {
-                        grown[grown_cnt++] = v->spec->name;
-                        sl_log(LOG_DEBUG, "TOPICS",
-                               "%s grown to %d partition(s)", v->spec->name,
-                               v->grow_parts);
-                } else {
-                        failed[failed_cnt] = v->spec->name;
-                        failed_why[failed_cnt++] = sl_strdup(errstr);
-                        if (r == -ETIMEDOUT)
-                                break;
                 }
         }
 
