@@ -758,8 +758,11 @@ static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
          * either another live process or an orphan of our own: a join
          * whose answer we never read (the broker was paused while the
          * request waited).  Nobody heartbeats for an orphan, so the broker
-         * drops it after session.timeout.ms; a live owner stays.  So: the
-         * same foreign member for longer than the session timeout is
+         * drops it; a live owner stays.  An orphan can outlive one session
+         * timeout: when a rebalance completes with it as a member, its
+         * session deadline starts again (0403 saw one removed 12 s after
+         * the broker's resume with a 6 s session timeout).  So: the same
+         * foreign member for longer than twice the session timeout is
          * another process. */
         if (foreign[0]) {
                 int64_t now = sl_now_ms();
@@ -769,12 +772,13 @@ static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
                         txn->owner_foreign_since = now;
                         sl_log(LOG_WARNING, "TXN",
                                "instance_id %s is held by member %s, not "
-                               "ours (%s); watching it for the session "
-                               "timeout (%" PRId64 " ms)",
+                               "ours (%s); watching it for twice the "
+                               "session timeout (%" PRId64 " ms)",
                                txn->instance_id, foreign, mine,
-                               txn->session_timeout_ms);
+                               2 * txn->session_timeout_ms);
                 } else if (now - txn->owner_foreign_since >
-                           txn->session_timeout_ms + SL_TXN_OWNER_CHECK_MS) {
+                           2 * txn->session_timeout_ms +
+                               SL_TXN_OWNER_CHECK_MS) {
                         sl_log(LOG_CRIT, "TXN",
                                "instance_id %s is owned by another live "
                                "instance (member %s has held it for %.0f s; "

@@ -46,8 +46,9 @@
  * assigned partitions are rebuilt from their changelogs.  When the fault
  * was a fencing and instance_id is set, the group is described first: a
  * member that holds our instance_id under another member id for longer
- * than the session timeout (an orphan join of our own would have expired
- * by then) is another live process, and this one exits 1 saying so.
+ * than twice the session timeout (an orphan join of our own would have
+ * expired by then, even one carried through a rebalance) is another live
+ * process, and this one exits 1 saying so.
  *
  * THREADS: every function here is for the loop thread.
  */
