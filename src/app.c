@@ -262,8 +262,13 @@ static void app_held_drain(sl_app_t *app);
 static void app_stop_step(sl_app_t *app);
 
 int sl_app_may_produce(const sl_app_t *app) {
-        return app->phase == SL_RUN_RUNNING && app->txn &&
-               sl_txn_accepting(app->txn);
+        if (app->phase != SL_RUN_RUNNING || !app->txn)
+                return 0;
+        if (sl_txn_accepting(app->txn))
+                return 1;
+        /* A commit is on the worker: work goes on, and what it produces
+         * waits in the outbox for the next transaction. */
+        return sl_txn_deferring(app->txn) && sl_outbox_room(app->outbox);
 }
 
 static void app_for_each_task(sl_app_t *app, void (*fn)(sl_task_t *t)) {
@@ -374,10 +379,18 @@ static void app_committed(void *opaque,
                         t->committed_offset = offs->elems[i].offset;
         }
         app->last_commit_us = sl_mono_us();
+        /* Revoked partitions whose work this commit carried go first, so
+         * nothing they decided since is sent: their next owner does it. */
         if (app->revoking && app->revoke_commit_started)
                 app_revoke_finish(app);
-        else
-                app_revoke_try(app);
+        /* What was decided during the commit opens the next transaction,
+         * before any other commit can start. */
+        sl_app_outbox_replay(app);
+        if (app->commit_wanted) {
+                app->commit_wanted = 0;
+                sl_app_commit_soon(app);
+        }
+        app_revoke_try(app);
         if (app->phase != SL_RUN_RUNNING)
                 app_stop_step(app);
 }
@@ -392,6 +405,8 @@ static void app_aborted(void *opaque) {
          * from what was committed. */
         app_revoke_finish(app);
         app_held_clear(app);
+        sl_outbox_clear(app->outbox);
+        app->commit_wanted = 0;
         app_for_each_task(app, task_restart_cb);
         sl_app_update_ready(app);
         if (app->phase != SL_RUN_RUNNING)
@@ -451,8 +466,9 @@ static void app_on_commit_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         if (timer == &app->soon_timer)
                 app->soon_armed = 0;
-        if (app->phase == SL_RUN_RUNNING && app->txn)
-                sl_txn_commit(app->txn);
+        if (app->phase == SL_RUN_RUNNING && app->txn &&
+            sl_txn_commit(app->txn) == -1)
+                app->commit_wanted = 1; /* right after the one in flight */
 }
 
 void sl_task_commit_soon(sl_task_t *t) {
@@ -1183,6 +1199,8 @@ static void task_destroy_cb(sl_task_t *t) {
 static void app_clients_lost(void *opaque) {
         sl_app_t *app = opaque;
         app_held_clear(app);
+        sl_outbox_clear(app->outbox);
+        app->commit_wanted = 0;
         if (app->revoking)
                 rd_kafka_topic_partition_list_destroy(app->revoking);
         app->revoking = NULL;
@@ -1377,6 +1395,7 @@ static void app_destroy(sl_app_t *app) {
                 app_for_each_task(app, task_destroy_cb);
         app_held_clear(app);
         free(app->held);
+        sl_outbox_destroy(app->outbox);
         if (app->revoking)
                 rd_kafka_topic_partition_list_destroy(app->revoking);
         sl_kwatch_close(app->consumer_w);
@@ -1444,6 +1463,9 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
             .delivery = app_on_delivery,
             .exit = app_exit_hook,
         };
+
+        app->outbox =
+            sl_outbox_new(SL_OUTBOX_MAX_BYTES, SL_OUTBOX_MAX_RECORDS);
         rd_kafka_conf_t *kc;
 
         if (conf->metrics_listen && *conf->metrics_listen) {

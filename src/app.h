@@ -30,6 +30,7 @@
 #include "kafka.h"
 #include "kquery.h"
 #include "metrics.h"
+#include "outbox.h"
 #include "refused.h"
 #include "task.h"
 #include "txn.h"
@@ -49,6 +50,10 @@ typedef enum {
 /* Input records held while the transaction cannot take work (a commit or
  * an abort in flight); past this many the consumer is not polled. */
 #define SL_HELD_MAX 20000
+/* The outbox's bounds (records decided during a commit); past them input is
+ * held as above. */
+#define SL_OUTBOX_MAX_BYTES   (64 * 1024 * 1024)
+#define SL_OUTBOX_MAX_RECORDS 50000
 
 struct sl_app_s {
         sl_conf_t *conf;
@@ -77,6 +82,11 @@ struct sl_app_s {
         struct sl_held_s *held;
         int held_head, held_cnt;
 
+        /* Records decided while a commit is in flight, for the next
+         * transaction (outbox.h); replaying: they are being sent now. */
+        sl_outbox_t *outbox;
+        int replaying;
+
         /* A revocation waiting for the commit of its partitions' work. */
         rd_kafka_topic_partition_list_t *revoking;
         int revoke_commit_started;
@@ -84,6 +94,7 @@ struct sl_app_s {
         uv_timer_t commit_timer; /* every commit_interval */
         uv_timer_t soon_timer;   /* "commit promptly" */
         int soon_armed;
+        int commit_wanted; /* asked while a commit was in flight */
         int64_t last_commit_us;
 
         /* Lifecycle. */
@@ -119,8 +130,14 @@ struct sl_app_s {
 /* Runtime internals shared by app.c and task.c. */
 void sl_app_commit_soon(sl_app_t *app);
 void sl_app_update_ready(sl_app_t *app);
-/* 1 when tasks may do work that produces (input, wake-ups). */
+/* 1 when tasks may do work that produces (input, wake-ups): the
+ * transaction is open or ready, or a commit is in flight and the outbox has
+ * room. */
 int sl_app_may_produce(const sl_app_t *app);
+/* task.c: sends what the outbox holds into a new transaction, in order;
+ * records of tasks dropped or rebuilt since are left out.  Called when a
+ * commit has returned. */
+void sl_app_outbox_replay(sl_app_t *app);
 
 /* The msg_opaque of a produced record: bit 0, sent alone to test a
  * suspect; bit 1, tracked (op->delivered wants its offset), with the

@@ -603,60 +603,69 @@ void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n) {
  * next to transaction_timeout (a suspect is rare: it follows a refusal). */
 #define SL_TASK_ISOLATE_MS 5000
 
-static int task_isolate_ms(const sl_task_t *t) {
-        return (int)SL_MIN(SL_TASK_ISOLATE_MS,
-                           t->app->conf->transaction_timeout_ms / 2);
+/* Errors of rd_kafka_producev() that are the record's own, not the
+ * producer's: the work is refused, never retried. */
+static int produce_err_is_permanent(rd_kafka_resp_err_t err) {
+        switch (err) {
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+        case RD_KAFKA_RESP_ERR__INVALID_ARG:
+                return 1;
+        default:
+                return 0;
+        }
 }
 
-static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
-                        const void *key, size_t keylen, const void *value,
-                        size_t valuelen, rd_kafka_headers_t *hdrs,
-                        uintptr_t flags) {
-        sl_app_t *app = t->app;
+static uint64_t rec_refused_id(const sl_outbox_rec_t *r) {
+        return sl_refused_id(r->topic, r->key, r->keylen,
+                             (r->flags & SL_MSG_TRACKED) ? 0 : r->flags >> 2,
+                             r->value, r->valuelen);
+}
+
+/*
+ * Sends one record into the open transaction (opening it).  A suspect
+ * (refused.h) goes alone: the records in flight are delivered first, then
+ * it, then it is waited for — the one bounded wait on the loop thread.  A
+ * record from the outbox (replayed) keeps the time it was decided as its
+ * timestamp.  Returns 0 when sent or when the transaction is doomed (the
+ * work is redone after the rebuild), or a negative permanent error of the
+ * record itself; r->hdrs is consumed either way.
+ */
+static int app_send(sl_app_t *app, const sl_outbox_rec_t *r, int replayed) {
         rd_kafka_resp_err_t err;
         int64_t until = 0;
         uint64_t id = 0;
         int isolated = 0, e = 0;
+        int isolate_ms = (int)SL_MIN(SL_TASK_ISOLATE_MS,
+                                     app->conf->transaction_timeout_ms / 2);
 
         if (sl_txn_produce_begin(app->txn) == -1) {
                 /* The transaction is doomed: it aborts and every task is
                  * rebuilt, so this work is redone.  Nothing to do. */
-                if (hdrs)
-                        rd_kafka_headers_destroy(hdrs);
+                if (r->hdrs)
+                        rd_kafka_headers_destroy(r->hdrs);
                 return 0;
         }
-        /* The origin travels with an untracked record, so a delivery
-         * failure can name it (app.c); the identity is hashed here only
-         * while something was refused (refused.h). */
-        if (!(flags & SL_MSG_TRACKED))
-                flags |= SL_MSG_ORIGIN(t->origin);
         if (app->refused.used)
-                id = sl_refused_id(topic, key, keylen,
-                                   (flags & SL_MSG_TRACKED) ? 0 : t->origin,
-                                   value, valuelen);
-        switch (id ? sl_refused_get(&app->refused, id, sl_now_ms(), &e)
-                   : SL_REFUSED_NONE) {
-        case SL_REFUSED_GUILTY:
-                if (hdrs)
-                        rd_kafka_headers_destroy(hdrs);
-                return -e;
-        case SL_REFUSED_SUSPECT:
+                id = rec_refused_id(r);
+        if (id && sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
+                      SL_REFUSED_SUSPECT) {
                 /* Alone in its batch: a failure is its own. */
                 isolated = 1;
-                flags |= SL_MSG_ISOLATED;
-                sl_txn_drain(app->txn, task_isolate_ms(t));
-                break;
-        default:
-                break;
+                sl_txn_drain(app->txn, isolate_ms);
         }
         for (;;) {
                 err = rd_kafka_producev(
-                    app->producer, RD_KAFKA_V_TOPIC(topic),
-                    RD_KAFKA_V_PARTITION(partition),
-                    RD_KAFKA_V_KEY((void *)key, keylen),
-                    RD_KAFKA_V_VALUE((void *)value, valuelen),
+                    app->producer, RD_KAFKA_V_TOPIC(r->topic),
+                    RD_KAFKA_V_PARTITION(r->partition),
+                    RD_KAFKA_V_KEY((void *)r->key, r->keylen),
+                    RD_KAFKA_V_VALUE((void *)r->value, r->valuelen),
                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)flags),
+                    RD_KAFKA_V_TIMESTAMP(replayed ? r->decided_ms : 0),
+                    RD_KAFKA_V_HEADERS(r->hdrs),
+                    RD_KAFKA_V_OPAQUE(
+                        (void *)(r->flags | (isolated ? SL_MSG_ISOLATED : 0))),
                     RD_KAFKA_V_END);
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                         break;
@@ -670,27 +679,100 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
         }
         if (!err) {
                 sl_txn_produced(app->txn);
-                if (isolated &&
-                    sl_txn_drain(app->txn, task_isolate_ms(t)) == 0 &&
+                if (isolated && sl_txn_drain(app->txn, isolate_ms) == 0 &&
                     sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
                         SL_REFUSED_SUSPECT)
                         sl_refused_clear(&app->refused, id);
                 return 0;
         }
-        if (hdrs)
-                rd_kafka_headers_destroy(hdrs);
-        switch (err) {
-        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-        case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
-        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
-        case RD_KAFKA_RESP_ERR__INVALID_ARG:
-                return -(int)err;
-        default:
+        if (r->hdrs)
+                rd_kafka_headers_destroy(r->hdrs);
+        if (!produce_err_is_permanent(err)) {
                 /* E.g. still QUEUE_FULL: the work is redone after the
                  * abort and rebuild. */
                 sl_txn_doom(app->txn, rd_kafka_err2str(err));
                 return 0;
         }
+        if (!replayed)
+                return -(int)err;
+        /* The operator that made it has moved on: remember the record as
+         * refused, so that after the abort and rebuild the same work is
+         * refused up front, and the operator sends it to the DLQ. */
+        sl_refused_note(&app->refused, rec_refused_id(r), (int)err, 1,
+                        sl_now_ms());
+        sl_txn_doom(app->txn, "a record decided during a commit was refused");
+        return 0;
+}
+
+/* While a commit is in flight, or the outbox is being sent, records wait in
+ * the outbox so that they keep their order. */
+static int app_deferring(const sl_app_t *app) {
+        return app->replaying || sl_outbox_count(app->outbox) > 0 ||
+               sl_txn_deferring(app->txn);
+}
+
+static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
+                        const void *key, size_t keylen, const void *value,
+                        size_t valuelen, rd_kafka_headers_t *hdrs,
+                        uintptr_t flags) {
+        sl_app_t *app = t->app;
+        sl_outbox_rec_t r = {
+            .topic = topic,
+            .partition = partition,
+            .key = key,
+            .keylen = keylen,
+            .value = value,
+            .valuelen = valuelen,
+            .hdrs = hdrs,
+            .pl_index = t->pl->index,
+            .task_partition = t->partition,
+            .epoch = t->epoch,
+        };
+        uint64_t id;
+        int e = 0;
+
+        /* The origin travels with an untracked record, so a delivery
+         * failure can name it (app.c); the identity is hashed here only
+         * while something was refused (refused.h). */
+        if (!(flags & SL_MSG_TRACKED))
+                flags |= SL_MSG_ORIGIN(t->origin);
+        r.flags = flags;
+        if (app->refused.used && (id = rec_refused_id(&r)) &&
+            sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
+                SL_REFUSED_GUILTY) {
+                if (hdrs)
+                        rd_kafka_headers_destroy(hdrs);
+                return -e;
+        }
+        if (app_deferring(app)) {
+                r.decided_ms = sl_now_ms();
+                sl_outbox_push(app->outbox, &r);
+                return 0;
+        }
+        return app_send(app, &r, 0);
+}
+
+void sl_app_outbox_replay(sl_app_t *app) {
+        sl_outbox_rec_t r;
+        if (app->replaying)
+                return;
+        app->replaying = 1;
+        while (sl_outbox_pop(app->outbox, &r)) {
+                sl_task_t *t = NULL;
+                if (r.pl_index < app->pipeline_cnt &&
+                    r.task_partition <
+                        app->pipelines[r.pl_index].partition_cnt)
+                        t = app->pipelines[r.pl_index].tasks[r.task_partition];
+                if (!t || t->epoch != r.epoch) {
+                        /* Its task was dropped or rebuilt: the work is
+                         * redone by whoever owns the partition now. */
+                        if (r.hdrs)
+                                rd_kafka_headers_destroy(r.hdrs);
+                        continue;
+                }
+                app_send(app, &r, 1);
+        }
+        app->replaying = 0;
 }
 
 int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,

@@ -134,8 +134,12 @@ struct sl_txn_s {
         uv_async_t done_async;
         char last_retry[200]; /* what the worker is retrying (lock) */
 
+        int64_t commit_start_us; /* when the commit was asked (mono) */
+        uv_timer_t deferring_timer; /* tells the runtime a commit left */
+
         sl_counter_t *m_commits, *m_aborts, *m_recoveries;
         sl_gauge_t *m_state;
+        sl_histogram_t *m_commit_seconds;
 };
 
 static void txn_enter_recovering(sl_txn_t *txn);
@@ -483,6 +487,11 @@ int sl_txn_accepting(const sl_txn_t *txn) {
                !txn->doomed && !txn->recover_pending && !txn->backoff;
 }
 
+int sl_txn_deferring(const sl_txn_t *txn) {
+        return txn->state == SL_TXN_COMMITTING && !txn->doomed &&
+               !txn->recover_pending && !txn->stopping;
+}
+
 sl_txn_state_t sl_txn_state(const sl_txn_t *txn) {
         return txn->state;
 }
@@ -568,6 +577,12 @@ static void txn_start_abort(sl_txn_t *txn, const char *why) {
         txn_post(txn, job);
 }
 
+static void txn_on_deferring(uv_timer_t *timer) {
+        sl_txn_t *txn = timer->data;
+        if (sl_txn_deferring(txn))
+                txn->hooks.resumed(txn->hooks.opaque);
+}
+
 static void txn_start_commit_job(sl_txn_t *txn) {
         job_t *job = sl_calloc(1, sizeof(*job));
         job->kind = JOB_COMMIT;
@@ -580,6 +595,9 @@ static void txn_start_commit_job(sl_txn_t *txn) {
                 job->cgmd = rd_kafka_consumer_group_metadata(txn->consumer);
         txn_set_state(txn, SL_TXN_COMMITTING);
         txn_post(txn, job);
+        /* The loop may go on while the worker commits: say so from the
+         * loop, not from inside whoever asked for the commit. */
+        uv_timer_start(&txn->deferring_timer, txn_on_deferring, 0, 0);
 }
 
 /* FLUSHING: once every record of the transaction is delivered, operators
@@ -637,6 +655,7 @@ int sl_txn_commit(sl_txn_t *txn) {
         }
         if (txn->backoff || txn->recover_pending)
                 return -1;
+        txn->commit_start_us = sl_mono_us();
         if (txn->doomed) {
                 if (txn->state == SL_TXN_OPEN) {
                         txn_start_abort(txn, txn->doom_why);
@@ -931,6 +950,9 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
         char why[512];
         if (!job->error) {
                 sl_counter_inc(txn->m_commits);
+                sl_histogram_observe(
+                    txn->m_commit_seconds,
+                    (double)(sl_mono_us() - txn->commit_start_us) / 1e6);
                 txn->aborts_in_row = 0;
                 txn->recover_attempts = 0;
                 txn->records = 0;
@@ -1014,6 +1036,10 @@ static void txn_on_done(uv_async_t *async) {
 /* ------------------------------------------------------------------ */
 /* Life.                                                                */
 
+static const double commit_bounds[] = {0.002, 0.005, 0.01, 0.02, 0.03,
+                                       0.05,  0.075, 0.1,  0.15, 0.25,
+                                       0.5,   1,     2.5,  5,    10};
+
 sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
                      const sl_txn_hooks_t *hooks, sl_kquery_t *kq,
                      sl_metrics_t *metrics, char *errstr, size_t errstr_size) {
@@ -1037,6 +1063,8 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
         uv_timer_init(loop, &txn->retry_timer);
         uv_timer_init(loop, &txn->flush_timer);
         uv_timer_init(loop, &txn->backoff_timer);
+        uv_timer_init(loop, &txn->deferring_timer);
+        txn->deferring_timer.data = txn;
         txn->done_async.data = txn->retry_timer.data = txn;
         txn->flush_timer.data = txn->backoff_timer.data = txn;
         txn->m_commits = sl_metrics_counter(
@@ -1049,6 +1077,13 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
             metrics, "sluice_client_recoveries_total",
             "Fatal Kafka client errors recovered from by re-creating the "
             "clients.",
+            NULL);
+        txn->m_commit_seconds = sl_metrics_histogram(
+            metrics, "sluice_txn_commit_seconds",
+            "Time from asking for a commit to its end: waiting for the "
+            "last deliveries, checkpoints, send_offsets_to_transaction and "
+            "commit_transaction (the loop keeps working meanwhile).",
+            commit_bounds, sizeof(commit_bounds) / sizeof(commit_bounds[0]),
             NULL);
         txn->m_state = sl_metrics_gauge(
             metrics, "sluice_transaction_state",
@@ -1097,6 +1132,7 @@ void sl_txn_destroy(sl_txn_t *txn) {
         uv_close((uv_handle_t *)&txn->retry_timer, txn_on_close);
         uv_close((uv_handle_t *)&txn->flush_timer, txn_on_close);
         uv_close((uv_handle_t *)&txn->backoff_timer, txn_on_close);
+        uv_close((uv_handle_t *)&txn->deferring_timer, txn_on_close);
         uv_run(txn->loop, UV_RUN_NOWAIT);
         if (txn->pq)
                 rd_kafka_queue_destroy(txn->pq);

@@ -25,10 +25,13 @@
  *                  └── another live instance owns instance_id, or recovery
  *                      failed for longer than recovery_timeout ──► DEAD
  *
- * READY and OPEN are the only states in which operators may produce: the
- * runtime holds input, wake-ups and fetches back in every other state
- * (sl_txn_accepting()), so no record is ever produced into a transaction
- * that is not open.  A produce that cannot go into the open transaction
+ * READY and OPEN are the only states in which records are produced.  While
+ * a commit is on the worker (COMMITTING) the runtime goes on taking input
+ * and firing due work, but what operators produce then waits in the
+ * runtime's outbox and goes into the next transaction the moment the commit
+ * returns (sl_txn_deferring(), app.h); in every other state the runtime
+ * holds input, wake-ups and fetches back.  So no record is ever produced
+ * into a transaction that is not open.  A produce that cannot go into the open transaction
  * dooms it: it will be aborted and every task rebuilt, never committed.
  *
  * Blocking librdkafka calls (init_transactions, send_offsets_to_transaction,
@@ -145,6 +148,13 @@ sl_txn_state_t sl_txn_state(const sl_txn_t *txn);
 
 /* 1 when operators may produce now (READY or OPEN, not doomed). */
 int sl_txn_accepting(const sl_txn_t *txn);
+
+/* 1 while a commit is on the worker (COMMITTING, not doomed): operators may
+ * go on deciding work, but what they produce must wait for the next
+ * transaction (the runtime's outbox).  The resumed() hook is called (from
+ * the loop, soon) when a commit goes to the worker, so held work can go
+ * on. */
+int sl_txn_deferring(const sl_txn_t *txn);
 
 /* The clients, or NULL while there are none (CREATING, RECOVERING). */
 rd_kafka_t *sl_txn_producer(const sl_txn_t *txn);
