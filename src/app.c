@@ -385,6 +385,7 @@ static void app_committed(void *opaque,
                 app_revoke_finish(app);
         /* What was decided during the commit opens the next transaction,
          * before any other commit can start. */
+        sl_counter_add(app->m_deferred, (uint64_t)sl_outbox_count(app->outbox));
         sl_app_outbox_replay(app);
         if (app->commit_wanted) {
                 app->commit_wanted = 0;
@@ -1464,8 +1465,7 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
             .exit = app_exit_hook,
         };
 
-        app->outbox =
-            sl_outbox_new(SL_OUTBOX_MAX_BYTES, SL_OUTBOX_MAX_RECORDS);
+        app->outbox = sl_outbox_new(SL_OUTBOX_MAX_BYTES, SL_OUTBOX_MAX_RECORDS);
         rd_kafka_conf_t *kc;
 
         if (conf->metrics_listen && *conf->metrics_listen) {
@@ -1556,6 +1556,11 @@ static int app_run(sl_conf_t *conf) {
             "1 while Kafka answers (a metadata probe every 2 s), else 0.",
             NULL);
         sl_gauge_set(app->m_kafka_up, 1);
+        app->m_deferred = sl_metrics_counter(
+            app->metrics, "sluice_txn_deferred_records_total",
+            "Records decided while a commit was in flight, sent into the "
+            "next transaction when it returned.",
+            NULL);
         uv_timer_init(app->loop, &app->commit_timer);
         uv_timer_init(app->loop, &app->soon_timer);
         uv_timer_init(app->loop, &app->stats_timer);

@@ -124,6 +124,7 @@ struct sl_app_s {
         sl_metrics_t *metrics;
         sl_http_t *http;
         sl_counter_t *m_rebalances;
+        sl_counter_t *m_deferred; /* records sent from the outbox */
         sl_gauge_t *m_kafka_up;
 };
 

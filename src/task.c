@@ -760,8 +760,7 @@ void sl_app_outbox_replay(sl_app_t *app) {
         while (sl_outbox_pop(app->outbox, &r)) {
                 sl_task_t *t = NULL;
                 if (r.pl_index < app->pipeline_cnt &&
-                    r.task_partition <
-                        app->pipelines[r.pl_index].partition_cnt)
+                    r.task_partition < app->pipelines[r.pl_index].partition_cnt)
                         t = app->pipelines[r.pl_index].tasks[r.task_partition];
                 if (!t || t->epoch != r.epoch) {
                         /* Its task was dropped or rebuilt: the work is

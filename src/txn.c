@@ -135,6 +135,10 @@ struct sl_txn_s {
         char last_retry[200]; /* what the worker is retrying (lock) */
 
         int64_t commit_start_us; /* when the commit was asked (mono) */
+        /* Tests only (SLUICE_TEST_COMMIT_PAUSE_MS): the worker sleeps this
+         * long before commit_transaction, so a test can act while a commit
+         * is in flight. */
+        int test_commit_pause_ms;
         uv_timer_t deferring_timer; /* tells the runtime a commit left */
 
         sl_counter_t *m_commits, *m_aborts, *m_recoveries;
@@ -346,6 +350,8 @@ static void worker_commit(sl_txn_t *txn, job_t *job) {
                 if (job->error)
                         return;
         }
+        if (txn->test_commit_pause_ms)
+                usleep((useconds_t)txn->test_commit_pause_ms * 1000);
         job->error =
             worker_retrying(txn, job, "commit_transaction", call_commit);
 }
@@ -1057,6 +1063,16 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
             conf->session_timeout_ms > 0 ? conf->session_timeout_ms : 45000;
         txn->state = SL_TXN_CREATING;
         txn->state_since_ms = sl_now_ms();
+        if (getenv("SLUICE_TEST_COMMIT_PAUSE_MS")) {
+                txn->test_commit_pause_ms =
+                    atoi(getenv("SLUICE_TEST_COMMIT_PAUSE_MS"));
+                txn->test_commit_pause_ms =
+                    SL_MAX(0, SL_MIN(txn->test_commit_pause_ms, 10000));
+                sl_log(LOG_WARNING, "TXN",
+                       "SLUICE_TEST_COMMIT_PAUSE_MS: every commit waits %d ms "
+                       "(for tests only)",
+                       txn->test_commit_pause_ms);
+        }
         pthread_mutex_init(&txn->lock, NULL);
         pthread_cond_init(&txn->cond, NULL);
         uv_async_init(loop, &txn->done_async, txn_on_done);

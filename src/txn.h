@@ -31,8 +31,9 @@
  * runtime's outbox and goes into the next transaction the moment the commit
  * returns (sl_txn_deferring(), app.h); in every other state the runtime
  * holds input, wake-ups and fetches back.  So no record is ever produced
- * into a transaction that is not open.  A produce that cannot go into the open transaction
- * dooms it: it will be aborted and every task rebuilt, never committed.
+ * into a transaction that is not open.  A produce that cannot go into the open
+ * transaction dooms it: it will be aborted and every task rebuilt, never
+ * committed.
  *
  * Blocking librdkafka calls (init_transactions, send_offsets_to_transaction,
  * commit_transaction, abort_transaction, creating and destroying clients)

@@ -109,9 +109,9 @@ static void test_headers(void **state) {
         }
         assert_int_equal(sl_outbox_pop(ob, &r), 1);
         assert_non_null(r.hdrs);
-        assert_int_equal(rd_kafka_header_get_last(r.hdrs, "sluice-batch-id",
-                                                  &v, &len),
-                         RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_int_equal(
+            rd_kafka_header_get_last(r.hdrs, "sluice-batch-id", &v, &len),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
         assert_int_equal(len, 2);
         rd_kafka_headers_destroy(r.hdrs);
         sl_outbox_clear(ob); /* two left */
