@@ -15,8 +15,11 @@
  * must carry NAME = a due time in epoch milliseconds; the line then adds
  * lateness_p50_ms, lateness_p99_ms and lateness_max_ms, where lateness is
  * the wall clock when the record became visible here minus its due time
- * (the "due → visible to read_committed" figure of SPEC §6).  Records
- * without the header are counted in no_due=.
+ * (the "due → visible to read_committed" figure of SPEC §6), and
+ * produced_p50_ms, produced_p99_ms and produced_max_ms, the same for the
+ * record's own timestamp minus its due time ("due → produced": when the
+ * record was made, before its transaction committed).  Records without the
+ * header are counted in no_due=.
  */
 #include <getopt.h>
 #include <stdbool.h>
@@ -91,7 +94,7 @@ int main(int argc, char **argv) {
         int nprops = 0, opt, parts, eofs = 0;
         int64_t count = -1, timeout_s = 300, got = 0, no_due = 0;
         int64_t t_start = sl_mono_us(), t_first = 0, t_last = 0, deadline;
-        int64_t *late = NULL;
+        int64_t *late = NULL, *made = NULL;
         size_t nlate = 0, late_cap = 0;
         bool *at_eof;
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -223,8 +226,15 @@ int main(int argc, char **argv) {
                                                 late = sl_realloc(
                                                     late,
                                                     late_cap * sizeof(*late));
+                                                made = sl_realloc(
+                                                    made,
+                                                    late_cap * sizeof(*made));
                                         }
-                                        late[nlate++] = sl_now_ms() - due;
+                                        late[nlate] = sl_now_ms() - due;
+                                        made[nlate++] =
+                                            rd_kafka_message_timestamp(rkm,
+                                                                       NULL) -
+                                            due;
                                 }
                         }
                 }
@@ -245,6 +255,13 @@ int main(int argc, char **argv) {
                                percentile(late, nlate, 50),
                                percentile(late, nlate, 99),
                                nlate ? late[nlate - 1] : 0, no_due);
+                        qsort(made, nlate, sizeof(*made), cmp_i64);
+                        printf(" produced_p50_ms=%" PRId64
+                               " produced_p99_ms=%" PRId64
+                               " produced_max_ms=%" PRId64,
+                               percentile(made, nlate, 50),
+                               percentile(made, nlate, 99),
+                               nlate ? made[nlate - 1] : 0);
                 }
                 printf("\n");
         }
@@ -252,6 +269,7 @@ int main(int argc, char **argv) {
         rd_kafka_consumer_close(rk);
         rd_kafka_destroy(rk);
         free(late);
+        free(made);
         free(at_eof);
         return 0;
 }

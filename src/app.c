@@ -16,10 +16,15 @@
  * Transactions (txn.h has the state machine).  A transaction opens on the
  * first record produced and is committed, with the input offsets of every
  * running task, every commit_interval — or promptly after an operator
- * produced due work (sl_task_commit_soon).  While a commit or an abort is in
- * flight on the txn worker, operators may not produce: input records are
- * held (up to SL_HELD_MAX, then the consumer is simply not polled), wake-ups
- * are deferred, and both resume when the transaction settles.  An aborted
+ * produced due work (sl_task_commit_soon).  While a commit is on the txn
+ * worker, input, wake-ups and fetches go on: what operators produce waits in
+ * the outbox (outbox.h) and opens the next transaction as soon as the
+ * commit returns (app_committed), before any other commit may start; a
+ * commit asked for meanwhile follows at once (commit_wanted).  While the
+ * outbox is full, the last deliveries of a commit are awaited (FLUSHING) or
+ * an abort is in flight, operators may not produce: input records are held
+ * (up to SL_HELD_MAX, then the consumer is simply not polled), wake-ups are
+ * deferred, and both resume when the transaction settles.  An aborted
  * transaction rebuilds every task from its changelog; a fatal client error
  * drops every task and re-creates the clients, after which the group gives
  * the partitions back and they are rebuilt.

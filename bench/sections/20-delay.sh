@@ -5,9 +5,10 @@
 #                   time and records/s
 #   delay_fire      1M timers due at the same instant: timers fired per
 #                   second, due time → last one visible to read_committed
-#   delay_lateness  a steady 10k timers/s with a 2 s delay: lateness, due →
-#                   visible to read_committed (p50/p99/max), and sluice's own
-#                   due → produced histogram
+#   delay_lateness  a steady 2k, then 10k timers/s with a 2 s delay:
+#                   lateness due → produced (the output record's timestamp)
+#                   and due → visible to read_committed (p50/p99/max),
+#                   sluice's own due → fired histogram and its commit times
 #
 # Every timer: a 16-byte id ("k" + 15 digits), a 100-byte payload, 4
 # partitions, round-robin (the baseline's shape).  Each section runs its own
@@ -22,14 +23,15 @@
 #                               common due time in delay_fire (default: twice
 #                               what delay_rebuild took to schedule as many
 #                               timers, plus 5 s, at least 15; 40 without it)
-#   BENCH_DELAY_LATENESS_RATE   timers per second in delay_lateness (10000)
+#   BENCH_DELAY_LATENESS_LOW_RATE  the first rate of delay_lateness (2000)
+#   BENCH_DELAY_LATENESS_RATE   the second rate of delay_lateness (10000)
 #   BENCH_DELAY_LATENESS_SECS   seconds of load in delay_lateness (20)
 #   BENCH_DELAY_GDB=0           skip the (info) live-heap figures, which
 #                               attach gdb to sluice to call malloc_stats()
 
 bench_register delay_rebuild 150 "delay: memory per pending timer (1M), changelog rebuild of 1M timers"
 bench_register delay_fire 150 "delay: timers fired/s, 1M due at once"
-bench_register delay_lateness 90 "delay: lateness due → visible to read_committed at a steady 10k timers/s"
+bench_register delay_lateness 150 "delay: lateness due → produced and due → visible (read_committed) at a steady 2k and 10k timers/s; commit times"
 
 DELAY_KEY_LEN=16
 DELAY_PAYLOAD=100
@@ -259,9 +261,13 @@ section_delay_fire() {
     bench_sluice_stop "$name"
 }
 
-section_delay_lateness() {
-    local name=dlate t=$BENCH_ID.dlate rate=${BENCH_DELAY_LATENESS_RATE:-10000}
-    local secs=${BENCH_DELAY_LATENESS_SECS:-20} port n cpid line lline q
+# _delay_lateness_run NAME RATE SECS — RATE timers/s for SECS seconds with a
+# 2 s delay into a fresh pipeline; figures: due → visible (read_committed)
+# and due → produced (the output record's timestamp: when sluice made it,
+# before its transaction committed), sluice's own lateness histogram and
+# its commit times.
+_delay_lateness_run() {
+    local name=$1 rate=$2 secs=$3 t=$BENCH_ID.$1 port n cpid line lline q
     n=$((rate * secs))
     port=$(_delay_pipeline "$name")
     _delay_start "$name" "$port"
@@ -277,16 +283,31 @@ section_delay_lateness() {
     line=$(cat "$BENCH_WORK/$name.consume")
     bench_log "delay_lateness: $line"
     [ "$(bench_field "$line" records)" = "$n" ] || bench_fail "$t.out: $line"
-    bench_figure delay_lateness "lateness p99, due → visible (read_committed)" \
+    bench_figure delay_lateness "at $rate timers/s: lateness p99, due → produced (record timestamp)" \
+        "$(bench_field "$line" produced_p99_ms)" ms "" "<= 15 ms"
+    bench_figure delay_lateness "  p50 / max" \
+        "$(bench_field "$line" produced_p50_ms)/$(bench_field "$line" produced_max_ms)" ms
+    bench_figure delay_lateness "at $rate timers/s: lateness p99, due → visible (read_committed)" \
         "$(bench_field "$line" lateness_p99_ms)" ms "" "<= 50 ms"
     bench_figure delay_lateness "  p50 / max" \
         "$(bench_field "$line" lateness_p50_ms)/$(bench_field "$line" lateness_max_ms)" ms
     for q in 0.5 0.99; do
-        bench_figure delay_lateness "  sluice histogram p$(awk -v q="$q" 'BEGIN { print q * 100 }') (due → produced)" \
+        bench_figure delay_lateness "  sluice timer lateness histogram p$(awk -v q="$q" 'BEGIN { print q * 100 }') (due → fired)" \
             "$(bench_histogram_quantile "$port" sluice_timer_lateness_seconds "$q" |
                 awk '{ if ($1 == "n/a") print $1; else printf "%.1f", $1 * 1000 }')" ms
     done
+    bench_figure delay_lateness "  commit time p50 / p99 (sluice_txn_commit_seconds)" \
+        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_commit_seconds "$q"; done |
+            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
+    bench_figure delay_lateness "  records decided during a commit (sent after it)" \
+        "$(bench_metric "$port" sluice_txn_deferred_records_total)" ""
     bench_figure delay_lateness "  load rate / transactions committed" \
         "$(bench_field "$lline" rate)/$(bench_metric "$port" sluice_transactions_total 'result="commit"')" ""
     bench_sluice_stop "$name"
+}
+
+section_delay_lateness() {
+    local secs=${BENCH_DELAY_LATENESS_SECS:-20}
+    _delay_lateness_run dlate2k "${BENCH_DELAY_LATENESS_LOW_RATE:-2000}" "$secs"
+    _delay_lateness_run dlate "${BENCH_DELAY_LATENESS_RATE:-10000}" "$secs"
 }
