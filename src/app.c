@@ -99,7 +99,6 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
         sl_topiccache_entry_t *e = opaque;
         sl_topiccache_t *tc = sl_topiccache_of(e);
         sl_app_t *app = sl_topiccache_opaque(tc);
-        (void)topic;
         if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
                 /* No Describe means no Write: refused up front rather
                  * than by the broker at delivery (which aborts). */
@@ -107,6 +106,16 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
                                      sl_now_ms());
         else /* err: Kafka did not answer; keep what we knew, retry soon */
                 sl_topiccache_answer(tc, e, !err, cnt, sl_now_ms());
+        /* Tell the producer now: a topic it first meets in producev()
+         * waits for its once-a-second scan of unknown topics (librdkafka
+         * 2.0) before the record can leave, while rd_kafka_topic_new()
+         * asks for the topic's leaders at once (non-blocking). */
+        if (!err && cnt > 0 && app->producer) {
+                rd_kafka_topic_t *rkt =
+                    rd_kafka_topic_new(app->producer, topic, NULL);
+                if (rkt)
+                        rd_kafka_topic_destroy(rkt);
+        }
         app_resume_lookup_waits(app);
 }
 
@@ -1101,6 +1110,18 @@ static rd_kafka_conf_t *app_consumer_conf(void *opaque, char *errstr,
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "auto.offset.reset", "earliest");
         SET(kc, "client.id", app->client_id);
+        /* Kafka answers one request per connection at a time, and
+         * librdkafka 2.0 keeps one Fetch in flight per broker, held by the
+         * broker for up to fetch.wait.max.ms while no partition has data
+         * (default 500).  A partition resumed or sought while that Fetch is
+         * out (every rebuild's end, every lookup retry) is fetched only
+         * when it returns, and a seek to a logical offset first waits for
+         * its ListOffsets behind it: up to twice the wait before the first
+         * record is read (~1 s after each assignment; issue 10).  A short
+         * wait bounds that at the cost of an idle Fetch every 10 ms; data
+         * still returns at once. */
+        if (!user_set(app->conf, "fetch.wait.max.ms"))
+                SET(kc, "fetch.wait.max.ms", "10");
         /* Partitions added to an input are noticed at the next metadata
          * refresh (librdkafka's default: every 5 min); then the group
          * rebalances and they are served (parts.h). */

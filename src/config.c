@@ -229,6 +229,11 @@ static const conf_key_t conf_keys[] = {
     {SECT_PIPELINE, SL_OP_DELAY, "max_delay", KT_DURATION, NULL, "366d", "1s",
      NULL, 0, PIPE(max_delay_ms),
      "Timers due further in the future go to the DLQ."},
+    {SECT_PIPELINE, SL_OP_DELAY, "timestamp_skew", KT_DURATION, NULL, "1m", "0",
+     NULL, 0, PIPE(timestamp_skew_ms),
+     "A sluice-delay counts from the record's timestamp; one further ahead "
+     "of sluice's clock than this (or missing, or before 2010) counts from "
+     "when sluice reads the record instead."},
     {SECT_PIPELINE, SL_OP_DELAY, "input_format", KT_ENUM, input_formats,
      "headers", NULL, NULL, 0, PIPE(input_format),
      "`headers`: sluice-* headers; `json-envelope`: a "

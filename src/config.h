@@ -94,6 +94,7 @@ typedef struct sl_pipeline_conf_s {
         char *default_target; /* NULL if none */
         sl_globs_t allowed_targets;
         int64_t max_delay_ms;
+        int64_t timestamp_skew_ms;
         sl_input_format_t input_format;
         int64_t max_pending_timers;
 

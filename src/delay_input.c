@@ -18,8 +18,9 @@
  *   7. due        exactly one of sluice-delay, sluice-at, countdown, at;
  *                 parsed; from 1970 to year 9999    missing-due,
  *                 (checked before any arithmetic);  conflicting-due,
- *                 within max_delay                  bad-delay, bad-at,
- *                                                   delay-too-long
+ *                 within max_delay; a delay counts  bad-delay, bad-at,
+ *                 from the record's timestamp       delay-too-long
+ *                 (sl_delay_base_ms)
  *   8. partition  non-negative int32                bad-target-partition
  *   9. target     not internal (Kafka's "__*" or    target-internal,
  *                 any pipeline's own topics),
@@ -241,11 +242,27 @@ static int parse_envelope(const sl_delay_record_t *rec, sl_delay_req_t *req,
         return SL_DELAY_OK;
 }
 
+int64_t sl_delay_base_ms(int64_t timestamp_ms, int64_t now_ms, int64_t skew_ms,
+                         sl_delay_base_t *basep) {
+        sl_delay_base_t base = SL_DELAY_BASE_TIMESTAMP;
+        int64_t ahead;
+        if (timestamp_ms < 0)
+                base = SL_DELAY_BASE_READ_NO_TS;
+        else if (timestamp_ms < SL_DELAY_TS_MIN_MS)
+                base = SL_DELAY_BASE_READ_PAST;
+        else if (skew_ms < 0 ||
+                 __builtin_sub_overflow(timestamp_ms, now_ms, &ahead) ||
+                 ahead > skew_ms)
+                base = SL_DELAY_BASE_READ_FUTURE;
+        *basep = base;
+        return base == SL_DELAY_BASE_TIMESTAMP ? timestamp_ms : now_ms;
+}
+
 /* Reads the one due source into *due_ms; returns a reason. */
 static int parse_due(const sl_delay_params_t *params,
                      const sl_hdr_t *const *ctl, const envelope_t *env,
-                     int64_t now_ms, sl_delay_req_t *req, char *detail,
-                     size_t detail_size) {
+                     int64_t timestamp_ms, int64_t now_ms, sl_delay_req_t *req,
+                     char *detail, size_t detail_size) {
         const void *present[DUE_CNT] = {
             [DUE_HDR_DELAY] = ctl[CTL_DELAY],
             [DUE_HDR_AT] = ctl[CTL_AT],
@@ -356,11 +373,15 @@ static int parse_due(const sl_delay_params_t *params,
         /* The range first, before any arithmetic on the value; then how
          * far ahead the timer is (a due in the past fires at once). */
         if (is_delay) {
+                sl_delay_base_t base;
+                int64_t from = sl_delay_base_ms(
+                    timestamp_ms, now_ms, params->timestamp_skew_ms, &base);
                 if (delay_ms < 0)
                         return refuse(req, SL_DELAY_BAD_DELAY, detail,
                                       detail_size, "%s: negative",
                                       due_names[src]);
-                if (__builtin_add_overflow(now_ms, delay_ms, &req->due_ms) ||
+                req->base = base;
+                if (__builtin_add_overflow(from, delay_ms, &req->due_ms) ||
                     req->due_ms > SL_DELAY_DUE_MAX_MS)
                         return refuse(
                             req, SL_DELAY_TOO_LONG, detail, detail_size,
@@ -537,8 +558,8 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
         req->target[tlen] = '\0';
 
         /* 7: when. */
-        if ((r = parse_due(params, ctl, &env, now_ms, req, detail,
-                           detail_size)))
+        if ((r = parse_due(params, ctl, &env, rec->timestamp_ms, now_ms, req,
+                           detail, detail_size)))
                 return r;
 
         /* 8: where in the target. */

@@ -29,6 +29,42 @@
 #define SL_DELAY_DUE_MIN_MS 0
 #define SL_DELAY_DUE_MAX_MS 253402300799999LL /* 9999-12-31T23:59:59.999Z */
 
+/*
+ * A sluice-delay (or an envelope's countdown) counts from the record's
+ * timestamp, what the producer meant by "in 1 s" (CreateTime, or
+ * LogAppendTime when the topic sets it), so consumer lag, a rebuild or a
+ * restart does not stretch it.  The read time stands in for a timestamp
+ * that is missing (-1) or implausible:
+ *
+ *   - more than timestamp_skew_ms ahead of the local clock: the producer's
+ *     clock (or a hand-set timestamp) is wrong, and trusting it would hold
+ *     the timer back by the error;
+ *   - before SL_DELAY_TS_MIN_MS (2010-01-01, before Kafka's first
+ *     release): no record in a topic was written then, so such a stamp is
+ *     a unit error (seconds for milliseconds land in January 1970) or a
+ *     zero, and counting from it would fire every timer at once.
+ *
+ * An old but plausible timestamp is used as it is: a record that waited
+ * in the input (sluice down, lag) longer than its delay is due, and fires
+ * at once.  sluice-at is absolute and never looks at the timestamp.
+ */
+#define SL_DELAY_TS_MIN_MS 1262304000000LL /* 2010-01-01T00:00:00Z */
+
+/* What a relative due time counted from (sl_delay_req_t.base). */
+typedef enum {
+        SL_DELAY_BASE_NONE = 0,    /* absolute (sluice-at, at): no base */
+        SL_DELAY_BASE_TIMESTAMP,   /* the record's timestamp */
+        SL_DELAY_BASE_READ_NO_TS,  /* read time: the record has none */
+        SL_DELAY_BASE_READ_FUTURE, /* read time: timestamp too far ahead */
+        SL_DELAY_BASE_READ_PAST,   /* read time: timestamp before 2010 */
+} sl_delay_base_t;
+
+/* The time a relative due time counts from, given the record's timestamp
+ * (-1: none), the read time now_ms and the allowed skew; *basep says
+ * which.  Pure. */
+int64_t sl_delay_base_ms(int64_t timestamp_ms, int64_t now_ms, int64_t skew_ms,
+                         sl_delay_base_t *basep);
+
 /* 1 if name is one of Kafka's own topics (__consumer_offsets,
  * __transaction_state, ...: by convention every name starting with "__"),
  * which are never a target whatever allowed_targets says. */
@@ -77,6 +113,9 @@ typedef struct sl_delay_params_s {
         sl_input_format_t input_format;
         const char *const *internal_topics; /* never a target */
         int internal_cnt;
+        /* A timestamp further ahead of the read time than this is not
+         * trusted (see SL_DELAY_TS_MIN_MS above); < 0: none is. */
+        int64_t timestamp_skew_ms;
 } sl_delay_params_t;
 
 /* Why target may never be written by a pipeline with these params ("an
@@ -97,6 +136,7 @@ typedef struct sl_delay_record_s {
         size_t hdr_cnt;
         int32_t partition;
         int64_t offset;
+        int64_t timestamp_ms; /* the record's timestamp, epoch ms; -1: none */
 } sl_delay_record_t;
 
 typedef enum {
@@ -125,8 +165,9 @@ typedef struct sl_delay_req_s {
         sl_delay_action_t action;
         const void *id; /* the timer id: the key, or gen_id */
         size_t id_len;
-        int id_generated; /* keyless record: id is "<partition>-<offset>" */
-        int64_t due_ms;   /* absolute, epoch ms; may lie in the past */
+        int id_generated;     /* keyless record: id is "<partition>-<offset>" */
+        int64_t due_ms;       /* absolute, epoch ms; may lie in the past */
+        sl_delay_base_t base; /* what a relative due_ms counted from */
         char target[SL_TOPIC_MAX + 1]; /* NUL-terminated */
         const void *target_key;        /* the id unless has_target_key or
                                         * null_target_key */
@@ -149,8 +190,11 @@ typedef struct sl_delay_req_s {
 } sl_delay_req_t;
 
 /*
- * Reads rec under params at time now_ms (the wall clock the due time of a
- * sluice-delay counts from).
+ * Reads rec under params at time now_ms (the wall clock when the record
+ * is read).  A sluice-delay or countdown counts from rec->timestamp_ms, or
+ * from now_ms when that is missing or implausible (sl_delay_base_ms());
+ * req->base says which.  max_delay bounds the delay asked for, not the
+ * distance from now.
  *
  * Returns SL_DELAY_OK with *req filled in, or a reason (> 0) with *req
  * empty and a one-line explanation in detail (e.g. "sluice-delay: unknown

@@ -90,6 +90,9 @@ typedef struct delay_pipeline_s {
         sl_counter_t *m_restore_bad;
         sl_counter_t *m_restore_clamped;
         sl_counter_t *m_due_on_arrival;
+        /* Timers whose sluice-delay counted from the read time, by why
+         * (index: sl_delay_base_t - SL_DELAY_BASE_READ_NO_TS). */
+        sl_counter_t *m_read_base[3];
         sl_gauge_t *m_pending;
         sl_gauge_t *m_pending_bytes;
         sl_gauge_t *m_drift;
@@ -299,6 +302,7 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
         dp->params.default_target = pc->default_target;
         dp->params.allowed_targets = &pc->allowed_targets;
         dp->params.max_delay_ms = pc->max_delay_ms;
+        dp->params.timestamp_skew_ms = pc->timestamp_skew_ms;
         dp->params.max_record_bytes = pc->max_record_bytes;
         dp->params.input_format = pc->input_format;
         dp->params.internal_topics = dp->internal;
@@ -337,6 +341,17 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             "Timers fired whose due time had passed before they were "
             "scheduled (not counted in lateness or drift).",
             "pipeline", name, NULL);
+        {
+                static const char *const why[] = {"missing", "future", "past"};
+                for (size_t i = 0; i < SL_ARRAY_SIZE(why); i++)
+                        dp->m_read_base[i] = sl_metrics_counter(
+                            m, "sluice_timers_read_time_base_total",
+                            "Timers whose sluice-delay (or countdown) "
+                            "counted from the read time, not the record's "
+                            "timestamp: missing, too far in the future "
+                            "(timestamp_skew) or before 2010.",
+                            "pipeline", name, "reason", why[i], NULL);
+        }
         dp->m_pending =
             sl_metrics_gauge(m, "sluice_timers_pending",
                              "Timers waiting to fire.", "pipeline", name, NULL);
@@ -788,6 +803,7 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rec.hdr_cnt = hdr_cnt;
         rec.partition = m->partition;
         rec.offset = m->offset;
+        rec.timestamp_ms = rd_kafka_message_timestamp(m, NULL);
         reason = sl_delay_input_parse(&dp->params, &rec, now, &req, detail,
                                       sizeof(detail));
         if (reason) {
@@ -850,6 +866,10 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
 
                 if (delay_over_cap(t, m, &req))
                         goto out_req;
+                if (req.base >= SL_DELAY_BASE_READ_NO_TS)
+                        sl_counter_inc(
+                            dp->m_read_base[req.base -
+                                            SL_DELAY_BASE_READ_NO_TS]);
 
                 /* The changelog record. */
                 tm.due_ms = req.due_ms;

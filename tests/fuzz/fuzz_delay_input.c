@@ -15,12 +15,17 @@
  *   lines 3..       headers "name=value"; a line without '=' is a null
  *                   header of that name
  *
+ * The record's timestamp is chosen by the input's length (mod 5: none, a
+ * day before the clock, 30 s ahead, an hour ahead, 0), so every corpus
+ * file meets one of them; the skew allowed is 1 min.
+ *
  * Checks what the operator relies on: a known reason; on success a
  * NUL-terminated legal-length target that is no internal topic and matches
  * allowed_targets, a payload for a schedule, pass-through headers that are
  * the record's own, the key or a generated "<partition>-<offset>" as the
- * id, and a due time within SL_DELAY_DUE_MIN_MS..SL_DELAY_DUE_MAX_MS (so
- * now - due cannot overflow).
+ * id, a due time within SL_DELAY_DUE_MIN_MS..SL_DELAY_DUE_MAX_MS (so
+ * now - due cannot overflow), and a relative due time counted from the
+ * timestamp only when it is plausible, within max_delay of its base.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -74,7 +79,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         p.max_record_bytes = flags & 32 ? 100 : 0;
         p.internal_topics = internal;
         p.internal_cnt = 3;
+        p.timestamp_skew_ms = 60000;
         now = clocks[flags >> 6];
+        {
+                const int64_t stamps[] = {-1, now - 86400000LL, now + 30000,
+                                          now + 3600000, 0};
+                rec.timestamp_ms = stamps[size % 5];
+        }
 
         /* Split the rest into lines. */
         for (s = data + 1; s <= end && nlines < 2 + MAX_HDRS;) {
@@ -136,7 +147,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 CHECK(req.target_partition >= -1);
                 CHECK(req.due_ms >= SL_DELAY_DUE_MIN_MS &&
                       req.due_ms <= SL_DELAY_DUE_MAX_MS);
-                if (p.max_delay_ms > 0)
+                if (req.base == SL_DELAY_BASE_TIMESTAMP)
+                        CHECK(rec.timestamp_ms >= SL_DELAY_TS_MIN_MS &&
+                              rec.timestamp_ms - now <= p.timestamp_skew_ms);
+                if (p.max_delay_ms > 0 && req.base == SL_DELAY_BASE_TIMESTAMP)
+                        CHECK(req.due_ms - rec.timestamp_ms <= p.max_delay_ms);
+                else if (p.max_delay_ms > 0)
                         CHECK(req.due_ms - now <= p.max_delay_ms);
                 CHECK(req.hdr_cnt <= rec.hdr_cnt);
                 for (size_t i = 0; i < req.hdr_cnt; i++) {

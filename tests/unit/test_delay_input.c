@@ -48,6 +48,7 @@ static sl_delay_params_t params(sl_input_format_t fmt,
             .input_format = fmt,
             .internal_topics = internal,
             .internal_cnt = (int)SL_ARRAY_SIZE(internal),
+            .timestamp_skew_ms = 60000,
         };
         return p;
 }
@@ -65,6 +66,7 @@ static sl_delay_record_t record(const char *key, const char *value,
             .value = value,
             .value_len = value ? strlen(value) : 0,
             .hdrs = hdrbuf,
+            .timestamp_ms = -1, /* none: the delay counts from NOW */
         };
         for (size_t i = 0; hdrs && hdrs[i]; i++) {
                 const char *eq = strchr(hdrs[i], '=');
@@ -779,6 +781,128 @@ static void test_at(void **state) {
         sl_delay_req_clear(&req);
 }
 
+/* Which clock a sluice-delay counts from: the record's timestamp when it
+ * is plausible, else the read time (NOW). */
+static void test_timestamp_base(void **state) {
+        (void)state;
+        static const char *const delay5[] = {"sluice-target=orders.a",
+                                             "sluice-delay=5s", NULL};
+        static const struct {
+                const char *what;
+                int64_t ts;
+                sl_delay_base_t base;
+                int64_t due;
+        } cases[] = {
+            /* Sat 4 s in the input (lag, a restart): due 5 s after it was
+             * produced, 1 s from now, not 5. */
+            {"present", NOW - 4000, SL_DELAY_BASE_TIMESTAMP, NOW + 1000},
+            {"missing", -1, SL_DELAY_BASE_READ_NO_TS, NOW + 5000},
+            /* Within the skew: trusted, even a little ahead. */
+            {"ahead within skew", NOW + 60000, SL_DELAY_BASE_TIMESTAMP,
+             NOW + 65000},
+            {"far future", NOW + 60001, SL_DELAY_BASE_READ_FUTURE, NOW + 5000},
+            {"year 9999", SL_DELAY_DUE_MAX_MS, SL_DELAY_BASE_READ_FUTURE,
+             NOW + 5000},
+            /* Old but plausible: it waited longer than its delay, so it is
+             * due (in the past: fires at once). */
+            {"a day old", NOW - DAY_MS, SL_DELAY_BASE_TIMESTAMP,
+             NOW - DAY_MS + 5000},
+            {"2010", SL_DELAY_TS_MIN_MS, SL_DELAY_BASE_TIMESTAMP,
+             SL_DELAY_TS_MIN_MS + 5000},
+            /* Before Kafka existed: a zero or seconds for milliseconds. */
+            {"zero", 0, SL_DELAY_BASE_READ_PAST, NOW + 5000},
+            {"seconds", NOW / 1000, SL_DELAY_BASE_READ_PAST, NOW + 5000},
+            {"just before 2010", SL_DELAY_TS_MIN_MS - 1,
+             SL_DELAY_BASE_READ_PAST, NOW + 5000},
+        };
+        sl_delay_params_t p = params(SL_INPUT_HEADERS, NULL);
+        sl_delay_params_t pe = params(SL_INPUT_JSON_ENVELOPE, NULL);
+        sl_delay_record_t rec;
+        sl_delay_req_t req;
+
+        for (size_t i = 0; i < SL_ARRAY_SIZE(cases); i++) {
+                sl_delay_base_t base = SL_DELAY_BASE_NONE;
+                int64_t want_from = cases[i].base == SL_DELAY_BASE_TIMESTAMP
+                                        ? cases[i].ts
+                                        : NOW;
+                print_message("case %s\n", cases[i].what);
+                assert_int_equal(
+                    sl_delay_base_ms(cases[i].ts, NOW, 60000, &base),
+                    want_from);
+                assert_int_equal(base, cases[i].base);
+
+                rec = record("t", "v", delay5);
+                rec.timestamp_ms = cases[i].ts;
+                must_accept(&p, &rec, &req);
+                assert_int_equal(req.base, cases[i].base);
+                assert_int_equal(req.due_ms, cases[i].due);
+                sl_delay_req_clear(&req);
+
+                /* The envelope's countdown counts the same way. */
+                rec = record("t",
+                             "{\"topic\":\"orders.a\",\"message\":\"m\","
+                             "\"countdown\":5}",
+                             NULL);
+                rec.timestamp_ms = cases[i].ts;
+                must_accept(&pe, &rec, &req);
+                assert_int_equal(req.base, cases[i].base);
+                assert_int_equal(req.due_ms, cases[i].due);
+                sl_delay_req_clear(&req);
+        }
+
+        /* sluice-at is absolute: the timestamp plays no part. */
+        {
+                static const char *const at[] = {
+                    "sluice-target=orders.a", "sluice-at=1767225700000", NULL};
+                rec = record("t", "v", at);
+                rec.timestamp_ms = NOW - 4000;
+                must_accept(&p, &rec, &req);
+                assert_int_equal(req.base, SL_DELAY_BASE_NONE);
+                assert_int_equal(req.due_ms, 1767225700000LL);
+                sl_delay_req_clear(&req);
+        }
+
+        /* max_delay bounds the delay asked for, whatever the base: the
+         * longest allowed from an old timestamp is accepted (and due in
+         * the past), a longer one is refused. */
+        {
+                static const char *const longest[] = {
+                    "sluice-target=orders.a", "sluice-delay=366d", NULL};
+                static const char *const over[] = {"sluice-target=orders.a",
+                                                   "sluice-delay=367d", NULL};
+                char detail[256];
+                rec = record("t", "v", longest);
+                rec.timestamp_ms = NOW - 400 * DAY_MS;
+                must_accept(&p, &rec, &req);
+                assert_int_equal(req.due_ms, NOW - 34 * DAY_MS);
+                sl_delay_req_clear(&req);
+                rec = record("t", "v", over);
+                rec.timestamp_ms = NOW - 400 * DAY_MS;
+                assert_int_equal(sl_delay_input_parse(&p, &rec, NOW, &req,
+                                                      detail, sizeof(detail)),
+                                 SL_DELAY_TOO_LONG);
+                sl_delay_req_clear(&req);
+        }
+
+        /* A negative skew trusts no timestamp; 0 trusts none ahead of
+         * the clock. */
+        {
+                sl_delay_base_t base;
+                assert_int_equal(sl_delay_base_ms(NOW - 1, NOW, -1, &base),
+                                 NOW);
+                assert_int_equal(base, SL_DELAY_BASE_READ_FUTURE);
+                assert_int_equal(sl_delay_base_ms(NOW, NOW, 0, &base), NOW);
+                assert_int_equal(base, SL_DELAY_BASE_TIMESTAMP);
+                assert_int_equal(sl_delay_base_ms(NOW + 1, NOW, 0, &base), NOW);
+                assert_int_equal(base, SL_DELAY_BASE_READ_FUTURE);
+                /* No overflow at the extremes. */
+                assert_int_equal(
+                    sl_delay_base_ms(INT64_MAX, INT64_MIN, 60000, &base),
+                    INT64_MIN);
+                assert_int_equal(base, SL_DELAY_BASE_READ_FUTURE);
+        }
+}
+
 static void test_envelope(void **state) {
         (void)state;
         static const char *const hdrs[] = {"x-trace=abc",
@@ -1116,6 +1240,7 @@ int main(void) {
             cmocka_unit_test(test_default_target),
             cmocka_unit_test(test_target_key_and_partition),
             cmocka_unit_test(test_at),
+            cmocka_unit_test(test_timestamp_base),
             cmocka_unit_test(test_envelope),
             cmocka_unit_test(test_envelope_nul_in_message),
             cmocka_unit_test(test_no_limits),

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# 0124-delay-from-timestamp — a sluice-delay counts from the record's
+# timestamp, not from when sluice reads it (issue 10).
+#
+# 20 timers with sluice-delay=5s (headers) and 10 JSON envelopes with
+# "countdown": 5 are produced while no sluice runs; sluice starts 4 s later.
+# Each must be due exactly 5 s after its record's timestamp (sluice-due =
+# timestamp + 5000) and fire within 5 s + 1.5 s of being produced; counted
+# from the read time they fired ~9 s after.  No record fell back to the
+# read time (sluice_timers_read_time_base_total stays 0).
+source "$(dirname "$0")/lib.sh"
+
+in=$PFX.in
+ein=$PFX.env.in
+out=$PFX.out
+conf=$WORK/sluice.ini
+N=20 E=10
+DOWN_S=4
+SLACK_MS=1500
+
+base_conf "$conf"
+cat >>"$conf" <<EOF
+
+[pipeline $PFX.d]
+type = delay
+input = $in
+input_partitions = 2
+
+[pipeline $PFX.e]
+type = delay
+input = $ein
+input_partitions = 2
+input_format = json-envelope
+EOF
+"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
+
+seq -f 'h-%02g:payload' 1 "$N" | produce "$in" -K: -H "sluice-target=$out" -H sluice-delay=5s
+for i in $(seq -f '%02g' 1 "$E"); do
+    echo "e-$i:{\"topic\":\"$out\",\"message\":\"e-$i\",\"countdown\":5}"
+done | produce "$ein" -K:
+echo "produced $N + $E timers due 5 s after they were produced; sluice starts in $DOWN_S s"
+sleep "$DOWN_S" # the scenario: sluice is down while the timers wait
+
+port=$(free_port)
+SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
+sluice_wait_ready main "$port" 30
+wait_records "$out" $((N + E)) 30 || fail "only $(count_records "$out") of $((N + E)) timers fired within 30 s"
+sluice_alive main || fail "sluice exited"
+for pl in "$PFX.d" "$PFX.e"; do
+    for why in missing future past; do
+        v=$(metric_value "$port" "sluice_timers_read_time_base_total{pipeline=\"$pl\",reason=\"$why\"}")
+        [ "$v" = 0 ] || fail "$pl: sluice_timers_read_time_base_total{reason=\"$why\"} is '$v', expected 0"
+    done
+done
+
+consume_json "$in" >"$WORK/in.json"
+consume_json "$ein" >"$WORK/ein.json"
+consume_json "$out" >"$WORK/out.json"
+python3 - "$WORK/in.json" "$WORK/ein.json" "$WORK/out.json" "$SLACK_MS" <<'PY' || fail "delays not counted from the record timestamps"
+import json, sys
+load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+inp, einp, out, slack = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3]), int(sys.argv[4])
+hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
+src = {r["key"]: r for r in inp + einp}
+errors, after = [], []
+fired = {}
+for r in out:
+    k = r["key"]
+    if k in fired:
+        errors.append(f"{k} fired twice")
+    fired[k] = r
+for k, s in sorted(src.items()):
+    r = fired.get(k)
+    if not r:
+        errors.append(f"{k} never fired")
+        continue
+    due = int(hd(r)["sluice-due"])
+    if due != s["ts"] + 5000:
+        errors.append(f"{k}: due {due - s['ts']} ms after its timestamp, expected 5000")
+    ms = r["ts"] - s["ts"]
+    after.append(ms)
+    if r["ts"] < due:
+        errors.append(f"{k}: fired {due - r['ts']} ms early")
+    if ms > 5000 + slack:
+        errors.append(f"{k}: fired {ms} ms after it was produced, expected ~5000")
+if after:
+    print(f"# produced -> fired: min {min(after)} ms, max {max(after)} ms ({len(after)} timers, 5 s delay, sluice down the first 4 s)")
+for e in errors:
+    print("ERROR:", e, file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+echo "PASS"
