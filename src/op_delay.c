@@ -379,7 +379,7 @@ static void delay_pipeline_destroy(sl_pipeline_t *pl) {
 static void *delay_state_new(sl_task_t *t) {
         delay_state_t *st = sl_calloc(1, sizeof(*st));
         st->dp = dp_of(t);
-        st->heap = sl_timerheap_new();
+        st->heap = sl_timerheap_new_slab();
         return st;
 }
 
@@ -598,7 +598,7 @@ static int64_t delay_late_ms(int64_t now, int64_t due) {
 }
 
 /* Produces one due timer and tombstones it. */
-static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
+static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
         delay_pipeline_t *dp = dp_of(t);
         fire_view_t v;
         rd_kafka_headers_t *hdrs;
@@ -684,18 +684,17 @@ static void delay_wake(sl_task_t *t, int64_t now) {
                 budget = SL_MIN(budget, st->catchup_tokens);
         }
         while ((next = sl_timerheap_peek(st->heap)) && next->due_ms <= now) {
-                sl_timer_t *tm;
                 if (fired >= SL_DELAY_FIRE_MAX ||
                     (next->due_ms <= st->catchup_until_ms &&
                      catchup_fired >= budget)) {
                         limited = 1;
                         break;
                 }
-                tm = sl_timerheap_pop(st->heap);
-                if (tm->due_ms <= st->catchup_until_ms)
+                if (next->due_ms <= st->catchup_until_ms)
                         catchup_fired++;
-                delay_fire_one(t, tm, now);
-                sl_timer_free(tm);
+                /* Fired from where it lies in the slab, then freed. */
+                delay_fire_one(t, next, now);
+                sl_timerheap_drop_min(st->heap);
                 fired++;
         }
         if (pc->catchup_rate > 0)
