@@ -92,6 +92,7 @@ typedef struct delay_pipeline_s {
         sl_counter_t *m_due_on_arrival;
         sl_gauge_t *m_pending;
         sl_gauge_t *m_pending_bytes;
+        sl_gauge_t *m_memory;
         sl_gauge_t *m_drift;
         sl_histogram_t *m_lateness;
         sl_pcap_t *c_timers; /* max_pending_timers */
@@ -106,6 +107,7 @@ typedef struct delay_state_s {
         int64_t catchup_at_us;
         size_t pending_counted; /* what this partition added to the gauge */
         size_t bytes_counted;
+        size_t memory_counted;
 } delay_state_t;
 
 static delay_pipeline_t *dp_of(sl_task_t *t) {
@@ -262,13 +264,16 @@ static void delay_update_gauges(sl_task_t *t) {
         delay_pipeline_t *dp = dp_of(t);
         size_t n = sl_timerheap_count(st->heap);
         size_t b = sl_timerheap_bytes(st->heap);
+        size_t mem = sl_timerheap_memory(st->heap);
         sl_gauge_add(dp->m_pending, (double)n - (double)st->pending_counted);
         sl_gauge_add(dp->m_pending_bytes,
                      (double)b - (double)st->bytes_counted);
+        sl_gauge_add(dp->m_memory, (double)mem - (double)st->memory_counted);
         sl_pcap_add(dp->c_timers, (int64_t)n - (int64_t)st->pending_counted);
         sl_pcap_add(dp->c_bytes, (int64_t)b - (int64_t)st->bytes_counted);
         st->pending_counted = n;
         st->bytes_counted = b;
+        st->memory_counted = mem;
 }
 
 /* ------------------------------------------------------------------ */
@@ -344,6 +349,11 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             sl_metrics_gauge(m, "sluice_timers_pending_bytes",
                              "Key and data bytes held by pending timers.",
                              "pipeline", name, NULL);
+        dp->m_memory = sl_metrics_gauge(
+            m, "sluice_timers_memory_bytes",
+            "Memory the pending timers occupy: their slabs (touched chunks) "
+            "and the heap and hash arrays.",
+            "pipeline", name, NULL);
         dp->m_drift =
             sl_metrics_gauge(m, "sluice_timer_drift_seconds",
                              "Now minus the due time of the last fired timer "
@@ -390,6 +400,7 @@ static void delay_state_destroy(void *state) {
                 return;
         sl_gauge_add(st->dp->m_pending, -(double)st->pending_counted);
         sl_gauge_add(st->dp->m_pending_bytes, -(double)st->bytes_counted);
+        sl_gauge_add(st->dp->m_memory, -(double)st->memory_counted);
         sl_pcap_add(st->dp->c_timers, -(int64_t)st->pending_counted);
         sl_pcap_add(st->dp->c_bytes, -(int64_t)st->bytes_counted);
         sl_timerheap_destroy(st->heap);

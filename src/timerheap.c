@@ -450,6 +450,22 @@ void sl_timerheap_foreach(const sl_timerheap_t *h,
                 cb(h->heap[i], opaque);
 }
 
+size_t sl_timerheap_memory(const sl_timerheap_t *h) {
+        size_t m;
+
+        sl_assert(h);
+        m = sizeof(*h) + h->cap * sizeof(*h->heap) +
+            h->nbuckets * sizeof(*h->buckets);
+        if (h->slab) {
+                sl_slab_stats_t st;
+                sl_slab_stats(h->slab, &st);
+                m += st.mapped - st.tail;
+        } else {
+                m += h->bytes + h->cnt * offsetof(sl_timer_t, buf);
+        }
+        return m;
+}
+
 const sl_slab_t *sl_timerheap_slab(const sl_timerheap_t *h) {
         sl_assert(h);
         return h->slab;

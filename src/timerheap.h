@@ -103,6 +103,11 @@ void sl_timerheap_foreach(const sl_timerheap_t *h,
                           void (*cb)(const sl_timer_t *t, void *opaque),
                           void *opaque);
 
+/* Bytes the heap occupies: its arrays, and its slab's touched chunks and
+ * large blocks (a malloc heap counts its timers' sizes, without malloc's
+ * overhead).  For metrics. */
+size_t sl_timerheap_memory(const sl_timerheap_t *h);
+
 /* The slab of a slab heap (for its sl_slab_stats()), NULL for the other
  * kind.  Valid until the next modification. */
 const sl_slab_t *sl_timerheap_slab(const sl_timerheap_t *h);
