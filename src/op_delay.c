@@ -20,6 +20,12 @@
  * In memory each partition holds a timer heap (timerheap.c): due order, ties
  * in arrival order (seq = the input offset that scheduled it, so the order is
  * the same after a rebuild), with an index by id for cancel and reschedule.
+ * Its timers live in a slab of the partition's own (slab.c), apart from
+ * malloc and librdkafka's buffers, and go at once when the partition is
+ * revoked or rebuilt (state_destroy); a due timer is fired from where it
+ * lies and then freed (sl_timerheap_drop_min).  Nothing of a consumed
+ * record is kept: restore and input copy the id and the blob into the
+ * heap, and the runtime destroys the message as soon as they return.
  * Each timer carries a compact blob rather than the protobuf record, to keep
  * the per-timer overhead small (SPEC §6: ≤ 64 bytes beyond key and payload):
  *
