@@ -241,8 +241,9 @@ static const conf_key_t conf_keys[] = {
     {SECT_PIPELINE, SL_OP_DELAY, "max_pending_timers", KT_INT, NULL, "5000000",
      "0", NULL, 0, PIPE(max_pending_timers),
      "Pending timers on this instance; a record for a new timer id waits "
-     "(input paused) at the cap. A timer costs 160-420 B of RSS beyond its "
-     "key and data: 5M ~ 0.8-2 GiB. 0 = unlimited."},
+     "(input paused) at the cap. A timer costs ~60 B beyond its key and "
+     "data (sluice_timers_memory_bytes), and RSS adds what librdkafka's "
+     "buffers leave behind: 5M ~ 0.3-0.7 GiB. 0 = unlimited."},
 
     /* debounce */
     {SECT_PIPELINE, SL_OP_DEBOUNCE, "idle", KT_DURATION, NULL, "2s", "1ms",

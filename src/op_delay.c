@@ -20,6 +20,12 @@
  * In memory each partition holds a timer heap (timerheap.c): due order, ties
  * in arrival order (seq = the input offset that scheduled it, so the order is
  * the same after a rebuild), with an index by id for cancel and reschedule.
+ * Its timers live in a slab of the partition's own (slab.c), apart from
+ * malloc and librdkafka's buffers, and go at once when the partition is
+ * revoked or rebuilt (state_destroy); a due timer is fired from where it
+ * lies and then freed (sl_timerheap_drop_min).  Nothing of a consumed
+ * record is kept: restore and input copy the id and the blob into the
+ * heap, and the runtime destroys the message as soon as they return.
  * Each timer carries a compact blob rather than the protobuf record, to keep
  * the per-timer overhead small (SPEC §6: ≤ 64 bytes beyond key and payload):
  *
@@ -95,6 +101,7 @@ typedef struct delay_pipeline_s {
         sl_counter_t *m_read_base[3];
         sl_gauge_t *m_pending;
         sl_gauge_t *m_pending_bytes;
+        sl_gauge_t *m_memory;
         sl_gauge_t *m_drift;
         sl_histogram_t *m_lateness;
         sl_pcap_t *c_timers; /* max_pending_timers */
@@ -109,6 +116,7 @@ typedef struct delay_state_s {
         int64_t catchup_at_us;
         size_t pending_counted; /* what this partition added to the gauge */
         size_t bytes_counted;
+        size_t memory_counted;
 } delay_state_t;
 
 static delay_pipeline_t *dp_of(sl_task_t *t) {
@@ -265,13 +273,16 @@ static void delay_update_gauges(sl_task_t *t) {
         delay_pipeline_t *dp = dp_of(t);
         size_t n = sl_timerheap_count(st->heap);
         size_t b = sl_timerheap_bytes(st->heap);
+        size_t mem = sl_timerheap_memory(st->heap);
         sl_gauge_add(dp->m_pending, (double)n - (double)st->pending_counted);
         sl_gauge_add(dp->m_pending_bytes,
                      (double)b - (double)st->bytes_counted);
+        sl_gauge_add(dp->m_memory, (double)mem - (double)st->memory_counted);
         sl_pcap_add(dp->c_timers, (int64_t)n - (int64_t)st->pending_counted);
         sl_pcap_add(dp->c_bytes, (int64_t)b - (int64_t)st->bytes_counted);
         st->pending_counted = n;
         st->bytes_counted = b;
+        st->memory_counted = mem;
 }
 
 /* ------------------------------------------------------------------ */
@@ -359,6 +370,11 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             sl_metrics_gauge(m, "sluice_timers_pending_bytes",
                              "Key and data bytes held by pending timers.",
                              "pipeline", name, NULL);
+        dp->m_memory = sl_metrics_gauge(
+            m, "sluice_timers_memory_bytes",
+            "Memory the pending timers occupy: their slabs (touched chunks) "
+            "and the heap and hash arrays.",
+            "pipeline", name, NULL);
         dp->m_drift =
             sl_metrics_gauge(m, "sluice_timer_drift_seconds",
                              "Now minus the due time of the last fired timer "
@@ -394,7 +410,7 @@ static void delay_pipeline_destroy(sl_pipeline_t *pl) {
 static void *delay_state_new(sl_task_t *t) {
         delay_state_t *st = sl_calloc(1, sizeof(*st));
         st->dp = dp_of(t);
-        st->heap = sl_timerheap_new();
+        st->heap = sl_timerheap_new_slab();
         return st;
 }
 
@@ -405,6 +421,7 @@ static void delay_state_destroy(void *state) {
                 return;
         sl_gauge_add(st->dp->m_pending, -(double)st->pending_counted);
         sl_gauge_add(st->dp->m_pending_bytes, -(double)st->bytes_counted);
+        sl_gauge_add(st->dp->m_memory, -(double)st->memory_counted);
         sl_pcap_add(st->dp->c_timers, -(int64_t)st->pending_counted);
         sl_pcap_add(st->dp->c_bytes, -(int64_t)st->bytes_counted);
         sl_timerheap_destroy(st->heap);
@@ -613,7 +630,7 @@ static int64_t delay_late_ms(int64_t now, int64_t due) {
 }
 
 /* Produces one due timer and tombstones it. */
-static void delay_fire_one(sl_task_t *t, sl_timer_t *tm, int64_t now) {
+static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
         delay_pipeline_t *dp = dp_of(t);
         fire_view_t v;
         rd_kafka_headers_t *hdrs;
@@ -699,18 +716,17 @@ static void delay_wake(sl_task_t *t, int64_t now) {
                 budget = SL_MIN(budget, st->catchup_tokens);
         }
         while ((next = sl_timerheap_peek(st->heap)) && next->due_ms <= now) {
-                sl_timer_t *tm;
                 if (fired >= SL_DELAY_FIRE_MAX ||
                     (next->due_ms <= st->catchup_until_ms &&
                      catchup_fired >= budget)) {
                         limited = 1;
                         break;
                 }
-                tm = sl_timerheap_pop(st->heap);
-                if (tm->due_ms <= st->catchup_until_ms)
+                if (next->due_ms <= st->catchup_until_ms)
                         catchup_fired++;
-                delay_fire_one(t, tm, now);
-                sl_timer_free(tm);
+                /* Fired from where it lies in the slab, then freed. */
+                delay_fire_one(t, next, now);
+                sl_timerheap_drop_min(st->heap);
                 fired++;
         }
         if (pc->catchup_rate > 0)

@@ -5,8 +5,9 @@
  *
  * A delay partition can hold millions of pending timers, so memory per timer
  * is the figure that matters (the target is at most 64 bytes beyond the key
- * and data bytes; general-purpose timer wheels and maps of boxed entries
- * spend several hundred).  Everything a timer needs sits in one allocation:
+ * and data bytes, by RSS; general-purpose timer wheels and maps of boxed
+ * entries spend several hundred).  Everything a timer needs sits in one
+ * block:
  *
  *   sl_timer_t: due_ms | seq | hnext | heap_idx keylen datalen | key… data…
  *               8        8     8       4        4      4         (inline)
@@ -19,12 +20,32 @@
  *   buckets[]  power-of-two array of hash chain heads; the chain link is
  *              the timer's hnext (intrusive: no per-entry node).
  *
- * Per timer that is the 36-byte header plus malloc's chunk overhead (8
- * bytes, rounded up to 16), one heap slot (8 bytes) and half a bucket to one
- * bucket (4 to 8 bytes, see MAX_LOAD).  With 16-byte keys and no data glibc
- * hands out a 64-byte chunk, so a timer costs about 48 + 8 + 4..8 bytes
- * beyond its key: ~61 at 1M timers (tests/unit/test_timerheap.c and
- * bench/timerheap_mem.c measure it).
+ * Where the blocks live depends on the constructor.  sl_timerheap_new()
+ * mallocs each one (small maps: a debounce group's items, rates, inspect),
+ * and pop() hands that very block to the caller.  sl_timerheap_new_slab()
+ * (delay partitions) carves them from a slab of its own (slab.c): 8-byte
+ * size classes with free lists, chunks mapped apart from malloc's heaps, no
+ * per-block header, and the whole slab freed at once when the partition is
+ * revoked or rebuilt.  pop() then copies the timer out (the caller may keep
+ * it beyond the heap); drop_min() frees it in place.
+ *
+ * Per timer in a slab heap that is the 36-byte header, rounding to 8 bytes
+ * (3.5 on average), one heap slot (8 bytes) and half a bucket to one bucket
+ * (4 to 8 bytes, see MAX_LOAD): with a 16-byte id and a 104-byte blob (a
+ * 100-byte payload), a 160-byte block and ~56 bytes beyond key and data at
+ * 1M timers (bench/timerheap_mem.c; the malloc'd kind costs 16 more, for
+ * malloc's chunk header and 16-byte rounding).
+ *
+ * A slab reuses freed space only within a size class.  Timers of one
+ * partition mostly come in few sizes, so reuse is the rule; where it is
+ * not (a burst of large timers fired, small ones arriving), the heap
+ * compacts: once the slab holds more idle space than live (and at least
+ * COMPACT_MIN_IDLE), every timer is copied into a new slab in heap order,
+ * the hash chains relinked, and the old slab unmapped.  Each compaction
+ * copies no more bytes than were freed since the last, so its cost is
+ * amortized over the frees.  A heap that empties gives its chunks back at
+ * once, unless it never touched more than RESET_MIN_USED of them (a
+ * partition ticking between zero and one timer keeps its one chunk).
  *
  * The bucket array doubles when the count exceeds MAX_LOAD per bucket and
  * halves when it falls below a quarter of that; the heap array likewise
@@ -43,6 +64,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "slab.h"
 #include "util.h"
 
 /* Chains average at most this many timers before the bucket array doubles.
@@ -55,6 +77,11 @@
 #define MIN_HEAP_CAP    16
 #define MAX_TIMERS      UINT32_MAX /* heap_idx is 32 bits */
 #define MAX_FIELD_BYTES UINT32_MAX /* keylen and datalen are 32 bits */
+/* A slab heap compacts once the space its slab holds idle is at least
+ * this, and more than the space its timers use. */
+#define COMPACT_MIN_IDLE (4 * SL_SLAB_CHUNK)
+/* An emptied slab heap gives its chunks back once they held this much. */
+#define RESET_MIN_USED ((size_t)64 * 1024)
 
 struct sl_timerheap_s {
         sl_timer_t **heap; /* heap[0] is the earliest */
@@ -63,6 +90,8 @@ struct sl_timerheap_s {
         sl_timer_t **buckets;
         size_t nbuckets; /* power of two */
         size_t bytes;    /* key + data bytes of all timers */
+        sl_slab_t *slab; /* where the timers live; NULL: one malloc each */
+        size_t compactions;
 };
 
 static inline size_t bucket_of(const sl_timerheap_t *h, const void *key,
@@ -79,6 +108,10 @@ static inline int key_eq(const sl_timer_t *t, const void *key, size_t keylen) {
 static inline int before(const sl_timer_t *a, const sl_timer_t *b) {
         return a->due_ms < b->due_ms ||
                (a->due_ms == b->due_ms && a->seq < b->seq);
+}
+
+static inline size_t timer_size(size_t keylen, size_t datalen) {
+        return offsetof(sl_timer_t, buf) + keylen + datalen;
 }
 
 /*
@@ -190,6 +223,49 @@ static void maybe_shrink(sl_timerheap_t *h) {
                 rehash(h, h->nbuckets / 2);
 }
 
+/*
+ * Storage
+ */
+
+static sl_timer_t *timer_alloc(sl_timerheap_t *h, size_t size) {
+        return h->slab ? sl_slab_alloc(h->slab, size) : sl_malloc(size);
+}
+
+/* Copies every timer into a new slab and drops the old one: the only way
+ * space freed in one size class serves another.  O(n); run when the idle
+ * space outgrew the live, so each compaction follows at least as many
+ * bytes of frees as it copies. */
+static void compact(sl_timerheap_t *h) {
+        sl_slab_t *old = h->slab;
+
+        h->slab = sl_slab_new();
+        for (size_t i = 0; i < h->cnt; i++) {
+                sl_timer_t *t = h->heap[i];
+                size_t size = timer_size(t->keylen, t->datalen);
+                sl_timer_t *n = sl_slab_alloc(h->slab, size);
+                memcpy(n, t, size);
+                h->heap[i] = n;
+        }
+        rehash(h, h->nbuckets); /* the chains linked the old copies */
+        sl_slab_destroy(old);
+        h->compactions++;
+}
+
+/* Frees a timer that is in neither structure any more. */
+static void timer_release(sl_timerheap_t *h, sl_timer_t *t) {
+        sl_slab_stats_t st;
+
+        if (!h->slab) {
+                free(t);
+                return;
+        }
+        sl_slab_free(h->slab, t, timer_size(t->keylen, t->datalen));
+        sl_slab_stats(h->slab, &st);
+        if (h->cnt ? st.idle >= COMPACT_MIN_IDLE && st.idle > st.live
+                   : st.mapped - st.tail >= RESET_MIN_USED)
+                compact(h);
+}
+
 /* Unlinks t from both structures, updates the accounting, frees nothing. */
 static void detach(sl_timerheap_t *h, sl_timer_t *t) {
         hash_unlink(h, t);
@@ -210,19 +286,30 @@ sl_timerheap_t *sl_timerheap_new(void) {
         return h;
 }
 
+sl_timerheap_t *sl_timerheap_new_slab(void) {
+        sl_timerheap_t *h = sl_timerheap_new();
+
+        h->slab = sl_slab_new();
+        return h;
+}
+
 void sl_timerheap_destroy(sl_timerheap_t *h) {
         if (!h)
                 return;
-        for (size_t i = 0; i < h->cnt; i++)
-                free(h->heap[i]);
+        if (h->slab)
+                sl_slab_destroy(h->slab); /* every timer at once */
+        else
+                for (size_t i = 0; i < h->cnt; i++)
+                        free(h->heap[i]);
         free(h->heap);
         free(h->buckets);
         free(h);
 }
 
-static sl_timer_t *timer_new(const void *key, size_t keylen, int64_t due_ms,
-                             int64_t seq, const void *data, size_t datalen) {
-        sl_timer_t *t = sl_malloc(offsetof(sl_timer_t, buf) + keylen + datalen);
+static sl_timer_t *timer_new(sl_timerheap_t *h, const void *key, size_t keylen,
+                             int64_t due_ms, int64_t seq, const void *data,
+                             size_t datalen) {
+        sl_timer_t *t = timer_alloc(h, timer_size(keylen, datalen));
 
         t->due_ms = due_ms;
         t->seq = seq;
@@ -260,12 +347,12 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
                         heap_fix(h, old->heap_idx);
                         return 1;
                 }
-                t = timer_new(key, keylen, due_ms, seq, data, datalen);
+                t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
                 t->hnext = old->hnext;
                 *link = t;
                 heap_set(h, old->heap_idx, t);
-                free(old);
                 heap_fix(h, t->heap_idx);
+                timer_release(h, old);
                 return 1;
         }
 
@@ -275,7 +362,7 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
                 h->cap = h->cap ? h->cap * 2 : MIN_HEAP_CAP;
                 h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
         }
-        t = timer_new(key, keylen, due_ms, seq, data, datalen);
+        t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
         t->hnext = *link;
         *link = t;
         h->heap[h->cnt] = t;
@@ -294,7 +381,7 @@ int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen) {
         if (!t)
                 return 0;
         detach(h, t);
-        free(t);
+        timer_release(h, t);
         return 1;
 }
 
@@ -317,8 +404,28 @@ sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h) {
                 return NULL;
         t = h->heap[0];
         detach(h, t);
+        if (h->slab) {
+                /* The caller may keep it past the slab: a copy of its own. */
+                size_t size = timer_size(t->keylen, t->datalen);
+                sl_timer_t *c = sl_malloc(size);
+                memcpy(c, t, size);
+                timer_release(h, t);
+                t = c;
+        }
         t->hnext = NULL;
         return t;
+}
+
+int sl_timerheap_drop_min(sl_timerheap_t *h) {
+        sl_timer_t *t;
+
+        sl_assert(h);
+        if (!h->cnt)
+                return 0;
+        t = h->heap[0];
+        detach(h, t);
+        timer_release(h, t);
+        return 1;
 }
 
 void sl_timer_free(sl_timer_t *t) {
@@ -343,8 +450,34 @@ void sl_timerheap_foreach(const sl_timerheap_t *h,
                 cb(h->heap[i], opaque);
 }
 
+size_t sl_timerheap_memory(const sl_timerheap_t *h) {
+        size_t m;
+
+        sl_assert(h);
+        m = sizeof(*h) + h->cap * sizeof(*h->heap) +
+            h->nbuckets * sizeof(*h->buckets);
+        if (h->slab) {
+                sl_slab_stats_t st;
+                sl_slab_stats(h->slab, &st);
+                m += st.mapped - st.tail;
+        } else {
+                m += h->bytes + h->cnt * offsetof(sl_timer_t, buf);
+        }
+        return m;
+}
+
+const sl_slab_t *sl_timerheap_slab(const sl_timerheap_t *h) {
+        sl_assert(h);
+        return h->slab;
+}
+
+size_t sl_timerheap_compactions(const sl_timerheap_t *h) {
+        sl_assert(h);
+        return h->compactions;
+}
+
 int sl_timerheap_verify(const sl_timerheap_t *h) {
-        size_t chained = 0, bytes = 0;
+        size_t chained = 0, bytes = 0, blocks = 0;
 
         if (h->cnt > h->cap || !h->nbuckets ||
             (h->nbuckets & (h->nbuckets - 1)))
@@ -358,6 +491,7 @@ int sl_timerheap_verify(const sl_timerheap_t *h) {
                 if (*find_link(h, t->buf, t->keylen) != t)
                         return -1;
                 bytes += (size_t)t->keylen + t->datalen;
+                blocks += sl_slab_block_size(timer_size(t->keylen, t->datalen));
         }
         for (size_t b = 0; b < h->nbuckets; b++)
                 for (const sl_timer_t *t = h->buckets[b]; t; t = t->hnext) {
@@ -368,5 +502,11 @@ int sl_timerheap_verify(const sl_timerheap_t *h) {
                 }
         if (chained != h->cnt || bytes != h->bytes)
                 return -1;
+        if (h->slab) {
+                sl_slab_stats_t st;
+                sl_slab_stats(h->slab, &st);
+                if (st.live != blocks)
+                        return -1;
+        }
         return 0;
 }

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 /*
- * One pending timer: a single allocation holding this header, then the key
- * (timer id) bytes, then the data bytes.  Read it through the accessors;
- * the fields after seq belong to the heap.
+ * One pending timer: one block holding this header, then the key (timer
+ * id) bytes, then the data bytes.  Read it through the accessors; the
+ * fields after seq belong to the heap.
  */
 typedef struct sl_timer_s {
         int64_t due_ms; /* when it fires, epoch milliseconds */
@@ -35,9 +35,18 @@ static inline const void *sl_timer_data(const sl_timer_t *t) {
 }
 
 typedef struct sl_timerheap_s sl_timerheap_t;
+typedef struct sl_slab_s sl_slab_t;
 
-/* An empty heap.  Never fails (allocation failure aborts). */
+/* An empty heap whose timers are one malloc each: for small maps (a
+ * debounce group's items, rates, inspect's views).  Never fails
+ * (allocation failure aborts). */
 sl_timerheap_t *sl_timerheap_new(void);
+
+/* An empty heap whose timers live in a slab of its own (slab.h): no
+ * allocation per timer, all freed at once by destroy, compacted when
+ * frees leave much of it idle.  For the large heaps of delay partitions.
+ * Never fails (allocation failure aborts). */
+sl_timerheap_t *sl_timerheap_new_slab(void);
 
 /* Frees the heap and every timer still in it.  NULL is a no-op. */
 void sl_timerheap_destroy(sl_timerheap_t *h);
@@ -59,7 +68,8 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen);
 
 /* The pending timer with this key, or NULL.  Owned by the heap: valid until
- * the next call that modifies the heap. */
+ * the next call that modifies the heap (a slab heap may move its timers
+ * when it compacts). */
 const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
                                     size_t keylen);
 
@@ -68,8 +78,14 @@ const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
 const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h);
 
 /* Takes the earliest timer out of the heap, or returns NULL when empty.
- * Ownership passes to the caller, who frees it with sl_timer_free(). */
+ * Ownership passes to the caller, who frees it with sl_timer_free(); a slab
+ * heap hands out a malloc'd copy (use sl_timerheap_drop_min() where the
+ * timer is not kept). */
 sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h);
+
+/* Removes the earliest timer and frees it: 1, or 0 when the heap is empty.
+ * What peek() returned is invalid afterwards. */
+int sl_timerheap_drop_min(sl_timerheap_t *h);
 
 /* Frees a timer returned by sl_timerheap_pop().  NULL is a no-op. */
 void sl_timer_free(sl_timer_t *t);
@@ -87,8 +103,21 @@ void sl_timerheap_foreach(const sl_timerheap_t *h,
                           void (*cb)(const sl_timer_t *t, void *opaque),
                           void *opaque);
 
+/* Bytes the heap occupies: its arrays, and its slab's touched chunks and
+ * large blocks (a malloc heap counts its timers' sizes, without malloc's
+ * overhead).  For metrics. */
+size_t sl_timerheap_memory(const sl_timerheap_t *h);
+
+/* The slab of a slab heap (for its sl_slab_stats()), NULL for the other
+ * kind.  Valid until the next modification. */
+const sl_slab_t *sl_timerheap_slab(const sl_timerheap_t *h);
+
+/* How many times a slab heap has compacted (for tests and benchmarks). */
+size_t sl_timerheap_compactions(const sl_timerheap_t *h);
+
 /* Checks every internal invariant (heap order, positions, hash chains,
- * counts) in O(n): 0 if sound, -1 if not.  For tests. */
+ * counts, the slab's live bytes) in O(n): 0 if sound, -1 if not.  For
+ * tests. */
 int sl_timerheap_verify(const sl_timerheap_t *h);
 
 #endif
