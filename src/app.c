@@ -44,6 +44,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,9 +599,35 @@ static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
 
 /* Lag from the consumer's cached watermarks, readiness (time-based
  * reasons) and the probe; every second. */
+/* A burst of input leaves pages malloc has freed but keeps (the consumer's
+ * prefetched batches, freed as the records were handled, between long-lived
+ * state): once the input is caught up, give them back — at most every
+ * SL_TRIM_EVERY_MS and only after SL_TRIM_AFTER_RECORDS were read, as after
+ * a rebuild (task.c).  With lag 0 there is no burst left to serve. */
+#define SL_TRIM_EVERY_MS      10000
+#define SL_TRIM_AFTER_RECORDS 100000
+
+static void app_trim_after_burst(sl_app_t *app, int64_t now, int64_t lag,
+                                 int64_t read) {
+        int64_t t0;
+        if (read < app->trim_read) /* partitions left: count afresh */
+                app->trim_read = read;
+        if (lag > 0 || read - app->trim_read < SL_TRIM_AFTER_RECORDS ||
+            now - app->trim_last_ms < SL_TRIM_EVERY_MS)
+                return;
+        t0 = sl_mono_us();
+        malloc_trim(0);
+        app->trim_read = read;
+        app->trim_last_ms = now;
+        sl_log(LOG_DEBUG, "MEMORY",
+               "input caught up: freed pages given back in %.1f ms",
+               (double)(sl_mono_us() - t0) / 1000.0);
+}
+
 static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();
+        int64_t lag_all = 0, read = 0;
         for (int i = 0; i < app->pipeline_cnt && app->consumer; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 int64_t lag = 0;
@@ -609,6 +636,7 @@ static void app_on_stats_timer(uv_timer_t *timer) {
                         int64_t lo, hi;
                         if (!t || t->next_offset < 0)
                                 continue;
+                        read += t->next_offset;
                         if (rd_kafka_get_watermark_offsets(
                                 app->consumer, pl->conf->input, p, &lo, &hi) ||
                             hi < 0)
@@ -617,7 +645,10 @@ static void app_on_stats_timer(uv_timer_t *timer) {
                                 lag += hi - t->next_offset;
                 }
                 sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
+                lag_all += lag;
         }
+        if (app->consumer)
+                app_trim_after_burst(app, now, lag_all, read);
         sl_parts_tick(app, now);
         if (!app->probe_inflight && now >= app->probe_next_ms &&
             sl_kquery_probe(app->kq, SL_PROBE_TMO_MS, app_on_probe, app) == 0) {

@@ -94,7 +94,9 @@ struct sl_app_s {
         uv_timer_t commit_timer; /* every commit_interval */
         uv_timer_t soon_timer;   /* "commit promptly" */
         int soon_armed;
-        int commit_wanted; /* asked while a commit was in flight */
+        int commit_wanted;    /* asked while a commit was in flight */
+        int64_t trim_read;    /* input offsets summed at the last trim */
+        int64_t trim_last_ms; /* when (app_trim_after_burst) */
         int64_t last_commit_us;
 
         /* Lifecycle. */

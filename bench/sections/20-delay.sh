@@ -171,7 +171,7 @@ section_delay_rebuild() {
     bench_wait_until 10 bench_metric_is "$port" sluice_consumer_lag 0 ||
         bench_fail "consumer lag $(bench_metric "$port" sluice_consumer_lag) after all input was read"
     sleep 2
-    rss1=$(bench_rss "$pid")
+    rss1=$(_delay_rss_settled "$pid")
     bytes=$(bench_metric "$port" sluice_timers_pending_bytes)
     mem=$(bench_metric "$port" sluice_timers_memory_bytes) || mem=""
     bench_log "delay_rebuild: $n pending (lag 0) after ${secs}s: VmRSS ${rss1} kB, pending_bytes $bytes"
