@@ -110,6 +110,15 @@ typedef struct sl_op_s {
          * to its end once. */
         const char *(*table_topic)(const sl_pipeline_t *pl);
         void (*table)(sl_pipeline_t *pl, const rd_kafka_message_t *m);
+
+        /* --- The HTTP API's lookups (api.h); NULL when unsupported. --- */
+
+        /* The state this RUNNING task holds for one key, as a new JSON
+         * object (jansson; the caller owns the reference), or NULL when it
+         * holds nothing for it: delay answers a timer id, throttle a
+         * throttle key, debounce a group key.  Loop thread only. */
+        struct json_t *(*describe)(sl_task_t *t, const void *key,
+                                   size_t keylen);
 } sl_op_t;
 
 extern const sl_op_t sl_op_delay;
