@@ -71,10 +71,11 @@ static const char *const reason_names[] = {
     [SL_DEBOUNCE_MAX_AGE] = "max_age",
     [SL_DEBOUNCE_MAX_ITEMS] = "max_items",
     [SL_DEBOUNCE_MAX_BYTES] = "max_bytes",
+    [SL_DEBOUNCE_REQUESTED] = "requested",
 };
 
 const char *sl_debounce_reason_str(sl_debounce_reason_t r) {
-        if ((int)r < SL_DEBOUNCE_IDLE || (int)r > SL_DEBOUNCE_MAX_BYTES)
+        if ((int)r < SL_DEBOUNCE_IDLE || (int)r > SL_DEBOUNCE_REQUESTED)
                 return "?";
         return reason_names[r];
 }
@@ -314,27 +315,23 @@ int64_t sl_debounce_next_due(const sl_debounce_t *d) {
         return t ? t->due_ms : INT64_MAX;
 }
 
-int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
-                     int64_t now_ms, sl_debounce_batch_t **out) {
-        const sl_timer_t *gt;
+/* Takes the next batch of the group at gt (its entry in the groups heap):
+ * reason 0 keeps the group's own reason and deadline. */
+static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
+                                       int64_t now_ms,
+                                       sl_debounce_reason_t reason) {
         sl_debounce_batch_t *b;
         group_t *g;
         size_t cap;
 
-        sl_assert(d && out);
-        *out = NULL;
-        gt = key ? sl_timerheap_find(d->groups, key, keylen)
-                 : sl_timerheap_peek(d->groups);
-        if (!gt || gt->due_ms > now_ms)
-                return 0;
         g = group_of(gt);
         b = sl_calloc(1, sizeof(*b));
         b->keylen = gt->keylen;
         b->key = sl_malloc(b->keylen + 1);
         memcpy(b->key, sl_timer_key(gt), b->keylen);
         b->key[b->keylen] = '\0';
-        b->reason = g->reason;
-        b->due_ms = gt->due_ms;
+        b->reason = reason ? reason : g->reason;
+        b->due_ms = reason ? now_ms : gt->due_ms;
         b->flushed_ms = now_ms;
         b->opened_ms = INT64_MAX;
 
@@ -369,7 +366,32 @@ int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
                 group_recompute(g);
                 group_schedule(d, b->key, b->keylen, g);
         }
-        *out = b;
+        return b;
+}
+
+int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
+                     int64_t now_ms, sl_debounce_batch_t **out) {
+        const sl_timer_t *gt;
+
+        sl_assert(d && out);
+        *out = NULL;
+        gt = key ? sl_timerheap_find(d->groups, key, keylen)
+                 : sl_timerheap_peek(d->groups);
+        if (!gt || gt->due_ms > now_ms)
+                return 0;
+        *out = take_batch(d, gt, now_ms, 0);
+        return 1;
+}
+
+int sl_debounce_take_requested(sl_debounce_t *d, const void *key, size_t keylen,
+                               int64_t now_ms, sl_debounce_batch_t **out) {
+        const sl_timer_t *gt;
+
+        sl_assert(d && out && (key || !keylen));
+        *out = NULL;
+        if (!(gt = sl_timerheap_find(d->groups, key, keylen)))
+                return 0;
+        *out = take_batch(d, gt, now_ms, SL_DEBOUNCE_REQUESTED);
         return 1;
 }
 
@@ -463,6 +485,10 @@ static void group_view(const sl_timer_t *t, sl_debounce_group_t *v) {
         v->last_update_ms = g->last_update_ms;
         v->due_ms = t->due_ms;
         v->reason = g->reason;
+}
+
+const sl_debounce_params_t *sl_debounce_params(const sl_debounce_t *d) {
+        return &d->p;
 }
 
 int sl_debounce_group(const sl_debounce_t *d, const void *key, size_t keylen,
@@ -667,19 +693,54 @@ static sl_debounce_verb_t refuse(const char **reason, const char *why,
         return SL_DEBOUNCE_REFUSE;
 }
 
+/* The group key of any input record: 0, or -1 with *reason and detail. */
+static int check_key(const void *key, size_t keylen, const char **reason,
+                     char *detail, size_t detail_size) {
+        if (!key || !keylen) {
+                refuse(reason, "missing-key", detail, detail_size,
+                       "the record key (the group) is required");
+                return -1;
+        }
+        if (!sl_debounce_text_ok(key, keylen)) {
+                refuse(reason, "bad-key", detail, detail_size,
+                       "the group key must be UTF-8 text without NUL bytes");
+                return -1;
+        }
+        return 0;
+}
+
+sl_debounce_verb_t sl_debounce_check_control(const void *key, size_t keylen,
+                                             int nctl, const void *ctl,
+                                             size_t ctllen, const char **reason,
+                                             char *detail, size_t detail_size) {
+        static const char flush[] = SL_DEBOUNCE_CONTROL_FLUSH;
+        sl_assert(nctl > 0);
+        if (check_key(key, keylen, reason, detail, detail_size))
+                return SL_DEBOUNCE_REFUSE;
+        if (nctl > 1)
+                return refuse(reason, "bad-header", detail, detail_size,
+                              SL_DEBOUNCE_CONTROL_HEADER " given %d times",
+                              nctl);
+        if (!ctl)
+                return refuse(reason, "bad-header", detail, detail_size,
+                              SL_DEBOUNCE_CONTROL_HEADER " has a null value");
+        if (ctllen != sizeof(flush) - 1 || memcmp(ctl, flush, ctllen))
+                return refuse(reason, "bad-header", detail, detail_size,
+                              "unknown " SL_DEBOUNCE_CONTROL_HEADER
+                              " (%zu bytes); the only one is "
+                              "\"" SL_DEBOUNCE_CONTROL_FLUSH "\"",
+                              ctllen);
+        return SL_DEBOUNCE_FLUSH;
+}
+
 sl_debounce_verb_t sl_debounce_check(const void *key, size_t keylen, int nids,
                                      const void *id, size_t idlen,
                                      int null_value, size_t len,
                                      int64_t max_record_bytes,
                                      const char **reason, char *detail,
                                      size_t detail_size) {
-        if (!key || !keylen)
-                return refuse(reason, "missing-key", detail, detail_size,
-                              "the record key (the group) is required");
-        if (!sl_debounce_text_ok(key, keylen))
-                return refuse(reason, "bad-key", detail, detail_size,
-                              "the group key must be UTF-8 text without NUL "
-                              "bytes");
+        if (check_key(key, keylen, reason, detail, detail_size))
+                return SL_DEBOUNCE_REFUSE;
         if (nids > 1)
                 return refuse(reason, "bad-header", detail, detail_size,
                               "sluice-item given %d times", nids);

@@ -42,11 +42,13 @@ typedef enum {
         SL_DEBOUNCE_MAX_AGE = 2,
         SL_DEBOUNCE_MAX_ITEMS = 3,
         SL_DEBOUNCE_MAX_BYTES = 4,
+        SL_DEBOUNCE_REQUESTED = 5, /* a flush control record (below) */
 } sl_debounce_reason_t;
 
-#define SL_DEBOUNCE_REASON_CNT 4
+#define SL_DEBOUNCE_REASON_CNT 5
 
-/* "idle", "max_age", "max_items", "max_bytes" ("?" for anything else). */
+/* "idle", "max_age", "max_items", "max_bytes", "requested" ("?" for
+ * anything else). */
 const char *sl_debounce_reason_str(sl_debounce_reason_t r);
 
 typedef struct sl_debounce_params_s {
@@ -147,6 +149,17 @@ int64_t sl_debounce_next_due(const sl_debounce_t *d);
 int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
                      int64_t now_ms, sl_debounce_batch_t **out);
 
+/*
+ * A flush asked for (a control record): takes the next batch of group key
+ * whatever its deadline, with reason SL_DEBOUNCE_REQUESTED and due_ms =
+ * flushed_ms = now_ms.  The batch is cut as sl_debounce_take() cuts one
+ * (at most max_items items and max_bytes payload bytes, at least one
+ * item), so call it until it returns 0 to empty the group.  Returns 1 and
+ * a batch in *out (owned by the caller), or 0 when the group is not open.
+ */
+int sl_debounce_take_requested(sl_debounce_t *d, const void *key, size_t keylen,
+                               int64_t now_ms, sl_debounce_batch_t **out);
+
 /* Splits batch b in two for an output that refused it as too large: the
  * first half of its items (rounded down, at least one) stay in b, the rest
  * move to a new batch in *out, with the same group, reason and times; both
@@ -165,6 +178,9 @@ size_t sl_debounce_bytes(const sl_debounce_t *d);
 
 /* Earliest first_seen of any pending item, INT64_MAX when none.  O(groups). */
 int64_t sl_debounce_oldest(const sl_debounce_t *d);
+
+/* The parameters the state runs with (owned by the state). */
+const sl_debounce_params_t *sl_debounce_params(const sl_debounce_t *d);
 
 /* The view of group key: 1 if open (and *out filled), 0 if not. */
 int sl_debounce_group(const sl_debounce_t *d, const void *key, size_t keylen,
@@ -225,6 +241,7 @@ typedef enum {
         SL_DEBOUNCE_REFUSE, /* bad input: to the DLQ */
         SL_DEBOUNCE_UPSERT, /* add or replace an item */
         SL_DEBOUNCE_REMOVE, /* a null value: remove the named item */
+        SL_DEBOUNCE_FLUSH,  /* a control record: flush the group now */
 } sl_debounce_verb_t;
 
 /* The checks of one input record, before any state is touched: key is the
@@ -240,5 +257,31 @@ sl_debounce_verb_t sl_debounce_check(const void *key, size_t keylen, int nids,
                                      int64_t max_record_bytes,
                                      const char **reason, char *detail,
                                      size_t detail_size);
+
+/*
+ * CONTROL RECORDS
+ *
+ * A record of the input topic with a header sluice-control is a control
+ * record, never an item: key = the group, value ignored (null or empty by
+ * convention), other headers (sluice-item too) ignored.  It is read in
+ * offset order with the group's items, in the same transaction as what it
+ * causes, so it is exactly-once like them.  The only control today:
+ *
+ *   sluice-control: flush   flush the group now: every pending item, in
+ *                           batches cut as usual, reason "requested"; a
+ *                           no-op (counted) when the group is not open
+ */
+#define SL_DEBOUNCE_CONTROL_HEADER "sluice-control"
+#define SL_DEBOUNCE_CONTROL_FLUSH  "flush"
+
+/* The checks of a control record (one carrying nctl > 0 sluice-control
+ * headers, ctl/ctllen the first one's value, ctl NULL for a null header):
+ * SL_DEBOUNCE_FLUSH, or SL_DEBOUNCE_REFUSE with *reason (missing-key,
+ * bad-key, bad-header: repeated, null or unknown) and a detail that quotes
+ * no input bytes.  Pure; any thread. */
+sl_debounce_verb_t sl_debounce_check_control(const void *key, size_t keylen,
+                                             int nctl, const void *ctl,
+                                             size_t ctllen, const char **reason,
+                                             char *detail, size_t detail_size);
 
 #endif

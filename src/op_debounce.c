@@ -13,6 +13,14 @@
  *   value         the item's payload; a null value with sluice-item removes
  *                 that item from its pending group
  *
+ *   sluice-control  "flush": a control record (debounce.h), never an item:
+ *                 the group's pending items are flushed at once, in
+ *                 batches with reason "requested" (the API's POST
+ *                 .../groups/{key}/flush writes one); a no-op, counted in
+ *                 sluice_debounce_flush_requests_total{result="empty"}, when
+ *                 the group is not open.  Value and other headers ignored;
+ *                 any other sluice-control value is bad-header
+ *
  * Other headers are not carried into batches (a batch merges many records).
  * Bad input goes to the DLQ: missing-key, bad-key (not UTF-8 text, or a NUL
  * byte), bad-header (sluice-item repeated, null, empty, longer than 1024
@@ -91,6 +99,8 @@ typedef struct debounce_pipeline_s {
         sl_counter_t *m_remove_unknown;
         sl_counter_t *m_restore_bad;
         sl_counter_t *m_batches[SL_DEBOUNCE_REASON_CNT + 1];
+        sl_counter_t *m_flush_flushed; /* flush control records, by result */
+        sl_counter_t *m_flush_empty;
         sl_gauge_t *m_groups;
         sl_gauge_t *m_items;
         sl_gauge_t *m_bytes;
@@ -220,6 +230,14 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                     m, "sluice_debounce_batches_total",
                     "Batches flushed, by flush reason.", "pipeline", name,
                     "reason", sl_debounce_reason_str(r), NULL);
+        dp->m_flush_flushed = sl_metrics_counter(
+            m, "sluice_debounce_flush_requests_total",
+            "Flush control records read, by result (flushed: the group's "
+            "items went out; empty: the group was not open).",
+            "pipeline", name, "result", "flushed", NULL);
+        dp->m_flush_empty =
+            sl_metrics_counter(m, "sluice_debounce_flush_requests_total", "",
+                               "pipeline", name, "result", "empty", NULL);
         dp->m_groups =
             sl_metrics_gauge(m, "sluice_debounce_open_groups",
                              "Groups with pending items (open windows).",
@@ -591,6 +609,32 @@ static void debounce_remove(sl_task_t *t, const rd_kafka_message_t *m,
         debounce_update_gauges(t, now, 0);
 }
 
+/* A flush control record (debounce.h): what of the group is due goes out
+ * first with its own reason, then every pending item, in batches, with
+ * reason requested.  Nothing of the record is kept. */
+static void debounce_control_flush(sl_task_t *t, const rd_kafka_message_t *m,
+                                   int64_t now) {
+        debounce_state_t *st = t->state_data;
+        debounce_pipeline_t *dp = st->dp;
+        sl_debounce_batch_t *b;
+        int n = debounce_flush_group(t, m->key, m->key_len, now);
+
+        while (
+            sl_debounce_take_requested(st->win, m->key, m->key_len, now, &b)) {
+                debounce_emit(t, b, now);
+                n++;
+        }
+        if (!n) {
+                sl_counter_inc(dp->m_flush_empty);
+                return;
+        }
+        sl_counter_inc(dp->m_flush_flushed);
+        debounce_update_gauges(t, now, 0);
+        /* Someone asked for it: lateness is the commit, not the commit
+         * interval. */
+        sl_task_commit_soon(t);
+}
+
 /* Caps (task.h): a new group needs room for one more group, a new item
  * for one more item, and the payload for what it adds to the bytes (an
  * upsert: its growth).  Returns 1 when the record must wait. */
@@ -628,6 +672,25 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         int64_t now = sl_now_ms();
 
         if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                const void *ctl = NULL;
+                size_t ctllen = 0;
+                int nctl = 0;
+                while (!rd_kafka_header_get(
+                    hdrs, (size_t)nctl, SL_DEBOUNCE_CONTROL_HEADER, &v, &sz)) {
+                        if (!nctl++) {
+                                ctl = v;
+                                ctllen = v ? sz : 0;
+                        }
+                }
+                if (nctl) {
+                        if (sl_debounce_check_control(
+                                m->key, m->key_len, nctl, ctl, ctllen, &reason,
+                                detail, sizeof(detail)) == SL_DEBOUNCE_FLUSH)
+                                debounce_control_flush(t, m, now);
+                        else
+                                sl_task_dlq(t, m, reason, detail);
+                        return;
+                }
                 while (!rd_kafka_header_get(hdrs, (size_t)nids, "sluice-item",
                                             &v, &sz)) {
                         if (!nids++) {
@@ -647,6 +710,8 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 return;
         case SL_DEBOUNCE_UPSERT:
                 break;
+        case SL_DEBOUNCE_FLUSH: /* only from sl_debounce_check_control() */
+                sl_assert(!"sl_debounce_check() said flush");
         }
         if (!nids) {
                 int n = snprintf(idbuf, sizeof(idbuf), "%" PRId32 "-%" PRId64,

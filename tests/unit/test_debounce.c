@@ -668,6 +668,121 @@ static void test_check(void **state) {
         }
 }
 
+/* A requested flush takes the whole group before any deadline, cut into
+ * batches of max_items, reason "requested", due at now; the batch ids are
+ * those of the same items flushed by a deadline.  An unopened group gives
+ * nothing. */
+static void test_take_requested(void **state) {
+        static const char *const first[] = {"a", "b"}, *const rest[] = {"c"};
+        sl_debounce_t *d = mk(2000, 10000, 2, 1 << 20);
+        sl_debounce_t *ref = mk(2000, 10000, 2, 1 << 20);
+        sl_debounce_batch_t *b, *r;
+        (void)state;
+
+        assert_string_equal(sl_debounce_reason_str(SL_DEBOUNCE_REQUESTED),
+                            "requested");
+        up(d, "G", "a", "1", T0, 10);
+        assert_null(take(d, "G", T0 + 100)); /* not due */
+        assert_int_equal(sl_debounce_take_requested(d, "G", 1, T0 + 100, &b),
+                         1);
+        expect_ids(b, first, 1);
+        assert_int_equal(b->reason, SL_DEBOUNCE_REQUESTED);
+        assert_int_equal(b->due_ms, T0 + 100);
+        assert_int_equal(b->flushed_ms, T0 + 100);
+        assert_int_equal(b->opened_ms, T0);
+        sl_debounce_batch_free(b);
+        assert_int_equal(sl_debounce_groups(d), 0);
+        assert_int_equal(sl_debounce_take_requested(d, "G", 1, T0 + 100, &b),
+                         0);
+        assert_null(b);
+
+        /* Three items, max_items 2: [a b], [c]. */
+        for (int i = 0; i < 3; i++) {
+                char id[2] = {(char)('a' + i), 0};
+                up(d, "G", id, "x", T0 + i, 20 + i);
+                up(ref, "G", id, "x", T0 + i, 20 + i);
+        }
+        /* (max_items 2: the first two made the group full at once.) */
+        assert_int_equal(sl_debounce_take_requested(d, "G", 1, T0 + 5, &b), 1);
+        expect_ids(b, first, 2);
+        r = take(ref, "G", T0 + 5);
+        assert_non_null(r);
+        assert_string_equal(b->id, r->id);
+        sl_debounce_batch_free(b);
+        sl_debounce_batch_free(r);
+        assert_int_equal(sl_debounce_take_requested(d, "G", 1, T0 + 5, &b), 1);
+        expect_ids(b, rest, 1);
+        assert_int_equal(b->reason, SL_DEBOUNCE_REQUESTED);
+        sl_debounce_batch_free(b);
+        assert_int_equal(sl_debounce_items(d), 0);
+        assert_int_equal(sl_debounce_bytes(d), 0);
+        assert_int_equal(sl_debounce_groups(d), 0);
+        assert_int_equal(sl_debounce_next_due(d), INT64_MAX);
+        sl_debounce_destroy(d);
+        sl_debounce_destroy(ref);
+}
+
+/* The JSON of a requested batch says so. */
+static void test_json_requested(void **state) {
+        sl_debounce_t *d = mk(2000, 10000, 10, 1 << 20);
+        sl_debounce_batch_t *b;
+        json_t *j;
+        size_t len;
+        char *s;
+        (void)state;
+
+        up(d, "G", "a", "{}", T0, 1);
+        assert_int_equal(sl_debounce_take_requested(d, "G", 1, T0 + 7, &b), 1);
+        s = sl_debounce_batch_json(b, &len);
+        j = json_loadb(s, len, 0, NULL);
+        assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(j, "reason")),
+                            "requested");
+        assert_int_equal(json_integer_value(json_object_get(j, "flushed_at")),
+                         T0 + 7);
+        json_decref(j);
+        free(s);
+        sl_debounce_batch_free(b);
+        sl_debounce_destroy(d);
+}
+
+/* Control records: only "flush", once, with a good group key. */
+static void test_check_control(void **state) {
+        static const struct {
+                const char *key;
+                int nctl;
+                const char *ctl;
+                sl_debounce_verb_t verb;
+                const char *reason;
+        } cases[] = {
+            {"g", 1, "flush", SL_DEBOUNCE_FLUSH, NULL},
+            {NULL, 1, "flush", SL_DEBOUNCE_REFUSE, "missing-key"},
+            {"a\xff", 1, "flush", SL_DEBOUNCE_REFUSE, "bad-key"},
+            {"g", 2, "flush", SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, NULL, SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, "", SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, "Flush", SL_DEBOUNCE_REFUSE, "bad-header"},
+            {"g", 1, "flushx", SL_DEBOUNCE_REFUSE, "bad-header"},
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *reason = NULL;
+                char detail[128] = "";
+                sl_debounce_verb_t v = sl_debounce_check_control(
+                    cases[i].key, cases[i].key ? strlen(cases[i].key) : 0,
+                    cases[i].nctl, cases[i].ctl,
+                    cases[i].ctl ? strlen(cases[i].ctl) : 0, &reason, detail,
+                    sizeof(detail));
+                if (v != cases[i].verb)
+                        fail_msg("case %zu: verb %d, want %d", i, (int)v,
+                                 (int)cases[i].verb);
+                if (cases[i].reason) {
+                        assert_string_equal(reason, cases[i].reason);
+                        assert_true(detail[0] != '\0');
+                }
+        }
+}
+
 static void test_text_ok(void **state) {
         (void)state;
         assert_true(sl_debounce_text_ok("WH-42", 5));
@@ -738,6 +853,9 @@ int main(void) {
             cmocka_unit_test(test_protobuf),
             cmocka_unit_test(test_text_ok),
             cmocka_unit_test(test_check),
+            cmocka_unit_test(test_take_requested),
+            cmocka_unit_test(test_json_requested),
+            cmocka_unit_test(test_check_control),
             cmocka_unit_test(test_memory_per_item),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
