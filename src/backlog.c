@@ -212,6 +212,11 @@ int sl_bentry_cached(const sl_bentry_t *e) {
         return ref_cached(e->ref);
 }
 
+const void *sl_bentry_payload(const sl_bentry_t *e) {
+        sl_assert(e);
+        return ref_cached(e->ref) ? ref_block(e->ref)->data : NULL;
+}
+
 static inline int64_t charge_of(uint32_t size) {
         return (int64_t)size + SL_BCACHE_ENTRY_OVERHEAD;
 }

@@ -65,6 +65,10 @@ typedef struct sl_bentry_s {
 uint32_t sl_bentry_size(const sl_bentry_t *e);
 /* 1 if the payload is in memory. */
 int sl_bentry_cached(const sl_bentry_t *e);
+/* The payload's bytes (sl_bentry_size() of them) when it is in memory,
+ * else NULL.  Owned by the cache: valid until the next call that changes
+ * the backlog or the cache. */
+const void *sl_bentry_payload(const sl_bentry_t *e);
 
 /* What a cached payload costs the budget beyond its bytes: the block header
  * (8) and an estimate of malloc's own overhead (16). */

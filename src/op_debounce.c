@@ -76,6 +76,7 @@
 #include <string.h>
 
 #include "debounce.h"
+#include "describe.h"
 #include "log.h"
 #include "metrics.h"
 #include "sluice.pb-c.h"
@@ -783,6 +784,15 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         }
 }
 
+/* The API's lookup of one group (describe.h: the JSON shape), or NULL
+ * when the group is not open here. */
+static struct json_t *debounce_describe(sl_task_t *t, const void *key,
+                                        size_t keylen) {
+        debounce_state_t *st = t->state_data;
+        return sl_describe_group(st->win, key, keylen, t->partition,
+                                 sl_now_ms());
+}
+
 const sl_op_t sl_op_debounce = {
     .name = "debounce",
     .pipeline_init = debounce_pipeline_init,
@@ -793,4 +803,5 @@ const sl_op_t sl_op_debounce = {
     .restored = debounce_restored,
     .input = debounce_input,
     .wake = debounce_wake,
+    .describe = debounce_describe,
 };

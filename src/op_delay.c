@@ -66,6 +66,7 @@
 #include <time.h>
 
 #include "delay_input.h"
+#include "describe.h"
 #include "kafka.h"
 #include "log.h"
 #include "metrics.h"
@@ -974,6 +975,53 @@ out_req:
                 free(hdrs);
 }
 
+/* The API's lookup of one timer (describe.h: the JSON shape), or NULL
+ * when no timer of that id is pending here. */
+static struct json_t *delay_describe(sl_task_t *t, const void *key,
+                                     size_t keylen) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        const sl_timer_t *tm = sl_timerheap_find(st->heap, key, keylen);
+        sl_describe_timer_t d = {0};
+        fire_view_t v;
+        blob_reader_t r;
+
+        if (!tm)
+                return NULL;
+        if (blob_decode(sl_timer_data(tm), tm->datalen, &v) == -1 ||
+            v.target_idx >= dp->target_cnt)
+                sl_assert(!"timer blob corrupt");
+        d.id = sl_timer_key(tm);
+        d.idlen = tm->keylen;
+        d.partition = t->partition;
+        d.due_ms = tm->due_ms;
+        d.due_on_arrival = v.due_on_arrival;
+        d.target_topic = dp->targets[v.target_idx];
+        d.target_key_null = v.null_key;
+        d.target_key_header = v.has_key;
+        d.target_key = v.has_key ? v.key : sl_timer_key(tm);
+        d.target_keylen = v.has_key ? v.keylen : tm->keylen;
+        d.target_partition = v.partition;
+        d.payload_bytes = v.payload_len;
+        d.header_count = v.hdr_cnt;
+        d.seq = tm->seq;
+        /* Names plus values of the pass-through headers. */
+        r.p = v.hdrs;
+        r.end = v.payload;
+        r.bad = 0;
+        for (size_t i = 0; i < v.hdr_cnt && !r.bad; i++) {
+                size_t n = rd_varint(&r);
+                rd_bytes(&r, n);
+                d.header_bytes += n;
+                n = rd_varint(&r);
+                if (n) {
+                        rd_bytes(&r, n - 1);
+                        d.header_bytes += n - 1;
+                }
+        }
+        return sl_describe_timer(&d, sl_now_ms());
+}
+
 const sl_op_t sl_op_delay = {
     .name = "delay",
     .pipeline_init = delay_pipeline_init,
@@ -984,4 +1032,5 @@ const sl_op_t sl_op_delay = {
     .restored = delay_restored,
     .input = delay_input,
     .wake = delay_wake,
+    .describe = delay_describe,
 };

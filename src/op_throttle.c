@@ -71,6 +71,7 @@
 #include <string.h>
 
 #include "backlog.h"
+#include "describe.h"
 #include "log.h"
 #include "metrics.h"
 #include "rates.h"
@@ -205,9 +206,10 @@ static void throttle_update_gauges(sl_task_t *t) {
         throttle_count_caps(t);
 }
 
-/* Reads field 4 (deadline_ms, varint) of a packed OverflowRecord without
- * unpacking it: the rebuild reads a million of these.  Returns 0, or -1 if
- * the bytes are not a well-formed record with a deadline. */
+/* Reads a varint field of a packed OverflowRecord (4: deadline_ms, 6:
+ * received_ms) without unpacking it: the rebuild reads a million of these.
+ * Returns 0, or -1 if the bytes are not a well-formed record with that
+ * field. */
 static int wire_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
         const uint8_t *p = *pp;
         uint64_t x = 0;
@@ -223,7 +225,8 @@ static int wire_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
         return -1;
 }
 
-static int overflow_deadline(const void *data, size_t len, int64_t *out) {
+static int overflow_field(const void *data, size_t len, uint64_t field,
+                          int64_t *out) {
         const uint8_t *p = data, *end = p + len;
         int found = 0;
         while (p < end) {
@@ -234,7 +237,7 @@ static int overflow_deadline(const void *data, size_t len, int64_t *out) {
                 case 0:
                         if (wire_varint(&p, end, &v) == -1)
                                 return -1;
-                        if ((tag >> 3) == 4) {
+                        if ((tag >> 3) == field) {
                                 *out = (int64_t)v;
                                 found = 1;
                         }
@@ -260,6 +263,15 @@ static int overflow_deadline(const void *data, size_t len, int64_t *out) {
                 }
         }
         return found ? 0 : -1;
+}
+
+static int overflow_deadline(const void *data, size_t len, int64_t *out) {
+        return overflow_field(data, len, 4, out);
+}
+
+/* Field 6, received_ms: when sluice read the message from the input. */
+static int overflow_received(const void *data, size_t len, int64_t *out) {
+        return overflow_field(data, len, 6, out);
 }
 
 /* The changelog key "k/" + key, in buf if it fits, else allocated (the
@@ -1334,6 +1346,54 @@ static void throttle_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
                         sl_task_wake_at(pl->tasks[p], sl_now_ms());
 }
 
+/* ------------------------------------------------------------------ */
+/* The API's lookup (describe.h: the JSON shape).                      */
+
+/* Every key has an answer: one without state runs at its rate with a full
+ * bucket.  The rate is the table's now; a key whose cached rate is older
+ * (a rates record just read: its partition is woken to apply it) is shown
+ * as the switch will leave it. */
+static struct json_t *throttle_describe(sl_task_t *t, const void *key,
+                                        size_t keylen) {
+        throttle_state_t *st = st_of(t);
+        sl_describe_tkey_t v = {0};
+        const sl_bkey_t *k;
+        const sl_rate_t *kr;
+        sl_tbucket_t b;
+        int64_t now = sl_now_ms();
+
+        v.key = key;
+        v.keylen = keylen;
+        v.partition = t->partition;
+        v.source = sl_rates_lookup(st->tp->rates, key, keylen, &v.rate);
+        v.oldest_received_ms = INT64_MIN;
+        v.head_deadline_ms = INT64_MIN;
+        v.next_send_ms = INT64_MIN;
+        v.tokens = v.rate.burst;
+        if (!(k = sl_backlog_find(st->bl, key, keylen)))
+                return sl_describe_throttle_key(&v, now);
+        v.tracked = 1;
+        b = *sl_bkey_bucket(k);
+        kr = sl_bkey_rate(k);
+        if (kr->per_sec != v.rate.per_sec || kr->burst != v.rate.burst)
+                sl_tbucket_set_rate(&b, kr, &v.rate, now);
+        v.tokens = sl_tbucket_level(&b, &v.rate, now);
+        v.backlog = sl_bkey_len(k);
+        v.backlog_bytes = sl_bkey_bytes(k);
+        if (v.backlog) {
+                const sl_bentry_t *e = sl_bkey_entry(k, 0);
+                const void *p = sl_bentry_payload(e);
+                int64_t received;
+                v.head_deadline_ms = e->deadline_ms;
+                v.next_send_ms = sl_tbucket_next_ms(&b, &v.rate, now);
+                v.fetching = sl_bkey_parked(k);
+                if (p &&
+                    overflow_received(p, sl_bentry_size(e), &received) == 0)
+                        v.oldest_received_ms = received;
+        }
+        return sl_describe_throttle_key(&v, now);
+}
+
 const sl_op_t sl_op_throttle = {
     .name = "throttle",
     .pipeline_init = throttle_pipeline_init,
@@ -1351,4 +1411,5 @@ const sl_op_t sl_op_throttle = {
     .fetched = throttle_fetched,
     .table_topic = throttle_table_topic,
     .table = throttle_table,
+    .describe = throttle_describe,
 };
