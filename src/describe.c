@@ -115,7 +115,9 @@ json_t *sl_describe_timer(const sl_describe_timer_t *v, int64_t now_ms) {
                 in = v->due_ms < 0 ? INT64_MIN : INT64_MAX;
         set(o, "due_in_ms", json_integer(in));
         set(o, "due_on_arrival", json_boolean(v->due_on_arrival));
-        set(o, "target_topic", json_string(v->target_topic));
+        /* A topic restored from a changelog may hold any bytes. */
+        sl_describe_bytes(o, "target_topic", v->target_topic,
+                          strlen(v->target_topic));
         if (v->target_key_null)
                 set(o, "target_key", json_null());
         else

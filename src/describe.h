@@ -50,7 +50,8 @@
  *    "due_on_arrival": false,     true when it was already due when
  *                                 scheduled (fires at once; not counted in
  *                                 the lateness metrics)
- *    "target_topic": "orders.due",
+ *    "target_topic": "orders.due", (bytes convention: a changelog written
+ *                                 by hand may name any bytes)
  *    "target_key": "order-17",    the key the fired record gets (bytes
  *                                 convention), or null for a null key
  *    "target_key_source": "id",   "id" (no sluice-target-key: the timer

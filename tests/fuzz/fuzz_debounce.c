@@ -12,14 +12,18 @@
  * 1 MiB); the rest is records, one per line, "key\tid\tpayload": no tab
  * after the id means no sluice-item (an id from the offset, as the
  * operator makes); an id of "\x02" alone is a null sluice-item header, an
- * id starting with "\x03" is given twice; a payload of "\x01" alone is a
- * null value (a removal); max_record_bytes is 64 KiB.
+ * id starting with "\x03" is given twice; an id starting with "\x04" makes
+ * the line a control record whose sluice-control value is the rest of the
+ * id ("\x04flush": a flush), "\x04\x02" a null one, "\x04\x04..." given
+ * twice; a payload of "\x01" alone is a null value (a removal);
+ * max_record_bytes is 64 KiB.
  *
- * Checks: every JSON batch is JSON (as jansson reads it, integers too big
- * for it read as reals, which is how debounce.c decides a payload is JSON)
- * holding the batch's items; every
- * protobuf batch unpacks to the same key, id and items; a split keeps all
- * items; a take empties the state eventually; item counts add up.
+ * Checks: a control record is never an item, and a flush empties its
+ * group in batches of reason "requested"; every JSON batch is JSON (as jansson
+ * reads it, integers too big for it read as reals, which is how debounce.c
+ * decides a payload is JSON) holding the batch's items; every protobuf batch
+ * unpacks to the same key, id and items; a split keeps all items; a take
+ * empties the state eventually; item counts add up.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -133,6 +137,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 } else {
                         pl = t1 ? (const char *)t1 + 1 : "";
                         pllen = t1 ? (size_t)(le - t1 - 1) : 0;
+                }
+                if (nids && idlen && id && id[0] == 4) {
+                        /* A control record: never an item. */
+                        const char *ctl = id + 1;
+                        size_t ctllen = idlen - 1, before = added - taken;
+                        int nctl = 1;
+                        if (ctllen == 1 && ctl[0] == 2)
+                                ctl = NULL;
+                        else if (ctllen && ctl[0] == 4)
+                                nctl = 2;
+                        verb = sl_debounce_check_control(
+                            keylen ? key : NULL, keylen, nctl, ctl,
+                            ctl ? ctllen : 0, &reason, detail, sizeof(detail));
+                        if (verb == SL_DEBOUNCE_REFUSE) {
+                                CHECK(reason && *reason && *detail);
+                                continue;
+                        }
+                        CHECK(verb == SL_DEBOUNCE_FLUSH && nctl == 1 && ctl &&
+                              ctllen == 5 && !memcmp(ctl, "flush", 5));
+                        CHECK(keylen && sl_debounce_text_ok(key, keylen));
+                        while (sl_debounce_take(d, key, keylen, now, &b)) {
+                                check_batch(b);
+                                taken += b->cnt;
+                                sl_debounce_batch_free(b);
+                        }
+                        while (sl_debounce_take_requested(d, key, keylen, now,
+                                                          &b)) {
+                                CHECK(b->reason == SL_DEBOUNCE_REQUESTED &&
+                                      b->due_ms == now);
+                                check_batch(b);
+                                taken += b->cnt;
+                                sl_debounce_batch_free(b);
+                        }
+                        CHECK(!sl_debounce_group(d, key, keylen, NULL));
+                        CHECK(sl_debounce_items(d) == added - taken &&
+                              added - taken <= before);
+                        continue;
                 }
                 null_value = pllen == 1 && pl[0] == 1;
                 verb = sl_debounce_check(keylen ? key : NULL, keylen, nids, id,
