@@ -4,7 +4,7 @@ PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson
 DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
              protobuf-c-compiler libcmocka-dev libinih-dev libmicrohttpd-dev \
              libjansson-dev kcat clang-format maven default-jre-headless procps \
-             python3 curl clang libclang-rt-14-dev
+             python3 python3-venv curl clang libclang-rt-14-dev
 CC        ?= gcc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
@@ -31,7 +31,7 @@ ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefin
 ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check \
-        docs docs-check clean help broker-start broker-stop
+        docs docs-check clean help broker-start broker-stop ops-tools ops-check ops-rules
 all: sluice
 
 help:
@@ -48,6 +48,8 @@ help:
 	@echo "make format-check  clang-format check"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
+	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
+	@echo "make ops-rules  regenerate ops/prometheus-operator/prometheusrule.yaml"
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -114,7 +116,7 @@ unit-asan: asan
 # tests run under ASan + UBSan; so do the integration tests marked
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps
-	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS)
+	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
 	@tests/run-all.sh $(ASAN_UNIT_BINS)
@@ -146,6 +148,39 @@ format:
 
 format-check:
 	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"
+
+# The ops/ checks (tests/integration/0031-ops-manifests.sh, 0032-ops-metrics.sh):
+# a venv with the pinned Python tools, and kustomize built from its Go module
+# (skipped, with a note, where there is no Go toolchain).  Both are cached
+# in build/; the venv is rebuilt when the requirements change.
+OPS_VENV    := build/ops-venv
+KUSTOMIZE   := build/ops-tools/kustomize
+KUSTOMIZE_VERSION := v5.5.0
+
+ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE)
+
+$(OPS_VENV)/ok: tests/ops/requirements.txt
+	@rm -rf $(OPS_VENV)
+	@python3 -m venv $(OPS_VENV)
+	@$(OPS_VENV)/bin/pip install -q --disable-pip-version-check -r $< >$(OPS_VENV).log 2>&1 || \
+	  { cat $(OPS_VENV).log; rm -rf $(OPS_VENV); exit 1; }
+	@touch $@
+
+$(KUSTOMIZE):
+	@mkdir -p $(dir $@)
+	@if command -v go >/dev/null 2>&1; then \
+	  GOBIN=$(abspath $(dir $@)) GOFLAGS=-modcacherw go install \
+	    sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION) >$@.log 2>&1 || \
+	    { cat $@.log; exit 1; }; \
+	else echo "ops-tools: no Go toolchain: kustomize builds will not be rendered"; fi
+
+ops-check: sluice ops-tools
+	@$(OPS_VENV)/bin/python tests/ops/check_manifests.py --root . --sluice ./sluice \
+	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE))
+
+ops-rules: $(OPS_VENV)/ok
+	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
+	  ops/prometheus-operator/prometheusrule.yaml
 
 clean:
 	rm -rf build build-asan sluice sluice-asan

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# 0031-ops-manifests — the Kubernetes manifests in ops/, checked offline:
+# yamllint, every kustomization's references by hand, each build rendered by
+# kustomize, core objects against the Kubernetes schemas (strict), the
+# KEDA and Prometheus Operator resources against models of their CRDs, the
+# links between objects (selectors, names, KEDA's group, topics and bounds
+# against sluice.ini), Pod Security "restricted", `sluice config check` of
+# the rendered config with the containers' environment, the alert rules and
+# dashboard queries as PromQL.  tests/ops/check_manifests.py says each
+# check; `make ops-check` runs it without a broker.
+source "$(dirname "$0")/lib.sh"
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+venv=$root/build/ops-venv
+kustomize=$root/build/ops-tools/kustomize
+t0=$(date +%s%N)
+if [ ! -e "$venv/ok" ] || { [ ! -x "$kustomize" ] && command -v go >/dev/null; }; then
+    make -s -C "$root" ops-tools >"$WORK/ops-tools.log" 2>&1 ||
+        { cat "$WORK/ops-tools.log" >&2; fail "make ops-tools failed"; }
+    note "make ops-tools: $((($(date +%s%N) - t0) / 1000000)) ms"
+fi
+args=(--root "$root" --sluice "$SLUICE_BIN" --work "$WORK")
+if [ -x "$kustomize" ]; then
+    args+=(--kustomize "$kustomize")
+elif command -v go >/dev/null; then
+    fail "kustomize was not built although Go is here"
+else
+    note "no Go toolchain: the kustomize builds are not rendered (references checked by hand)"
+fi
+t1=$(date +%s%N)
+"$venv/bin/python" "$root/tests/ops/check_manifests.py" "${args[@]}" ||
+    fail "the manifests in ops/ have problems (above)"
+note "ops/ checks: $((($(date +%s%N) - t1) / 1000000)) ms"
+echo PASS

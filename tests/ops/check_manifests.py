@@ -1,0 +1,616 @@
+#!/usr/bin/env python3
+"""Offline checks of the Kubernetes manifests in ops/ (0031-ops-manifests).
+
+Run with the venv of tests/ops/requirements.txt (`make ops-tools`):
+
+    check_manifests.py --root REPO [--kustomize BIN] [--sluice BIN] [--work DIR]
+
+What it checks, and with what:
+
+* every YAML file under ops/ passes yamllint (tests/ops/yamllint.yaml);
+* every kustomization's references exist (resources, components, patches,
+  configMapGenerator files), checked by hand, and every manifest under ops/
+  is used by some kustomization (no forgotten file);
+* each build (the base, example/, and the base with topics-job/) is rendered
+  by kustomize (the real tool, `go install`ed by `make ops-tools`);
+* every core object of every build is validated against the Kubernetes
+  OpenAPI schemas shipped by kubernetes-validate, strict (unknown fields are
+  errors), for the oldest and newest Kubernetes it knows;
+* the custom resources (ScaledObject, TriggerAuthentication, PodMonitor,
+  PrometheusRule) are validated against models generated from their CRD
+  schemas (cloudcoil-models-keda, cloudcoil-models-prometheus-operator:
+  required fields, types, enums), and a field the model does not know is an
+  error, as in strict validation; KEDA trigger metadata is a free-form map
+  in the CRD, so its keys are checked against the Kafka scaler's documented
+  parameters here;
+* what ties the objects together: selectors and labels, the Service of the
+  StatefulSet, volumes and the ConfigMaps rendered, the PodMonitor's port,
+  KEDA's target, consumer group (app_id), topics (the pipelines' inputs),
+  bootstrap servers and replica bounds (<= the input partitions), one
+  pinned image, the grace period against shutdown_grace;
+* Pod Security "restricted" for every pod template;
+* `sluice config check` accepts the rendered sluice.ini with the
+  containers' SLUICE_* environment (Secret values replaced by a marker),
+  and neither it nor `sluice config dump` prints the password;
+* the PrometheusRule holds exactly ops/prometheus/alerts.yaml, every alert
+  expression and every dashboard query parses as PromQL (promql-parser).
+"""
+import argparse
+import configparser
+import copy
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg)
+
+
+def ok(msg):
+    print("ok   " + msg)
+
+
+def note(msg):
+    print("# " + msg)
+
+
+# ----------------------------------------------------------------------
+# YAML lint
+
+def lint(root):
+    from yamllint import config as ylconfig
+    from yamllint import linter
+
+    conf = ylconfig.YamlLintConfig(file=os.path.join(root, "tests/ops/yamllint.yaml"))
+    files = sorted(glob.glob(os.path.join(root, "ops/**/*.yaml"), recursive=True))
+    bad = 0
+    for f in files:
+        with open(f) as fh:
+            for p in linter.run(fh, conf, f):
+                fail(f"yamllint {os.path.relpath(f, root)}:{p.line}:{p.column}: {p.desc} ({p.rule})")
+                bad += 1
+    if not bad:
+        ok(f"yamllint: {len(files)} files")
+    return files
+
+
+# ----------------------------------------------------------------------
+# Kustomizations by hand: references exist, nothing is left out
+
+def kustomization_refs(kdir):
+    with open(os.path.join(kdir, "kustomization.yaml")) as f:
+        k = yaml.safe_load(f)
+    refs = []
+    for key in ("resources", "components"):
+        refs += [(key, r) for r in k.get(key) or []]
+    for p in k.get("patches") or []:
+        if "path" in p:
+            refs.append(("patches", p["path"]))
+    for g in (k.get("configMapGenerator") or []) + (k.get("secretGenerator") or []):
+        for f in g.get("files") or []:
+            refs.append(("configMapGenerator", f.split("=", 1)[-1]))
+        for f in g.get("envs") or []:
+            refs.append(("configMapGenerator", f))
+    return k, refs
+
+
+def check_references(root):
+    kdirs = sorted(os.path.dirname(p) for p in
+                   glob.glob(os.path.join(root, "ops/**/kustomization.yaml"), recursive=True))
+    used = set()
+    for kdir in kdirs:
+        k, refs = kustomization_refs(kdir)
+        rel = os.path.relpath(kdir, root)
+        for key, ref in refs:
+            path = os.path.normpath(os.path.join(kdir, ref))
+            if not os.path.exists(path):
+                fail(f"{rel}/kustomization.yaml: {key} names {ref}, which does not exist")
+                continue
+            if key == "components" or (key == "resources" and os.path.isdir(path)):
+                if not os.path.exists(os.path.join(path, "kustomization.yaml")):
+                    fail(f"{rel}/kustomization.yaml: {key} names {ref}, a directory without kustomization.yaml")
+                elif key == "components":
+                    with open(os.path.join(path, "kustomization.yaml")) as f:
+                        if yaml.safe_load(f).get("kind") != "Component":
+                            fail(f"{rel}/kustomization.yaml: {ref} is listed as a component but is no kind: Component")
+            used.add(path)
+    # Every manifest is used somewhere, except the documented exceptions.
+    exempt = re.compile(r"(kustomization\.yaml|\.example\.yaml|^ops/prometheus/.*)$")
+    for f in glob.glob(os.path.join(root, "ops/**/*.yaml"), recursive=True):
+        rel = os.path.relpath(f, root)
+        if not exempt.search(rel) and os.path.normpath(f) not in used:
+            fail(f"{rel} is in no kustomization (a forgotten or misspelled reference?)")
+    ok(f"kustomization references: {len(kdirs)} kustomizations, {len(used)} references")
+    return kdirs
+
+
+# ----------------------------------------------------------------------
+# Rendering
+
+BUILDS = {
+    # name: (resources, components) relative to ops/, or a directory
+    "base": "ops",
+    "example": "ops/example",
+    "topics-job": (["base"], ["kafka-sasl-tls", "topics-job"]),
+}
+
+
+def render(root, kustomize, work):
+    out = {}
+    for name, spec in BUILDS.items():
+        if isinstance(spec, str):
+            kdir = os.path.join(root, spec)
+        else:
+            kdir = os.path.join(work, "build-" + name)
+            os.makedirs(kdir, exist_ok=True)
+            rel = os.path.relpath(os.path.join(root, "ops"), kdir)
+            with open(os.path.join(kdir, "kustomization.yaml"), "w") as f:
+                yaml.safe_dump({
+                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                    "kind": "Kustomization",
+                    "resources": [f"{rel}/{r}" for r in spec[0]],
+                    "components": [f"{rel}/{c}" for c in spec[1]],
+                }, f)
+        r = subprocess.run([kustomize, "build", kdir], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"kustomize build {name}: {r.stderr.strip()}")
+            continue
+        docs = [d for d in yaml.safe_load_all(r.stdout) if d]
+        out[name] = docs
+        ok(f"kustomize build {name}: " + ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in docs))
+    return out
+
+
+# ----------------------------------------------------------------------
+# Schemas
+
+CORE_GROUPS = ("v1", "apps/v1", "batch/v1", "policy/v1")
+
+
+def validate_core(name, docs):
+    import kubernetes_validate as kv
+    from kubernetes_validate import utils as kvu
+
+    versions = sorted(set(kvu.all_versions()), key=lambda v: tuple(int(x) for x in v.split(".")))
+    want = [versions[0], versions[-1]]
+    n = 0
+    for d in docs:
+        if d["apiVersion"] not in CORE_GROUPS:
+            continue
+        for v in want:
+            try:
+                kv.validate(d, v, strict=True)
+            except Exception as e:  # ValidationError, SchemaNotFoundError
+                first = str(e).splitlines()[0]
+                fail(f"{name}: {d['kind']}/{d['metadata']['name']} against Kubernetes {v}: {first}")
+        n += 1
+    ok(f"{name}: {n} core objects valid (strict) against Kubernetes {want[0]} and {want[1]}")
+
+
+def _unknown_fields(given, dumped, path=""):
+    """Keys in the manifest that the model dropped: fields its schema lacks."""
+    out = []
+    if isinstance(given, dict) and isinstance(dumped, dict):
+        for k, v in given.items():
+            if k not in dumped:
+                out.append(f"{path}.{k}".lstrip("."))
+            else:
+                out += _unknown_fields(v, dumped[k], f"{path}.{k}")
+    elif isinstance(given, list) and isinstance(dumped, list):
+        for i, (a, b) in enumerate(zip(given, dumped)):
+            out += _unknown_fields(a, b, f"{path}[{i}]")
+    return out
+
+
+# The Kafka scaler's trigger parameters (keda.sh/docs/2.16/scalers/apache-kafka).
+KEDA_KAFKA_METADATA = {
+    "bootstrapServers", "consumerGroup", "topic", "lagThreshold", "activationLagThreshold",
+    "offsetResetPolicy", "allowIdleConsumers", "scaleToZeroOnInvalidOffset",
+    "excludePersistentLag", "limitToPartitionsWithLag", "version", "partitionLimitation",
+    "sasl", "tls", "unsafeSsl", "saslTokenProvider", "awsRegion", "awsEndpoint",
+    "ensureEvenDistributionOfPartitions",
+}
+KEDA_KAFKA_AUTH = {"sasl", "username", "password", "tls", "ca", "cert", "key", "keyPassword",
+                   "unsafeSsl", "oauthTokenEndpointUri", "scopes", "oauthExtensions"}
+
+
+def validate_crds(name, docs):
+    from cloudcoil.models.keda import v1alpha1 as keda
+    from cloudcoil.models.prometheus_operator import v1 as pmon
+
+    models = {
+        ("keda.sh/v1alpha1", "ScaledObject"): keda.ScaledObject,
+        ("keda.sh/v1alpha1", "TriggerAuthentication"): keda.TriggerAuthentication,
+        ("monitoring.coreos.com/v1", "PodMonitor"): pmon.PodMonitor,
+        ("monitoring.coreos.com/v1", "PrometheusRule"): pmon.PrometheusRule,
+    }
+    n = 0
+    for d in docs:
+        if d["apiVersion"] in CORE_GROUPS:
+            continue
+        what = f"{name}: {d['kind']}/{d['metadata']['name']}"
+        model = models.get((d["apiVersion"], d["kind"]))
+        if not model:
+            fail(f"{what}: no schema for {d['apiVersion']} {d['kind']}")
+            continue
+        try:
+            m = model.model_validate(copy.deepcopy(d))
+        except Exception as e:
+            fail(f"{what}: {e}")
+            continue
+        dumped = m.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        for f in _unknown_fields(d, dumped):
+            fail(f"{what}: unknown field {f}")
+        if d["kind"] == "ScaledObject":
+            for i, t in enumerate(d["spec"]["triggers"]):
+                for k in set(t.get("metadata", {})) - KEDA_KAFKA_METADATA:
+                    fail(f"{what}: triggers[{i}].metadata.{k} is not a Kafka scaler parameter")
+        if d["kind"] == "TriggerAuthentication":
+            for r in d["spec"].get("secretTargetRef", []):
+                if r["parameter"] not in KEDA_KAFKA_AUTH:
+                    fail(f"{what}: secretTargetRef parameter {r['parameter']} is not a Kafka scaler one")
+        n += 1
+    if n:
+        ok(f"{name}: {n} custom resources valid against their CRD models")
+
+
+# ----------------------------------------------------------------------
+# What ties the objects together
+
+def by_kind(docs, kind):
+    return [d for d in docs if d["kind"] == kind]
+
+
+def matches(selector, labels):
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+def pod_templates(docs):
+    for d in docs:
+        if d["kind"] in ("StatefulSet", "Deployment", "Job", "DaemonSet"):
+            yield d, d["spec"]["template"]
+
+
+def containers(spec):
+    return [("init", c) for c in spec.get("initContainers", [])] + \
+           [("", c) for c in spec.get("containers", [])]
+
+
+def sluice_ini(docs):
+    cms = [c for c in by_kind(docs, "ConfigMap") if "sluice.ini" in c.get("data", {})]
+    if len(cms) != 1:
+        fail(f"expected one ConfigMap with sluice.ini, found {len(cms)}")
+        return None, None
+    cp = configparser.ConfigParser(interpolation=None, strict=False, inline_comment_prefixes=None)
+    cp.optionxform = str
+    cp.read_string(cms[0]["data"]["sluice.ini"])
+    return cms[0], cp
+
+
+def check_links(name, docs, sluice_bin):
+    what = name
+    sts = by_kind(docs, "StatefulSet")
+    if len(sts) != 1:
+        fail(f"{what}: expected one StatefulSet, found {len(sts)}")
+        return
+    st = sts[0]
+    pod_labels = st["spec"]["template"]["metadata"]["labels"]
+    if not matches(st["spec"]["selector"]["matchLabels"], pod_labels):
+        fail(f"{what}: StatefulSet selector does not match its pod labels")
+    svc = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] == st["spec"]["serviceName"]]
+    if not svc:
+        fail(f"{what}: StatefulSet serviceName {st['spec']['serviceName']} names no Service")
+    for s in svc:
+        if not matches(s["spec"]["selector"], pod_labels):
+            fail(f"{what}: Service {s['metadata']['name']} selects no sluice pod")
+        if s["spec"].get("clusterIP") != "None" or not s["spec"].get("publishNotReadyAddresses"):
+            fail(f"{what}: Service {s['metadata']['name']} must be headless with publishNotReadyAddresses")
+    for p in by_kind(docs, "PodDisruptionBudget"):
+        if not matches(p["spec"]["selector"]["matchLabels"], pod_labels):
+            fail(f"{what}: PodDisruptionBudget {p['metadata']['name']} selects no sluice pod")
+    spec = st["spec"]["template"]["spec"]
+    ports = {p["name"] for _, c in containers(spec) for p in c.get("ports", [])}
+    for pm in by_kind(docs, "PodMonitor"):
+        if not matches(pm["spec"]["selector"]["matchLabels"], pod_labels):
+            fail(f"{what}: PodMonitor selects no sluice pod")
+        for ep in pm["spec"]["podMetricsEndpoints"]:
+            if ep.get("port") not in ports:
+                fail(f"{what}: PodMonitor port {ep.get('port')} is no container port ({sorted(ports)})")
+    ann = st["spec"]["template"]["metadata"].get("annotations", {})
+    metrics_port = [p["containerPort"] for _, c in containers(spec) for p in c.get("ports", [])
+                    if p["name"] == "metrics"]
+    if ann.get("prometheus.io/port") != str(metrics_port[0] if metrics_port else None):
+        fail(f"{what}: prometheus.io/port {ann.get('prometheus.io/port')} is not the metrics port")
+
+    # Volumes name what the build renders (ConfigMaps) or the documented Secrets.
+    cm_names = {c["metadata"]["name"] for c in by_kind(docs, "ConfigMap")}
+    secret_names = {"sluice-kafka", "sluice-kafka-admin"}  # kafka-sasl-tls/secret.example.yaml
+    images = set()
+    for obj, tpl in pod_templates(docs):
+        ps = tpl["spec"]
+        vols = {v["name"]: v for v in ps.get("volumes", [])}
+        for v in vols.values():
+            if "configMap" in v and v["configMap"]["name"] not in cm_names:
+                fail(f"{what}: {obj['kind']} volume {v['name']} names ConfigMap {v['configMap']['name']}, "
+                     f"not in the build ({sorted(cm_names)})")
+            if "secret" in v and v["secret"]["secretName"] not in secret_names:
+                fail(f"{what}: {obj['kind']} volume {v['name']} names an unknown Secret")
+        for kind, c in containers(ps):
+            cname = f"{obj['kind']} {kind}container {c['name']}"
+            if not c.get("image"):
+                fail(f"{what}: {cname} has no image")
+                continue
+            images.add(c["image"])
+            for m in c.get("volumeMounts", []):
+                if m["name"] not in vols:
+                    fail(f"{what}: {cname} mounts {m['name']}, which is no volume")
+            for e in c.get("env", []):
+                ref = e.get("valueFrom", {}).get("secretKeyRef")
+                if ref and ref["name"] not in secret_names:
+                    fail(f"{what}: {cname} env {e['name']} reads an unknown Secret {ref['name']}")
+            args = c.get("args", [])
+            if "-c" in args:
+                conf = args[args.index("-c") + 1]
+                mounted = [m for m in c.get("volumeMounts", [])
+                           if conf.startswith(m["mountPath"].rstrip("/") + "/")
+                           and "configMap" in vols.get(m["name"], {})]
+                if not mounted:
+                    fail(f"{what}: {cname} reads {conf}, which no ConfigMap volume mounts")
+    for img in images:
+        if ":" not in img.split("/")[-1] and "@" not in img or img.endswith(":latest"):
+            fail(f"{what}: image {img} is not pinned (a tag other than latest, or a digest)")
+    if len(images) > 1:
+        fail(f"{what}: containers run different images: {sorted(images)}")
+
+    cm, ini = sluice_ini(docs)
+    if ini is None:
+        return
+    app_id = ini.get("sluice", "app_id", fallback="sluice")
+    bootstrap = ini.get("kafka", "bootstrap.servers", fallback=None)
+    grace = ini.get("sluice", "shutdown_grace", fallback="30s")
+    m = re.fullmatch(r"(\d+)s", grace)
+    tgp = spec.get("terminationGracePeriodSeconds", 30)
+    if not m or int(m.group(1)) >= tgp:
+        fail(f"{what}: shutdown_grace {grace} must be below terminationGracePeriodSeconds {tgp}")
+    pipelines = {s.split(None, 1)[1]: ini[s] for s in ini.sections() if s.startswith("pipeline ")}
+    inputs = {p["input"]: int(p.get("input_partitions", "0")) for p in pipelines.values()}
+    for pl, p in pipelines.items():
+        if int(p.get("input_partitions", "0")) <= 0:
+            fail(f"{what}: pipeline {pl} sets no input_partitions: the init container could not create its input")
+    env_bootstrap = [e.get("value") for _, c in containers(spec) for e in c.get("env", [])
+                     if e["name"] == "SLUICE_KAFKA_BOOTSTRAP_SERVERS" and c["name"] == "sluice"]
+    if env_bootstrap:
+        bootstrap = env_bootstrap[0]
+    for so in by_kind(docs, "ScaledObject"):
+        ref = so["spec"]["scaleTargetRef"]
+        if (ref.get("kind"), ref["name"]) != ("StatefulSet", st["metadata"]["name"]):
+            fail(f"{what}: ScaledObject targets {ref.get('kind')}/{ref['name']}, not the StatefulSet")
+        if "replicas" in st["spec"]:
+            fail(f"{what}: StatefulSet sets replicas although KEDA owns the count")
+        lo, hi = so["spec"].get("minReplicaCount", 0), so["spec"].get("maxReplicaCount", 100)
+        if lo < 1:
+            fail(f"{what}: ScaledObject minReplicaCount {lo}: at 0 no timer fires and no backlog drains")
+        if inputs and hi > max(inputs.values()):
+            fail(f"{what}: ScaledObject maxReplicaCount {hi} exceeds the input partitions "
+                 f"({max(inputs.values())}): the extra members would idle")
+        topics = set()
+        for t in so["spec"]["triggers"]:
+            md = t["metadata"]
+            topics.add(md.get("topic"))
+            if t["type"] != "kafka":
+                continue
+            if md.get("consumerGroup") != app_id:
+                fail(f"{what}: ScaledObject consumerGroup {md.get('consumerGroup')} is not app_id {app_id}")
+            if md.get("bootstrapServers") != bootstrap:
+                fail(f"{what}: ScaledObject bootstrapServers {md.get('bootstrapServers')} "
+                     f"is not sluice's {bootstrap}")
+            if md.get("offsetResetPolicy") != "earliest":
+                fail(f"{what}: ScaledObject offsetResetPolicy must be earliest (sluice reads from the start)")
+            if "authenticationRef" in t:
+                names = {a["metadata"]["name"] for a in by_kind(docs, "TriggerAuthentication")}
+                if t["authenticationRef"]["name"] not in names:
+                    fail(f"{what}: ScaledObject authenticationRef names no TriggerAuthentication")
+        if topics != set(inputs):
+            fail(f"{what}: ScaledObject triggers watch {sorted(t or '' for t in topics)}, "
+                 f"the pipelines read {sorted(inputs)}")
+    if sluice_bin:
+        config_check(what, cm, spec, sluice_bin)
+
+
+MARKER = "S3cret-marker-0031"
+
+
+def config_check(what, cm, spec, sluice_bin):
+    """sluice config check with every container's SLUICE_* environment."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "sluice.ini")
+        with open(path, "w") as f:
+            f.write(cm["data"]["sluice.ini"])
+        for kind, c in containers(spec):
+            env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+            for e in c.get("env", []):
+                if "value" in e:
+                    env[e["name"]] = e["value"]
+                elif "secretKeyRef" in e.get("valueFrom", {}):
+                    # A password must never be printed; a user name may.
+                    secret = re.search(r"PASSWORD|SECRET|_KEY$", e["name"])
+                    env[e["name"]] = MARKER if secret else "from-a-secret"
+                elif "fieldRef" in e.get("valueFrom", {}):
+                    env[e["name"]] = "sluice-0"
+            r = subprocess.run([sluice_bin, "config", "check", "-c", path], env=env,
+                               capture_output=True, text=True)
+            out = r.stdout + r.stderr
+            if r.returncode != 0:
+                fail(f"{what}: sluice config check with {kind}container {c['name']}'s environment: {out.strip()}")
+            if MARKER in out:
+                fail(f"{what}: sluice config check printed a Secret's value")
+            dump = subprocess.run([sluice_bin, "config", "dump", "-c", path], env=env,
+                                  capture_output=True, text=True)
+            if MARKER in dump.stdout + dump.stderr:
+                fail(f"{what}: sluice config dump printed a Secret's value")
+        ok(f"{what}: sluice config check accepts sluice.ini with each container's environment")
+
+
+# ----------------------------------------------------------------------
+# Pod Security Standards, "restricted" profile (kubernetes.io/docs/concepts/
+# security/pod-security-standards/), for every pod template.
+
+PSS_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+               "projected", "secret"}
+
+
+def check_pss(name, docs):
+    n = 0
+    for obj, tpl in pod_templates(docs):
+        ps = tpl["spec"]
+        psc = ps.get("securityContext", {})
+        w = f"{name}: {obj['kind']}/{obj['metadata']['name']}"
+        for k in ("hostNetwork", "hostPID", "hostIPC"):
+            if ps.get(k):
+                fail(f"{w}: {k}")
+        for v in ps.get("volumes", []):
+            kinds = set(v) - {"name"}
+            if not kinds <= PSS_VOLUMES:
+                fail(f"{w}: volume {v['name']} of a kind restricted forbids: {kinds}")
+        for kind, c in containers(ps):
+            csc = c.get("securityContext", {})
+            cn = f"{w} {kind}container {c['name']}"
+
+            def eff(key):
+                return csc.get(key, psc.get(key))
+
+            if csc.get("privileged"):
+                fail(f"{cn}: privileged")
+            if csc.get("allowPrivilegeEscalation") is not False:
+                fail(f"{cn}: allowPrivilegeEscalation must be false")
+            if eff("runAsNonRoot") is not True:
+                fail(f"{cn}: runAsNonRoot must be true")
+            if eff("runAsUser") == 0:
+                fail(f"{cn}: runAsUser 0")
+            sp = (csc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+            if sp not in ("RuntimeDefault", "Localhost"):
+                fail(f"{cn}: seccompProfile must be RuntimeDefault or Localhost, is {sp}")
+            caps = csc.get("capabilities", {})
+            if "ALL" not in caps.get("drop", []):
+                fail(f"{cn}: capabilities must drop ALL")
+            if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+                fail(f"{cn}: adds capabilities {caps['add']}")
+            if csc.get("readOnlyRootFilesystem") is not True:
+                fail(f"{cn}: readOnlyRootFilesystem must be true (sluice writes nothing to disk)")
+            if any(p.get("hostPort") for p in c.get("ports", [])):
+                fail(f"{cn}: hostPort")
+            n += 1
+    ok(f"{name}: {n} containers meet Pod Security restricted")
+
+
+# ----------------------------------------------------------------------
+# Alert rules and dashboard
+
+GRAFANA_VARS = [(re.compile(r"\$__rate_interval|\$__interval|\$__range"), "5m"),
+                (re.compile(r"\$\{?[A-Za-z_]+\}?"), "x")]
+
+
+def promql_exprs(root):
+    """(where, expr) for every alert rule and dashboard query."""
+    out = []
+    with open(os.path.join(root, "ops/prometheus/alerts.yaml")) as f:
+        rules = yaml.safe_load(f)
+    for g in rules["groups"]:
+        for r in g["rules"]:
+            out.append((f"alert {r.get('alert') or r.get('record')}", r["expr"]))
+    for path in sorted(glob.glob(os.path.join(root, "ops/grafana/*.json"))):
+        with open(path) as f:
+            dash = json.load(f)
+
+        def walk(panels):
+            for p in panels:
+                for t in p.get("targets", []):
+                    if t.get("expr"):
+                        out.append((f"{os.path.basename(path)} panel '{p.get('title')}' {t.get('refId')}",
+                                    t["expr"]))
+                walk(p.get("panels", []))
+        walk(dash.get("panels", []))
+        for v in dash.get("templating", {}).get("list", []):
+            q = v.get("query")
+            q = q.get("query") if isinstance(q, dict) else q
+            m = re.fullmatch(r"label_values\((.*),\s*\w+\)", q or "")
+            if m:
+                out.append((f"{os.path.basename(path)} variable {v['name']}", m.group(1)))
+    return out
+
+
+def grafana_subst(expr):
+    for rx, val in GRAFANA_VARS:
+        expr = rx.sub(val, expr)
+    return expr
+
+
+def check_rules(root):
+    import promql_parser
+
+    with open(os.path.join(root, "ops/prometheus/alerts.yaml")) as f:
+        rules = yaml.safe_load(f)
+    with open(os.path.join(root, "ops/prometheus-operator/prometheusrule.yaml")) as f:
+        pr = yaml.safe_load(f)
+    if pr["spec"]["groups"] != rules["groups"]:
+        fail("ops/prometheus-operator/prometheusrule.yaml differs from ops/prometheus/alerts.yaml "
+             "(run `make ops-rules`)")
+    names = set()
+    for g in rules["groups"]:
+        for r in g["rules"]:
+            a = r.get("alert")
+            if a in names:
+                fail(f"alert {a} defined twice")
+            names.add(a)
+            if not r.get("labels", {}).get("severity"):
+                fail(f"alert {a}: no severity label")
+            if not r.get("annotations", {}).get("summary"):
+                fail(f"alert {a}: no summary annotation")
+    n = 0
+    for where, expr in promql_exprs(root):
+        try:
+            promql_parser.parse(grafana_subst(expr))
+            n += 1
+        except Exception as e:
+            fail(f"{where}: PromQL does not parse: {e}: {expr}")
+    ok(f"alert rules: {len(names)} alerts, PrometheusRule in step; {n} PromQL expressions parse")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--kustomize")
+    ap.add_argument("--sluice")
+    ap.add_argument("--work", default="/tmp")
+    a = ap.parse_args()
+    root = os.path.abspath(a.root)
+
+    lint(root)
+    check_references(root)
+    check_rules(root)
+    if a.kustomize:
+        builds = render(root, a.kustomize, a.work)
+        for name, docs in builds.items():
+            validate_core(name, docs)
+            validate_crds(name, docs)
+            check_links(name, docs, a.sluice)
+            check_pss(name, docs)
+    else:
+        note("kustomize not available: builds not rendered (references checked by hand only)")
+    print(f"{len(failures)} problem(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Writes ops/prometheus-operator/prometheusrule.yaml from ops/prometheus/alerts.yaml.
+
+`make ops-rules` runs it; tests/ops/check_manifests.py fails when the two
+differ.  Usage: gen-prometheusrule.py ALERTS OUT
+"""
+import sys
+
+import yaml
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper, s):
+    style = "|" if "\n" in s else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+HEADER = """\
+# Generated from ../prometheus/alerts.yaml by `make ops-rules`: edit that
+# file, not this one (tests/integration/0031-ops-manifests.sh fails when the
+# two differ).  Label it as your Prometheus's ruleSelector expects.
+"""
+
+
+def main(src, out):
+    with open(src) as f:
+        rules = yaml.safe_load(f)
+    doc = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "sluice", "labels": {"app.kubernetes.io/name": "sluice"}},
+        "spec": {"groups": rules["groups"]},
+    }
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100)
+    with open(out, "w") as f:
+        f.write(HEADER + text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
