@@ -1,12 +1,24 @@
 #!/usr/bin/env python3
 """image-dockerfile.py — reads docker/Dockerfile for the image tests.
 
-  image-dockerfile.py layers DOCKERFILE
-      The runtime (last) stage as shell assignments for the image check to
-      eval: COPY_SRC[i], COPY_DST[i] (COPY --from=build sources are printed
-      as "@build:/path"), IMAGE_USER, ENTRYPOINT and CMD (bash arrays),
-      IMAGE_ENV (KEY=VALUE words).  So the check runs what the image runs,
-      not a copy of it.
+  image-dockerfile.py layers DOCKERFILE [STAGE]
+      One stage (default: the last, the runtime image) as shell assignments
+      for the image tests to eval: COPY_SRC[i], COPY_DST[i] (COPY --from=X
+      sources are printed as "@X:/path"; a relative destination is resolved
+      against WORKDIR), IMAGE_USER, WORKDIR, ENTRYPOINT, CMD and RUN_CMDS
+      (bash arrays), IMAGE_ENV (KEY=VALUE words).  So the tests run what the
+      image runs, not a copy of it.
+
+  image-dockerfile.py context REPO OUTDIR
+      The build context `docker build -f docker/Dockerfile REPO` sends:
+      copies every file of REPO that REPO/.dockerignore admits into OUTDIR
+      (Docker's rules: Go-style patterns with **, a pattern matching a
+      folder matches what is inside, the last matching pattern wins, !
+      re-admits) and prints "FILES BYTES TREE_FILES TREE_BYTES".
+
+  image-dockerfile.py admits REPO PATH...
+      For each PATH (relative to REPO), "yes PATH" or "no PATH": whether
+      .dockerignore lets it into the context.
 
   image-dockerfile.py lint DOCKERFILE
       A reading lint (hadolint is not in Debian): every RUN that installs
@@ -18,7 +30,9 @@
       exits 1 when there is one.
 """
 import json
+import os
 import re
+import shutil
 import shlex
 import sys
 
@@ -74,12 +88,20 @@ def exec_form(arg):
     return v if isinstance(v, list) and all(isinstance(s, str) for s in v) else None
 
 
-def layers(path):
+def layers(path, stage=None):
     ins = instructions(path)
-    _, last = stages(ins)[-1]
-    copies, user, env = [], "root", []
-    entry, cmd = [], []
-    for n, kw, arg in last:
+    st = stages(ins)
+    if stage is None:
+        _, body = st[-1]
+    else:
+        named = [b for (f, b) in st if re.search(r"\bAS\s+" + re.escape(stage) + r"\s*$",
+                                                  f[2], re.I)]
+        if not named:
+            sys.exit(f"{path}: no stage named {stage}")
+        body = named[0]
+    copies, user, env, runs = [], "root", [], []
+    entry, cmd, workdir = [], [], "/"
+    for n, kw, arg in body:
         if kw == "COPY":
             words = shlex.split(arg)
             frm = [w for w in words if w.startswith("--from=")]
@@ -89,7 +111,13 @@ def layers(path):
             src, dst = words
             if frm:
                 src = "@" + frm[0][len("--from="):] + ":" + src
+            if not dst.startswith("/"):
+                dst = workdir.rstrip("/") + "/" + (dst[2:] if dst.startswith("./") else dst)
             copies.append((src, dst))
+        elif kw == "WORKDIR":
+            workdir = arg
+        elif kw == "RUN":
+            runs.append(arg)
         elif kw == "USER":
             user = arg
         elif kw == "ENV":
@@ -103,8 +131,10 @@ def layers(path):
     for i, (s, d) in enumerate(copies):
         print(f"COPY_SRC[{i}]={q(s)}; COPY_DST[{i}]={q(d)}")
     print(f"IMAGE_USER={q(user)}")
+    print(f"WORKDIR={q(workdir)}")
     print("ENTRYPOINT=(" + " ".join(q(w) for w in entry) + ")")
     print("CMD=(" + " ".join(q(w) for w in cmd) + ")")
+    print("RUN_CMDS=(" + " ".join(q(w) for w in runs) + ")")
     print("IMAGE_ENV=(" + " ".join(q(w) for w in env) + ")")
 
 
@@ -162,10 +192,79 @@ def lint(path):
     return 1 if problems else 0
 
 
+def ignore_rules(repo):
+    rules = []
+    try:
+        lines = open(os.path.join(repo, ".dockerignore")).read().splitlines()
+    except FileNotFoundError:
+        return rules
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        neg = line.startswith("!")
+        pat = os.path.normpath(line[1:] if neg else line).lstrip("/")
+        rx, i = "", 0
+        while i < len(pat):
+            c = pat[i]
+            if pat.startswith("**/", i):
+                rx += "(?:.*/)?"
+                i += 3
+                continue
+            if pat.startswith("**", i):
+                rx += ".*"
+                i += 2
+                continue
+            rx += {"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c) if c not in "[]-^" else c)
+            i += 1
+        rules.append((re.compile(rx + "$"), neg))
+    return rules
+
+
+def admitted(rules, rel):
+    """Docker's verdict for one path: the last rule that matches the path or
+    one of its parent folders decides; no rule, admitted."""
+    parts = rel.split("/")
+    cands = ["/".join(parts[:k]) for k in range(1, len(parts) + 1)]
+    keep = True
+    for rx, neg in rules:
+        if any(rx.match(c) for c in cands):
+            keep = neg
+    return keep
+
+
+def context(repo, out):
+    rules = ignore_rules(repo)
+    n = size = tn = tsize = 0
+    for d, dirs, files in os.walk(repo):
+        dirs.sort()
+        for f in files:
+            full = os.path.join(d, f)
+            if os.path.islink(full) or not os.path.isfile(full):
+                continue
+            rel = os.path.relpath(full, repo)
+            b = os.path.getsize(full)
+            tn, tsize = tn + 1, tsize + b
+            if admitted(rules, rel):
+                n, size = n + 1, size + b
+                dst = os.path.join(out, rel)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(full, dst)
+    print(n, size, tn, tsize)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("layers", "lint"):
+    if len(sys.argv) >= 4 and sys.argv[1] == "context":
+        context(sys.argv[2], sys.argv[3])
+        sys.exit(0)
+    if len(sys.argv) >= 4 and sys.argv[1] == "admits":
+        r = ignore_rules(sys.argv[2])
+        for rel in sys.argv[3:]:
+            print("yes" if admitted(r, rel) else "no", rel)
+        sys.exit(0)
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("layers", "lint"):
         sys.exit(__doc__)
     if sys.argv[1] == "layers":
-        layers(sys.argv[2])
+        layers(sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else None)
     else:
         sys.exit(lint(sys.argv[2]))
