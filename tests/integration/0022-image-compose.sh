@@ -9,6 +9,8 @@
 # seen to fail.  The services' environment and commands are run for real,
 # as PID 1 in the image, by 0021.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-image.sh"
+py=$(yaml_python)
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 check=$repo/tests/integration/image-compose.py
 
@@ -18,21 +20,21 @@ case "$grace" in
 *m) grace=$((${grace%m} * 60)) ;;
 *) fail "cannot read shutdown_grace of docker/sluice.ini: '$grace'" ;;
 esac
-python3 "$check" "$repo/docker/compose.yaml" "$grace" || fail "docker/compose.yaml does not pass"
+"$py" "$check" "$repo/docker/compose.yaml" "$grace" || fail "docker/compose.yaml does not pass"
 
 # Broken copies: one edit each, and the problem the checker must name.
 mkdir -p "$WORK/docker"
 cp "$repo/docker/Dockerfile" "$WORK/docker/"
 mutate() {
-    local what=$1 expect=$2 py=$3
-    python3 - "$repo/docker/compose.yaml" "$WORK/docker/compose.yaml" "$py" <<'PY'
+    local what=$1 expect=$2 edit=$3
+    "$py" - "$repo/docker/compose.yaml" "$WORK/docker/compose.yaml" "$edit" <<'PY'
 import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 s = d["services"]
 exec(sys.argv[3])
 yaml.safe_dump(d, open(sys.argv[2], "w"))
 PY
-    if out=$(python3 "$check" "$WORK/docker/compose.yaml" "$grace"); then
+    if out=$("$py" "$check" "$WORK/docker/compose.yaml" "$grace"); then
         fail "the checker passed a compose file with $what"
     fi
     echo "$out" | grep -q -- "$expect" || fail "with $what the checker said: $out"

@@ -32,6 +32,9 @@ image_repo=$(cd "$image_here/../.." && pwd)
 
 _image_cleanup() {
     local n
+    # PID 1 of each namespace first: its end ends everything in it.  Not
+    # unshare alone: --kill-child does not reach a PID 1 that changed its
+    # user (chroot --userspec clears the parent-death signal).
     for n in "${!IMAGE_PIDS[@]}"; do kill -9 "${IMAGE_PIDS[$n]}" 2>/dev/null || true; done
     for n in "${!IMAGE_UPIDS[@]}"; do kill -9 "${IMAGE_UPIDS[$n]}" 2>/dev/null || true; done
 }
@@ -87,6 +90,11 @@ image_start() {
     [ "${1:-}" = -- ] && shift
     local -a args=("$@")
     [ $# -gt 0 ] || args=("${CMD[@]}")
+    # No command substitution in the background command below: bash would
+    # run it in a child of the forked shell, and _forked could take that
+    # child for the namespace's PID 1.
+    local chroot_bin
+    chroot_bin=$(command -v chroot)
     unshare --pid --mount --uts --fork --propagation private --kill-child -- \
         /bin/sh -c 'r=$1 h=$2; shift 2
             hostname "$h" &&
@@ -94,24 +102,39 @@ image_start() {
             mount -t proc proc "$r/proc" &&
             mount -t tmpfs -o size=16m,mode=1777 tmpfs "$r/tmp" &&
             exec "$@"' sh "$IMAGE_ROOT" "$host" \
-        env -i "${env[@]}" "$(command -v chroot)" --userspec="$IMAGE_USER" "$IMAGE_ROOT" \
+        env -i "${env[@]}" "$chroot_bin" --userspec="$IMAGE_USER" "$IMAGE_ROOT" \
         "${ENTRYPOINT[@]}" "${args[@]}" >>"$WORK/sluice-$n.log" 2>&1 &
-    IMAGE_UPIDS[$n]=$!
-    SLUICE_PIDS[$n]=$!
+    local upid=$! pid=
+    IMAGE_UPIDS[$n]=$upid
+    SLUICE_PIDS[$n]=$upid
+    # PID 1 of the namespace, as seen from here (the shell above, then by
+    # exec the entrypoint, then sluice): what signals go to, and what the
+    # cleanup kills.
+    _forked() {
+        pid=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null | awk '{print $1}')
+        [ -n "$pid" ] || _image_ended "$upid"
+    }
+    wait_until 10 _forked || fail "$n: unshare did not fork within 10 s"
+    [ -n "$pid" ] && IMAGE_PIDS[$n]=$pid
+    return 0
+}
+
+# _image_ended PID — 0 when PID is gone or a zombie (ours to reap).
+_image_ended() {
+    local st
+    st=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null)
+    [ -z "$st" ] || [ "$st" = Z ]
 }
 
 # image_pid1 NAME — waits until the process that is PID 1 of NAME's
-# namespace is sluice (the entrypoint has exec'd it), sets IMAGE_PIDS[NAME]
-# to its pid as seen from here and checks it: PID 1 inside, the image's
-# user, SIGTERM caught.
+# namespace (IMAGE_PIDS[NAME], its pid as seen from here) is sluice: the
+# entrypoint has exec'd it; and checks it: PID 1 inside, the image's user,
+# SIGTERM caught.
 image_pid1() {
-    local n=$1 upid=${IMAGE_UPIDS[$1]} pid=
-    _is_sluice() {
-        pid=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null | awk '{print $1}')
-        [ -n "$pid" ] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$IMAGE_ROOT/usr/local/bin/sluice" ]
-    }
-    wait_until 10 _is_sluice || fail "$n: PID 1 of its namespace never became sluice (log: $(tail -3 "$WORK/sluice-$n.log"))"
-    IMAGE_PIDS[$n]=$pid
+    local n=$1 pid=${IMAGE_PIDS[$1]:-}
+    [ -n "$pid" ] || fail "$n: ended before it could be looked at: $(tail -3 "$WORK/sluice-$n.log")"
+    _is_sluice() { [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$IMAGE_ROOT/usr/local/bin/sluice" ]; }
+    wait_until 10 _is_sluice || fail "$n: PID 1 of its namespace never became sluice (it is $(readlink "/proc/$pid/exe"); log: $(tail -3 "$WORK/sluice-$n.log"))"
     local nspid uid sigcgt
     nspid=$(awk '/^NSpid:/ {print $NF}' "/proc/$pid/status")
     uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
@@ -133,13 +156,7 @@ image_signal() {
 # $(...): the waiting shell must be the one that started it.
 image_wait() {
     local n=$1 secs=$2 upid=${IMAGE_UPIDS[$1]}
-    # Ended: gone, or a zombie that only our wait can reap.
-    _gone() {
-        local st
-        st=$(awk '/^State:/ {print $2}' "/proc/$upid/status" 2>/dev/null)
-        [ -z "$st" ] || [ "$st" = Z ]
-    }
-    if ! wait_until "$secs" _gone; then
+    if ! wait_until "$secs" _image_ended "$upid"; then
         IMAGE_RC=timeout
         return
     fi
@@ -148,10 +165,23 @@ image_wait() {
     unset "IMAGE_UPIDS[$n]" "IMAGE_PIDS[$n]" "SLUICE_PIDS[$n]"
 }
 
+# yaml_python — a python3 that has PyYAML (Debian's python3-yaml, which
+# make deps installs, or the python3 first on PATH); fails the test if none.
+yaml_python() {
+    local p
+    for p in python3 /usr/bin/python3; do
+        if "$p" -c 'import yaml' 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+    fail "no python3 with PyYAML here (apt-get install python3-yaml)"
+}
+
 # compose_env SERVICE — the environment of a service of docker/compose.yaml
 # as VAR=VALUE lines.
 compose_env() {
-    python3 - "$image_repo/docker/compose.yaml" "$1" <<'PY'
+    "$(yaml_python)" - "$image_repo/docker/compose.yaml" "$1" <<'PY'
 import sys, yaml
 svc = yaml.safe_load(open(sys.argv[1]))["services"][sys.argv[2]]
 env = svc.get("environment") or {}
@@ -163,7 +193,7 @@ PY
 
 # compose_command SERVICE — its command, one word a line.
 compose_command() {
-    python3 - "$image_repo/docker/compose.yaml" "$1" <<'PY'
+    "$(yaml_python)" - "$image_repo/docker/compose.yaml" "$1" <<'PY'
 import sys, yaml
 for w in yaml.safe_load(open(sys.argv[1]))["services"][sys.argv[2]].get("command") or []:
     print(w)
