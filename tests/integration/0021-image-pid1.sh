@@ -15,6 +15,8 @@
 #      hostname) join one group with distinct instance ids, neither fences
 #      the other, the input's partitions are split between them;
 #   4. a timer produced with kcat from the host fires into its target;
+#      another, an hour out, shows in `inspect` run in the image, and a
+#      null value (kcat -Z) cancels it, as the README walks through;
 #   5. PID 1 rules are in force: SIGUSR1 (default action, no handler) from
 #      outside is dropped, not fatal;
 #   6. SIGTERM from outside to each PID 1 ends it, exit 0, within
@@ -23,6 +25,11 @@
 #      (SLUICE_TEST_COMMIT_PAUSE_MS) and shutdown_grace = 2s, SIGTERM during
 #      a commit ends sluice with exit 1 about 2 s later, by the watchdog
 #      thread (no signal involved).
+#
+# Against a broker that outlived an earlier run, the members' readiness
+# waits up to the session timeout (45 s) for that run's static members:
+# their hostnames, hence instance ids, are new each time (as after
+# `docker compose down` and `up`).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-image.sh"
 
@@ -117,6 +124,25 @@ IFS='|' read -r k v ts <<<"$got"
 [ "$k" = "$id" ] && [ "$v" = "hello from the image" ] || fail "wrong record in $target: $got"
 [ "$ts" -ge "$due" ] || fail "the timer fired at $ts, before its due time $due"
 note "timer fired into $target $((ts - due)) ms after its due time"
+
+# 4b. The README's inspect and cancel, inspect run in the image as compose's
+# `run --rm topics inspect ...` does: a timer an hour out is pending, then a
+# null value (kcat -Z) cancels it.
+later=$PFX-later
+pending() {
+    image_start inspect "$(container_host)" "${topics_env[@]}" -- \
+        inspect -c /etc/sluice/sluice.ini reminders --key "$later"
+    image_wait inspect 30
+    case "$IMAGE_RC" in 0) return 0 ;; 1) return 1 ;; esac
+    fail "inspect in the image ended with $IMAGE_RC: $(tail -3 "$WORK/sluice-inspect.log")"
+}
+echo "$later:see you in an hour" |
+    produce reminders.in -K: -H "sluice-target=$target" -H "sluice-delay=1h"
+wait_until 30 pending || fail "inspect in the image never showed the pending timer $later"
+echo "$later:" | produce reminders.in -K: -Z
+not_pending() { ! pending; }
+wait_until 30 not_pending || fail "the timer $later is still pending after its cancel"
+echo "inspect in the image: $later pending, then gone after a null-value cancel"
 
 # 5. PID 1's rules: SIGUSR1 has no handler in sluice, so outside a PID
 # namespace it would kill it; as PID 1 the kernel drops it.
