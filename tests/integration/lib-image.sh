@@ -138,11 +138,17 @@ image_pid1() {
     local nspid uid sigcgt
     nspid=$(awk '/^NSpid:/ {print $NF}' "/proc/$pid/status")
     uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
-    sigcgt=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status")
     [ "$nspid" = 1 ] || fail "$n: sluice is pid $nspid in its namespace, not 1"
     [ "$uid" = "${IMAGE_USER%%:*}" ] || fail "$n: sluice runs as uid $uid, not the image's USER $IMAGE_USER"
-    # SIGTERM is signal 15: bit 14 of the caught mask.
-    (((0x$sigcgt >> 14) & 1)) || fail "$n: sluice does not catch SIGTERM (SigCgt $sigcgt): as PID 1 it would ignore it"
+    # SIGTERM is signal 15: bit 14 of the caught mask.  sluice installs its
+    # handler once the config is loaded and the loop is set up (until then
+    # a PID 1 drops SIGTERM), so wait for it.
+    _term_caught() {
+        sigcgt=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+        [ -n "$sigcgt" ] && (((0x$sigcgt >> 14) & 1))
+    }
+    wait_until 30 _term_caught ||
+        fail "$n: sluice does not catch SIGTERM (SigCgt ${sigcgt:-gone}) 30 s after start: as PID 1 it would ignore it"
 }
 
 # image_signal NAME SIGNAL — sends SIGNAL from outside to NAME's PID 1, as
