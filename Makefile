@@ -4,7 +4,7 @@ PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson
 DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
              protobuf-c-compiler libcmocka-dev libinih-dev libmicrohttpd-dev \
              libjansson-dev kcat clang-format maven default-jre-headless procps \
-             python3 python3-venv curl clang libclang-rt-14-dev
+             python3 python3-venv curl clang libclang-rt-14-dev mmdebstrap python3-yaml
 CC        ?= gcc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
@@ -31,7 +31,8 @@ ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefin
 ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check \
-        docs docs-check clean help broker-start broker-stop ops-tools ops-check ops-rules
+        docs docs-check clean help broker-start broker-stop ops-tools ops-check ops-rules \
+        image-check
 all: sluice
 
 help:
@@ -50,6 +51,10 @@ help:
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
 	@echo "make ops-rules  regenerate ops/prometheus-operator/prometheusrule.yaml"
+	@echo "make image-check the container image without Docker: its rootfs from"
+	@echo "                docker/runtime-packages.txt (mmdebstrap, cached in build/image),"
+	@echo "                sluice as PID 1 against the test broker, compose.yaml and"
+	@echo "                Dockerfile checks (tests 0021-0023; part of make test)"
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -123,6 +128,13 @@ test: deps
 
 integration: sluice asan $(TOOL_BINS)
 	@tests/integration/run.sh
+
+# The container image, proven without a Docker engine (needs root): the
+# integration tests named *-image-* (0021 runs the image as PID 1 in a PID
+# namespace, 0022 reads compose.yaml, 0023 the Dockerfile), with the test
+# broker started and stopped around them.  make test runs them too.
+image-check: deps sluice
+	@tests/integration/run.sh -image-
 
 broker-start:
 	@tests/integration/kafka/broker.sh start
