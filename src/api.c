@@ -63,6 +63,7 @@
 #define FORWARD_MAX_BYTES    (8 * 1024 * 1024)
 #define MAX_USER_HEADERS     64
 #define FORWARDED_HDR        "X-Sluice-Forwarded"
+#define ANSWERED_HDR         "X-Sluice-Answered-By"
 #define RETRY_AFTER          "1"
 
 /* ------------------------------------------------------------------ */
@@ -684,6 +685,7 @@ static int owner_find(sl_api_t *api, const char *topic, int32_t partition,
 typedef struct fwd_answer_s {
         int status;
         char retry_after[16];
+        char answered_by[300];
         char *body; /* NUL-terminated */
         size_t body_len;
 } fwd_answer_t;
@@ -793,6 +795,10 @@ static int forward_get(sl_api_t *api, const char *addr, const char *url,
         for (p = strstr(buf, "\r\n"); p; p = strstr(p + 2, "\r\n"))
                 if (!strncasecmp(p + 2, "Retry-After:", 12))
                         sscanf(p + 14, "%15s", a->retry_after);
+                else if (!strncasecmp(p + 2, ANSWERED_HDR ":",
+                                      sizeof(ANSWERED_HDR)))
+                        sscanf(p + 2 + sizeof(ANSWERED_HDR), " %299s",
+                               a->answered_by);
         a->body_len = len - (size_t)(hend + 4 - buf);
         a->body = sl_malloc(a->body_len + 1);
         memcpy(a->body, hend + 4, a->body_len);
@@ -1066,6 +1072,7 @@ typedef struct look_s {
         const char *code;
         char msg[400];
         char retry_after[16];
+        char answered_by[300]; /* the instance that answered */
 } look_t;
 
 static void look_free(look_t *l) {
@@ -1084,6 +1091,7 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
 
         memset(l, 0, sizeof(*l));
         l->status = 503;
+        snprintf(l->answered_by, sizeof(l->answered_by), "%s", api->advertised);
         switch (res) {
         case SL_API_FOUND:
                 l->status = 200;
@@ -1194,19 +1202,37 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
         l->status = a.status;
         l->body = a.body;
         snprintf(l->retry_after, sizeof(l->retry_after), "%s", a.retry_after);
+        if (*a.answered_by)
+                snprintf(l->answered_by, sizeof(l->answered_by), "%s",
+                         a.answered_by);
 }
 
 static enum MHD_Result answer_lookup(struct MHD_Connection *c, look_t *l) {
+        struct MHD_Response *r;
         enum MHD_Result rc;
-        if (l->body)
-                rc = reply_text(c, l->status, l->body, strlen(l->body),
-                                *l->retry_after    ? l->retry_after
-                                : l->status == 503 ? RETRY_AFTER
-                                                   : NULL,
-                                0);
-        else
-                rc = reply_err(c, l->status, l->code, "%s", l->msg);
+        char *s = l->body;
+        const char *ra = *l->retry_after    ? l->retry_after
+                         : l->status == 503 ? RETRY_AFTER
+                                            : NULL;
+        if (!s) {
+                json_t *j =
+                    json_pack("{s:s, s:s}", "code", l->code, "message", l->msg);
+                s = json_dumps(j, JSON_COMPACT);
+                json_decref(j);
+        }
+        r = MHD_create_response_from_buffer(s ? strlen(s) : 0, s,
+                                            MHD_RESPMEM_MUST_COPY);
+        if (s != l->body)
+                free(s);
         look_free(l);
+        if (!r)
+                return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, ANSWERED_HDR, l->answered_by);
+        if (ra)
+                MHD_add_response_header(r, "Retry-After", ra);
+        rc = MHD_queue_response(c, (unsigned)l->status, r);
+        MHD_destroy_response(r);
         return rc;
 }
 

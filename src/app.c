@@ -1523,13 +1523,15 @@ static sl_api_lookup_t app_api_lookup(void *opaque, int pi, int32_t p,
         if (pi < 0 || pi >= app->pipeline_cnt)
                 return SL_API_UNOWNED;
         pl = &app->pipelines[pi];
-        if (!pl->op || !pl->op->describe)
-                return SL_API_UNSUPPORTED;
+        /* Ownership first: another member's partition is forwarded there,
+         * whatever this one can describe. */
         if (!pl->tasks || p < 0 || p >= pl->partition_cnt ||
             !(t = pl->tasks[p]))
                 return SL_API_UNOWNED;
         if (t->state != SL_TASK_RUNNING || t->revoking)
                 return SL_API_REBUILDING;
+        if (!pl->op || !pl->op->describe)
+                return SL_API_UNSUPPORTED;
         if (!(j = pl->op->describe(t, key, keylen)))
                 return SL_API_ABSENT;
         *jsonp = json_dumps(j, JSON_COMPACT);
