@@ -42,6 +42,8 @@
  */
 #include "app.h"
 
+#include <jansson.h>
+
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
@@ -1448,6 +1450,9 @@ static void app_on_signal(uv_signal_t *sig, int signum) {
 }
 
 static void app_destroy(sl_app_t *app) {
+        /* The API first: its lookups reach into the tasks. */
+        sl_api_stop(app->api);
+        app->api = NULL;
         /* Tasks first: nothing may call back into them after. */
         if (app->pipelines)
                 app_for_each_task(app, task_destroy_cb);
@@ -1505,6 +1510,35 @@ static void app_destroy(sl_app_t *app) {
         free(app->loop);
 }
 
+/* The HTTP API's lookups (api.h), on the loop thread: what the task owning
+ * partition p of pipeline pi holds for key. */
+static sl_api_lookup_t app_api_lookup(void *opaque, int pi, int32_t p,
+                                      const void *key, size_t keylen,
+                                      char **jsonp) {
+        sl_app_t *app = opaque;
+        sl_pipeline_t *pl;
+        sl_task_t *t;
+        json_t *j;
+
+        if (pi < 0 || pi >= app->pipeline_cnt)
+                return SL_API_UNOWNED;
+        pl = &app->pipelines[pi];
+        /* Ownership first: another member's partition is forwarded there,
+         * whatever this one can describe. */
+        if (!pl->tasks || p < 0 || p >= pl->partition_cnt ||
+            !(t = pl->tasks[p]))
+                return SL_API_UNOWNED;
+        if (t->state != SL_TASK_RUNNING || t->revoking)
+                return SL_API_REBUILDING;
+        if (!pl->op || !pl->op->describe)
+                return SL_API_UNSUPPORTED;
+        if (!(j = pl->op->describe(t, key, keylen)))
+                return SL_API_ABSENT;
+        *jsonp = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        return *jsonp ? SL_API_FOUND : SL_API_ABSENT;
+}
+
 static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         const sl_conf_t *conf = app->conf;
         sl_txn_conf_t tc = {0};
@@ -1537,6 +1571,16 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
                 sl_http_set_alive(app->http, 1);
         }
         sl_app_update_ready(app);
+        if (conf->api_listen && *conf->api_listen) {
+                size_t n = strlen(app->client_id);
+                if (!(app->api = sl_api_start(conf, app->loop, app_api_lookup,
+                                              app, errstr, errstr_size)))
+                        return -1;
+                /* Members find each other's API in the group's client ids
+                 * (api.h): before any client is created. */
+                snprintf(app->client_id + n, sizeof(app->client_id) - n, "@%s",
+                         sl_api_advertised(app->api));
+        }
 
         if (!(kc = app_reader_conf(app, errstr, errstr_size)))
                 return -1;

@@ -25,6 +25,7 @@
 #include <librdkafka/rdkafka.h>
 #include <uv.h>
 
+#include "api.h"
 #include "config.h"
 #include "http.h"
 #include "kafka.h"
@@ -71,7 +72,9 @@ struct sl_app_s {
         sl_kwatch_t *reader_w;
         sl_kquery_t *kq; /* lookups off the loop, on the reader */
         sl_watchdog_t *watchdog;
-        char client_id[64]; /* unique to this process */
+        /* Unique to this process; with the API on, it ends in
+         * "@HOST:PORT", the API address other members forward to. */
+        char client_id[384];
 
         sl_pipeline_t *pipelines;
         int pipeline_cnt;
@@ -125,6 +128,7 @@ struct sl_app_s {
 
         sl_metrics_t *metrics;
         sl_http_t *http;
+        sl_api_t *api; /* NULL unless api_listen is set */
         sl_counter_t *m_rebalances;
         sl_counter_t *m_deferred; /* records sent from the outbox */
         sl_gauge_t *m_kafka_up;

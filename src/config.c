@@ -113,6 +113,9 @@ static const conf_enum_t input_formats[] = {
     {"headers", SL_INPUT_HEADERS},
     {"json-envelope", SL_INPUT_JSON_ENVELOPE},
     {NULL, 0}};
+static const conf_enum_t partitioners[] = {{"murmur2", SL_PARTITIONER_MURMUR2},
+                                           {"crc32", SL_PARTITIONER_CRC32},
+                                           {NULL, 0}};
 static const conf_enum_t output_formats[] = {
     {"json", SL_OUTPUT_JSON}, {"protobuf", SL_OUTPUT_PROTOBUF}, {NULL, 0}};
 
@@ -153,6 +156,40 @@ static const conf_key_t conf_keys[] = {
      "Kafka transaction timeout (transaction.timeout.ms); the broker aborts "
      "a transaction left open longer."},
 
+    {SECT_SLUICE, 0, "api_listen", KT_HOSTPORT, NULL, "", NULL, NULL, 0,
+     SLUICE(api_listen),
+     "Address of the HTTP/JSON API (/v1: timers, keys, groups); empty = no "
+     "API.  Needs bearer tokens (api_tokens_file or SLUICE_API_TOKENS)."},
+    {SECT_SLUICE, 0, "api_advertise", KT_HOSTPORT, NULL, "", NULL, NULL, 0,
+     SLUICE(api_advertise),
+     "The API address other instances forward lookups to (advertised in the "
+     "consumer's client.id); empty = api_listen, with this host's name for "
+     "a wildcard host."},
+    {SECT_SLUICE, 0, "api_tokens_file", KT_STRING, NULL, "", NULL, NULL, 0,
+     SLUICE(api_tokens_file),
+     "File of accepted bearer tokens, one a line (# comments); the "
+     "environment variable SLUICE_API_TOKENS (comma-separated) adds more."},
+    {SECT_SLUICE, 0, "api_tls_cert", KT_STRING, NULL, "", NULL, NULL, 0,
+     SLUICE(api_tls_cert),
+     "PEM certificate (chain) of the API; with api_tls_key, the API speaks "
+     "HTTPS only."},
+    {SECT_SLUICE, 0, "api_tls_key", KT_STRING, NULL, "", NULL, NULL, 0,
+     SLUICE(api_tls_key), "PEM private key of api_tls_cert."},
+    {SECT_SLUICE, 0, "api_max_body", KT_SIZE, NULL, "2MiB", "1KiB", "64MiB", 0,
+     SLUICE(api_max_body_bytes),
+     "Largest request body the API reads; larger ones are answered 413."},
+    {SECT_SLUICE, 0, "api_timeout", KT_DURATION, NULL, "5s", "100ms", "60s", 0,
+     SLUICE(api_timeout_ms),
+     "How long a request waits for a write to be durable, for the event "
+     "loop or for a forwarded lookup before it is answered 503."},
+    {SECT_SLUICE, 0, "api_queue", KT_INT, NULL, "1024", "1", "1000000", 0,
+     SLUICE(api_queue),
+     "Lookups waiting for the event loop; past it requests are answered "
+     "503 at once."},
+    {SECT_SLUICE, 0, "api_max_connections", KT_INT, NULL, "256", "1", "65536",
+     0, SLUICE(api_max_connections),
+     "Open API connections (one thread each); more are refused."},
+
     /* [pipeline NAME], every type */
     {SECT_PIPELINE, ALL_OPS, "type", KT_ENUM, op_types, NULL, NULL, NULL,
      F_REQUIRED, PIPE(type), "The operator this pipeline runs."},
@@ -183,6 +220,16 @@ static const conf_key_t conf_keys[] = {
      "Work that fell due while a partition was unowned is fired at most "
      "this fast (per second per partition) after a rebuild; 0 = "
      "unlimited."},
+    {SECT_PIPELINE, ALL_OPS, "api", KT_BOOL, NULL, "true", NULL, NULL, 0,
+     PIPE(api),
+     "Whether the HTTP API (api_listen) serves this pipeline; false answers "
+     "its routes 404."},
+    {SECT_PIPELINE, ALL_OPS, "input_partitioner", KT_ENUM, partitioners,
+     "murmur2", NULL, NULL, 0, PIPE(input_partitioner),
+     "How the API picks the input partition of a key, as producers must: "
+     "`murmur2` (Java's default; kcat/librdkafka `-X "
+     "partitioner=murmur2_random`) or `crc32` (librdkafka's default "
+     "`consistent_random`)."},
 
     /* throttle */
     {SECT_PIPELINE, SL_OP_THROTTLE | SL_OP_DEBOUNCE, "output", KT_TOPIC, NULL,
@@ -1271,6 +1318,11 @@ static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
         claim_t *claims;
         int claim_cnt = 0;
         char a[64], b[64];
+
+        if (!conf->api_tls_cert != !conf->api_tls_key)
+                err_at(ld, -1, NULL,
+                       conf->api_tls_cert ? "api_tls_key" : "api_tls_cert",
+                       "api_tls_cert and api_tls_key go together");
 
         if (conf->pipeline_cnt == 0) {
                 if (ld->pipeline_headers || flags & SL_CONF_NO_PIPES)

@@ -55,6 +55,13 @@ typedef enum {
         SL_INPUT_JSON_ENVELOPE = 1, /* {"topic","message","countdown"} */
 } sl_input_format_t;
 
+/* How a key maps to an input partition (the API writes there, and looks
+ * the owner up there; every producer of the input must agree). */
+typedef enum {
+        SL_PARTITIONER_MURMUR2 = 0, /* Java's default, librdkafka's murmur2 */
+        SL_PARTITIONER_CRC32 = 1,   /* librdkafka's consistent(_random) */
+} sl_partitioner_t;
+
 typedef enum {
         SL_OUTPUT_JSON = 0,
         SL_OUTPUT_PROTOBUF = 1,
@@ -79,6 +86,8 @@ typedef struct sl_pipeline_conf_s {
         int64_t max_record_bytes; /* larger input records go to the DLQ */
         int64_t catchup_rate;     /* due work fired per second per partition
                                      after a rebuild; 0 = unlimited */
+        int api;                  /* served by the HTTP API */
+        sl_partitioner_t input_partitioner;
 
         /* throttle */
         sl_rate_t default_rate;
@@ -127,6 +136,15 @@ typedef struct sl_conf_s {
         int64_t transaction_timeout_ms;
         int64_t recovery_timeout_ms;
         int64_t loop_stall_timeout_ms;
+        char *api_listen;      /* "host:port"; NULL = no API */
+        char *api_advertise;   /* NULL = derived from api_listen */
+        char *api_tokens_file; /* NULL = none */
+        char *api_tls_cert;    /* NULL = plain HTTP */
+        char *api_tls_key;
+        int64_t api_max_body_bytes;
+        int64_t api_timeout_ms;
+        int api_queue;
+        int api_max_connections;
 
         /* [kafka], in file order, environment overrides last */
         sl_kv_t *kafka;

@@ -1,0 +1,2064 @@
+/*
+ * api.c — the HTTP/JSON API (see api.h for the routes and the contract).
+ *
+ * DESIGN
+ *
+ * One request, on its connection's thread (libmicrohttpd's thread per
+ * connection, so a request may block while it waits):
+ *
+ *   auth, size ──► route ──► write: validate ──► produce ──► wait for the
+ *                    │                            (partition    delivery
+ *                    │                             of the key)  report
+ *                    └─────► lookup: queue ──uv_async──► loop: describe()
+ *                                 │ UNOWNED                   │
+ *                                 ▼                           ▼
+ *                            owner map ──► forward   cond signal, answer
+ *
+ * Every wait is bounded by api_timeout and answered 503 with Retry-After
+ * when it runs out; the waiter's record is then abandoned, and freed by
+ * whoever answers it later (the delivery report, or the loop), under the
+ * one lock of the API.
+ *
+ * The owner map comes from DescribeConsumerGroups on the API's producer
+ * (an admin request any client may make; blocking here is fine, this is
+ * not the loop): each member's assignment names its partitions, and its
+ * client.id ends in "@HOST:PORT", the API address it advertises.  The map
+ * is kept for OWNER_TTL_MS; a miss refreshes it at most every
+ * OWNER_MIN_REFRESH_MS.  A forwarded request carries X-Sluice-Forwarded and
+ * is never forwarded again, so two instances that disagree about the owner
+ * during a rebalance answer 503 rather than bounce a request between them.
+ *
+ * Partition counts (input, rates, targets) come from the producer's
+ * metadata, kept for META_TTL_MS.
+ */
+#include "api.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "delay_input.h"
+#include "http.h"
+#include "kafka.h"
+#include "log.h"
+#include "util.h"
+
+#define OWNER_TTL_MS         2000
+#define OWNER_MIN_REFRESH_MS 300
+#define META_TTL_MS          10000
+#define FORWARD_MAX_BYTES    (8 * 1024 * 1024)
+#define MAX_USER_HEADERS     64
+#define FORWARDED_HDR        "X-Sluice-Forwarded"
+#define ANSWERED_HDR         "X-Sluice-Answered-By"
+#define RETRY_AFTER          "1"
+
+/* ------------------------------------------------------------------ */
+/* Partitioners.                                                        */
+
+int32_t sl_api_murmur2(const void *key, size_t keylen) {
+        /* Kafka's org.apache.kafka.common.utils.Utils.murmur2, in 32-bit
+         * unsigned arithmetic (Java's int overflow wraps the same way). */
+        const uint8_t *d = key;
+        const uint32_t m = 0x5bd1e995;
+        const int r = 24;
+        uint32_t len = (uint32_t)keylen;
+        uint32_t h = 0x9747b28cU ^ len;
+        uint32_t n4 = len / 4;
+
+        for (uint32_t i = 0; i < n4; i++) {
+                uint32_t k = (uint32_t)d[i * 4] |
+                             ((uint32_t)d[i * 4 + 1] << 8) |
+                             ((uint32_t)d[i * 4 + 2] << 16) |
+                             ((uint32_t)d[i * 4 + 3] << 24);
+                k *= m;
+                k ^= k >> r;
+                k *= m;
+                h *= m;
+                h ^= k;
+        }
+        switch (len % 4) {
+        case 3:
+                h ^= (uint32_t)d[(len & ~3U) + 2] << 16;
+                /* fall through */
+        case 2:
+                h ^= (uint32_t)d[(len & ~3U) + 1] << 8;
+                /* fall through */
+        case 1:
+                h ^= (uint32_t)d[len & ~3U];
+                h *= m;
+        }
+        h ^= h >> 13;
+        h *= m;
+        h ^= h >> 15;
+        return (int32_t)h;
+}
+
+uint32_t sl_api_crc32(const void *key, size_t keylen) {
+        /* CRC-32 (IEEE, reflected; zlib's), as librdkafka's rd_crc32. */
+        static uint32_t table[256];
+        const uint8_t *d = key;
+        uint32_t c = 0xffffffffU;
+
+        if (!table[1]) {
+                for (uint32_t i = 0; i < 256; i++) {
+                        uint32_t v = i;
+                        for (int j = 0; j < 8; j++)
+                                v = v & 1 ? 0xedb88320U ^ (v >> 1) : v >> 1;
+                        table[i] = v; /* idempotent: racing threads agree */
+                }
+        }
+        for (size_t i = 0; i < keylen; i++)
+                c = table[(c ^ d[i]) & 0xff] ^ (c >> 8);
+        return c ^ 0xffffffffU;
+}
+
+int32_t sl_api_partition(sl_partitioner_t how, const void *key, size_t keylen,
+                         int cnt) {
+        if (cnt <= 0)
+                return -1;
+        if (how == SL_PARTITIONER_CRC32)
+                return (int32_t)(sl_api_crc32(key, keylen) % (uint32_t)cnt);
+        return (int32_t)(((uint32_t)sl_api_murmur2(key, keylen) & 0x7fffffff) %
+                         (uint32_t)cnt);
+}
+
+/* ------------------------------------------------------------------ */
+/* Routes.                                                              */
+
+typedef enum {
+        R_INDEX,
+        R_TIMER_PUT,
+        R_TIMER_GET,
+        R_TIMER_DELETE,
+        R_KEY_GET,
+        R_RATE_PUT,
+        R_RATE_DELETE,
+        R_GROUP_GET,
+        R_GROUP_FLUSH,
+        R_CNT
+} route_id_t;
+
+static const struct {
+        const char *method;
+        const char *path;
+        const char *what; /* the collection segment ("timers", ...) */
+        int types;        /* pipeline types served; 0: none */
+        int flush;        /* .../{key}/flush */
+} routes[R_CNT] = {
+    [R_INDEX] = {"GET", "/v1", NULL, 0, 0},
+    [R_TIMER_PUT] = {"PUT", "/v1/pipelines/{pipeline}/timers/{id}", "timers",
+                     SL_OP_DELAY, 0},
+    [R_TIMER_GET] = {"GET", "/v1/pipelines/{pipeline}/timers/{id}", "timers",
+                     SL_OP_DELAY, 0},
+    [R_TIMER_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/timers/{id}",
+                        "timers", SL_OP_DELAY, 0},
+    [R_KEY_GET] = {"GET", "/v1/pipelines/{pipeline}/keys/{key}", "keys",
+                   SL_OP_THROTTLE, 0},
+    [R_RATE_PUT] = {"PUT", "/v1/pipelines/{pipeline}/rates/{key}", "rates",
+                    SL_OP_THROTTLE, 0},
+    [R_RATE_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/rates/{key}",
+                       "rates", SL_OP_THROTTLE, 0},
+    [R_GROUP_GET] = {"GET", "/v1/pipelines/{pipeline}/groups/{key}", "groups",
+                     SL_OP_DEBOUNCE, 0},
+    [R_GROUP_FLUSH] = {"POST", "/v1/pipelines/{pipeline}/groups/{key}/flush",
+                       "groups", SL_OP_DEBOUNCE, 1},
+};
+
+int sl_api_route_cnt(void) {
+        return R_CNT;
+}
+
+void sl_api_route(int i, const char **method, const char **path) {
+        sl_assert(i >= 0 && i < R_CNT);
+        *method = routes[i].method;
+        *path = routes[i].path;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tokens.                                                              */
+
+static int token_eq(const char *given, size_t glen, const char *tok) {
+        size_t tlen = strlen(tok);
+        unsigned diff = glen != tlen;
+        /* Always walks the whole token: the time depends on the token's
+         * length only, never on where the first difference lies. */
+        for (size_t i = 0; i < tlen; i++)
+                diff |= (unsigned)(uint8_t)(i < glen ? given[i] : 0) ^
+                        (unsigned)(uint8_t)tok[i];
+        return diff == 0;
+}
+
+int sl_api_token_ok(const char *auth, char *const *tokens, int token_cnt) {
+        int ok = 0;
+        size_t glen;
+        if (!auth || strncasecmp(auth, "Bearer ", 7))
+                return 0;
+        auth += 7;
+        while (*auth == ' ')
+                auth++;
+        glen = strlen(auth);
+        while (glen && (auth[glen - 1] == ' ' || auth[glen - 1] == '\t'))
+                glen--;
+        if (!glen)
+                return 0;
+        for (int i = 0; i < token_cnt; i++)
+                ok |= token_eq(auth, glen, tokens[i]);
+        return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* The API's state.                                                     */
+
+/* A wait for the loop or for a delivery report.  Guarded by api->lock. */
+typedef struct waiter_s {
+        pthread_cond_t cond;
+        int done;
+        int abandoned; /* the requester gave up: the answerer frees it */
+        /* lookup */
+        int pipeline;
+        int32_t partition;
+        char *key;
+        size_t keylen;
+        int res; /* sl_api_lookup_t, or -1: shutting down */
+        char *json;
+        /* delivery */
+        rd_kafka_resp_err_t err;
+        int64_t offset;
+} waiter_t;
+
+typedef struct owner_s {
+        char *topic;
+        int32_t partition;
+        char *addr; /* "host:port", or "" when the member advertises none */
+} owner_t;
+
+typedef struct meta_s {
+        char *topic;
+        int cnt; /* > 0, 0 missing, SL_META_FORBIDDEN */
+        int64_t at_ms;
+} meta_t;
+
+#define SL_META_FORBIDDEN (-3)
+
+/* Per pipeline: the header path's validation parameters. */
+typedef struct api_pipe_s {
+        const sl_pipeline_conf_t *pc;
+        sl_delay_params_t params;
+} api_pipe_t;
+
+struct sl_api_s {
+        const sl_conf_t *conf;
+        struct MHD_Daemon *daemon;
+        int port;
+        char advertised[300];
+        char group[256];
+        char **tokens;
+        int token_cnt;
+        char *tls_cert, *tls_key;
+        api_pipe_t *pipes;
+        const char **internal;
+
+        sl_api_lookup_fn *fn;
+        void *opaque;
+        uv_async_t async;
+
+        pthread_mutex_t lock; /* waiters, the queue, stopping */
+        waiter_t **queue;     /* ring of lookups for the loop */
+        int q_head, q_cnt, q_cap;
+        int stopping;
+
+        rd_kafka_t *producer;
+        pthread_t poller;
+        atomic_int poll_run;
+
+        pthread_mutex_t owner_lock; /* owners, meta */
+        owner_t *owners;
+        int owner_cnt;
+        int64_t owners_at_ms;
+        int64_t owners_tried_ms;
+        meta_t *meta;
+        int meta_cnt;
+};
+
+static waiter_t *waiter_new(void) {
+        waiter_t *w = sl_calloc(1, sizeof(*w));
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        return w;
+}
+
+static void waiter_free(waiter_t *w) {
+        if (!w)
+                return;
+        pthread_cond_destroy(&w->cond);
+        free(w->key);
+        free(w->json);
+        free(w);
+}
+
+/* Waits (api->lock held) until w is done or timeout_ms passed.  Returns 1
+ * when done; 0 on timeout, and w then belongs to whoever answers it. */
+static int waiter_wait(sl_api_t *api, waiter_t *w, int64_t timeout_ms) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += timeout_ms / 1000;
+        ts.tv_nsec += (timeout_ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+        }
+        while (!w->done)
+                if (pthread_cond_timedwait(&w->cond, &api->lock, &ts) ==
+                    ETIMEDOUT)
+                        break;
+        if (w->done)
+                return 1;
+        w->abandoned = 1;
+        return 0;
+}
+
+/* Marks w answered (api->lock held): wakes the requester, or frees w when
+ * the requester left. */
+static void waiter_answer(waiter_t *w) {
+        w->done = 1;
+        if (w->abandoned)
+                waiter_free(w);
+        else
+                pthread_cond_signal(&w->cond);
+}
+
+/* ------------------------------------------------------------------ */
+/* The producer.                                                        */
+
+static void api_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                      void *opaque) {
+        sl_api_t *api = opaque;
+        waiter_t *w = m->_private;
+        (void)rk;
+        if (!w)
+                return;
+        pthread_mutex_lock(&api->lock);
+        w->err = m->err;
+        w->offset = m->offset;
+        waiter_answer(w);
+        pthread_mutex_unlock(&api->lock);
+}
+
+static void *api_poller(void *arg) {
+        sl_api_t *api = arg;
+        while (atomic_load(&api->poll_run))
+                rd_kafka_poll(api->producer, 100);
+        return NULL;
+}
+
+static int api_producer_new(sl_api_t *api, char *errstr, size_t errstr_size) {
+        rd_kafka_conf_t *kc = sl_conf_rdkafka(api->conf, errstr, errstr_size);
+        char cid[320];
+        if (!kc)
+                return -1;
+        snprintf(cid, sizeof(cid), "sluice-api@%s", api->advertised);
+        rd_kafka_conf_set_log_cb(kc, sl_kafka_log_cb);
+        rd_kafka_conf_set_opaque(kc, api);
+        rd_kafka_conf_set_dr_msg_cb(kc, api_dr_cb);
+        if (sl_kafka_conf_set(kc, "enable.idempotence", "true", errstr,
+                              errstr_size) == -1 ||
+            sl_kafka_conf_set(kc, "acks", "all", errstr, errstr_size) == -1 ||
+            sl_kafka_conf_set(kc, "linger.ms", "1", errstr, errstr_size) ==
+                -1 ||
+            sl_kafka_conf_set(kc, "client.id", cid, errstr, errstr_size) ==
+                -1) {
+                rd_kafka_conf_destroy(kc);
+                return -1;
+        }
+        if (!(api->producer =
+                  rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return -1;
+        }
+        atomic_store(&api->poll_run, 1);
+        if (pthread_create(&api->poller, NULL, api_poller, api)) {
+                snprintf(errstr, errstr_size, "cannot start a thread");
+                atomic_store(&api->poll_run, 0);
+                return -1;
+        }
+        return 0;
+}
+
+/* Produces one record and waits for its delivery report.  hdrs is owned
+ * by this call.  Returns 0 with *offsetp, or an error: a librdkafka error
+ * (>0 or <0), or RD_KAFKA_RESP_ERR__TIMED_OUT when the report did not come
+ * within api_timeout. */
+static rd_kafka_resp_err_t
+api_produce(sl_api_t *api, const char *topic, int32_t partition,
+            const void *key, size_t keylen, const void *value, size_t valuelen,
+            rd_kafka_headers_t *hdrs, int64_t *offsetp) {
+        waiter_t *w = waiter_new();
+        rd_kafka_resp_err_t err;
+
+        err = rd_kafka_producev(api->producer, RD_KAFKA_V_TOPIC(topic),
+                                RD_KAFKA_V_PARTITION(partition),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_KEY(key, keylen),
+                                RD_KAFKA_V_VALUE((void *)value, valuelen),
+                                RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(w),
+                                RD_KAFKA_V_END);
+        if (err) {
+                if (hdrs)
+                        rd_kafka_headers_destroy(hdrs);
+                waiter_free(w);
+                return err;
+        }
+        pthread_mutex_lock(&api->lock);
+        if (!waiter_wait(api, w, api->conf->api_timeout_ms)) {
+                pthread_mutex_unlock(&api->lock);
+                return RD_KAFKA_RESP_ERR__TIMED_OUT;
+        }
+        pthread_mutex_unlock(&api->lock);
+        err = w->err;
+        *offsetp = w->offset;
+        waiter_free(w);
+        return err;
+}
+
+/* Partition count of topic from the producer's metadata (cached): > 0,
+ * 0 when it does not exist, SL_META_FORBIDDEN, or -1 when Kafka did not
+ * answer. */
+static int api_partitions(sl_api_t *api, const char *topic) {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt;
+        rd_kafka_resp_err_t err;
+        int64_t now = sl_now_ms();
+        int cnt = -1;
+
+        pthread_mutex_lock(&api->owner_lock);
+        for (int i = 0; i < api->meta_cnt; i++)
+                if (!strcmp(api->meta[i].topic, topic) &&
+                    now - api->meta[i].at_ms < META_TTL_MS) {
+                        cnt = api->meta[i].cnt;
+                        pthread_mutex_unlock(&api->owner_lock);
+                        return cnt;
+                }
+        pthread_mutex_unlock(&api->owner_lock);
+
+        rkt = rd_kafka_topic_new(api->producer, topic, NULL);
+        if (!rkt)
+                return -1;
+        err = rd_kafka_metadata(api->producer, 0, rkt, &md,
+                                (int)api->conf->api_timeout_ms);
+        if (!err && md && md->topic_cnt == 1) {
+                const struct rd_kafka_metadata_topic *t = &md->topics[0];
+                if (t->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+                        cnt = 0;
+                else if (t->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                        cnt = SL_META_FORBIDDEN;
+                else if (!t->err)
+                        cnt = t->partition_cnt;
+        }
+        if (md)
+                rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+        if (cnt == -1)
+                return -1;
+
+        pthread_mutex_lock(&api->owner_lock);
+        int i;
+        for (i = 0; i < api->meta_cnt; i++)
+                if (!strcmp(api->meta[i].topic, topic))
+                        break;
+        if (i == api->meta_cnt) {
+                api->meta =
+                    sl_realloc(api->meta, sizeof(*api->meta) * (size_t)(i + 1));
+                api->meta[i].topic = sl_strdup(topic);
+                api->meta_cnt++;
+        }
+        api->meta[i].cnt = cnt;
+        api->meta[i].at_ms = now;
+        pthread_mutex_unlock(&api->owner_lock);
+        return cnt;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lookups on the loop.                                                 */
+
+static void api_on_async(uv_async_t *a) {
+        sl_api_t *api = a->data;
+        for (;;) {
+                waiter_t *w;
+                char *json = NULL;
+                sl_api_lookup_t res;
+
+                pthread_mutex_lock(&api->lock);
+                if (!api->q_cnt) {
+                        pthread_mutex_unlock(&api->lock);
+                        return;
+                }
+                w = api->queue[api->q_head];
+                api->q_head = (api->q_head + 1) % api->q_cap;
+                api->q_cnt--;
+                if (w->abandoned) {
+                        waiter_free(w);
+                        pthread_mutex_unlock(&api->lock);
+                        continue;
+                }
+                pthread_mutex_unlock(&api->lock);
+
+                /* The key and pipeline are read only here and by the
+                 * requester, which does not touch them while queued. */
+                res = api->fn(api->opaque, w->pipeline, w->partition, w->key,
+                              w->keylen, &json);
+
+                pthread_mutex_lock(&api->lock);
+                w->res = (int)res;
+                w->json = json;
+                waiter_answer(w);
+                pthread_mutex_unlock(&api->lock);
+        }
+}
+
+/* Asks the loop.  Returns the answer (sl_api_lookup_t) with *jsonp owned
+ * by the caller, or -1 when shutting down, -2 when the queue is full, -3
+ * on timeout. */
+static int api_lookup_local(sl_api_t *api, int pipeline, int32_t partition,
+                            const char *key, size_t keylen, char **jsonp) {
+        waiter_t *w;
+        int res;
+
+        *jsonp = NULL;
+        pthread_mutex_lock(&api->lock);
+        if (api->stopping) {
+                pthread_mutex_unlock(&api->lock);
+                return -1;
+        }
+        if (api->q_cnt == api->q_cap) {
+                pthread_mutex_unlock(&api->lock);
+                return -2;
+        }
+        w = waiter_new();
+        w->pipeline = pipeline;
+        w->partition = partition;
+        w->key = sl_malloc(keylen + 1);
+        memcpy(w->key, key, keylen);
+        w->key[keylen] = '\0';
+        w->keylen = keylen;
+        api->queue[(api->q_head + api->q_cnt) % api->q_cap] = w;
+        api->q_cnt++;
+        uv_async_send(&api->async);
+        if (!waiter_wait(api, w, api->conf->api_timeout_ms)) {
+                pthread_mutex_unlock(&api->lock);
+                return -3;
+        }
+        pthread_mutex_unlock(&api->lock);
+        res = w->res;
+        *jsonp = w->json;
+        w->json = NULL;
+        waiter_free(w);
+        return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* Owners.                                                              */
+
+static void owners_clear(sl_api_t *api) {
+        for (int i = 0; i < api->owner_cnt; i++) {
+                free(api->owners[i].topic);
+                free(api->owners[i].addr);
+        }
+        free(api->owners);
+        api->owners = NULL;
+        api->owner_cnt = 0;
+}
+
+/* Reads the group's assignment (owner_lock held).  Returns 0 or -1. */
+static int owners_refresh(sl_api_t *api) {
+        rd_kafka_queue_t *q = rd_kafka_queue_new(api->producer);
+        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
+            api->producer, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
+        const char *groups[1] = {api->group};
+        rd_kafka_event_t *ev;
+        char errstr[256];
+        int rc = -1;
+        int tmo = (int)(api->conf->api_timeout_ms / 2);
+
+        rd_kafka_AdminOptions_set_request_timeout(o, tmo, errstr,
+                                                  sizeof(errstr));
+        rd_kafka_DescribeConsumerGroups(api->producer, groups, 1, o, q);
+        ev = rd_kafka_queue_poll(q, tmo + 1000);
+        if (ev && !rd_kafka_event_error(ev)) {
+                const rd_kafka_DescribeConsumerGroups_result_t *res =
+                    rd_kafka_event_DescribeConsumerGroups_result(ev);
+                size_t n = 0;
+                const rd_kafka_ConsumerGroupDescription_t **gs =
+                    res ? rd_kafka_DescribeConsumerGroups_result_groups(res, &n)
+                        : NULL;
+                if (n == 1 && !rd_kafka_ConsumerGroupDescription_error(gs[0])) {
+                        const rd_kafka_ConsumerGroupDescription_t *g = gs[0];
+                        size_t mc =
+                            rd_kafka_ConsumerGroupDescription_member_count(g);
+                        owners_clear(api);
+                        for (size_t i = 0; i < mc; i++) {
+                                const rd_kafka_MemberDescription_t *m =
+                                    rd_kafka_ConsumerGroupDescription_member(g,
+                                                                             i);
+                                const char *cid =
+                                    rd_kafka_MemberDescription_client_id(m);
+                                const char *at = cid ? strrchr(cid, '@') : NULL;
+                                const rd_kafka_topic_partition_list_t *pl =
+                                    rd_kafka_MemberAssignment_partitions(
+                                        rd_kafka_MemberDescription_assignment(
+                                            m));
+                                for (int j = 0; pl && j < pl->cnt; j++) {
+                                        owner_t *ow;
+                                        api->owners = sl_realloc(
+                                            api->owners,
+                                            sizeof(*ow) *
+                                                (size_t)(api->owner_cnt + 1));
+                                        ow = &api->owners[api->owner_cnt++];
+                                        ow->topic =
+                                            sl_strdup(pl->elems[j].topic);
+                                        ow->partition = pl->elems[j].partition;
+                                        ow->addr = sl_strdup(at ? at + 1 : "");
+                                }
+                        }
+                        api->owners_at_ms = sl_now_ms();
+                        rc = 0;
+                }
+        }
+        if (ev)
+                rd_kafka_event_destroy(ev);
+        rd_kafka_AdminOptions_destroy(o);
+        rd_kafka_queue_destroy(q);
+        return rc;
+}
+
+/* The advertised API address of the owner of (topic, partition), copied
+ * into addr; 0, or -1 when unknown.  fresh: the cached map was wrong
+ * (the owner named us, or did not answer): read it again if allowed. */
+static int owner_find(sl_api_t *api, const char *topic, int32_t partition,
+                      char *addr, size_t size) {
+        int64_t now = sl_now_ms();
+        int found = -1;
+
+        pthread_mutex_lock(&api->owner_lock);
+        for (int pass = 0; pass < 2 && found == -1; pass++) {
+                if (pass == 1 || now - api->owners_at_ms > OWNER_TTL_MS) {
+                        if (now - api->owners_tried_ms < OWNER_MIN_REFRESH_MS &&
+                            pass == 1)
+                                break;
+                        api->owners_tried_ms = now;
+                        if (owners_refresh(api) == -1)
+                                break;
+                }
+                for (int i = 0; i < api->owner_cnt; i++)
+                        if (api->owners[i].partition == partition &&
+                            !strcmp(api->owners[i].topic, topic) &&
+                            *api->owners[i].addr &&
+                            strcmp(api->owners[i].addr, api->advertised)) {
+                                snprintf(addr, size, "%s", api->owners[i].addr);
+                                found = 0;
+                                break;
+                        }
+        }
+        pthread_mutex_unlock(&api->owner_lock);
+        return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* Forwarding: a minimal HTTP/1.1 client (Connection: close).           */
+
+typedef struct fwd_answer_s {
+        int status;
+        char retry_after[16];
+        char answered_by[300];
+        char *body; /* NUL-terminated */
+        size_t body_len;
+} fwd_answer_t;
+
+static int fwd_connect(const char *addr, int timeout_ms) {
+        char host[256], port[16];
+        const char *colon = strrchr(addr, ':');
+        struct addrinfo hints = {0}, *res = NULL;
+        int fd = -1;
+
+        if (!colon || (size_t)(colon - addr) >= sizeof(host))
+                return -1;
+        memcpy(host, addr, (size_t)(colon - addr));
+        host[colon - addr] = '\0';
+        snprintf(port, sizeof(port), "%s", colon + 1);
+        if (host[0] == '[') { /* [v6] */
+                size_t l = strlen(host);
+                memmove(host, host + 1, l);
+                if (l >= 2 && host[l - 2] == ']')
+                        host[l - 2] = '\0';
+        }
+        hints.ai_socktype = SOCK_STREAM;
+        if (getaddrinfo(host, port, &hints, &res) || !res)
+                return -1;
+        for (struct addrinfo *ai = res; ai && fd == -1; ai = ai->ai_next) {
+                struct pollfd pfd;
+                int err = 0;
+                socklen_t el = sizeof(err);
+                fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                            ai->ai_protocol);
+                if (fd == -1)
+                        continue;
+                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+                if (connect(fd, ai->ai_addr, ai->ai_addrlen) == -1 &&
+                    errno != EINPROGRESS)
+                        goto bad;
+                pfd.fd = fd;
+                pfd.events = POLLOUT;
+                if (poll(&pfd, 1, timeout_ms) != 1 ||
+                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err)
+                        goto bad;
+                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+                break;
+        bad:
+                close(fd);
+                fd = -1;
+        }
+        freeaddrinfo(res);
+        if (fd != -1) {
+                struct timeval tv = {timeout_ms / 1000,
+                                     (timeout_ms % 1000) * 1000};
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        }
+        return fd;
+}
+
+/* GETs url (as received: still escaped) from addr.  Returns 0 with *a
+ * filled in (a->body owned by the caller), or -1. */
+static int forward_get(sl_api_t *api, const char *addr, const char *url,
+                       const char *auth, fwd_answer_t *a) {
+        int timeout_ms = (int)(api->conf->api_timeout_ms / 2);
+        int fd = fwd_connect(addr, timeout_ms);
+        char *req = NULL, *buf = NULL, *hend, *p;
+        size_t len = 0, cap = 0;
+        int rc = -1, n;
+
+        memset(a, 0, sizeof(*a));
+        if (fd == -1)
+                return -1;
+        n = asprintf(
+            &req,
+            "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n" FORWARDED_HDR
+            ": %s\r\nConnection: close\r\n\r\n",
+            url, addr, auth, api->advertised);
+        if (n < 0)
+                goto out;
+        for (size_t off = 0; off < (size_t)n;) {
+                ssize_t w = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
+                if (w <= 0)
+                        goto out;
+                off += (size_t)w;
+        }
+        for (;;) {
+                ssize_t r;
+                if (cap - len < 4096) {
+                        cap = cap ? cap * 2 : 8192;
+                        if (cap > FORWARD_MAX_BYTES)
+                                goto out;
+                        buf = sl_realloc(buf, cap + 1);
+                }
+                r = recv(fd, buf + len, cap - len, 0);
+                if (r < 0)
+                        goto out;
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+        }
+        if (!buf)
+                goto out;
+        buf[len] = '\0';
+        if (sscanf(buf, "HTTP/1.%*d %d", &a->status) != 1)
+                goto out;
+        if (!(hend = strstr(buf, "\r\n\r\n")))
+                goto out;
+        *hend = '\0';
+        for (p = strstr(buf, "\r\n"); p; p = strstr(p + 2, "\r\n"))
+                if (!strncasecmp(p + 2, "Retry-After:", 12))
+                        sscanf(p + 14, "%15s", a->retry_after);
+                else if (!strncasecmp(p + 2, ANSWERED_HDR ":",
+                                      sizeof(ANSWERED_HDR)))
+                        sscanf(p + 2 + sizeof(ANSWERED_HDR), " %299s",
+                               a->answered_by);
+        a->body_len = len - (size_t)(hend + 4 - buf);
+        a->body = sl_malloc(a->body_len + 1);
+        memcpy(a->body, hend + 4, a->body_len);
+        a->body[a->body_len] = '\0';
+        rc = 0;
+out:
+        free(req);
+        free(buf);
+        close(fd);
+        return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers.                                                             */
+
+typedef struct conn_s {
+        char *body;
+        size_t len;
+        int too_big;
+        int answered; /* a response was queued on the first call */
+} conn_t;
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, int status,
+                                  const char *body, size_t len,
+                                  const char *retry_after, int bearer) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            len, (void *)body, MHD_RESPMEM_MUST_COPY);
+        enum MHD_Result rc;
+        if (!r)
+                return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        if (retry_after)
+                MHD_add_response_header(r, "Retry-After", retry_after);
+        if (bearer)
+                MHD_add_response_header(r, "WWW-Authenticate",
+                                        "Bearer realm=\"sluice\"");
+        rc = MHD_queue_response(c, (unsigned)status, r);
+        MHD_destroy_response(r);
+        return rc;
+}
+
+/* Answers status with body j (stolen). */
+static enum MHD_Result reply_json(struct MHD_Connection *c, int status,
+                                  json_t *j, const char *retry_after) {
+        char *s = json_dumps(j, JSON_COMPACT);
+        enum MHD_Result rc;
+        json_decref(j);
+        if (!s)
+                return MHD_NO;
+        rc = reply_text(c, status, s, strlen(s), retry_after, 0);
+        free(s);
+        return rc;
+}
+
+static enum MHD_Result reply_err(struct MHD_Connection *c, int status,
+                                 const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static enum MHD_Result reply_err(struct MHD_Connection *c, int status,
+                                 const char *code, const char *fmt, ...) {
+        char msg[512];
+        va_list ap;
+        json_t *j;
+        char *s;
+        enum MHD_Result rc;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        j = json_pack("{s:s, s:s}", "code", code, "message", msg);
+        s = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!s)
+                return MHD_NO;
+        rc = reply_text(c, status, s, strlen(s),
+                        status == 503 ? RETRY_AFTER : NULL, status == 401);
+        free(s);
+        return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Routing.                                                             */
+
+static int hexval(int ch) {
+        if (ch >= '0' && ch <= '9')
+                return ch - '0';
+        if (ch >= 'a' && ch <= 'f')
+                return ch - 'a' + 10;
+        if (ch >= 'A' && ch <= 'F')
+                return ch - 'A' + 10;
+        return -1;
+}
+
+/* Percent-decodes s[0..len) into a new string; NULL on a bad escape.
+ * *outlen: its length (it may hold NULs). */
+static char *pct_decode(const char *s, size_t len, size_t *outlen) {
+        char *out = sl_malloc(len + 1);
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '%') {
+                        int h, l;
+                        if (i + 2 >= len) {
+                                free(out);
+                                return NULL;
+                        }
+                        h = hexval((unsigned char)s[i + 1]);
+                        l = hexval((unsigned char)s[i + 2]);
+                        if (h < 0 || l < 0) {
+                                free(out);
+                                return NULL;
+                        }
+                        out[o++] = (char)(h * 16 + l);
+                        i += 2;
+                } else {
+                        out[o++] = s[i];
+                }
+        }
+        out[o] = '\0';
+        *outlen = o;
+        return out;
+}
+
+/* A parsed request path. */
+typedef struct path_s {
+        int route;    /* route_id_t, or -1 */
+        int pipeline; /* index, or -1 */
+        char *key;    /* decoded id / key */
+        size_t keylen;
+        int bad; /* 404: no such route; 405: route, other method */
+        char why[200];
+} path_t;
+
+static void path_parse(const sl_api_t *api, const char *url, const char *method,
+                       path_t *pp) {
+        const char *seg[6];
+        size_t seglen[6];
+        int n = 0;
+        const char *p = url;
+        char *name;
+        size_t namelen;
+
+        memset(pp, 0, sizeof(*pp));
+        pp->route = pp->pipeline = -1;
+        pp->bad = 404;
+        snprintf(pp->why, sizeof(pp->why), "no such route");
+        while (*p == '/' && n < 6) {
+                const char *e = strchr(p + 1, '/');
+                seg[n] = p + 1;
+                seglen[n] = e ? (size_t)(e - p - 1) : strlen(p + 1);
+                n++;
+                p = e ? e : p + 1 + strlen(p + 1);
+        }
+        if (*p || n < 1 || seglen[0] != 2 || strncmp(seg[0], "v1", 2))
+                return;
+        if (n == 1 || (n == 2 && seglen[1] == 0)) {
+                if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
+                        pp->route = R_INDEX;
+                        pp->bad = 0;
+                } else {
+                        pp->bad = 405;
+                }
+                return;
+        }
+        if ((n != 5 && n != 6) || seglen[1] != 9 ||
+            strncmp(seg[1], "pipelines", 9) || !seglen[2] || !seglen[4])
+                return;
+        if (n == 6 && (seglen[5] != 5 || strncmp(seg[5], "flush", 5)))
+                return;
+        int matched = 0;
+        for (int i = 1; i < R_CNT; i++) {
+                if (strlen(routes[i].what) != seglen[3] ||
+                    strncmp(routes[i].what, seg[3], seglen[3]) ||
+                    routes[i].flush != (n == 6))
+                        continue;
+                matched = 1;
+                if (!strcmp(routes[i].method, method)) {
+                        pp->route = i;
+                        break;
+                }
+        }
+        if (!matched)
+                return;
+        if (pp->route == -1) {
+                pp->bad = 405;
+                snprintf(pp->why, sizeof(pp->why), "method %s not allowed",
+                         method);
+                return;
+        }
+        if (!(name = pct_decode(seg[2], seglen[2], &namelen))) {
+                pp->bad = 404;
+                return;
+        }
+        for (int i = 0; i < api->conf->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *pc = &api->conf->pipelines[i];
+                if (strlen(pc->name) == namelen && !strcmp(pc->name, name) &&
+                    pc->api) {
+                        pp->pipeline = i;
+                        break;
+                }
+        }
+        if (pp->pipeline == -1) {
+                snprintf(pp->why, sizeof(pp->why),
+                         "no pipeline '%.100s' served by the API", name);
+                free(name);
+                pp->route = -1;
+                return;
+        }
+        free(name);
+        if (!(api->conf->pipelines[pp->pipeline].type &
+              routes[pp->route].types)) {
+                snprintf(
+                    pp->why, sizeof(pp->why),
+                    "pipeline '%.100s' is a %s pipeline: no %.*s",
+                    api->conf->pipelines[pp->pipeline].name,
+                    sl_op_type_name(api->conf->pipelines[pp->pipeline].type),
+                    (int)seglen[3], seg[3]);
+                pp->route = -1;
+                return;
+        }
+        if (!(pp->key = pct_decode(seg[4], seglen[4], &pp->keylen)) ||
+            !pp->keylen) {
+                free(pp->key);
+                pp->key = NULL;
+                pp->route = -1;
+                snprintf(pp->why, sizeof(pp->why), "bad key in the path");
+                return;
+        }
+        pp->bad = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Handlers.                                                            */
+
+static enum MHD_Result serve_index(struct MHD_Connection *c) {
+        json_t *arr = json_array();
+        for (int i = 0; i < R_CNT; i++)
+                json_array_append_new(arr, json_pack("{s:s, s:s}", "method",
+                                                     routes[i].method, "path",
+                                                     routes[i].path));
+        return reply_json(
+            c, 200, json_pack("{s:s, s:o}", "version", "v1", "routes", arr),
+            NULL);
+}
+
+/* The input partition of key in pipeline pi: >= 0, or < 0 after the
+ * answer was queued on c (rc in *rcp). */
+static int32_t key_partition(sl_api_t *api, struct MHD_Connection *c,
+                             const sl_pipeline_conf_t *pc, const char *topic,
+                             const void *key, size_t keylen,
+                             enum MHD_Result *rcp) {
+        int cnt = api_partitions(api, topic);
+        if (cnt > 0)
+                return sl_api_partition(pc->input_partitioner, key, keylen,
+                                        cnt);
+        if (cnt == 0)
+                *rcp = reply_err(c, 503, "unknown-topic",
+                                 "topic %s does not exist", topic);
+        else if (cnt == SL_META_FORBIDDEN)
+                *rcp = reply_err(c, 503, "topic-refused",
+                                 "Kafka refuses to describe topic %s", topic);
+        else
+                *rcp = reply_err(c, 503, "kafka-unavailable",
+                                 "no metadata for topic %s from Kafka", topic);
+        return -1;
+}
+
+/* Result of a lookup, local or forwarded. */
+typedef struct look_s {
+        int status; /* HTTP status to answer */
+        char *body; /* JSON text (FOUND) or error body, owned */
+        const char *code;
+        char msg[400];
+        char retry_after[16];
+        char answered_by[300]; /* the instance that answered */
+} look_t;
+
+static void look_free(look_t *l) {
+        free(l->body);
+}
+
+/* Asks whoever owns (pi, partition) what it holds for key. */
+static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
+                   int32_t partition, const char *key, size_t keylen,
+                   look_t *l) {
+        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pi];
+        char *json = NULL, owner[300];
+        int res = api_lookup_local(api, pi, partition, key, keylen, &json);
+        const char *fwd =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
+
+        memset(l, 0, sizeof(*l));
+        l->status = 503;
+        snprintf(l->answered_by, sizeof(l->answered_by), "%s", api->advertised);
+        switch (res) {
+        case SL_API_FOUND:
+                l->status = 200;
+                l->body = json;
+                return;
+        case SL_API_ABSENT:
+                l->status = 404;
+                l->code = "not-found";
+                snprintf(l->msg, sizeof(l->msg),
+                         "pipeline %s holds nothing for this key "
+                         "(partition %d)",
+                         pc->name, partition);
+                return;
+        case SL_API_REBUILDING:
+                l->code = "rebuilding";
+                snprintf(l->msg, sizeof(l->msg),
+                         "partition %d of %s is being rebuilt", partition,
+                         pc->input);
+                return;
+        case SL_API_UNSUPPORTED:
+                l->status = 501;
+                l->code = "not-implemented";
+                snprintf(l->msg, sizeof(l->msg),
+                         "%s pipelines cannot describe a key yet",
+                         sl_op_type_name(pc->type));
+                return;
+        case -1:
+                l->code = "shutting-down";
+                snprintf(l->msg, sizeof(l->msg), "sluice is shutting down");
+                return;
+        case -2:
+                l->code = "busy";
+                snprintf(l->msg, sizeof(l->msg), "too many lookups waiting");
+                return;
+        case -3:
+                l->code = "timeout";
+                snprintf(l->msg, sizeof(l->msg),
+                         "the event loop did not answer in time");
+                return;
+        default:
+                break;
+        }
+        /* SL_API_UNOWNED */
+        free(json);
+        if (fwd) {
+                l->code = "not-owner";
+                snprintf(l->msg, sizeof(l->msg),
+                         "partition %d of %.100s is not owned by %.100s "
+                         "(forwarded by %.100s)",
+                         partition, pc->input, api->advertised, fwd);
+                return;
+        }
+        if (owner_find(api, pc->input, partition, owner, sizeof(owner)) == -1) {
+                l->code = "owner-unknown";
+                snprintf(l->msg, sizeof(l->msg),
+                         "no instance is known to own partition %d of %s",
+                         partition, pc->input);
+                return;
+        }
+        fwd_answer_t a;
+        const char *auth =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        char path[1024];
+        /* Rebuild the request path from the route: the URL as received
+         * is not at hand after libmicrohttpd's parsing. */
+        {
+                char kesc[700], pesc[300];
+                size_t o = 0;
+                const char *src[2] = {pc->name, key};
+                size_t srclen[2] = {strlen(pc->name), keylen};
+                char *dst[2] = {pesc, kesc};
+                size_t dsz[2] = {sizeof(pesc), sizeof(kesc)};
+                for (int k = 0; k < 2; k++) {
+                        o = 0;
+                        for (size_t i = 0; i < srclen[k] && o + 4 < dsz[k];
+                             i++) {
+                                unsigned char ch = (unsigned char)src[k][i];
+                                if ((ch >= 'a' && ch <= 'z') ||
+                                    (ch >= 'A' && ch <= 'Z') ||
+                                    (ch >= '0' && ch <= '9') || ch == '-' ||
+                                    ch == '_' || ch == '.' || ch == '~')
+                                        dst[k][o++] = (char)ch;
+                                else
+                                        o += (size_t)snprintf(dst[k] + o, 4,
+                                                              "%%%02X", ch);
+                        }
+                        dst[k][o] = '\0';
+                }
+                const char *what = sl_op_type_name(pc->type);
+                snprintf(path, sizeof(path), "/v1/pipelines/%s/%s/%s", pesc,
+                         !strcmp(what, "delay")      ? "timers"
+                         : !strcmp(what, "throttle") ? "keys"
+                                                     : "groups",
+                         kesc);
+        }
+        if (forward_get(api, owner, path, auth ? auth : "", &a) == -1) {
+                l->code = "owner-unreachable";
+                snprintf(l->msg, sizeof(l->msg),
+                         "the owner of partition %d of %s (%.100s) did not "
+                         "answer",
+                         partition, pc->input, owner);
+                /* The map may be stale: read it again next time. */
+                pthread_mutex_lock(&api->owner_lock);
+                api->owners_at_ms = 0;
+                pthread_mutex_unlock(&api->owner_lock);
+                return;
+        }
+        l->status = a.status;
+        l->body = a.body;
+        snprintf(l->retry_after, sizeof(l->retry_after), "%s", a.retry_after);
+        if (*a.answered_by)
+                snprintf(l->answered_by, sizeof(l->answered_by), "%s",
+                         a.answered_by);
+}
+
+static enum MHD_Result answer_lookup(struct MHD_Connection *c, look_t *l) {
+        struct MHD_Response *r;
+        enum MHD_Result rc;
+        char *s = l->body;
+        const char *ra = *l->retry_after    ? l->retry_after
+                         : l->status == 503 ? RETRY_AFTER
+                                            : NULL;
+        if (!s) {
+                json_t *j =
+                    json_pack("{s:s, s:s}", "code", l->code, "message", l->msg);
+                s = json_dumps(j, JSON_COMPACT);
+                json_decref(j);
+        }
+        r = MHD_create_response_from_buffer(s ? strlen(s) : 0, s,
+                                            MHD_RESPMEM_MUST_COPY);
+        if (s != l->body)
+                free(s);
+        look_free(l);
+        if (!r)
+                return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, ANSWERED_HDR, l->answered_by);
+        if (ra)
+                MHD_add_response_header(r, "Retry-After", ra);
+        rc = MHD_queue_response(c, (unsigned)l->status, r);
+        MHD_destroy_response(r);
+        return rc;
+}
+
+static enum MHD_Result serve_get(sl_api_t *api, struct MHD_Connection *c,
+                                 const path_t *pp) {
+        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
+        enum MHD_Result rc = MHD_NO;
+        look_t l;
+        int32_t p =
+            key_partition(api, c, pc, pc->input, pp->key, pp->keylen, &rc);
+        if (p < 0)
+                return rc;
+        lookup(api, c, pp->pipeline, p, pp->key, pp->keylen, &l);
+        return answer_lookup(c, &l);
+}
+
+/* An error answer for a failed produce. */
+static enum MHD_Result produce_failed(struct MHD_Connection *c,
+                                      rd_kafka_resp_err_t err,
+                                      const char *topic) {
+        if (err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+            err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT ||
+            err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                return reply_err(c, 503, "timeout",
+                                 "the record to %s was not acknowledged in "
+                                 "time (%s); it may still be written",
+                                 topic, rd_kafka_err2str(err));
+        if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+                return reply_err(c, 413, "oversize",
+                                 "Kafka refuses a record this large for %s",
+                                 topic);
+        return reply_err(c, 503, "kafka-error", "writing to %s: %s", topic,
+                         rd_kafka_err2str(err));
+}
+
+static int b64val(int ch) {
+        if (ch >= 'A' && ch <= 'Z')
+                return ch - 'A';
+        if (ch >= 'a' && ch <= 'z')
+                return ch - 'a' + 26;
+        if (ch >= '0' && ch <= '9')
+                return ch - '0' + 52;
+        if (ch == '+' || ch == '-')
+                return 62;
+        if (ch == '/' || ch == '_')
+                return 63;
+        return -1;
+}
+
+/* Decodes base64 (standard or URL alphabet, padding optional). */
+static char *b64_decode(const char *s, size_t *outlen) {
+        size_t len = strlen(s), o = 0;
+        char *out = sl_malloc(len / 4 * 3 + 4);
+        uint32_t acc = 0;
+        int bits = 0;
+        while (len && s[len - 1] == '=')
+                len--;
+        for (size_t i = 0; i < len; i++) {
+                int v = b64val((unsigned char)s[i]);
+                if (v < 0) {
+                        free(out);
+                        return NULL;
+                }
+                acc = (acc << 6) | (uint32_t)v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (char)((acc >> bits) & 0xff);
+                }
+        }
+        if (bits >= 6) { /* a lone trailing character */
+                free(out);
+                return NULL;
+        }
+        *outlen = o;
+        return out;
+}
+
+/* The header path's parameters for pipeline pi. */
+static const sl_delay_params_t *pipe_params(sl_api_t *api, int pi) {
+        return &api->pipes[pi].params;
+}
+
+#define HDR_MAX (MAX_USER_HEADERS + 8)
+
+static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
+                                       const path_t *pp, const char *body,
+                                       size_t bodylen) {
+        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
+        json_error_t jerr;
+        json_t *j = NULL, *v;
+        const char *name;
+        sl_hdr_t hdrs[HDR_MAX];
+        size_t hdr_cnt = 0;
+        char at_buf[32], part_buf[32], detail[300];
+        char *value = NULL;
+        size_t value_len = 0;
+        sl_delay_record_t rec = {0};
+        sl_delay_req_t req = {0};
+        enum MHD_Result rc = MHD_NO;
+        int reason, cnt;
+        int32_t p;
+        look_t l;
+        int existed = -1;
+        int64_t offset = -1;
+        rd_kafka_headers_t *kh;
+        rd_kafka_resp_err_t err;
+
+        if (pc->input_format != SL_INPUT_HEADERS)
+                return reply_err(c, 409, "unsupported-input-format",
+                                 "pipeline %s reads json-envelope input; "
+                                 "the API writes the header format only",
+                                 pc->name);
+        if (!(j = json_loadb(body, bodylen, 0, &jerr)) || !json_is_object(j)) {
+                rc = reply_err(c, 400, "bad-body",
+                               "the body must be a JSON object%s%s",
+                               j ? "" : ": ", j ? "" : jerr.text);
+                json_decref(j);
+                return rc;
+        }
+#define ADD_HDR(n, val, sz)                                                    \
+        do {                                                                   \
+                hdrs[hdr_cnt].name = (n);                                      \
+                hdrs[hdr_cnt].value = (val);                                   \
+                hdrs[hdr_cnt].size = (sz);                                     \
+                hdr_cnt++;                                                     \
+        } while (0)
+        json_object_foreach(j, name, v) {
+                if (!strcmp(name, "target")) {
+                        if (!json_is_string(v)) {
+                                rc = reply_err(c, 400, "bad-header",
+                                               "target: a string is expected");
+                                goto out;
+                        }
+                        ADD_HDR("sluice-target", json_string_value(v),
+                                json_string_length(v));
+                } else if (!strcmp(name, "at")) {
+                        if (json_is_integer(v)) {
+                                snprintf(at_buf, sizeof(at_buf), "%" PRId64,
+                                         (int64_t)json_integer_value(v));
+                                ADD_HDR("sluice-at", at_buf, strlen(at_buf));
+                        } else if (json_is_string(v)) {
+                                ADD_HDR("sluice-at", json_string_value(v),
+                                        json_string_length(v));
+                        } else {
+                                rc = reply_err(c, 400, "bad-at",
+                                               "at: epoch ms or an RFC 3339 "
+                                               "string is expected");
+                                goto out;
+                        }
+                } else if (!strcmp(name, "delay")) {
+                        if (!json_is_string(v)) {
+                                rc = reply_err(c, 400, "bad-delay",
+                                               "delay: a duration string "
+                                               "such as \"90s\" is expected");
+                                goto out;
+                        }
+                        ADD_HDR("sluice-delay", json_string_value(v),
+                                json_string_length(v));
+                } else if (!strcmp(name, "key")) {
+                        if (!json_is_string(v)) {
+                                rc = reply_err(c, 400, "bad-header",
+                                               "key: a string is expected");
+                                goto out;
+                        }
+                        ADD_HDR("sluice-target-key", json_string_value(v),
+                                json_string_length(v));
+                } else if (!strcmp(name, "partition")) {
+                        if (!json_is_integer(v)) {
+                                rc = reply_err(c, 400, "bad-target-partition",
+                                               "partition: an integer is "
+                                               "expected");
+                                goto out;
+                        }
+                        snprintf(part_buf, sizeof(part_buf), "%" PRId64,
+                                 (int64_t)json_integer_value(v));
+                        ADD_HDR("sluice-target-partition", part_buf,
+                                strlen(part_buf));
+                } else if (!strcmp(name, "value")) {
+                        if (value) {
+                                rc = reply_err(c, 400, "bad-body",
+                                               "value and value_base64 "
+                                               "exclude each other");
+                                goto out;
+                        }
+                        if (json_is_string(v)) {
+                                value_len = json_string_length(v);
+                                value = sl_malloc(value_len + 1);
+                                memcpy(value, json_string_value(v), value_len);
+                        } else {
+                                value = json_dumps(v, JSON_COMPACT |
+                                                          JSON_ENCODE_ANY);
+                                value_len = value ? strlen(value) : 0;
+                        }
+                } else if (!strcmp(name, "value_base64")) {
+                        if (value) {
+                                rc = reply_err(c, 400, "bad-body",
+                                               "value and value_base64 "
+                                               "exclude each other");
+                                goto out;
+                        }
+                        if (!json_is_string(v) ||
+                            !(value = b64_decode(json_string_value(v),
+                                                 &value_len))) {
+                                rc = reply_err(c, 400, "bad-body",
+                                               "value_base64: not base64");
+                                goto out;
+                        }
+                } else if (!strcmp(name, "headers")) {
+                        const char *hn;
+                        json_t *hv;
+                        if (!json_is_object(v)) {
+                                rc = reply_err(c, 400, "bad-header",
+                                               "headers: an object of "
+                                               "strings is expected");
+                                goto out;
+                        }
+                        json_object_foreach(v, hn, hv) {
+                                if (hdr_cnt >= HDR_MAX - 6) {
+                                        rc = reply_err(c, 400, "bad-header",
+                                                       "more than %d headers",
+                                                       MAX_USER_HEADERS);
+                                        goto out;
+                                }
+                                if (json_is_null(hv)) {
+                                        ADD_HDR(hn, NULL, 0);
+                                } else if (json_is_string(hv)) {
+                                        ADD_HDR(hn, json_string_value(hv),
+                                                json_string_length(hv));
+                                } else {
+                                        rc = reply_err(c, 400, "bad-header",
+                                                       "headers: the value "
+                                                       "of %.100s is not a "
+                                                       "string",
+                                                       hn);
+                                        goto out;
+                                }
+                        }
+                } else {
+                        rc = reply_err(c, 400, "bad-body",
+                                       "unknown field '%.100s'", name);
+                        goto out;
+                }
+        }
+#undef ADD_HDR
+        if (!value)
+                value = sl_strdup("");
+
+        /* The header path's own validation, on the record as it will be
+         * written: key = id, the headers above, the value. */
+        rec.key = pp->key;
+        rec.key_len = pp->keylen;
+        rec.value = value;
+        rec.value_len = value_len;
+        rec.hdrs = hdrs;
+        rec.hdr_cnt = hdr_cnt;
+        rec.partition = 0;
+        rec.offset = 0;
+        rec.timestamp_ms = sl_now_ms();
+        reason = sl_delay_input_parse(pipe_params(api, pp->pipeline), &rec,
+                                      rec.timestamp_ms, &req, detail,
+                                      sizeof(detail));
+        if (reason != SL_DELAY_OK) {
+                rc = reply_err(c, 400, sl_delay_reason_str(reason), "%s",
+                               detail);
+                goto out;
+        }
+        /* What the operator checks against metadata when it fires. */
+        cnt = api_partitions(api, req.target);
+        if (cnt == 0) {
+                rc = reply_err(c, 400, "unknown-target",
+                               "target topic %s does not exist", req.target);
+                goto out;
+        } else if (cnt == SL_META_FORBIDDEN) {
+                rc = reply_err(c, 400, "target-refused",
+                               "Kafka refuses to describe %s", req.target);
+                goto out;
+        } else if (cnt > 0 && req.target_partition >= cnt) {
+                rc = reply_err(c, 400, "bad-target-partition",
+                               "%s has %d partitions, not %d", req.target, cnt,
+                               req.target_partition + 1);
+                goto out;
+        }
+        if ((p = key_partition(api, c, pc, pc->input, pp->key, pp->keylen,
+                               &rc)) < 0)
+                goto out;
+
+        /* 201 or 200: did a timer exist?  Asked before the write, so the
+         * answer is about the state before it (advisory: a record on its
+         * way through the input is not seen). */
+        lookup(api, c, pp->pipeline, p, pp->key, pp->keylen, &l);
+        existed = l.status == 200 ? 1 : l.status == 404 ? 0 : -1;
+        look_free(&l);
+
+        kh = rd_kafka_headers_new(hdr_cnt);
+        for (size_t i = 0; i < hdr_cnt; i++)
+                rd_kafka_header_add(kh, hdrs[i].name, -1, hdrs[i].value,
+                                    (ssize_t)hdrs[i].size);
+        err = api_produce(api, pc->input, p, pp->key, pp->keylen, value,
+                          value_len, kh, &offset);
+        if (err) {
+                rc = produce_failed(c, err, pc->input);
+                goto out;
+        }
+        {
+                json_t *r = json_pack(
+                    "{s:s, s:s%, s:i, s:I, s:I, s:s, s:o}", "pipeline",
+                    pc->name, "id", pp->key, pp->keylen, "partition", (int)p,
+                    "offset", (json_int_t)offset, "due", (json_int_t)req.due_ms,
+                    "target", req.target, "existed",
+                    existed == -1 ? json_null() : json_boolean(existed));
+                rc = reply_json(c, existed == 1 ? 200 : 201, r, NULL);
+        }
+out:
+        sl_delay_req_clear(&req);
+        free(value);
+        json_decref(j);
+        return rc;
+}
+
+/* DELETE a timer (null value) or a rate (tombstone): a keyed null record
+ * to topic, durable on return. */
+static enum MHD_Result serve_tombstone(sl_api_t *api, struct MHD_Connection *c,
+                                       const path_t *pp, const char *topic) {
+        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
+        enum MHD_Result rc = MHD_NO;
+        int64_t offset;
+        rd_kafka_resp_err_t err;
+        int32_t p = key_partition(api, c, pc, topic, pp->key, pp->keylen, &rc);
+        if (p < 0)
+                return rc;
+        err = api_produce(api, topic, p, pp->key, pp->keylen, NULL, 0, NULL,
+                          &offset);
+        if (err)
+                return produce_failed(c, err, topic);
+        return reply_text(c, 204, "", 0, NULL, 0);
+}
+
+static enum MHD_Result serve_rate_put(sl_api_t *api, struct MHD_Connection *c,
+                                      const path_t *pp, const char *body,
+                                      size_t bodylen) {
+        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
+        json_t *j = json_loadb(body, bodylen, 0, NULL), *rate, *burst;
+        char text[128], errstr[200];
+        sl_rate_t r;
+        enum MHD_Result rc = MHD_NO;
+        int64_t offset;
+        int32_t p;
+        rd_kafka_resp_err_t err;
+
+        if (!json_is_object(j) || !(rate = json_object_get(j, "rate")) ||
+            !json_is_string(rate) || json_object_size(j) > 2 ||
+            (json_object_size(j) == 2 && !json_object_get(j, "burst"))) {
+                json_decref(j);
+                return reply_err(c, 400, "bad-body",
+                                 "expected {\"rate\": \"100/s\", \"burst\": "
+                                 "20} (burst optional)");
+        }
+        burst = json_object_get(j, "burst");
+        if (burst && !json_is_number(burst)) {
+                json_decref(j);
+                return reply_err(c, 400, "bad-rate", "burst: a number");
+        }
+        if (burst)
+                snprintf(text, sizeof(text), "%.60s burst=%.17g",
+                         json_string_value(rate), json_number_value(burst));
+        else
+                snprintf(text, sizeof(text), "%.60s", json_string_value(rate));
+        json_decref(j);
+        if (sl_parse_rate(text, &r, errstr, sizeof(errstr)) != 0)
+                return reply_err(c, 400, "bad-rate", "%s", errstr);
+        if ((p = key_partition(api, c, pc, pc->rates, pp->key, pp->keylen,
+                               &rc)) < 0)
+                return rc;
+        err = api_produce(api, pc->rates, p, pp->key, pp->keylen, text,
+                          strlen(text), NULL, &offset);
+        if (err)
+                return produce_failed(c, err, pc->rates);
+        return reply_json(c, 200,
+                          json_pack("{s:s, s:s%, s:s, s:f, s:f}", "pipeline",
+                                    pc->name, "key", pp->key, pp->keylen,
+                                    "rate", text, "per_sec", r.per_sec, "burst",
+                                    r.burst),
+                          NULL);
+}
+
+static enum MHD_Result dispatch(sl_api_t *api, struct MHD_Connection *c,
+                                const path_t *pp, conn_t *cn) {
+        switch ((route_id_t)pp->route) {
+        case R_INDEX:
+                return serve_index(c);
+        case R_TIMER_GET:
+        case R_KEY_GET:
+        case R_GROUP_GET:
+                return serve_get(api, c, pp);
+        case R_TIMER_PUT:
+                return serve_timer_put(api, c, pp, cn->body ? cn->body : "",
+                                       cn->len);
+        case R_TIMER_DELETE:
+                return serve_tombstone(
+                    api, c, pp, api->conf->pipelines[pp->pipeline].input);
+        case R_RATE_PUT:
+                return serve_rate_put(api, c, pp, cn->body ? cn->body : "",
+                                      cn->len);
+        case R_RATE_DELETE:
+                return serve_tombstone(
+                    api, c, pp, api->conf->pipelines[pp->pipeline].rates);
+        case R_GROUP_FLUSH:
+                return reply_err(c, 501, "not-implemented",
+                                 "flushing a group through the API is not "
+                                 "built yet");
+        case R_CNT:
+                break;
+        }
+        return reply_err(c, 404, "not-found", "no such route");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+        sl_api_t *api = cls;
+        conn_t *cn = *con_cls;
+        path_t pp;
+        enum MHD_Result rc;
+        (void)version;
+
+        if (!cn) {
+                const char *auth, *clen;
+                cn = sl_calloc(1, sizeof(*cn));
+                *con_cls = cn;
+                auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   "Authorization");
+                if (!sl_api_token_ok(auth, api->tokens, api->token_cnt)) {
+                        cn->answered = 1;
+                        return reply_err(c, 401, "unauthorized",
+                                         auth ? "the bearer token is not "
+                                                "accepted"
+                                              : "a bearer token is required");
+                }
+                clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                   "Content-Length");
+                if (clen &&
+                    strtoll(clen, NULL, 10) > api->conf->api_max_body_bytes) {
+                        cn->answered = 1;
+                        return reply_err(
+                            c, 413, "oversize",
+                            "the body is larger than api_max_body "
+                            "(%lld bytes)",
+                            (long long)api->conf->api_max_body_bytes);
+                }
+                return MHD_YES;
+        }
+        if (cn->answered) {
+                *upload_size = 0;
+                return MHD_YES;
+        }
+        if (*upload_size) {
+                if (!cn->too_big && cn->len + *upload_size >
+                                        (size_t)api->conf->api_max_body_bytes) {
+                        cn->too_big = 1;
+                } else if (!cn->too_big) {
+                        cn->body =
+                            sl_realloc(cn->body, cn->len + *upload_size + 1);
+                        memcpy(cn->body + cn->len, upload, *upload_size);
+                        cn->len += *upload_size;
+                        cn->body[cn->len] = '\0';
+                }
+                *upload_size = 0;
+                return MHD_YES;
+        }
+        if (cn->too_big)
+                return reply_err(c, 413, "oversize",
+                                 "the body is larger than api_max_body (%lld "
+                                 "bytes)",
+                                 (long long)api->conf->api_max_body_bytes);
+        path_parse(api, url, method, &pp);
+        if (pp.bad == 405)
+                rc = reply_err(c, 405, "method-not-allowed", "%s", pp.why);
+        else if (pp.route == -1)
+                rc = reply_err(c, 404, "not-found", "%s", pp.why);
+        else
+                rc = dispatch(api, c, &pp, cn);
+        free(pp.key);
+        return rc;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+        conn_t *cn = *con_cls;
+        (void)cls;
+        (void)c;
+        (void)toe;
+        if (cn) {
+                free(cn->body);
+                free(cn);
+                *con_cls = NULL;
+        }
+}
+
+/* Leaves the URL escaped: path segments are decoded one by one, so an id
+ * may hold '/' as %2F. */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s) {
+        (void)cls;
+        (void)c;
+        return strlen(s);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        char buf[512];
+        (void)cls;
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        buf[strcspn(buf, "\n")] = '\0';
+        sl_log(LOG_WARNING, "API", "%s", buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* Start and stop.                                                      */
+
+static char *read_file(const char *path, size_t max, char *errstr,
+                       size_t errstr_size) {
+        FILE *f = fopen(path, "rb");
+        char *buf;
+        size_t n;
+        if (!f) {
+                snprintf(errstr, errstr_size, "%s: %s", path, strerror(errno));
+                return NULL;
+        }
+        buf = sl_malloc(max + 1);
+        n = fread(buf, 1, max, f);
+        fclose(f);
+        buf[n] = '\0';
+        return buf;
+}
+
+static void token_add(sl_api_t *api, const char *s, size_t len) {
+        while (len && (*s == ' ' || *s == '\t' || *s == '\r')) {
+                s++;
+                len--;
+        }
+        while (len &&
+               (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r'))
+                len--;
+        if (!len || *s == '#')
+                return;
+        api->tokens = sl_realloc(api->tokens,
+                                 sizeof(char *) * (size_t)(api->token_cnt + 1));
+        api->tokens[api->token_cnt] = sl_malloc(len + 1);
+        memcpy(api->tokens[api->token_cnt], s, len);
+        api->tokens[api->token_cnt][len] = '\0';
+        api->token_cnt++;
+}
+
+static void tokens_split(sl_api_t *api, const char *s, const char *seps) {
+        while (*s) {
+                size_t n = strcspn(s, seps);
+                token_add(api, s, n);
+                s += n;
+                if (*s)
+                        s++;
+        }
+}
+
+static int tokens_load(sl_api_t *api, char *errstr, size_t errstr_size) {
+        const char *env = getenv("SLUICE_API_TOKENS");
+        if (api->conf->api_tokens_file) {
+                char *buf = read_file(api->conf->api_tokens_file, 1 << 20,
+                                      errstr, errstr_size);
+                if (!buf)
+                        return -1;
+                tokens_split(api, buf, "\n");
+                free(buf);
+        }
+        if (env)
+                tokens_split(api, env, ",\n");
+        if (!api->token_cnt) {
+                snprintf(errstr, errstr_size,
+                         "api_listen is set but no bearer token is "
+                         "configured (api_tokens_file, SLUICE_API_TOKENS)");
+                return -1;
+        }
+        return 0;
+}
+
+static void advertise(sl_api_t *api) {
+        const char *listen = api->conf->api_advertise ? api->conf->api_advertise
+                                                      : api->conf->api_listen;
+        const char *colon = strrchr(listen, ':');
+        char host[256];
+        size_t hl = colon ? (size_t)(colon - listen) : 0;
+
+        if (api->conf->api_advertise) {
+                snprintf(api->advertised, sizeof(api->advertised), "%s",
+                         listen);
+                return;
+        }
+        if (hl >= sizeof(host))
+                hl = sizeof(host) - 1;
+        memcpy(host, listen, hl);
+        host[hl] = '\0';
+        if (!*host || !strcmp(host, "*") || !strcmp(host, "0.0.0.0") ||
+            !strcmp(host, "[::]")) {
+                gethostname(host, sizeof(host));
+                host[sizeof(host) - 1] = '\0';
+        }
+        snprintf(api->advertised, sizeof(api->advertised), "%s:%d", host,
+                 api->port);
+}
+
+/* Binds listen with libmicrohttpd.  Returns 0 or -1. */
+static int api_bind(sl_api_t *api, char *errstr, size_t errstr_size) {
+        const char *listen = api->conf->api_listen;
+        struct sockaddr_storage ss = {0};
+        struct addrinfo hints = {0}, *res = NULL;
+        char host[256], port[16];
+        const char *colon = strrchr(listen, ':');
+        unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
+                         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+        const union MHD_DaemonInfo *di;
+        size_t hl;
+
+        if (sl_http_listen_check(listen, errstr, errstr_size) == -1)
+                return -1;
+        hl = (size_t)(colon - listen);
+        if (hl >= sizeof(host))
+                hl = sizeof(host) - 1;
+        memcpy(host, listen, hl);
+        host[hl] = '\0';
+        snprintf(port, sizeof(port), "%s", colon + 1);
+        if (host[0] == '[') {
+                size_t l = strlen(host);
+                memmove(host, host + 1, l);
+                if (l >= 2)
+                        host[l - 2] = '\0';
+        }
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE;
+        if (getaddrinfo(!*host || !strcmp(host, "*") ? NULL : host, port,
+                        &hints, &res) ||
+            !res) {
+                snprintf(errstr, errstr_size, "api_listen %s: cannot resolve",
+                         listen);
+                return -1;
+        }
+        memcpy(&ss, res->ai_addr, res->ai_addrlen);
+        if (res->ai_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        freeaddrinfo(res);
+        if (api->tls_cert) {
+                if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+                        snprintf(errstr, errstr_size,
+                                 "api_tls_cert: libmicrohttpd was built "
+                                 "without TLS");
+                        return -1;
+                }
+                flags |= MHD_USE_TLS;
+                api->daemon = MHD_start_daemon(
+                    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_SOCK_ADDR,
+                    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
+                    on_completed, api, MHD_OPTION_UNESCAPE_CALLBACK,
+                    no_unescape, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+                    api, MHD_OPTION_CONNECTION_LIMIT,
+                    (unsigned)api->conf->api_max_connections,
+                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                    MHD_OPTION_HTTPS_MEM_CERT, api->tls_cert,
+                    MHD_OPTION_HTTPS_MEM_KEY, api->tls_key, MHD_OPTION_END);
+        } else {
+                api->daemon = MHD_start_daemon(
+                    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_SOCK_ADDR,
+                    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
+                    on_completed, api, MHD_OPTION_UNESCAPE_CALLBACK,
+                    no_unescape, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+                    api, MHD_OPTION_CONNECTION_LIMIT,
+                    (unsigned)api->conf->api_max_connections,
+                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                    MHD_OPTION_END);
+        }
+        if (!api->daemon) {
+                snprintf(errstr, errstr_size,
+                         "api_listen %s: cannot serve (address in use? bad "
+                         "TLS key pair?)",
+                         listen);
+                return -1;
+        }
+        di = MHD_get_daemon_info(api->daemon, MHD_DAEMON_INFO_BIND_PORT);
+        api->port = di ? di->port : atoi(port);
+        return 0;
+}
+
+static void pipes_init(sl_api_t *api) {
+        const sl_conf_t *conf = api->conf;
+        int n = 0;
+        api->pipes =
+            sl_calloc((size_t)conf->pipeline_cnt + 1, sizeof(*api->pipes));
+        api->internal =
+            sl_calloc(4 * (size_t)conf->pipeline_cnt + 1, sizeof(char *));
+        /* As op_delay builds them: every pipeline's internal topics are
+         * refused as targets. */
+        for (int i = 0; i < conf->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *o = &conf->pipelines[i];
+                const char *names[] = {o->changelog, o->dlq, o->overflow,
+                                       o->rates};
+                for (size_t j = 0; j < 4; j++)
+                        if (names[j])
+                                api->internal[n++] = names[j];
+        }
+        for (int i = 0; i < conf->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *pc = &conf->pipelines[i];
+                sl_delay_params_t *dp = &api->pipes[i].params;
+                api->pipes[i].pc = pc;
+                dp->default_target = pc->default_target;
+                dp->allowed_targets = &pc->allowed_targets;
+                dp->max_delay_ms = pc->max_delay_ms;
+                dp->timestamp_skew_ms = pc->timestamp_skew_ms;
+                dp->max_record_bytes = pc->max_record_bytes;
+                dp->input_format = pc->input_format;
+                dp->internal_topics = api->internal;
+                dp->internal_cnt = n;
+        }
+}
+
+static void api_free(sl_api_t *api) {
+        if (api->producer) {
+                atomic_store(&api->poll_run, 0);
+                pthread_join(api->poller, NULL);
+                rd_kafka_flush(api->producer, 2000);
+                rd_kafka_destroy(api->producer);
+        }
+        for (int i = 0; i < api->token_cnt; i++) {
+                /* Tokens are secrets: leave nothing in freed memory. */
+                volatile char *t = api->tokens[i];
+                for (size_t j = 0; t[j]; j++)
+                        t[j] = 0;
+                free(api->tokens[i]);
+        }
+        free(api->tokens);
+        free(api->tls_cert);
+        free(api->tls_key);
+        free(api->pipes);
+        free(api->internal);
+        free(api->queue);
+        owners_clear(api);
+        for (int i = 0; i < api->meta_cnt; i++)
+                free(api->meta[i].topic);
+        free(api->meta);
+        pthread_mutex_destroy(&api->lock);
+        pthread_mutex_destroy(&api->owner_lock);
+        free(api);
+}
+
+static void api_on_close(uv_handle_t *h) {
+        api_free(h->data);
+}
+
+sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop,
+                       sl_api_lookup_fn *fn, void *opaque, char *errstr,
+                       size_t errstr_size) {
+        sl_api_t *api = sl_calloc(1, sizeof(*api));
+
+        api->conf = conf;
+        api->fn = fn;
+        api->opaque = opaque;
+        pthread_mutex_init(&api->lock, NULL);
+        pthread_mutex_init(&api->owner_lock, NULL);
+        api->q_cap = conf->api_queue;
+        api->queue = sl_calloc((size_t)api->q_cap, sizeof(*api->queue));
+        snprintf(api->group, sizeof(api->group), "%s", conf->app_id);
+        pipes_init(api);
+        if (tokens_load(api, errstr, errstr_size) == -1)
+                goto fail;
+        if (conf->api_tls_cert) {
+                if (!(api->tls_cert = read_file(conf->api_tls_cert, 1 << 20,
+                                                errstr, errstr_size)) ||
+                    !(api->tls_key = read_file(conf->api_tls_key, 1 << 20,
+                                               errstr, errstr_size)))
+                        goto fail;
+        }
+        /* The port first (api_listen may say 0), then what is advertised,
+         * then the producer (its client.id names the address). */
+        if (api_bind(api, errstr, errstr_size) == -1)
+                goto fail;
+        advertise(api);
+        if (api_producer_new(api, errstr, errstr_size) == -1) {
+                MHD_stop_daemon(api->daemon);
+                goto fail;
+        }
+        uv_async_init(loop, &api->async, api_on_async);
+        api->async.data = api;
+        sl_log(LOG_INFO, "API", "HTTP API on %s (port %d%s), advertised as %s",
+               conf->api_listen, api->port, api->tls_cert ? ", TLS" : "",
+               api->advertised);
+        return api;
+fail:
+        api_free(api);
+        return NULL;
+}
+
+const char *sl_api_advertised(const sl_api_t *api) {
+        return api->advertised;
+}
+
+int sl_api_port(const sl_api_t *api) {
+        return api->port;
+}
+
+void sl_api_set_group(sl_api_t *api, const char *group) {
+        snprintf(api->group, sizeof(api->group), "%s", group);
+}
+
+void sl_api_stop(sl_api_t *api) {
+        if (!api)
+                return;
+        pthread_mutex_lock(&api->lock);
+        api->stopping = 1;
+        /* Lookups the loop will not answer any more. */
+        while (api->q_cnt) {
+                waiter_t *w = api->queue[api->q_head];
+                api->q_head = (api->q_head + 1) % api->q_cap;
+                api->q_cnt--;
+                w->res = -1;
+                waiter_answer(w);
+        }
+        pthread_mutex_unlock(&api->lock);
+        /* Waits for the connections' threads: each waits at most
+         * api_timeout for a delivery report, which the poller serves. */
+        MHD_stop_daemon(api->daemon);
+        api->daemon = NULL;
+        uv_close((uv_handle_t *)&api->async, api_on_close);
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# 0501-api-timers — the HTTP API schedules, cancels and reschedules timers
+# beside a producer that uses Java's partitioner (kcat -X
+# partitioner=murmur2_random), and always lands on the partition that
+# producer uses: a cancel through the API of a timer kcat scheduled cancels
+# it, a cancel by kcat of one the API scheduled cancels it, and a
+# reschedule through the API replaces kcat's timer.  Also: bearer tokens
+# (none, wrong), every validation reason as a 400 with the DLQ's reason
+# code, the body limit, the route table, and TLS on.
+source "$(dirname "$0")/lib.sh"
+
+in=$PFX.in
+out=$PFX.out
+conf=$WORK/sluice.ini
+token=tok-$RANDOM-$RANDOM
+echo "$token" >"$WORK/tokens"
+
+base_conf "$conf"
+api_port=$(free_port)
+cat >>"$conf" <<EOF
+
+[pipeline $PFX]
+type = delay
+input = $in
+input_partitions = 8
+allowed_targets = $PFX.*
+max_record_bytes = 1KiB
+EOF
+sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$api_port\napi_tokens_file = $WORK/tokens\napi_max_body = 4KiB|" "$conf"
+"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 3 >/dev/null
+
+port=$(free_port)
+SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
+sluice_wait_ready main "$port" 30
+API=http://127.0.0.1:$api_port/v1
+echo "sluice ready, API on $api_port"
+
+# api METHOD PATH [BODY] — prints "STATUS BODY".
+api() {
+    local m=$1 p=$2 body=${3:-}
+    local args=(-s -o "$WORK/body" -w '%{http_code}' --max-time 10 -X "$m"
+        -H "Authorization: Bearer $token" -H 'Content-Type: application/json')
+    [ -n "$body" ] && args+=(--data-binary "$body")
+    local code
+    rm -f "$WORK/body"
+    code=$(curl "${args[@]}" "$API$p") || true
+    echo "$code $(cat "$WORK/body" 2>/dev/null)"
+}
+# expect STATUS CODE METHOD PATH [BODY] — the answer has this status and,
+# unless CODE is empty, this error code.
+expect() {
+    local want=$1 code=$2
+    shift 2
+    local got
+    got=$(api "$@")
+    [ "${got%% *}" = "$want" ] || fail "$1 $2 → $got (want $want)"
+    if [ -n "$code" ]; then
+        echo "${got#* }" | python3 -c 'import json,sys; c=json.load(sys.stdin)["code"]; sys.exit(c != sys.argv[1])' "$code" 2>/dev/null ||
+            fail "$1 $2 ${3:-} → $got (want code $code)"
+    fi
+}
+
+# --- auth ---------------------------------------------------------------
+h=$(curl -s -D - -o /dev/null "$API")
+echo "$h" | grep -q '^HTTP/1.1 401' || fail "no token: $h"
+echo "$h" | grep -qi '^WWW-Authenticate: Bearer' || fail "no WWW-Authenticate: $h"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope' "$API")" = 401 ] ||
+    fail "a wrong token was accepted"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${token}x" "$API")" = 401 ] ||
+    fail "a longer token was accepted"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Basic $token" "$API")" = 401 ] ||
+    fail "a Basic credential was accepted"
+expect 200 "" GET ""
+grep -q "$token" "$WORK/sluice-main.log" && fail "the token appears in the log"
+echo "auth: 401 without a token and with wrong ones, 200 with the token"
+
+# --- validation: the DLQ's reasons ---------------------------------------
+T=/pipelines/$PFX/timers
+expect 400 missing-target PUT "$T/v1" '{"delay":"1s"}'
+expect 400 missing-due PUT "$T/v1" "{\"target\":\"$out\"}"
+expect 400 conflicting-due PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"at\":1}"
+expect 400 bad-delay PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1x\"}"
+expect 400 bad-at PUT "$T/v1" "{\"target\":\"$out\",\"at\":\"yesterday\"}"
+expect 400 delay-too-long PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"400d\"}"
+expect 400 target-not-allowed PUT "$T/v1" '{"target":"elsewhere","delay":"1s"}'
+expect 400 target-internal PUT "$T/v1" "{\"target\":\"$PFX.changelog\",\"delay\":\"1s\"}"
+expect 400 target-internal PUT "$T/v1" '{"target":"__consumer_offsets","delay":"1s"}'
+expect 400 bad-target-partition PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"partition\":-1}"
+expect 400 bad-target-partition PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"partition\":3}"
+big=$(head -c 1100 /dev/zero | tr '\0' x)
+expect 400 oversize PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"value\":\"$big\"}"
+expect 400 bad-header PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"headers\":{\"sluice-delay\":\"2s\"}}"
+expect 400 bad-header PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"headers\":{\"h\":1}}"
+expect 400 unknown-target PUT "$T/v1" "{\"target\":\"$PFX.nothere\",\"delay\":\"1s\"}"
+expect 400 bad-body PUT "$T/v1" 'not json'
+expect 400 bad-body PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"colour\":1}"
+expect 400 bad-body PUT "$T/v1" "{\"target\":\"$out\",\"delay\":\"1s\",\"value_base64\":\"!!\"}"
+huge=$(head -c 5000 /dev/zero | tr '\0' x)
+expect 413 oversize PUT "$T/v1" "{\"value\":\"$huge\"}"
+expect 404 not-found GET "/pipelines/nope/timers/x"
+expect 404 not-found GET "/pipelines/$PFX/keys/x"
+expect 405 method-not-allowed POST "$T/x"
+[ "$(count_records "$in")" = 0 ] || fail "a refused request reached the input"
+echo "validation: every reason answered 400 with its DLQ code; nothing written"
+
+# --- the three kinds of interplay ----------------------------------------
+# a: scheduled by the API (15 s), half cancelled by kcat (murmur2).
+# b: scheduled by kcat (15 s), half cancelled by the API.
+# c: scheduled by kcat (3 s), all rescheduled at once by the API (15 s,
+#    x-v=2).
+n=40
+parts_api=$WORK/parts-api
+: >"$parts_api"
+t0=$(now_ms)
+for i in $(seq 0 $((n - 1))); do echo "c$i:pc$i"; done |
+    produce "$in" -K: -X partitioner=murmur2_random -H "sluice-target=$out" -H "sluice-delay=3s" -H x-v=1
+t_c=$(now_ms)
+for i in $(seq 0 $((n - 1))); do
+    r=$(api PUT "$T/c$i" "{\"target\":\"$out\",\"delay\":\"15s\",\"value\":\"pc$i-v2\",\"headers\":{\"x-v\":\"2\"}}")
+    case "${r%% *}" in 200 | 201) ;; *) fail "PUT c$i → $r" ;; esac
+done
+[ $(($(now_ms) - t_c)) -lt 2500 ] || fail "rescheduling took $(($(now_ms) - t_c)) ms: the 3 s timers may have fired"
+for i in $(seq 0 $((n - 1))); do
+    r=$(api PUT "$T/a$i" "{\"target\":\"$out\",\"delay\":\"15s\",\"value\":\"pa$i\",\"headers\":{\"x-v\":\"1\"}}")
+    case "${r%% *}" in 200 | 201) ;; *) fail "PUT a$i → $r" ;; esac
+    echo "a$i ${r#* }" >>"$parts_api"
+done
+for i in $(seq 0 2 $((n - 1))); do echo "a$i:"; done |
+    produce "$in" -K: -Z -X partitioner=murmur2_random
+for i in $(seq 0 $((n - 1))); do echo "b$i:pb$i"; done |
+    produce "$in" -K: -X partitioner=murmur2_random -H "sluice-target=$out" -H "sluice-delay=15s" -H x-v=1
+for i in $(seq 0 2 $((n - 1))); do expect 204 "" DELETE "$T/b$i"; done
+echo "scheduled 3 x $n timers, cancelled and rescheduled through both paths in $(($(now_ms) - t0)) ms"
+
+want=$((n / 2 + n / 2 + n))
+wait_records "$out" "$want" 60 || fail "only $(count_records "$out") of $want timers fired"
+sleep 2 # anything cancelled that still fired would show up by now
+consume_json "$in" >"$WORK/in.json"
+consume_json "$out" >"$WORK/out.json"
+python3 - "$WORK/in.json" "$WORK/out.json" "$parts_api" "$n" "$t_c" <<'PY' || fail "output check failed"
+import json, sys
+from collections import Counter, defaultdict
+ins = [json.loads(l) for l in open(sys.argv[1])]
+outs = [json.loads(l) for l in open(sys.argv[2])]
+n, t_c = int(sys.argv[4]), int(sys.argv[5])
+# Every id went to one input partition only, whoever wrote it.
+where = defaultdict(set)
+for r in ins:
+    where[r["key"]].add(r["partition"])
+split = {k: v for k, v in where.items() if len(v) > 1}
+assert not split, f"ids on several partitions: {split}"
+for line in open(sys.argv[3]):
+    k, body = line.split(" ", 1)
+    p = json.loads(body)["partition"]
+    assert where[k] == {p}, (k, p, where[k])
+want = {f"a{i}" for i in range(1, n, 2)} | {f"b{i}" for i in range(1, n, 2)} | {f"c{i}" for i in range(n)}
+got = Counter(r["key"] for r in outs)
+dups = {k: c for k, c in got.items() if c > 1}
+assert not dups, f"fired twice: {dups}"
+assert set(got) == want, f"missing {sorted(want - set(got))[:5]} extra {sorted(set(got) - want)[:5]}"
+for r in outs:
+    h = dict(zip(r["headers"][0::2], r["headers"][1::2]))
+    if r["key"].startswith("c"):
+        assert h.get("x-v") == "2" and r["payload"].endswith("-v2"), r
+        assert r["ts"] >= t_c + 15000 - 1000, ("rescheduled fired early", r["key"], r["ts"] - t_c)
+    elif r["key"].startswith("a"):
+        assert h.get("x-v") == "1" and r["payload"] == "pa" + r["key"][1:], r
+print(f"fired {len(outs)}: a/b halves cancelled across paths, c rescheduled; "
+      f"{len(where)} ids each on one partition")
+PY
+
+# --- TLS --------------------------------------------------------------------
+sluice_kill main TERM
+openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -days 1 \
+    -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$WORK/key.pem" -out "$WORK/cert.pem" >/dev/null 2>&1 || fail "openssl failed"
+sed -i "s|^api_max_body = .*|api_max_body = 4KiB\napi_tls_cert = $WORK/cert.pem\napi_tls_key = $WORK/key.pem|" "$conf"
+SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start tls "$conf"
+sluice_wait_ready tls "$port" 30
+code=$(curl -s -o "$WORK/body" -w '%{http_code}' --cacert "$WORK/cert.pem" \
+    -H "Authorization: Bearer $token" "https://127.0.0.1:$api_port/v1") || true
+[ "$code" = 200 ] || fail "HTTPS GET /v1 → $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/cert.pem" \
+    -X PUT --data-binary "{\"target\":\"$out\",\"delay\":\"1s\"}" \
+    -H "Authorization: Bearer $token" "https://127.0.0.1:$api_port/v1$T/tls1") || true
+case "$code" in 200 | 201) ;; *) fail "HTTPS PUT → $code" ;; esac
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 \
+    -H "Authorization: Bearer $token" "http://127.0.0.1:$api_port/v1") || true
+[ "$code" != 200 ] || fail "plain HTTP answered with TLS on"
+wait_records "$out" $((want + 1)) 30 || fail "the timer scheduled over HTTPS did not fire"
+echo "TLS: HTTPS answers with the self-signed cert, plain HTTP does not"
+sluice_kill tls TERM
+echo "PASS"

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# 0502-api-forward — any instance answers any key: with two instances
+# sharing the partitions of an 8-partition input, a lookup asked of either
+# one is answered by the partition's owner (X-Sluice-Answered-By names the
+# same member both ways, and each member owns some ids), a request that was
+# already forwarded is never forwarded again (503 not-owner), and while a
+# partition is being rebuilt the answer is 503 "rebuilding" with
+# Retry-After.
+source "$(dirname "$0")/lib.sh"
+
+in=$PFX.in
+out=$PFX.out
+token=tok-$RANDOM
+echo "$token" >"$WORK/tokens"
+topic_create "$out" 2
+
+# conf_for NAME API_PORT — a config for one instance.
+conf_for() {
+    base_conf "$WORK/$1.ini"
+    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$2\napi_tokens_file = $WORK/tokens\napi_timeout = 3s|" "$WORK/$1.ini"
+    cat >>"$WORK/$1.ini" <<EOF
+
+[pipeline $PFX]
+type = delay
+input = $in
+input_partitions = 8
+EOF
+}
+apa=$(free_port)
+apb=$(free_port)
+conf_for a "$apa"
+conf_for b "$apb"
+"$SLUICE_BIN" topics apply -c "$WORK/a.ini" >/dev/null
+ma=$(free_port)
+mb=$(free_port)
+SLUICE_METRICS_LISTEN=127.0.0.1:$ma sluice_start a "$WORK/a.ini"
+sluice_wait_ready a "$ma" 30
+SLUICE_METRICS_LISTEN=127.0.0.1:$mb sluice_start b "$WORK/b.ini"
+sluice_wait_ready b "$mb" 30
+both_own() {
+    local ra rb
+    ra=$(metric_value "$ma" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}")
+    rb=$(metric_value "$mb" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}")
+    [ "${ra:-0}" -gt 0 ] && [ "${rb:-0}" -gt 0 ] && [ $((ra + rb)) -eq 8 ]
+}
+wait_until 60 both_own || fail "the two instances do not share the 8 partitions"
+echo "a (API $apa) and b (API $apb) share the partitions"
+
+# 40 timers through a, due in an hour.
+for i in $(seq 0 39); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Authorization: Bearer $token" \
+        --data-binary "{\"target\":\"$out\",\"delay\":\"1h\",\"value\":\"v$i\"}" \
+        "http://127.0.0.1:$apa/v1/pipelines/$PFX/timers/id$i")
+    case "$code" in 200 | 201) ;; *) fail "PUT id$i → $code" ;; esac
+done
+
+# Every lookup, asked of a and of b, is answered by the same member.
+python3 - "$apa" "$apb" "$token" "$PFX" <<'PY' || fail "forwarding check failed"
+import http.client, json, sys, time
+apa, apb, token, pfx = sys.argv[1:5]
+def get(port, path, extra=None):
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
+    h = {"Authorization": "Bearer " + token}
+    h.update(extra or {})
+    c.request("GET", path, headers=h)
+    r = c.getresponse()
+    body = r.read()
+    return r.status, r.getheader("X-Sluice-Answered-By"), r.getheader("Retry-After"), body
+owners = {}
+deadline = time.time() + 30
+for i in range(40):
+    path = f"/v1/pipelines/{pfx}/timers/id{i}"
+    while True:
+        sa, ba, _, bodya = get(apa, path)
+        sb, bb, _, bodyb = get(apb, path)
+        if sa != 503 and sb != 503:
+            break
+        assert time.time() < deadline, (path, sa, bodya, sb, bodyb)
+        time.sleep(0.2)
+    assert sa == sb and sa in (200, 501), (path, sa, bodya, sb, bodyb)
+    assert ba == bb and ba, (path, ba, bb)
+    if sa == 200:
+        assert json.loads(bodya) == json.loads(bodyb), (bodya, bodyb)
+    owners.setdefault(ba, []).append(i)
+assert sorted(owners) == sorted([f"127.0.0.1:{apa}", f"127.0.0.1:{apb}"]), owners
+# A request already forwarded is answered 503 by a non-owner, not passed on.
+for owner, ids in owners.items():
+    other = apb if owner.endswith(":" + apa) else apa
+    s, by, ra, body = get(other, f"/v1/pipelines/{pfx}/timers/id{ids[0]}",
+                          {"X-Sluice-Forwarded": "test"})
+    assert s == 503 and ra and json.loads(body)["code"] == "not-owner", (s, ra, body)
+print("lookups answered by the owner from both instances:",
+      {k: len(v) for k, v in owners.items()}, "status", sa)
+PY
+
+# --- 503 while rebuilding ------------------------------------------------
+# 300k pending timers in the changelog, then a alone restarts and rebuilds
+# them all; lookups meanwhile are 503 "rebuilding" with Retry-After.
+root=$(cd "$(dirname "$SLUICE_BIN")" && pwd)
+[ -x "$root/build/bench/load" ] || make -s -C "$root" build/bench/load >/dev/null ||
+    fail "cannot build bench/load"
+"$root"/build/bench/load -b "$BOOTSTRAP" -t "$in" -n 300000 -s 20 -p murmur2_random \
+    -H "sluice-target=$out" -H "sluice-delay=1h" >/dev/null || fail "load failed"
+caught_up() {
+    local la lb
+    la=$(metric_value "$ma" "sluice_consumer_lag{pipeline=\"$PFX\"}")
+    lb=$(metric_value "$mb" "sluice_consumer_lag{pipeline=\"$PFX\"}")
+    [ "${la:-1}" = 0 ] && [ "${lb:-1}" = 0 ]
+}
+wait_until 120 caught_up || fail "the 300k timers were not ingested"
+sluice_kill b TERM
+sluice_kill a TERM
+SLUICE_METRICS_LISTEN=127.0.0.1:$ma sluice_start a2 "$WORK/a.ini"
+python3 - "$apa" "$token" "$PFX" <<'PY' || fail "no 503 rebuilding seen"
+import http.client, json, sys, time
+apa, token, pfx = sys.argv[1:4]
+seen, deadline = {}, time.time() + 60
+while time.time() < deadline:
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", int(apa), timeout=5)
+        c.request("GET", f"/v1/pipelines/{pfx}/timers/id0",
+                  headers={"Authorization": "Bearer " + token})
+        r = c.getresponse()
+        body = r.read()
+    except OSError:
+        time.sleep(0.005)
+        continue
+    code = json.loads(body).get("code") if r.status != 200 else "ok"
+    if r.status == 503:
+        assert r.getheader("Retry-After"), "503 without Retry-After"
+    seen[(r.status, code)] = seen.get((r.status, code), 0) + 1
+    if (503, "rebuilding") in seen and r.status in (200, 501):
+        break
+    time.sleep(0.005)
+print("answers while a restarted:", seen)
+assert (503, "rebuilding") in seen, seen
+assert any(s in (200, 501) for s, _ in seen), "never answered after the rebuild"
+PY
+sluice_kill a2 TERM
+echo "PASS"
