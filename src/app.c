@@ -924,10 +924,13 @@ static int app_serve_consumer(void *opaque, int budget) {
                 int take = sl_app_may_produce(app) && !app->held_cnt;
                 ssize_t got;
                 /* Never more than the held ring can still take: a batch
-                 * may have to be held from any of its records on. */
-                size_t want =
-                    (size_t)SL_MIN(SL_MIN(budget - n, SL_CONSUME_BATCH),
-                                   SL_HELD_MAX - app->held_cnt);
+                 * may have to be held from any of its records on.  (When
+                 * leaving, records are dropped, never held, and the queue
+                 * must still be served for the close.) */
+                size_t want = (size_t)SL_MIN(budget - n, SL_CONSUME_BATCH);
+                if (app->phase == SL_RUN_RUNNING)
+                        want =
+                            SL_MIN(want, (size_t)(SL_HELD_MAX - app->held_cnt));
                 if (!take && app->phase == SL_RUN_RUNNING &&
                     app->held_cnt >= SL_HELD_MAX)
                         break; /* resumed() kicks us */
