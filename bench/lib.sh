@@ -244,8 +244,10 @@ bench_baseline() {
     bench_figure "$name" "eos_copy seconds" "$(bench_field "$line" seconds)" s
     bench_figure "$name" "eos_copy transactions" "$(bench_field "$line" transactions)" ""
     bench_figure "$name" "eos_copy peak RSS" "$(bench_field "$line" peak_rss_kb)" kB
+    bench_figure "$name" "eos_copy CPU µs per record (median run)" "$(bench_field "$line" cpu_us_per_record)" µs
     if [ "$name" = baseline ]; then
         bench_field "$line" rate >"$BENCH_WORK/baseline.rate"
+        bench_field "$line" cpu_us_per_record >"$BENCH_WORK/baseline.cpu_us"
         # For reference only, not a denominator: the same copy with the
         # whole input prefetched.  librdkafka 2.0 stops fetching a
         # partition once queued.min.messages are queued and looks again
@@ -290,6 +292,33 @@ bench_rss() {
 # command run to completion use `/usr/bin/time -f %M` as bench_copy does.
 bench_peak_rss() {
     awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"
+}
+
+# ---- CPU -------------------------------------------------------------------
+
+# bench_cpu_ticks PID — user + system CPU of the whole process PID (every
+# thread) so far, in clock ticks (/proc/PID/stat fields 14 and 15).
+bench_cpu_ticks() {
+    # The command name (field 2) may hold spaces: count from after its ")".
+    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
+# bench_cpu_us_per TICKS0 TICKS1 RECORDS — CPU µs per record over a span
+# measured with bench_cpu_ticks (tick resolution: 10 ms at 100 Hz).
+bench_cpu_us_per() {
+    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { if (n > 0) printf "%.2f\n", (b - a) * 1e6 / hz / n; else print "n/a" }'
+}
+
+# bench_cpu_figure SECTION NAME US_PER_RECORD — a "CPU µs per record" row,
+# with the baseline eos_copy's CPU per record of this run beside it (as
+# "BASE_US µs copy" in the target column) and the ratio sluice / copy.
+bench_cpu_figure() {
+    local base=n/a ratio=""
+    [ -f "$BENCH_WORK/baseline.cpu_us" ] && base=$(cat "$BENCH_WORK/baseline.cpu_us")
+    [ "$base" != n/a ] &&
+        ratio=$(awk -v a="$3" -v b="$base" 'BEGIN { if (b > 0 && a != "n/a") printf "%.2f\n", a / b; else print "n/a" }')
+    bench_figure "$1" "$2" "$3" µs "$ratio" "eos_copy: $base µs/rec"
 }
 
 # ---- sluice ---------------------------------------------------------------

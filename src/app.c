@@ -60,6 +60,14 @@
 #include "topiccache.h"
 #include "util.h"
 
+/* Records taken from a queue per librdkafka call.  One call serves a batch
+ * under one pass of the queue's bookkeeping (timeout set-up, poll-interval
+ * stamp) where rd_kafka_consumer_poll() pays it per record; rebalance and
+ * error events met on the way are served inside the call exactly as
+ * consumer_poll serves them (rd_kafka_poll_cb with RD_KAFKA_Q_CB_RETURN:
+ * the rebalance callback runs, consumer errors come back as messages). */
+#define SL_CONSUME_BATCH 64
+
 /* Commit early when a transaction grows past this many records. */
 #define SL_TXN_MAX_RECORDS 50000
 /* Kafka probe: how often, and how long it may take. */
@@ -846,49 +854,101 @@ static void app_held_clear(sl_app_t *app) {
                 rd_kafka_message_destroy(m);
 }
 
+/* The clock of an input batch: operators read the time once per batch
+ * (sl_app_now_ms()) instead of once or more per record.  A batch is at
+ * most SL_CONSUME_BATCH records, so the time read is behind the true one
+ * by what serving those took (microseconds each; a produce that waits for
+ * room in a full producer queue is the exception, bounded by task.c). */
+static void app_clock_batch(sl_app_t *app) {
+        app->batch_now_ms = sl_now_ms();
+}
+
+static void app_clock_batch_end(sl_app_t *app) {
+        app->batch_now_ms = 0;
+}
+
+int64_t sl_app_now_ms(const sl_app_t *app) {
+        return app->batch_now_ms ? app->batch_now_ms : sl_now_ms();
+}
+
 static void app_held_drain(sl_app_t *app) {
         rd_kafka_message_t *m;
         uint32_t epoch;
+        int i = 0;
         while (sl_app_may_produce(app) && (m = app_held_pop(app, &epoch))) {
                 sl_task_t *t =
                     app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
+                if (i++ % SL_CONSUME_BATCH == 0)
+                        app_clock_batch(app);
                 if (t && t->epoch == epoch)
                         app_input(app, m);
                 rd_kafka_message_destroy(m);
+        }
+        app_clock_batch_end(app);
+}
+
+/* One message of the consumer queue: the per-record part of
+ * app_serve_consumer. */
+static void app_consumed(sl_app_t *app, rd_kafka_message_t *m) {
+        int take = sl_app_may_produce(app) && !app->held_cnt;
+        if (!app->consumer) {
+                /* A fatal error served earlier in the batch dropped the
+                 * clients: what was fetched with them goes too. */
+                rd_kafka_message_destroy(m);
+                return;
+        }
+        if (m->err) {
+                rd_kafka_resp_err_t err = m->err;
+                if (err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+                    err != RD_KAFKA_RESP_ERR__FATAL)
+                        sl_kafka_log_error("consumer", err,
+                                           rd_kafka_message_errstr(m));
+                rd_kafka_message_destroy(m);
+                if (err == RD_KAFKA_RESP_ERR__FATAL)
+                        app_consumer_fatal(app);
+                return;
+        }
+        if (app->phase != SL_RUN_RUNNING) {
+                rd_kafka_message_destroy(m); /* leaving */
+        } else if (take) {
+                app_input(app, m);
+                rd_kafka_message_destroy(m);
+        } else {
+                app_held_push(app, m);
         }
 }
 
 static int app_serve_consumer(void *opaque, int budget) {
         sl_app_t *app = opaque;
+        rd_kafka_message_t *ms[SL_CONSUME_BATCH];
         int n = 0;
         while (n < budget && app->consumer) {
-                rd_kafka_message_t *m;
                 int take = sl_app_may_produce(app) && !app->held_cnt;
+                ssize_t got;
+                /* Never more than the held ring can still take: a batch
+                 * may have to be held from any of its records on.  (When
+                 * leaving, records are dropped, never held, and the queue
+                 * must still be served for the close.) */
+                size_t want = (size_t)SL_MIN(budget - n, SL_CONSUME_BATCH);
+                if (app->phase == SL_RUN_RUNNING)
+                        want =
+                            SL_MIN(want, (size_t)(SL_HELD_MAX - app->held_cnt));
                 if (!take && app->phase == SL_RUN_RUNNING &&
                     app->held_cnt >= SL_HELD_MAX)
                         break; /* resumed() kicks us */
-                if (!(m = rd_kafka_consumer_poll(app->consumer, 0)))
+                if (!want)
                         break;
-                n++;
-                if (m->err) {
-                        rd_kafka_resp_err_t err = m->err;
-                        if (err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
-                            err != RD_KAFKA_RESP_ERR__FATAL)
-                                sl_kafka_log_error("consumer", err,
-                                                   rd_kafka_message_errstr(m));
-                        rd_kafka_message_destroy(m);
-                        if (err == RD_KAFKA_RESP_ERR__FATAL)
-                                app_consumer_fatal(app);
-                        continue;
-                }
-                if (app->phase != SL_RUN_RUNNING) {
-                        rd_kafka_message_destroy(m); /* leaving */
-                } else if (take) {
-                        app_input(app, m);
-                        rd_kafka_message_destroy(m);
-                } else {
-                        app_held_push(app, m);
-                }
+                got =
+                    rd_kafka_consume_batch_queue(app->consumer_q, 0, ms, want);
+                if (got <= 0)
+                        break;
+                app_clock_batch(app);
+                for (ssize_t i = 0; i < got; i++)
+                        app_consumed(app, ms[i]);
+                app_clock_batch_end(app);
+                n += (int)got;
+                if ((size_t)got < want)
+                        break;
         }
         if (app->phase == SL_RUN_STOP_CLOSE)
                 app_stop_step(app);

@@ -90,6 +90,10 @@ struct sl_app_s {
         sl_outbox_t *outbox;
         int replaying;
 
+        /* The wall clock read once for the input batch being served, 0
+         * outside one (sl_app_now_ms()). */
+        int64_t batch_now_ms;
+
         /* A revocation waiting for the commit of its partitions' work. */
         rd_kafka_topic_partition_list_t *revoking;
         int revoke_commit_started;

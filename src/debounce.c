@@ -865,6 +865,11 @@ static int json_ok(const char *p, size_t n) {
         json_t *j;
         if (!n)
                 return 0;
+        /* Only these can open a JSON text (p starts past whitespace):
+         * anything else is refused without building a parser and a tree,
+         * which jansson does before it looks at the first byte. */
+        if (!p[0] || !strchr("{[\"-0123456789tfn", p[0]))
+                return 0;
         j = json_loadb(
             p, n, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
             &err);

@@ -126,6 +126,7 @@ typedef struct debounce_state_s {
         size_t bytes_counted;
         char *kbuf; /* changelog key scratch */
         size_t kbuf_size;
+        sl_scratch_t pack; /* a changelog value being packed */
 } debounce_state_t;
 
 static debounce_pipeline_t *dp_of(sl_task_t *t) {
@@ -320,6 +321,7 @@ static void debounce_state_destroy(void *state) {
         }
         sl_debounce_destroy(st->win);
         free(st->kbuf);
+        sl_scratch_free(&st->pack);
         free(st);
 }
 
@@ -670,7 +672,7 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         sl_debounce_item_t old;
         sl_debounce_group_t grp;
         uint8_t *packed;
-        int64_t now = sl_now_ms();
+        int64_t now = sl_app_now_ms(t->app);
 
         if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 const void *ctl = NULL;
@@ -746,12 +748,13 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rec.payload.data = m->payload;
         rec.payload.len = m->len;
         plen = sluice__v1__debounce_item__get_packed_size(&rec);
-        packed = sl_malloc(plen ? plen : 1);
+        packed = sl_scratch_get(&st->pack, plen);
         sluice__v1__debounce_item__pack(&rec, packed);
         ckeylen = changelog_key(st, m->key, m->key_len, id, idlen);
+        /* The producer copies the value (RD_KAFKA_MSG_F_COPY). */
         r = sl_task_produce(t, pc->changelog, t->partition, st->kbuf, ckeylen,
                             packed, plen, NULL);
-        free(packed);
+        sl_scratch_done(&st->pack);
         if (r < 0) {
                 snprintf(detail, sizeof(detail),
                          "changelog record of %zu bytes refused: %s", plen,

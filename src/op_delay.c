@@ -83,6 +83,9 @@
 #define SL_BLOB_NULL_KEY       4 /* fire with a null key */
 #define SL_BLOB_DUE_ON_ARRIVAL 8 /* already due when scheduled */
 
+/* Headers of an input record handled without allocation. */
+#define SL_DELAY_HDRS_ON_STACK 16
+
 typedef struct delay_pipeline_s {
         char **targets; /* interned target topic names */
         int target_cnt;
@@ -107,6 +110,10 @@ typedef struct delay_pipeline_s {
         sl_histogram_t *m_lateness;
         sl_pcap_t *c_timers; /* max_pending_timers */
         sl_pcap_t *c_bytes;  /* max_pending_bytes */
+        /* Input scratch (loop thread): the changelog Timer being packed and
+         * the in-memory blob being built, reused by every record. */
+        sl_scratch_t pack;
+        sl_scratch_t blob;
 } delay_pipeline_t;
 
 typedef struct delay_state_s {
@@ -404,6 +411,8 @@ static void delay_pipeline_destroy(sl_pipeline_t *pl) {
                 free(dp->targets[i]);
         free(dp->targets);
         free(dp->internal);
+        sl_scratch_free(&dp->pack);
+        sl_scratch_free(&dp->blob);
         free(dp);
         pl->op_data = NULL;
 }
@@ -843,15 +852,24 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 const char *target = req.target;
                 int parts;
                 Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
-                Sluice__V1__Header *hv = NULL, **hp = NULL;
+                /* Up to SL_DELAY_HDRS_ON_STACK headers need no
+                 * allocation; the packed record and the blob are built in
+                 * the pipeline's scratch. */
+                Sluice__V1__Header hv_in[SL_DELAY_HDRS_ON_STACK],
+                    *hp_in[SL_DELAY_HDRS_ON_STACK];
+                const char *hn_in[SL_DELAY_HDRS_ON_STACK + 1];
+                size_t hnl_in[SL_DELAY_HDRS_ON_STACK + 1],
+                    hvl_in[SL_DELAY_HDRS_ON_STACK + 1];
+                const void *hvv_in[SL_DELAY_HDRS_ON_STACK + 1];
+                Sluice__V1__Header *hv = hv_in, **hp = hp_in;
                 uint8_t *packed;
                 size_t plen;
-                blob_t b = {0};
+                blob_t b = {dp->blob.buf, 0, dp->blob.size};
                 int replaced, r;
                 uint8_t flags = 0;
-                const char **hn;
-                size_t *hnl, *hvl;
-                const void **hvv;
+                const char **hn = hn_in;
+                size_t *hnl = hnl_in, *hvl = hvl_in;
+                const void **hvv = hvv_in;
 
                 parts = sl_task_topic_partitions(t, target);
                 if (parts == SL_TOPIC_LOOKING) {
@@ -907,14 +925,14 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 if (req.null_target_key)
                         flags |= SL_BLOB_NULL_KEY;
                 tm.n_headers = req.hdr_cnt;
-                if (req.hdr_cnt) {
+                if (req.hdr_cnt > SL_DELAY_HDRS_ON_STACK) {
                         hv = sl_calloc(req.hdr_cnt, sizeof(*hv));
                         hp = sl_calloc(req.hdr_cnt, sizeof(*hp));
+                        hn = sl_calloc(req.hdr_cnt + 1, sizeof(char *));
+                        hnl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
+                        hvv = sl_calloc(req.hdr_cnt + 1, sizeof(void *));
+                        hvl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
                 }
-                hn = sl_calloc(req.hdr_cnt + 1, sizeof(char *));
-                hnl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
-                hvv = sl_calloc(req.hdr_cnt + 1, sizeof(void *));
-                hvl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
                 for (size_t i = 0; i < req.hdr_cnt; i++) {
                         const sl_hdr_t *h = &req.hdrs[i];
                         sluice__v1__header__init(&hv[i]);
@@ -930,7 +948,7 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 }
                 tm.headers = hp;
                 plen = sluice__v1__timer__get_packed_size(&tm);
-                packed = sl_malloc(plen);
+                packed = sl_scratch_get(&dp->pack, plen);
                 sluice__v1__timer__pack(&tm, packed);
 
                 /* The in-memory form first: a record refused here leaves
@@ -960,14 +978,19 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         delay_update_gauges(t);
                         sl_task_wake_at(t, req.due_ms > 0 ? req.due_ms : 1);
                 }
-                free(b.buf);
-                free(packed);
-                free(hv);
-                free(hp);
-                free(hn);
-                free(hnl);
-                free(hvv);
-                free(hvl);
+                /* The heap copied the blob, the producer the record. */
+                dp->blob.buf = b.buf;
+                dp->blob.size = b.size;
+                sl_scratch_done(&dp->blob);
+                sl_scratch_done(&dp->pack);
+                if (hv != hv_in) {
+                        free(hv);
+                        free(hp);
+                        free(hn);
+                        free(hnl);
+                        free(hvv);
+                        free(hvl);
+                }
         }
 out_req:
         sl_delay_req_clear(&req);

@@ -158,6 +158,7 @@ typedef struct throttle_state_s {
         uint64_t msgs_counted, bytes_counted, keys_counted, index_counted;
         /* ... and of its caps (kept exact on the input path). */
         uint64_t keys_capped, msgs_capped;
+        sl_scratch_t pack; /* an OverflowRecord being packed */
 } throttle_state_t;
 
 static throttle_pipeline_t *tp_of(const sl_task_t *t) {
@@ -460,6 +461,7 @@ static void throttle_state_destroy(void *state) {
         sl_pcap_add(st->tp->c_keys, -(int64_t)st->keys_capped);
         sl_pcap_add(st->tp->c_msgs, -(int64_t)st->msgs_capped);
         sl_backlog_destroy(st->bl);
+        sl_scratch_free(&st->pack);
         free(st);
 }
 
@@ -657,9 +659,10 @@ static void forward_live(sl_task_t *t, const rd_kafka_message_t *m) {
         sl_counter_inc(tp->m_forwarded);
 }
 
-/* Packs the OverflowRecord of a live message (caller frees *out). */
+/* Packs the OverflowRecord of a live message into *out, which points into
+ * sc (valid until sc is used again; sl_scratch_done() after use). */
 static size_t pack_overflow(const rd_kafka_message_t *m, int64_t deadline,
-                            int64_t now, uint8_t **out) {
+                            int64_t now, sl_scratch_t *sc, uint8_t **out) {
         Sluice__V1__OverflowRecord rec = SLUICE__V1__OVERFLOW_RECORD__INIT;
         Sluice__V1__Header hv_in[16], *hp_in[16];
         Sluice__V1__Header *hv = hv_in, **hp = hp_in;
@@ -696,7 +699,7 @@ static size_t pack_overflow(const rd_kafka_message_t *m, int64_t deadline,
         rec.n_headers = cnt;
         rec.headers = hp;
         len = sluice__v1__overflow_record__get_packed_size(&rec);
-        *out = sl_malloc(len ? len : 1);
+        *out = sl_scratch_get(sc, len);
         sluice__v1__overflow_record__pack(&rec, *out);
         if (hv != hv_in) {
                 free(hv);
@@ -709,7 +712,7 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
         throttle_state_t *st = st_of(t);
         throttle_pipeline_t *tp = st->tp;
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        int64_t now = sl_now_ms(), deadline;
+        int64_t now = sl_app_now_ms(t->app), deadline;
         const char *reason;
         char detail[256];
         sl_bkey_t *k;
@@ -766,9 +769,9 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         sl_task_input_full(t, tp->c_msgs);
                         break;
                 }
-                plen = pack_overflow(m, deadline, now, &packed);
+                plen = pack_overflow(m, deadline, now, &st->pack, &packed);
                 if (plen > UINT32_MAX) {
-                        free(packed);
+                        sl_scratch_done(&st->pack);
                         sl_task_dlq(t, m, "oversize",
                                     "overflow record over 4 GiB");
                         break;
@@ -791,7 +794,7 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                                 sl_task_wake_at(t,
                                                 SL_MAX(1, sl_bkey_due_ms(k)));
                 }
-                free(packed);
+                sl_scratch_done(&st->pack);
                 break;
         }
         }

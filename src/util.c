@@ -27,6 +27,31 @@ int64_t sl_mono_us(void) {
         return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+void *sl_scratch_get(sl_scratch_t *s, size_t need) {
+        if (need > s->size || !s->buf) {
+                size_t size = SL_MAX(need, (size_t)256);
+                /* Grow geometrically, so records that grow slowly do not
+                 * realloc each time. */
+                if (size < s->size * 2)
+                        size = s->size * 2;
+                free(s->buf);
+                s->buf = sl_malloc(size);
+                s->size = size;
+        }
+        return s->buf;
+}
+
+void sl_scratch_done(sl_scratch_t *s) {
+        if (s->size > SL_SCRATCH_KEEP)
+                sl_scratch_free(s);
+}
+
+void sl_scratch_free(sl_scratch_t *s) {
+        free(s->buf);
+        s->buf = NULL;
+        s->size = 0;
+}
+
 static void oom(size_t size) {
         fprintf(stderr, "sluice: out of memory allocating %zu bytes\n", size);
         abort();

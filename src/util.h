@@ -31,6 +31,23 @@ void *sl_malloc(size_t size);
 void *sl_calloc(size_t n, size_t size);
 void *sl_realloc(void *ptr, size_t size);
 char *sl_strdup(const char *s);
+
+/* A reusable buffer for per-record scratch (packing a record, a key): one
+ * allocation serves every record instead of a malloc and free each.  It
+ * grows to what is asked; sl_scratch_done() after each use gives a buffer
+ * larger than SL_SCRATCH_KEEP back, so one huge record does not pin its
+ * size.  Not thread-safe: one owner (an operator's state, on the loop
+ * thread). */
+typedef struct sl_scratch_s {
+        void *buf;
+        size_t size;
+} sl_scratch_t;
+#define SL_SCRATCH_KEEP ((size_t)64 * 1024)
+/* At least need bytes (1 if need is 0), valid until the next call. */
+void *sl_scratch_get(sl_scratch_t *s, size_t need);
+void sl_scratch_done(sl_scratch_t *s);
+/* Frees the buffer; the scratch may be used again. */
+void sl_scratch_free(sl_scratch_t *s);
 char *sl_strndup(const char *s, size_t n);
 
 /*

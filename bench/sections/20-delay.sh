@@ -5,7 +5,9 @@
 #                   changelog rebuild time and records/s, and memory per
 #                   pending timer (RSS) again once rebuilt
 #   delay_fire      1M timers due at the same instant: timers fired per
-#                   second, due time → last one visible to read_committed
+#                   second, due time → last one visible to read_committed;
+#                   CPU µs per timer (utime + stime of sluice) scheduled
+#                   (load → all pending) and fired (due → all visible)
 #   delay_lateness  a steady 2k, then 10k timers/s with a 2 s delay:
 #                   lateness due → produced (the output record's timestamp)
 #                   and due → visible to read_committed (p50/p99/max),
@@ -122,6 +124,11 @@ _delay_rss_settled() {
 
 _delay_now_ms() {
     date +%s%3N
+}
+
+# _delay_past MS — true once the clock has reached epoch MS.
+_delay_past() {
+    [ "$(_delay_now_ms)" -ge "$1" ]
 }
 
 # The sluice build measured: commit, and "+dirty" when src/ differs from it.
@@ -257,6 +264,9 @@ section_delay_fire() {
         margin=40
     fi
     _delay_start "$name" "$port"
+    local pid c0 c1 cdue c2
+    pid=$(bench_sluice_pid "$name")
+    c0=$(bench_cpu_ticks "$pid")
 
     due=$(($(_delay_now_ms) + margin * 1000))
     bench_log "delay_fire: $n timers due at $due (in ${margin}s)"
@@ -274,8 +284,14 @@ section_delay_fire() {
         pend=$(bench_metric "$port" sluice_timers_pending || echo "?")
         bench_fail "$pend of $n timers pending at the due time; raise BENCH_DELAY_FIRE_MARGIN"
     }
+    c1=$(bench_cpu_ticks "$pid")
     bench_log "delay_fire: all $n pending $(((due - $(_delay_now_ms)) / 1000)) s before the due time"
+    # The fire's CPU is counted from the due time: not the idle wait.
+    bench_wait_until $(((due - $(_delay_now_ms)) / 1000 + 5)) _delay_past "$due" ||
+        bench_fail "the clock did not reach the due time"
+    cdue=$(bench_cpu_ticks "$pid")
     wait "$cpid" || bench_fail "reading $t.out failed"
+    c2=$(bench_cpu_ticks "$pid")
     line=$(cat "$BENCH_WORK/$name.consume")
     bench_log "delay_fire: $line"
     [ "$(bench_field "$line" records)" = "$n" ] || bench_fail "$t.out: $line"
@@ -288,6 +304,10 @@ section_delay_fire() {
         "$(awk -v m="$max" 'BEGIN { printf "%.3f", m / 1000 }')" s
     bench_figure delay_fire "  due → half visible" \
         "$(awk -v m="$p50" 'BEGIN { printf "%.3f", m / 1000 }')" s
+    bench_cpu_figure delay_fire "  CPU µs per timer fired (due → all visible)" \
+        "$(bench_cpu_us_per "$cdue" "$c2" "$n")"
+    bench_cpu_figure delay_fire "  CPU µs per timer scheduled (load → pending)" \
+        "$(bench_cpu_us_per "$c0" "$c1" "$n")"
     bench_figure delay_fire "  catchup_rate (0: the limiter is off)" 0 /s
     bench_figure delay_fire "  transactions committed" \
         "$(bench_metric "$port" sluice_transactions_total 'result="commit"')" ""

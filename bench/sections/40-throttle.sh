@@ -4,7 +4,8 @@
 #                     (input loaded first, sluice started; timed from
 #                     ready, as eos_copy is from its first record, until
 #                     every record is visible), as a ratio to the baseline
-#                     copy; start → visible as info
+#                     copy; start → visible as info; CPU µs per record
+#                     (utime + stime of sluice over ready → visible)
 #   throttle_drain    10,000 keys at 2/s (burst 1) with 60 messages each
 #                     loaded at once: the drain rate in two 10 s windows
 #                     (output record timestamps from the first drained
@@ -76,6 +77,9 @@ section_throttle_pass() {
     # eos_copy's clock starts at its first record consumed (its group join
     # excluded), so the comparable sluice clock starts here.
     tr=$(date +%s%N)
+    local pid c0 c1
+    pid=$(bench_sluice_pid "$name")
+    c0=$(bench_cpu_ticks "$pid")
     # A read_committed reader follows the output from now on: the clock
     # stops when the last record is visible (reading 1M records only after
     # the last was forwarded would add ~2 s that eos_copy never pays).
@@ -85,6 +89,7 @@ section_throttle_pass() {
         bench_fail "forwarded $(_thr_m "$port" forwarded_total) of $n in 180 s"
     wait "$cpid" || bench_fail "reading $t.out failed"
     t1=$(date +%s%N)
+    c1=$(bench_cpu_ticks "$pid")
     line=$(cat "$BENCH_WORK/$name.consume")
     bench_log "throttle_pass: $line"
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
@@ -93,6 +98,7 @@ section_throttle_pass() {
     srate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
     bench_log "throttle_pass: $n forwarded and visible in ${rsecs}s after ready, ${secs}s after start"
     bench_figure throttle_pass "pass-through, keys under rate (ready → all visible)" "$rate" rec/s "$(bench_ratio "$rate")" ">= 0.8"
+    bench_cpu_figure throttle_pass "  CPU µs per record (ready → all visible)" "$(bench_cpu_us_per "$c0" "$c1" "$n")"
     bench_figure throttle_pass "  (info) start → all visible (group join, rebuild)" "$srate" rec/s "$(bench_ratio "$srate")"
     bench_figure throttle_pass "  (info) appended to the backlog" "$(_thr_m "$port" appended_total)" ""
     bench_figure throttle_pass "  (info) peak RSS" "$(bench_peak_rss "$(bench_sluice_pid "$name")")" kB

@@ -586,6 +586,59 @@ static void test_json(void **state) {
         sl_debounce_destroy(d);
 }
 
+/* Which payloads are embedded as JSON: every kind of JSON text (the
+ * first-byte check before jansson must let each through), and text that
+ * only starts like one stays a string. */
+static void test_json_payload_kinds(void **state) {
+        (void)state;
+        static const struct {
+                const char *payload;
+                int type; /* JSON_* of the embedded payload */
+        } cases[] = {
+            {"\"a \\\"string\\\"\"", JSON_STRING},
+            {"[1,2]", JSON_ARRAY},
+            {"-1.5", JSON_REAL},
+            {"true", JSON_TRUE},
+            {"false", JSON_FALSE},
+            {"null", JSON_NULL},
+            {"7", JSON_REAL},
+            {"nope", JSON_STRING},
+            {"tru", JSON_STRING},
+            {"{\"a\":", JSON_STRING},
+            {"x{}", JSON_STRING},
+            {"  [ ] ", JSON_ARRAY},
+        };
+        sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
+        sl_debounce_batch_t *b;
+        json_t *j, *items;
+        char id[8];
+        size_t n = sizeof(cases) / sizeof(cases[0]);
+
+        for (size_t i = 0; i < n; i++) {
+                snprintf(id, sizeof(id), "i%02zu", i);
+                up(d, "G", id, cases[i].payload, T0 + (int64_t)i, (int64_t)i);
+        }
+        b = take(d, NULL, T0 + 5000);
+        j = json_of(b);
+        items = json_object_get(j, "items");
+        assert_int_equal(json_array_size(items), n);
+        for (size_t i = 0; i < n; i++) {
+                json_t *p =
+                    json_object_get(json_array_get(items, i), "payload");
+                assert_non_null(p);
+                if ((int)json_typeof(p) != cases[i].type)
+                        fail_msg("payload %s: JSON type %d, want %d",
+                                 cases[i].payload, json_typeof(p),
+                                 cases[i].type);
+                if (cases[i].type == JSON_STRING && cases[i].payload[0] != '"')
+                        assert_string_equal(json_string_value(p),
+                                            cases[i].payload);
+        }
+        json_decref(j);
+        sl_debounce_batch_free(b);
+        sl_debounce_destroy(d);
+}
+
 static void test_protobuf(void **state) {
         (void)state;
         sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
@@ -850,6 +903,7 @@ int main(void) {
             cmocka_unit_test(test_restore_same_state),
             cmocka_unit_test(test_foreach),
             cmocka_unit_test(test_json),
+            cmocka_unit_test(test_json_payload_kinds),
             cmocka_unit_test(test_protobuf),
             cmocka_unit_test(test_text_ok),
             cmocka_unit_test(test_check),

@@ -123,6 +123,38 @@ static void test_every_byte(void **state) {
         assert_int_equal(strlen(out), 95 + 161 * 4);
 }
 
+/* The scratch buffer is reused while it is small enough, holds what is
+ * asked, and a large one is given back after use. */
+static void test_scratch(void **state) {
+        sl_scratch_t sc = {0};
+        char *p, *q;
+        (void)state;
+        p = sl_scratch_get(&sc, 0);
+        assert_non_null(p);
+        assert_true(sc.size >= 1);
+        p = sl_scratch_get(&sc, 100);
+        memset(p, 'a', 100);
+        sl_scratch_done(&sc);
+        q = sl_scratch_get(&sc, 50);
+        assert_ptr_equal(p, q); /* reused, no new allocation */
+        assert_int_equal(q[49], 'a');
+        q = sl_scratch_get(&sc, 1000);
+        assert_true(sc.size >= 1000);
+        memset(q, 'b', 1000);
+        sl_scratch_done(&sc);
+        assert_non_null(sc.buf); /* small: kept */
+        q = sl_scratch_get(&sc, SL_SCRATCH_KEEP + 1);
+        memset(q, 'c', SL_SCRATCH_KEEP + 1);
+        sl_scratch_done(&sc);
+        assert_null(sc.buf); /* large: given back */
+        assert_int_equal(sc.size, 0);
+        q = sl_scratch_get(&sc, 10);
+        assert_non_null(q);
+        sl_scratch_free(&sc);
+        assert_null(sc.buf);
+        sl_scratch_free(&sc); /* twice is harmless */
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_printable_kept),
@@ -134,6 +166,7 @@ int main(void) {
             cmocka_unit_test(test_cut_never_splits_an_escape),
             cmocka_unit_test(test_idempotent),
             cmocka_unit_test(test_every_byte),
+            cmocka_unit_test(test_scratch),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
