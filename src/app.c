@@ -529,6 +529,13 @@ int sl_app_caps_reason(sl_app_t *app, char *buf, size_t size) {
         return n;
 }
 
+/* /readyz and the sluice_ready gauge say the same. */
+static void app_set_ready(sl_app_t *app, int ready, const char *why) {
+        sl_gauge_set(app->m_ready, ready);
+        if (app->http)
+                sl_http_set_ready(app->http, ready, why);
+}
+
 void sl_app_update_ready(sl_app_t *app) {
         char why[320], trouble[256], caps[256];
         int rebuilding = 0, capped;
@@ -549,38 +556,34 @@ void sl_app_update_ready(sl_app_t *app) {
         }
         app->rebuilding_cnt = rebuilding;
         capped = sl_app_caps_reason(app, caps, sizeof(caps));
-        if (!app->http)
-                return;
         if (app->phase != SL_RUN_RUNNING)
-                sl_http_set_ready(app->http, 0, "shutting down");
+                app_set_ready(app, 0, "shutting down");
         else if (!app->txn ||
                  sl_txn_trouble(app->txn, trouble, sizeof(trouble))) {
-                sl_http_set_ready(app->http, 0,
-                                  app->txn ? trouble : "starting");
+                app_set_ready(app, 0, app->txn ? trouble : "starting");
         } else if (!app->kafka_up) {
                 snprintf(why, sizeof(why), "Kafka unreachable for %.0f s: %s",
                          (double)(sl_now_ms() - app->kafka_down_since_ms) /
                              1000.0,
                          app->kafka_why);
-                sl_http_set_ready(app->http, 0, why);
+                app_set_ready(app, 0, why);
         } else if (!app->assigned)
-                sl_http_set_ready(app->http, 0,
-                                  "waiting for a partition assignment");
+                app_set_ready(app, 0, "waiting for a partition assignment");
         else if (sl_parts_trouble(app, why, sizeof(why)))
-                sl_http_set_ready(app->http, 0, why);
+                app_set_ready(app, 0, why);
         else if (rebuilding) {
                 snprintf(why, sizeof(why), "%d partitions rebuilding",
                          rebuilding);
-                sl_http_set_ready(app->http, 0, why);
+                app_set_ready(app, 0, why);
         } else if (capped) {
                 /* Ready all the same: the instance works (its due work is
                  * what makes room) and a not-ready pod would hold up
                  * rollouts and, under the PodDisruptionBudget, node drains
                  * for as long as the cap lasts (README, Operations). */
                 snprintf(why, sizeof(why), "ready; %s", caps);
-                sl_http_set_ready(app->http, 1, why);
+                app_set_ready(app, 1, why);
         } else
-                sl_http_set_ready(app->http, 1, "ready");
+                app_set_ready(app, 1, "ready");
 }
 
 static void app_set_kafka_up(sl_app_t *app, int up, const char *why) {
@@ -1717,6 +1720,11 @@ static int app_run(sl_conf_t *conf) {
             "1 while Kafka answers (a metadata probe every 2 s), else 0.",
             NULL);
         sl_gauge_set(app->m_kafka_up, 1);
+        app->m_ready = sl_metrics_gauge(
+            app->metrics, "sluice_ready",
+            "1 while /readyz answers 200 (every assigned partition rebuilt, "
+            "Kafka answering, no transaction trouble), else 0.",
+            NULL);
         app->m_deferred = sl_metrics_counter(
             app->metrics, "sluice_txn_deferred_records_total",
             "Records decided while a commit was in flight, sent into the "

@@ -136,6 +136,7 @@ struct sl_app_s {
         sl_counter_t *m_rebalances;
         sl_counter_t *m_deferred; /* records sent from the outbox */
         sl_gauge_t *m_kafka_up;
+        sl_gauge_t *m_ready;
 };
 
 /* Runtime internals shared by app.c and task.c. */
