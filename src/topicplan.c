@@ -427,6 +427,24 @@ static void judge_existing(const sl_topicplan_t *plan,
                                           in->name, st->partitions));
                 }
         }
+        if (spec->replication_factor > 0 && st->replicas > 0 &&
+            st->replicas != spec->replication_factor)
+                problem(v, strfmt("has %d replicas, want %d "
+                                  "(replication_factor; apply does not "
+                                  "change it: kafka-reassign-partitions does)",
+                                  st->replicas, spec->replication_factor));
+        if (spec->role != SL_TOPIC_INPUT && spec->role != SL_TOPIC_RATES &&
+            st->replicas > 0 && st->described) {
+                const char *mir =
+                    sl_topic_state_config(st, "min.insync.replicas");
+                double n;
+                if (mir && !parse_num(mir, &n) && n > st->replicas)
+                        problem(v, strfmt("min.insync.replicas is %s but it "
+                                          "has %d replicas: every write "
+                                          "sluice makes to it (acks=all) "
+                                          "fails with NOT_ENOUGH_REPLICAS",
+                                          mir, st->replicas));
+        }
         if (!spec->setting_cnt)
                 return;
         if (!st->described) {

@@ -33,6 +33,11 @@
  *   rates      cleanup.policy = compact.
  *   dlq        cleanup.policy = delete (compaction would drop bad records).
  *
+ *   every topic sluice writes (changelog, overflow, dlq, output):
+ *              min.insync.replicas <= its replicas, else every acks=all
+ *              write (each transaction) fails with NOT_ENOUGH_REPLICAS;
+ *   any topic  as many replicas as replication_factor, when set.
+ *
  * Apply never alters an existing topic's configs; it only reports what
  * differs.  It does add partitions to a changelog, overflow or dlq that has
  * fewer than its input (grow_parts in the verdict): partition p of those
@@ -124,6 +129,7 @@ typedef struct sl_topic_state_s {
         char *name;     /* owned */
         int exists;     /* in the metadata */
         int partitions; /* when exists */
+        int replicas;   /* the fewest replicas of any partition; 0 unknown */
         int described;  /* configs below are known */
         char *error;    /* why configs or metadata are unknown; owned */
         sl_topic_conf_entry_t *configs; /* owned */

@@ -257,6 +257,10 @@ int sl_topics_observe(sl_topics_admin_t *adm, const char *const *names, int cnt,
                         continue;
                 st = sl_topics_observed_add(obs, names[i], t != NULL,
                                             t ? t->partition_cnt : 0);
+                for (int p = 0; t && p < t->partition_cnt; p++)
+                        if (!st->replicas ||
+                            t->partitions[p].replica_cnt < st->replicas)
+                                st->replicas = t->partitions[p].replica_cnt;
                 if (t && t->err)
                         st->error = sl_strdup(rd_kafka_err2str(t->err));
         }

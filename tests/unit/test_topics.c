@@ -298,6 +298,66 @@ static void test_eval_as_created_ok(void **state) {
         sl_topicplan_destroy(plan);
 }
 
+/* Replicas: as many as replication_factor when it is set, and never fewer
+ * than min.insync.replicas on a topic sluice writes (every acks=all write
+ * would fail).  Inputs are the producers' business. */
+static void test_eval_replicas(void **state) {
+        conf_t c = {0};
+        sl_pipeline_conf_t *p;
+        sl_topicplan_t *plan;
+        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topicplan_eval_t *ev;
+        sl_topic_state_t *st;
+        (void)state;
+
+        p = add_pipeline(&c, "rem", SL_OP_DELAY, "rem.in");
+        p->replication_factor = 3;
+        p->dlq = "rem.dlq";
+        plan = sl_topicplan_new(&c.conf);
+        for (int i = 0; i < plan->cnt; i++) {
+                const sl_topic_spec_t *s = &plan->specs[i];
+                st = add_as_created(obs, s, 4);
+                st->described = 1;
+                st->replicas = 3;
+                set_conf(st, "min.insync.replicas", "2");
+        }
+        ev = sl_topicplan_eval(plan, obs);
+        assert_int_equal(sl_topicplan_eval_problems(ev, 1), 0);
+        sl_topicplan_eval_destroy(ev);
+
+        /* The changelog lost two replicas; the input has a high
+         * min.insync.replicas too, which is not sluice's to judge. */
+        for (int i = 0; i < obs->cnt; i++) {
+                st = &obs->topics[i];
+                if (!strcmp(st->name, "rem.changelog") ||
+                    !strcmp(st->name, "rem.in"))
+                        st->replicas = 1;
+        }
+        ev = sl_topicplan_eval(plan, obs);
+        assert_true(has_problem(verdict_of(ev, "rem.changelog"),
+                                "has 1 replicas, want 3"));
+        assert_true(has_problem(verdict_of(ev, "rem.changelog"),
+                                "NOT_ENOUGH_REPLICAS"));
+        assert_true(
+            has_problem(verdict_of(ev, "rem.in"), "has 1 replicas, want 3"));
+        assert_false(
+            has_problem(verdict_of(ev, "rem.in"), "NOT_ENOUGH_REPLICAS"));
+        assert_int_equal(verdict_of(ev, "rem.dlq")->problem_cnt, 0);
+        sl_topicplan_eval_destroy(ev);
+
+        /* replication_factor unset (-1): any count is fine, but
+         * min.insync.replicas above it still is not. */
+        sl_topicplan_destroy(plan);
+        p->replication_factor = -1;
+        plan = sl_topicplan_new(&c.conf);
+        ev = sl_topicplan_eval(plan, obs);
+        assert_int_equal(verdict_of(ev, "rem.in")->problem_cnt, 0);
+        assert_int_equal(verdict_of(ev, "rem.changelog")->problem_cnt, 1);
+        sl_topicplan_eval_destroy(ev);
+        sl_topics_observed_destroy(obs);
+        sl_topicplan_destroy(plan);
+}
+
 /* Every mismatch of one topic is reported, each naming what is wrong. */
 static void test_eval_mismatches(void **state) {
         conf_t c = {0};
@@ -633,6 +693,7 @@ int main(void) {
             cmocka_unit_test(test_eval_undescribed),
             cmocka_unit_test(test_conflicts),
             cmocka_unit_test(test_empty),
+            cmocka_unit_test(test_eval_replicas),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
