@@ -132,7 +132,8 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
 
 static int topic_cache_get(sl_app_t *app, const char *topic) {
         sl_topiccache_entry_t *look;
-        int r = sl_topiccache_get(app->topics->tc, topic, sl_now_ms(), &look);
+        int r = sl_topiccache_get(app->topics->tc, topic, sl_app_clock_ms(app),
+                                  &look);
         if (look) {
                 if (sl_kquery_partitions(app->kq, sl_topiccache_name(look),
                                          SL_LOOKUP_TMO_MS, topic_on_lookup,
@@ -872,6 +873,23 @@ static void app_clock_batch_end(sl_app_t *app) {
 
 int64_t sl_app_now_ms(const sl_app_t *app) {
         return app->batch_now_ms ? app->batch_now_ms : sl_now_ms();
+}
+
+/* A wall clock for stamping what is produced (a record's decided time, a
+ * topic lookup's age): read afresh on each turn of the loop and every
+ * SL_CLOCK_READS_MAX reads within one, so a burst of thousands of records
+ * costs a clock read per 64, never stale by more than those 64 records. */
+#define SL_CLOCK_READS_MAX 64
+
+int64_t sl_app_clock_ms(sl_app_t *app) {
+        uint64_t turn = uv_now(app->loop);
+        if (turn != app->clock_turn ||
+            ++app->clock_reads >= SL_CLOCK_READS_MAX || !app->clock_ms) {
+                app->clock_turn = turn;
+                app->clock_reads = 0;
+                app->clock_ms = sl_now_ms();
+        }
+        return app->clock_ms;
 }
 
 static void app_held_drain(sl_app_t *app) {

@@ -7,8 +7,9 @@
  * ob_rec_t (the fixed fields) and then its topic (NUL-terminated), key and
  * value bytes, padded to 8 bytes.  Chunks form a FIFO list: records are
  * appended to the last chunk (a new one when it is full) and taken from the
- * first; a chunk whose every record was taken is freed on the next pop, so
- * the record returned last stays readable until then.
+ * first; a chunk whose every record was taken is kept for reuse (up to 16)
+ * or freed on the next pop, so the record returned last stays readable
+ * until then.
  */
 #include "outbox.h"
 
@@ -40,7 +41,9 @@ typedef struct ob_chunk_s {
 
 struct sl_outbox_s {
         ob_chunk_t *first, *last;
-        ob_chunk_t *spent; /* emptied by the last pop, freed by the next */
+        ob_chunk_t *spent; /* emptied by the last pop, kept by the next */
+        ob_chunk_t *spare; /* emptied chunks kept for pushes (a list) */
+        int spare_cnt;
         size_t max_bytes, bytes;
         int64_t max_records, count;
 };
@@ -58,9 +61,22 @@ sl_outbox_t *sl_outbox_new(size_t max_bytes, int64_t max_records) {
         return ob;
 }
 
+/* Emptied chunks kept for reuse: an outbox fills and empties with every
+ * commit, and mapping and unmapping its chunks each time costs page
+ * faults.  At most this many (4 MiB) are kept. */
+#define OB_SPARE_MAX 16
+
+/* The chunk the last pop emptied: kept as a spare, or freed. */
 static void ob_free_spent(sl_outbox_t *ob) {
-        free(ob->spent);
+        ob_chunk_t *c = ob->spent;
         ob->spent = NULL;
+        if (c && c->size == SL_OUTBOX_CHUNK && ob->spare_cnt < OB_SPARE_MAX) {
+                c->next = ob->spare;
+                ob->spare = c;
+                ob->spare_cnt++;
+        } else {
+                free(c);
+        }
 }
 
 void sl_outbox_clear(sl_outbox_t *ob) {
@@ -75,6 +91,11 @@ void sl_outbox_destroy(sl_outbox_t *ob) {
         if (!ob)
                 return;
         sl_outbox_clear(ob);
+        while (ob->spare) {
+                ob_chunk_t *c = ob->spare;
+                ob->spare = c->next;
+                free(c);
+        }
         free(ob);
 }
 
@@ -89,7 +110,13 @@ void sl_outbox_push(sl_outbox_t *ob, const sl_outbox_rec_t *rec) {
 
         if (!c || c->size - c->used < need) {
                 size_t size = SL_MAX(need, (size_t)SL_OUTBOX_CHUNK);
-                c = sl_malloc(sizeof(*c) + size);
+                if (size == SL_OUTBOX_CHUNK && ob->spare) {
+                        c = ob->spare;
+                        ob->spare = c->next;
+                        ob->spare_cnt--;
+                } else {
+                        c = sl_malloc(sizeof(*c) + size);
+                }
                 c->next = NULL;
                 c->size = size;
                 c->used = c->head = 0;

@@ -19,8 +19,8 @@
  * passed by what one decision produces.
  *
  * Memory: records are laid end to end in chunks of SL_OUTBOX_CHUNK bytes (a
- * larger record gets a chunk of its own); a chunk is freed once every record
- * in it was taken, so an outbox costs no allocation per record.
+ * larger record gets a chunk of its own); emptied chunks are reused (a few
+ * are kept) or freed, so an outbox costs no allocation per record.
  *
  * Pure but for rd_kafka_headers_t, which it holds (owned) and never reads.
  * Loop thread only.

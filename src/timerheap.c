@@ -39,13 +39,13 @@
  * A slab reuses freed space only within a size class.  Timers of one
  * partition mostly come in few sizes, so reuse is the rule; where it is
  * not (a burst of large timers fired, small ones arriving), the heap
- * compacts: once the slab holds more idle space than live (and at least
- * COMPACT_MIN_IDLE), every timer is copied into a new slab in heap order,
- * the hash chains relinked, and the old slab unmapped.  Each compaction
- * copies no more bytes than were freed since the last, so its cost is
- * amortized over the frees.  A heap that empties gives its chunks back at
- * once, unless it never touched more than RESET_MIN_USED of them (a
- * partition ticking between zero and one timer keeps its one chunk).
+ * compacts: once the slab holds three times more idle space than live (and
+ * at least COMPACT_MIN_IDLE), every timer is copied into a new slab in heap
+ * order, the hash chains relinked, and the old slab unmapped.  Each
+ * compaction copies no more than a third of the bytes freed since the
+ * last, so its cost is amortized over the frees.  A heap that empties gives its
+ * chunks back at once, unless it never touched more than RESET_MIN_USED of them
+ * (a partition ticking between zero and one timer keeps its one chunk).
  *
  * The bucket array doubles when the count exceeds MAX_LOAD per bucket and
  * halves when it falls below a quarter of that; the heap array likewise
@@ -78,8 +78,11 @@
 #define MAX_TIMERS      UINT32_MAX /* heap_idx is 32 bits */
 #define MAX_FIELD_BYTES UINT32_MAX /* keylen and datalen are 32 bits */
 /* A slab heap compacts once the space its slab holds idle is at least
- * this, and more than the space its timers use. */
-#define COMPACT_MIN_IDLE (4 * SL_SLAB_CHUNK)
+ * COMPACT_MIN_IDLE, and COMPACT_IDLE_RATIO times the space its timers use:
+ * a heap draining in due order (a burst of timers firing) then copies a
+ * third of what it frees, not all of it, while idle space stays bounded. */
+#define COMPACT_MIN_IDLE   (4 * SL_SLAB_CHUNK)
+#define COMPACT_IDLE_RATIO 3
 /* An emptied slab heap gives its chunks back once they held this much. */
 #define RESET_MIN_USED ((size_t)64 * 1024)
 
@@ -233,8 +236,8 @@ static sl_timer_t *timer_alloc(sl_timerheap_t *h, size_t size) {
 
 /* Copies every timer into a new slab and drops the old one: the only way
  * space freed in one size class serves another.  O(n); run when the idle
- * space outgrew the live, so each compaction follows at least as many
- * bytes of frees as it copies. */
+ * space outgrew the live threefold, so each compaction follows at least
+ * three times as many bytes of frees as it copies. */
 static void compact(sl_timerheap_t *h) {
         sl_slab_t *old = h->slab;
 
@@ -261,7 +264,8 @@ static void timer_release(sl_timerheap_t *h, sl_timer_t *t) {
         }
         sl_slab_free(h->slab, t, timer_size(t->keylen, t->datalen));
         sl_slab_stats(h->slab, &st);
-        if (h->cnt ? st.idle >= COMPACT_MIN_IDLE && st.idle > st.live
+        if (h->cnt ? st.idle >= COMPACT_MIN_IDLE &&
+                         st.idle > COMPACT_IDLE_RATIO * st.live
                    : st.mapped - st.tail >= RESET_MIN_USED)
                 compact(h);
 }

@@ -605,7 +605,7 @@ static void test_slab_large_payloads(void **state) {
 
 /* Space freed in one size class and never asked for again (large timers
  * fired, small ones arriving) is given back by compaction: the slab then
- * holds little more than its live timers. */
+ * holds at most a few times its live timers. */
 static void test_slab_compaction(void **state) {
         (void)state;
         sl_timerheap_t *h = sl_timerheap_new_slab();
@@ -623,8 +623,10 @@ static void test_slab_compaction(void **state) {
         print_message("compaction: %zu compactions; live %zu, idle %zu, "
                       "mapped %zu\n",
                       sl_timerheap_compactions(h), st.live, st.idle, st.mapped);
-        assert_true(st.idle - st.tail <= st.live);
-        assert_true(st.mapped < 6 * SL_SLAB_CHUNK);
+        /* Idle space stays within three times the live (timerheap.c's
+         * COMPACT_IDLE_RATIO), not the ~18 MiB freed. */
+        assert_true(st.idle - st.tail <= 3 * st.live);
+        assert_true(st.mapped < 16 * SL_SLAB_CHUNK);
         assert_int_equal(sl_timerheap_verify(h), 0);
         for (size_t i = 0; i < 20000; i += 10)
                 expect(h, i, 1000);
