@@ -1,9 +1,9 @@
 # sluice — GNU make, pkg-config.  `make help` lists the targets.
 
-PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson
+PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson gnutls
 DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
              protobuf-c-compiler libcmocka-dev libinih-dev libmicrohttpd-dev \
-             libjansson-dev kcat clang-format maven default-jre-headless procps \
+             libjansson-dev libgnutls28-dev kcat clang-format maven default-jre-headless procps \
              python3 python3-venv curl clang libclang-rt-14-dev mmdebstrap python3-yaml
 CC        ?= gcc
 BUILD     ?= build

@@ -3,14 +3,18 @@
  * and report throughput and latency.
  *
  *   api_load -a HOST:PORT -p PIPELINE -T TARGET -n COUNT [-c CONC]
- *            [--token TOKEN] [--delay 1h] [--size BYTES]
+ *            [--token TOKEN] [--delay 1h] [--size BYTES] [--seconds S]
+ *            [--prefix P]
  *
  * CONC threads each keep one HTTP/1.1 keep-alive connection and send
  * PUT /v1/pipelines/PIPELINE/timers/<id> one at a time (ids t<i>, all
  * distinct), each answered only once the record is durable in the input
  * topic.  Latency is request sent → answer read.  Any answer but 200/201
  * counts as an error and is printed once.  The token defaults to
- * $SLUICE_API_TOKENS.
+ * $SLUICE_API_TOKENS.  --seconds stops sending after S seconds (a load
+ * beside another measurement; COUNT is then a ceiling); --prefix starts
+ * the ids with P instead of "t" (runs that must not replace each other's
+ * timers).
  *
  * Result line:
  *   api_load count=N errors=E conc=C seconds=S rate=R p50_ms=X p99_ms=Y
@@ -31,8 +35,8 @@
 #include <unistd.h>
 
 static const char *host = "127.0.0.1", *port = "8080", *pipeline, *target;
-static const char *token, *delay = "1h";
-static int64_t count, size = 100;
+static const char *token, *delay = "1h", *prefix = "t";
+static int64_t count, size = 100, stop_at_us;
 static atomic_llong next_id, errors;
 static double *lat_ms; /* by request index */
 static atomic_int error_printed;
@@ -110,18 +114,19 @@ static void *worker(void *arg) {
                 long long i = atomic_fetch_add(&next_id, 1);
                 int blen, rlen, status = -1;
                 int64_t t0;
-                if (i >= count)
+                if (i >= count || (stop_at_us && now_us() >= stop_at_us))
                         break;
                 blen = snprintf(body, 512 + (size_t)size,
                                 "{\"target\":\"%s\",\"delay\":\"%s\","
                                 "\"value\":\"%s\"}",
                                 target, delay, value);
-                rlen = snprintf(req, 8192 + (size_t)size,
-                                "PUT /v1/pipelines/%s/timers/t%lld HTTP/1.1\r\n"
-                                "Host: %s:%s\r\nAuthorization: Bearer %s\r\n"
-                                "Content-Type: application/json\r\n"
-                                "Content-Length: %d\r\n\r\n%s",
-                                pipeline, i, host, port, token, blen, body);
+                rlen = snprintf(
+                    req, 8192 + (size_t)size,
+                    "PUT /v1/pipelines/%s/timers/%s%lld HTTP/1.1\r\n"
+                    "Host: %s:%s\r\nAuthorization: Bearer %s\r\n"
+                    "Content-Type: application/json\r\n"
+                    "Content-Length: %d\r\n\r\n%s",
+                    pipeline, prefix, i, host, port, token, blen, body);
                 for (int attempt = 0; attempt < 2; attempt++) {
                         if (fd == -1 && (fd = dial()) == -1)
                                 break;
@@ -158,7 +163,8 @@ static int cmp_double(const void *a, const void *b) {
 static void usage(void) {
         fprintf(stderr,
                 "usage: api_load -a HOST:PORT -p PIPELINE -T TARGET -n COUNT "
-                "[-c CONC] [--token T] [--delay D] [--size BYTES]\n");
+                "[-c CONC] [--token T] [--delay D] [--size BYTES] "
+                "[--seconds S] [--prefix P]\n");
         exit(2);
 }
 
@@ -172,7 +178,10 @@ int main(int argc, char **argv) {
             {"token", required_argument, NULL, 't'},
             {"delay", required_argument, NULL, 'd'},
             {"size", required_argument, NULL, 's'},
+            {"seconds", required_argument, NULL, 'S'},
+            {"prefix", required_argument, NULL, 'P'},
             {NULL, 0, NULL, 0}};
+        double seconds = 0;
         int conc = 16, c;
         char *addr = NULL;
         pthread_t *th;
@@ -180,8 +189,8 @@ int main(int argc, char **argv) {
         double *ok;
         size_t okn = 0;
 
-        while ((c = getopt_long(argc, argv, "a:p:T:n:c:t:d:s:h", opts, NULL)) !=
-               -1) {
+        while ((c = getopt_long(argc, argv, "a:p:T:n:c:t:d:s:S:P:h", opts,
+                                NULL)) != -1) {
                 switch (c) {
                 case 'a':
                         addr = strdup(optarg);
@@ -207,6 +216,12 @@ int main(int argc, char **argv) {
                 case 's':
                         size = atoll(optarg);
                         break;
+                case 'S':
+                        seconds = atof(optarg);
+                        break;
+                case 'P':
+                        prefix = optarg;
+                        break;
                 default:
                         usage();
                 }
@@ -223,9 +238,13 @@ int main(int argc, char **argv) {
         host = addr;
         port = colon + 1;
 
-        lat_ms = calloc((size_t)count, sizeof(double));
+        lat_ms = malloc((size_t)count * sizeof(double));
+        for (int64_t i = 0; i < count; i++)
+                lat_ms[i] = -2; /* never sent (--seconds ran out) */
         th = calloc((size_t)conc, sizeof(*th));
         t0 = now_us();
+        if (seconds > 0)
+                stop_at_us = t0 + (int64_t)(seconds * 1e6);
         for (int i = 0; i < conc; i++)
                 pthread_create(&th[i], NULL, worker, NULL);
         for (int i = 0; i < conc; i++)

@@ -36,6 +36,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
@@ -51,6 +53,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "debounce.h"
 #include "delay_input.h"
 #include "http.h"
 #include "kafka.h"
@@ -269,6 +272,11 @@ struct sl_api_s {
         char **tokens;
         int token_cnt;
         char *tls_cert, *tls_key;
+        /* With TLS on: what a forwarded lookup trusts (api_tls_ca, else
+         * the certificates of api_tls_cert).  Shared by the connections'
+         * threads: GnuTLS credentials are read-only once set. */
+        gnutls_certificate_credentials_t tls_client;
+        atomic_llong tls_warned_ms;
         api_pipe_t *pipes;
         const char **internal;
 
@@ -402,23 +410,24 @@ static int api_producer_new(sl_api_t *api, char *errstr, size_t errstr_size) {
 }
 
 /* Produces one record and waits for its delivery report.  hdrs is owned
- * by this call.  Returns 0 with *offsetp, or an error: a librdkafka error
- * (>0 or <0), or RD_KAFKA_RESP_ERR__TIMED_OUT when the report did not come
- * within api_timeout. */
+ * by this call.  ts_ms: the record's timestamp (0: librdkafka's clock).
+ * Returns 0 with *offsetp, or an error: a librdkafka error (>0 or <0), or
+ * RD_KAFKA_RESP_ERR__TIMED_OUT when the report did not come within
+ * api_timeout. */
 static rd_kafka_resp_err_t
 api_produce(sl_api_t *api, const char *topic, int32_t partition,
             const void *key, size_t keylen, const void *value, size_t valuelen,
-            rd_kafka_headers_t *hdrs, int64_t *offsetp) {
+            rd_kafka_headers_t *hdrs, int64_t ts_ms, int64_t *offsetp) {
         waiter_t *w = waiter_new();
         rd_kafka_resp_err_t err;
 
-        err = rd_kafka_producev(api->producer, RD_KAFKA_V_TOPIC(topic),
-                                RD_KAFKA_V_PARTITION(partition),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                RD_KAFKA_V_KEY(key, keylen),
-                                RD_KAFKA_V_VALUE((void *)value, valuelen),
-                                RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(w),
-                                RD_KAFKA_V_END);
+        err = rd_kafka_producev(
+            api->producer, RD_KAFKA_V_TOPIC(topic),
+            RD_KAFKA_V_PARTITION(partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(key, keylen),
+            RD_KAFKA_V_VALUE((void *)value, valuelen), RD_KAFKA_V_HEADERS(hdrs),
+            RD_KAFKA_V_TIMESTAMP(ts_ms), RD_KAFKA_V_OPAQUE(w), RD_KAFKA_V_END);
         if (err) {
                 if (hdrs)
                         rd_kafka_headers_destroy(hdrs);
@@ -743,32 +752,148 @@ static int fwd_connect(const char *addr, int timeout_ms) {
         return fd;
 }
 
-/* GETs url (as received: still escaped) from addr.  Returns 0 with *a
- * filled in (a->body owned by the caller), or -1. */
+/* One forwarding connection: plain, or a GnuTLS client session over the
+ * same blocking socket (its SO_RCVTIMEO/SO_SNDTIMEO bound every read and
+ * write; GnuTLS reports a timed-out one as GNUTLS_E_AGAIN, an error here). */
+typedef struct fwd_conn_s {
+        int fd;
+        gnutls_session_t tls; /* NULL: plain HTTP */
+} fwd_conn_t;
+
+/* Starts TLS on fc->fd to addr ("host:port"), verifying the owner's
+ * certificate against api->tls_client: its chain, and that it names host
+ * (a DNS name, or an IP address in a subjectAltName).  Returns 0, or -1
+ * with why. */
+static int fwd_tls_start(sl_api_t *api, fwd_conn_t *fc, const char *addr,
+                         int timeout_ms, char *why, size_t why_size) {
+        char host[256];
+        const char *colon = strrchr(addr, ':');
+        size_t hl = colon ? (size_t)(colon - addr) : strlen(addr);
+        struct in6_addr a6;
+        int rc;
+
+        if (hl >= sizeof(host))
+                hl = sizeof(host) - 1;
+        memcpy(host, addr, hl);
+        host[hl] = '\0';
+        if (host[0] == '[') {
+                memmove(host, host + 1, hl);
+                if (hl >= 2 && host[hl - 2] == ']')
+                        host[hl - 2] = '\0';
+        }
+        if ((rc = gnutls_init(&fc->tls, GNUTLS_CLIENT)) < 0) {
+                fc->tls = NULL;
+                snprintf(why, why_size, "TLS: %s", gnutls_strerror(rc));
+                return -1;
+        }
+        gnutls_set_default_priority(fc->tls);
+        gnutls_credentials_set(fc->tls, GNUTLS_CRD_CERTIFICATE,
+                               api->tls_client);
+        /* SNI for names only (RFC 6066 forbids it for addresses). */
+        if (inet_pton(AF_INET, host, &a6) != 1 &&
+            inet_pton(AF_INET6, host, &a6) != 1)
+                gnutls_server_name_set(fc->tls, GNUTLS_NAME_DNS, host,
+                                       strlen(host));
+        /* The handshake fails unless the chain verifies and the
+         * certificate names host. */
+        gnutls_session_set_verify_cert(fc->tls, host, 0);
+        gnutls_transport_set_int(fc->tls, fc->fd);
+        gnutls_handshake_set_timeout(fc->tls, (unsigned)timeout_ms);
+        do
+                rc = gnutls_handshake(fc->tls);
+        while (rc == GNUTLS_E_INTERRUPTED);
+        if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+                gnutls_datum_t txt = {0};
+                unsigned st = gnutls_session_get_verify_cert_status(fc->tls);
+                gnutls_certificate_verification_status_print(
+                    st, GNUTLS_CRT_X509, &txt, 0);
+                snprintf(why, why_size,
+                         "the certificate of %s is not trusted: %s", addr,
+                         txt.data ? (const char *)txt.data : "?");
+                gnutls_free(txt.data);
+                return -1;
+        }
+        if (rc < 0) {
+                snprintf(why, why_size, "TLS handshake with %s: %s", addr,
+                         gnutls_strerror(rc));
+                return -1;
+        }
+        return 0;
+}
+
+static int fwd_send(fwd_conn_t *fc, const char *p, size_t n) {
+        while (n) {
+                ssize_t w;
+                if (fc->tls) {
+                        do
+                                w = gnutls_record_send(fc->tls, p, n);
+                        while (w == GNUTLS_E_INTERRUPTED);
+                } else {
+                        w = send(fc->fd, p, n, MSG_NOSIGNAL);
+                }
+                if (w <= 0)
+                        return -1;
+                p += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
+/* Reads up to n bytes: > 0, 0 at the end of the answer, -1 on error.  A
+ * TLS peer that closes without close_notify ends the answer too (the
+ * Content-Length check of forward_get catches a cut one). */
+static ssize_t fwd_recv(fwd_conn_t *fc, char *p, size_t n) {
+        ssize_t r;
+        if (!fc->tls)
+                return recv(fc->fd, p, n, 0);
+        do
+                r = gnutls_record_recv(fc->tls, p, n);
+        while (r == GNUTLS_E_INTERRUPTED);
+        if (r == GNUTLS_E_PREMATURE_TERMINATION)
+                return 0;
+        return r < 0 ? -1 : r;
+}
+
+static void fwd_close(fwd_conn_t *fc) {
+        if (fc->tls) {
+                gnutls_bye(fc->tls, GNUTLS_SHUT_WR);
+                gnutls_deinit(fc->tls);
+        }
+        if (fc->fd != -1)
+                close(fc->fd);
+}
+
+/* GETs url (as received: still escaped) from addr, over HTTPS when this
+ * API serves HTTPS (every member of a group is configured alike).
+ * Returns 0 with *a filled in (a->body owned by the caller), or -1 with
+ * why; *tls_failed is set when TLS (not the network) refused. */
 static int forward_get(sl_api_t *api, const char *addr, const char *url,
-                       const char *auth, fwd_answer_t *a) {
+                       const char *auth, fwd_answer_t *a, char *why,
+                       size_t why_size, int *tls_failed) {
         int timeout_ms = (int)(api->conf->api_timeout_ms / 2);
-        int fd = fwd_connect(addr, timeout_ms);
+        fwd_conn_t fc = {fwd_connect(addr, timeout_ms), NULL};
         char *req = NULL, *buf = NULL, *hend, *p;
         size_t len = 0, cap = 0;
+        long long clen = -1;
         int rc = -1, n;
 
         memset(a, 0, sizeof(*a));
-        if (fd == -1)
+        *tls_failed = 0;
+        snprintf(why, why_size, "%.200s did not answer", addr);
+        if (fc.fd == -1)
                 return -1;
+        if (api->tls_client &&
+            fwd_tls_start(api, &fc, addr, timeout_ms, why, why_size) == -1) {
+                *tls_failed = 1;
+                goto out;
+        }
         n = asprintf(
             &req,
             "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n" FORWARDED_HDR
             ": %s\r\nConnection: close\r\n\r\n",
             url, addr, auth, api->advertised);
-        if (n < 0)
+        if (n < 0 || fwd_send(&fc, req, (size_t)n) == -1)
                 goto out;
-        for (size_t off = 0; off < (size_t)n;) {
-                ssize_t w = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
-                if (w <= 0)
-                        goto out;
-                off += (size_t)w;
-        }
         for (;;) {
                 ssize_t r;
                 if (cap - len < 4096) {
@@ -777,7 +902,7 @@ static int forward_get(sl_api_t *api, const char *addr, const char *url,
                                 goto out;
                         buf = sl_realloc(buf, cap + 1);
                 }
-                r = recv(fd, buf + len, cap - len, 0);
+                r = fwd_recv(&fc, buf + len, cap - len);
                 if (r < 0)
                         goto out;
                 if (r == 0)
@@ -795,11 +920,17 @@ static int forward_get(sl_api_t *api, const char *addr, const char *url,
         for (p = strstr(buf, "\r\n"); p; p = strstr(p + 2, "\r\n"))
                 if (!strncasecmp(p + 2, "Retry-After:", 12))
                         sscanf(p + 14, "%15s", a->retry_after);
+                else if (!strncasecmp(p + 2, "Content-Length:", 15))
+                        clen = strtoll(p + 17, NULL, 10);
                 else if (!strncasecmp(p + 2, ANSWERED_HDR ":",
                                       sizeof(ANSWERED_HDR)))
                         sscanf(p + 2 + sizeof(ANSWERED_HDR), " %299s",
                                a->answered_by);
         a->body_len = len - (size_t)(hend + 4 - buf);
+        if (clen >= 0 && (size_t)clen != a->body_len) {
+                snprintf(why, why_size, "the answer of %s was cut short", addr);
+                goto out;
+        }
         a->body = sl_malloc(a->body_len + 1);
         memcpy(a->body, hend + 4, a->body_len);
         a->body[a->body_len] = '\0';
@@ -807,7 +938,7 @@ static int forward_get(sl_api_t *api, const char *addr, const char *url,
 out:
         free(req);
         free(buf);
-        close(fd);
+        fwd_close(&fc);
         return rc;
 }
 
@@ -1187,12 +1318,22 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
                                                      : "groups",
                          kesc);
         }
-        if (forward_get(api, owner, path, auth ? auth : "", &a) == -1) {
-                l->code = "owner-unreachable";
+        char why[300];
+        int tls_failed;
+        if (forward_get(api, owner, path, auth ? auth : "", &a, why,
+                        sizeof(why), &tls_failed) == -1) {
+                l->code = tls_failed ? "owner-tls-failed" : "owner-unreachable";
                 snprintf(l->msg, sizeof(l->msg),
-                         "the owner of partition %d of %s (%.100s) did not "
-                         "answer",
-                         partition, pc->input, owner);
+                         "the owner of partition %d of %.100s (%.100s): %.150s",
+                         partition, pc->input, owner, why);
+                /* A configuration problem, not a passing one: said in the
+                 * log, at most every 10 s. */
+                if (tls_failed &&
+                    sl_now_ms() - atomic_load(&api->tls_warned_ms) > 10000) {
+                        atomic_store(&api->tls_warned_ms, sl_now_ms());
+                        sl_log(LOG_WARNING, "API", "forwarding to %s: %s",
+                               owner, why);
+                }
                 /* The map may be stale: read it again next time. */
                 pthread_mutex_lock(&api->owner_lock);
                 api->owners_at_ms = 0;
@@ -1520,9 +1661,13 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                &rc)) < 0)
                 goto out;
 
-        /* 201 or 200: did a timer exist?  Asked before the write, so the
-         * answer is about the state before it (advisory: a record on its
-         * way through the input is not seen). */
+        /* 201 or 200: did a timer exist?  The owner's describe() is asked
+         * before the write (forwarded like any lookup), so the answer is
+         * about the state before it, and advisory: a record still on its
+         * way through the input (a PUT or DELETE of the same id a moment
+         * earlier, not yet read by the owner) is not seen.  201 only when
+         * the owner said it holds no timer for the id; 200 when it holds
+         * one or could not tell ("existed": null). */
         lookup(api, c, pp->pipeline, p, pp->key, pp->keylen, &l);
         existed = l.status == 200 ? 1 : l.status == 404 ? 0 : -1;
         look_free(&l);
@@ -1531,8 +1676,11 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
         for (size_t i = 0; i < hdr_cnt; i++)
                 rd_kafka_header_add(kh, hdrs[i].name, -1, hdrs[i].value,
                                     (ssize_t)hdrs[i].size);
+        /* The timestamp the due time was computed from: a sluice-delay
+         * counts from the record's timestamp, so the owner computes the
+         * due this answer states. */
         err = api_produce(api, pc->input, p, pp->key, pp->keylen, value,
-                          value_len, kh, &offset);
+                          value_len, kh, rec.timestamp_ms, &offset);
         if (err) {
                 rc = produce_failed(c, err, pc->input);
                 goto out;
@@ -1544,7 +1692,7 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                     "offset", (json_int_t)offset, "due", (json_int_t)req.due_ms,
                     "target", req.target, "existed",
                     existed == -1 ? json_null() : json_boolean(existed));
-                rc = reply_json(c, existed == 1 ? 200 : 201, r, NULL);
+                rc = reply_json(c, existed == 0 ? 201 : 200, r, NULL);
         }
 out:
         sl_delay_req_clear(&req);
@@ -1564,7 +1712,7 @@ static enum MHD_Result serve_tombstone(sl_api_t *api, struct MHD_Connection *c,
         int32_t p = key_partition(api, c, pc, topic, pp->key, pp->keylen, &rc);
         if (p < 0)
                 return rc;
-        err = api_produce(api, topic, p, pp->key, pp->keylen, NULL, 0, NULL,
+        err = api_produce(api, topic, p, pp->key, pp->keylen, NULL, 0, NULL, 0,
                           &offset);
         if (err)
                 return produce_failed(c, err, topic);
@@ -1608,7 +1756,7 @@ static enum MHD_Result serve_rate_put(sl_api_t *api, struct MHD_Connection *c,
                                &rc)) < 0)
                 return rc;
         err = api_produce(api, pc->rates, p, pp->key, pp->keylen, text,
-                          strlen(text), NULL, &offset);
+                          strlen(text), NULL, 0, &offset);
         if (err)
                 return produce_failed(c, err, pc->rates);
         return reply_json(c, 200,
@@ -1616,6 +1764,50 @@ static enum MHD_Result serve_rate_put(sl_api_t *api, struct MHD_Connection *c,
                                     pc->name, "key", pp->key, pp->keylen,
                                     "rate", text, "per_sec", r.per_sec, "burst",
                                     r.burst),
+                          NULL);
+}
+
+/* POST .../groups/{key}/flush: the debounce control record (debounce.h:
+ * key = the group, header sluice-control: flush, an empty value) written
+ * to the group's input partition, after the items a producer with the
+ * same partitioner sent before it.  202 once durable: the owner flushes
+ * when it reads the record, in the transaction that reads it (reason
+ * "requested"); a group that is not open by then is a counted no-op. */
+static enum MHD_Result
+serve_group_flush(sl_api_t *api, struct MHD_Connection *c, const path_t *pp) {
+        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
+        enum MHD_Result rc = MHD_NO;
+        const char *reason = NULL;
+        char detail[200];
+        int64_t offset = -1;
+        rd_kafka_headers_t *kh;
+        rd_kafka_resp_err_t err;
+        int32_t p;
+
+        /* The operator's own checks: what it would send to the DLQ is a
+         * 400 here, never a record. */
+        if (sl_debounce_check_control(
+                pp->key, pp->keylen, 1, SL_DEBOUNCE_CONTROL_FLUSH,
+                strlen(SL_DEBOUNCE_CONTROL_FLUSH), &reason, detail,
+                sizeof(detail)) != SL_DEBOUNCE_FLUSH)
+                return reply_err(c, 400, reason ? reason : "bad-key", "%s",
+                                 detail);
+        if ((p = key_partition(api, c, pc, pc->input, pp->key, pp->keylen,
+                               &rc)) < 0)
+                return rc;
+        kh = rd_kafka_headers_new(1);
+        rd_kafka_header_add(kh, SL_DEBOUNCE_CONTROL_HEADER, -1,
+                            SL_DEBOUNCE_CONTROL_FLUSH, -1);
+        /* "" with length 0: an empty value, not a null one. */
+        err = api_produce(api, pc->input, p, pp->key, pp->keylen, "", 0, kh, 0,
+                          &offset);
+        if (err)
+                return produce_failed(c, err, pc->input);
+        return reply_json(c, 202,
+                          json_pack("{s:s, s:s%, s:i, s:I}", "pipeline",
+                                    pc->name, "key", pp->key, pp->keylen,
+                                    "partition", (int)p, "offset",
+                                    (json_int_t)offset),
                           NULL);
 }
 
@@ -1641,9 +1833,7 @@ static enum MHD_Result dispatch(sl_api_t *api, struct MHD_Connection *c,
                 return serve_tombstone(
                     api, c, pp, api->conf->pipelines[pp->pipeline].rates);
         case R_GROUP_FLUSH:
-                return reply_err(c, 501, "not-implemented",
-                                 "flushing a group through the API is not "
-                                 "built yet");
+                return serve_group_flush(api, c, pp);
         case R_CNT:
                 break;
         }
@@ -1922,6 +2112,35 @@ static int api_bind(sl_api_t *api, char *errstr, size_t errstr_size) {
         return 0;
 }
 
+/* The trust of forwarded lookups over HTTPS: api_tls_ca when set, else
+ * the certificates of api_tls_cert itself (members that share one
+ * certificate, as a Kubernetes Secret mounted in every pod, trust each
+ * other and nothing else).  Returns 0 or -1. */
+static int tls_client_new(sl_api_t *api, char *errstr, size_t errstr_size) {
+        const char *ca = api->conf->api_tls_ca ? api->conf->api_tls_ca
+                                               : api->conf->api_tls_cert;
+        int n;
+        if (gnutls_certificate_allocate_credentials(&api->tls_client) < 0) {
+                api->tls_client = NULL;
+                snprintf(errstr, errstr_size, "TLS: out of memory");
+                return -1;
+        }
+        n = gnutls_certificate_set_x509_trust_file(api->tls_client, ca,
+                                                   GNUTLS_X509_FMT_PEM);
+        if (n <= 0) {
+                snprintf(errstr, errstr_size, "%s: %s: no PEM certificate",
+                         api->conf->api_tls_ca ? "api_tls_ca" : "api_tls_cert",
+                         ca);
+                if (n < 0)
+                        snprintf(errstr, errstr_size, "%s: %s: %s",
+                                 api->conf->api_tls_ca ? "api_tls_ca"
+                                                       : "api_tls_cert",
+                                 ca, gnutls_strerror(n));
+                return -1;
+        }
+        return 0;
+}
+
 static void pipes_init(sl_api_t *api) {
         const sl_conf_t *conf = api->conf;
         int n = 0;
@@ -1971,6 +2190,8 @@ static void api_free(sl_api_t *api) {
         free(api->tokens);
         free(api->tls_cert);
         free(api->tls_key);
+        if (api->tls_client)
+                gnutls_certificate_free_credentials(api->tls_client);
         free(api->pipes);
         free(api->internal);
         free(api->queue);
@@ -2008,6 +2229,8 @@ sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop,
                                                 errstr, errstr_size)) ||
                     !(api->tls_key = read_file(conf->api_tls_key, 1 << 20,
                                                errstr, errstr_size)))
+                        goto fail;
+                if (tls_client_new(api, errstr, errstr_size) == -1)
                         goto fail;
         }
         /* The port first (api_listen may say 0), then what is advertised,

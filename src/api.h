@@ -11,7 +11,7 @@
  *   PUT    /v1/pipelines/{p}/rates/{key}         set a key's rate
  *   DELETE /v1/pipelines/{p}/rates/{key}         back to the default rate
  *   GET    /v1/pipelines/{p}/groups/{key}        a debounce group
- *   POST   /v1/pipelines/{p}/groups/{key}/flush  (501: not built yet)
+ *   POST   /v1/pipelines/{p}/groups/{key}/flush  flush a group now
  *
  * api/openapi.yaml describes every route; tests/unit/test_api.c checks the
  * two agree through sl_api_route_cnt()/sl_api_route().

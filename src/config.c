@@ -175,6 +175,11 @@ static const conf_key_t conf_keys[] = {
      "HTTPS only."},
     {SECT_SLUICE, 0, "api_tls_key", KT_STRING, NULL, "", NULL, NULL, 0,
      SLUICE(api_tls_key), "PEM private key of api_tls_cert."},
+    {SECT_SLUICE, 0, "api_tls_ca", KT_STRING, NULL, "", NULL, NULL, 0,
+     SLUICE(api_tls_ca),
+     "PEM CA certificate(s) a forwarded lookup verifies the owner's API "
+     "certificate against (chain and host name); empty = the certificates "
+     "of api_tls_cert (members sharing one certificate)."},
     {SECT_SLUICE, 0, "api_max_body", KT_SIZE, NULL, "2MiB", "1KiB", "64MiB", 0,
      SLUICE(api_max_body_bytes),
      "Largest request body the API reads; larger ones are answered 413."},
@@ -1323,6 +1328,10 @@ static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
                 err_at(ld, -1, NULL,
                        conf->api_tls_cert ? "api_tls_key" : "api_tls_cert",
                        "api_tls_cert and api_tls_key go together");
+        if (conf->api_tls_ca && !conf->api_tls_cert)
+                err_at(ld, -1, NULL, "api_tls_ca",
+                       "api_tls_ca needs api_tls_cert (it verifies the "
+                       "other members' HTTPS APIs)");
 
         if (conf->pipeline_cnt == 0) {
                 if (ld->pipeline_headers || flags & SL_CONF_NO_PIPES)

@@ -141,6 +141,7 @@ typedef struct sl_conf_s {
         char *api_tokens_file; /* NULL = none */
         char *api_tls_cert;    /* NULL = plain HTTP */
         char *api_tls_key;
+        char *api_tls_ca; /* NULL = trust api_tls_cert's certificates */
         int64_t api_max_body_bytes;
         int64_t api_timeout_ms;
         int api_queue;

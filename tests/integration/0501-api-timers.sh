@@ -170,6 +170,58 @@ print(f"fired {len(outs)}: a/b halves cancelled across paths, c rescheduled; "
       f"{len(where)} ids each on one partition")
 PY
 
+# --- lookups: the owner's describe() ---------------------------------------
+# A timer scheduled through the API is looked up with what was asked (due,
+# target, key, partition, sizes); the PUT that scheduled it said 201 (no
+# timer before), a second PUT once the owner holds it says 200; after a
+# cancel the lookup is 404.  An id never scheduled is 404 "not-found".
+due=$(($(now_ms) + 3600000))
+r=$(api PUT "$T/look1" "{\"target\":\"$out\",\"at\":$due,\"key\":\"tk1\",\"partition\":2,\"value\":\"12345\",\"headers\":{\"x-a\":\"bc\"}}")
+[ "${r%% *}" = 201 ] || fail "first PUT of look1 → $r (want 201: no timer before)"
+echo "${r#* }" >"$WORK/put1.json"
+# get_until PATH STATUS — polls until GET PATH answers STATUS (r: the answer).
+get_until() {
+    local path=$1 want=$2
+    _got() { r=$(api GET "$path"); [ "${r%% *}" = "$want" ]; }
+    wait_until 15 _got || fail "GET $path → $r (want $want)"
+}
+get_until "$T/look1" 200
+echo "${r#* }" >"$WORK/look1.json"
+python3 - "$WORK/look1.json" "$WORK/put1.json" "$due" "$out" <<'PY' || fail "look1's lookup is wrong"
+import json, sys
+j = json.load(open(sys.argv[1]))
+put = json.load(open(sys.argv[2]))
+due, out = int(sys.argv[3]), sys.argv[4]
+want = {"id": "look1", "partition": put["partition"], "due_ms": due,
+        "target_topic": out, "target_key": "tk1", "target_key_source": "header",
+        "target_partition": 2, "payload_bytes": 5, "header_count": 1,
+        "header_bytes": 5, "seq": put["offset"], "due_on_arrival": False}
+bad = {k: (j.get(k), v) for k, v in want.items() if j.get(k) != v}
+assert not bad, f"lookup differs (got, want): {bad}; {j}"
+assert put["due"] == due and put["existed"] is False, put
+assert 3500000 < j["due_in_ms"] <= 3600000, j["due_in_ms"]
+assert j["due"].endswith("Z") and j["due"].startswith("20"), j["due"]
+print(f"look1: due {j['due']} ({j['due_in_ms']} ms), target {j['target_topic']}[{j['target_partition']}] key {j['target_key']}")
+PY
+r=$(api PUT "$T/look1" "{\"target\":\"$out\",\"delay\":\"2h\",\"value\":\"x\"}")
+[ "${r%% *}" = 200 ] || fail "second PUT of look1 → $r (want 200: replaced)"
+echo "${r#* }" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["existed"] is True, j' ||
+    fail "second PUT of look1: existed is not true: $r"
+# The lookup follows the reschedule: due in 2 h, the id as key, 1 byte.
+_resched() {
+    r=$(api GET "$T/look1")
+    [ "${r%% *}" = 200 ] && echo "${r#* }" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+sys.exit(not (j["due_in_ms"] > 7000000 and j["payload_bytes"] == 1 and j["target_key_source"] == "id" and j["target_partition"] is None and j["header_count"] == 0))'
+}
+wait_until 15 _resched || fail "the lookup does not show the reschedule: $r"
+expect 204 "" DELETE "$T/look1"
+get_until "$T/look1" 404
+echo "${r#* }" | grep -q '"code":"not-found"' || fail "404 without code not-found: $r"
+expect 404 not-found GET "$T/never-scheduled"
+echo "lookups: 201 then 200 (replaced), the timer's due/target/key/sizes as scheduled, rescheduled, 404 after cancel"
+
 # --- TLS --------------------------------------------------------------------
 sluice_kill main TERM
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -days 1 \
