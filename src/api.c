@@ -1409,49 +1409,6 @@ static enum MHD_Result produce_failed(struct MHD_Connection *c,
                          rd_kafka_err2str(err));
 }
 
-static int b64val(int ch) {
-        if (ch >= 'A' && ch <= 'Z')
-                return ch - 'A';
-        if (ch >= 'a' && ch <= 'z')
-                return ch - 'a' + 26;
-        if (ch >= '0' && ch <= '9')
-                return ch - '0' + 52;
-        if (ch == '+' || ch == '-')
-                return 62;
-        if (ch == '/' || ch == '_')
-                return 63;
-        return -1;
-}
-
-/* Decodes base64 (standard or URL alphabet, padding optional). */
-static char *b64_decode(const char *s, size_t *outlen) {
-        size_t len = strlen(s), o = 0;
-        char *out = sl_malloc(len / 4 * 3 + 4);
-        uint32_t acc = 0;
-        int bits = 0;
-        while (len && s[len - 1] == '=')
-                len--;
-        for (size_t i = 0; i < len; i++) {
-                int v = b64val((unsigned char)s[i]);
-                if (v < 0) {
-                        free(out);
-                        return NULL;
-                }
-                acc = (acc << 6) | (uint32_t)v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[o++] = (char)((acc >> bits) & 0xff);
-                }
-        }
-        if (bits >= 6) { /* a lone trailing character */
-                free(out);
-                return NULL;
-        }
-        *outlen = o;
-        return out;
-}
-
 /* The header path's parameters for pipeline pi. */
 static const sl_delay_params_t *pipe_params(sl_api_t *api, int pi) {
         return &api->pipes[pi].params;
@@ -1576,8 +1533,9 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                 goto out;
                         }
                         if (!json_is_string(v) ||
-                            !(value = b64_decode(json_string_value(v),
-                                                 &value_len))) {
+                            !(value = sl_base64_decode(json_string_value(v),
+                                                       json_string_length(v),
+                                                       &value_len))) {
                                 rc = reply_err(c, 400, "bad-body",
                                                "value_base64: not base64");
                                 goto out;

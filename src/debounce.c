@@ -835,23 +835,12 @@ static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
         sb_put(b, "\"", 1);
 }
 
+/* Base64 in slices of 48 bytes (64 characters): no buffer per payload. */
 static void sb_base64(sbuf_t *b, const unsigned char *s, size_t n) {
-        static const char tab[] =
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char q[SL_BASE64_LEN(48) + 1];
         sb_put(b, "\"", 1);
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v = (uint32_t)s[i] << 16;
-                char q[4];
-                if (i + 1 < n)
-                        v |= (uint32_t)s[i + 1] << 8;
-                if (i + 2 < n)
-                        v |= s[i + 2];
-                q[0] = tab[(v >> 18) & 63];
-                q[1] = tab[(v >> 12) & 63];
-                q[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-                q[3] = i + 2 < n ? tab[v & 63] : '=';
-                sb_put(b, q, 4);
-        }
+        for (size_t i = 0; i < n; i += 48)
+                sb_put(b, q, sl_base64_encode(q, s + i, SL_MIN(n - i, 48)));
         sb_put(b, "\"", 1);
 }
 

@@ -15,26 +15,11 @@
 #include "util.h"
 
 /* 9999-12-31T23:59:59.999Z */
-#define SL_DESCRIBE_MAX_MS 253402300799999LL
 
 /* Sets obj[name] = v, taking v (allocation failure aborts). */
 static void set(json_t *obj, const char *name, json_t *v) {
         int r = json_object_set_new(obj, name, v);
         sl_assert(v && r == 0);
-}
-
-int sl_describe_rfc3339(int64_t ms, char *buf, size_t size) {
-        time_t s;
-        struct tm tm;
-        if (ms < 0 || ms > SL_DESCRIBE_MAX_MS)
-                return -1;
-        s = (time_t)(ms / 1000);
-        if (!gmtime_r(&s, &tm) ||
-            snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec, (int)(ms % 1000)) >= (int)size)
-                return -1;
-        return 0;
 }
 
 void sl_describe_time(json_t *obj, const char *name, int64_t ms) {
@@ -47,27 +32,8 @@ void sl_describe_time(json_t *obj, const char *name, int64_t ms) {
         }
         set(obj, key, json_integer(ms));
         set(obj, name,
-            sl_describe_rfc3339(ms, text, sizeof(text)) ? json_null()
-                                                        : json_string(text));
-}
-
-static char *base64(const unsigned char *s, size_t n) {
-        static const char tab[] =
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        char *out = sl_malloc((n + 2) / 3 * 4 + 1), *q = out;
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v = (uint32_t)s[i] << 16;
-                if (i + 1 < n)
-                        v |= (uint32_t)s[i + 1] << 8;
-                if (i + 2 < n)
-                        v |= s[i + 2];
-                *q++ = tab[(v >> 18) & 63];
-                *q++ = tab[(v >> 12) & 63];
-                *q++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-                *q++ = i + 2 < n ? tab[v & 63] : '=';
-        }
-        *q = '\0';
-        return out;
+            sl_time_rfc3339(ms, text, sizeof(text)) ? json_null()
+                                                    : json_string(text));
 }
 
 void sl_describe_bytes(json_t *obj, const char *name, const void *p, size_t n) {
@@ -80,7 +46,8 @@ void sl_describe_bytes(json_t *obj, const char *name, const void *p, size_t n) {
                 return;
         }
         {
-                char *b = base64(p, n);
+                char *b = sl_malloc(SL_BASE64_LEN(n) + 1);
+                sl_base64_encode(b, p, n);
                 set(obj, name, json_string(b));
                 set(obj, enc, json_string("base64"));
                 free(b);

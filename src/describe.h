@@ -195,8 +195,4 @@ void sl_describe_time(json_t *obj, const char *name, int64_t ms);
  * (p may be NULL when n is 0). */
 void sl_describe_bytes(json_t *obj, const char *name, const void *p, size_t n);
 
-/* The RFC 3339 form of ms into buf ("2026-01-02T03:04:05.678Z", 25 bytes
- * with the NUL): 0, or -1 when the year is outside 1970..9999. */
-int sl_describe_rfc3339(int64_t ms, char *buf, size_t size);
-
 #endif

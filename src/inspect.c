@@ -64,15 +64,8 @@ static void usage(FILE *out) {
 /* A changelog record may hold any time (an older sluice, a corrupted or
  * hand-written record): formatting and differences must not overflow. */
 static void fmt_time(int64_t ms, char *buf, size_t size) {
-        time_t s = (time_t)(ms / 1000);
-        struct tm tm;
-        if (ms < 0 || !gmtime_r(&s, &tm) ||
-            !strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm)) {
+        if (sl_time_rfc3339(ms, buf, size))
                 snprintf(buf, size, "%" PRId64 "ms", ms);
-                return;
-        }
-        snprintf(buf + strlen(buf), size - strlen(buf), ".%03dZ",
-                 (int)(ms % 1000));
 }
 
 /* Seconds from a to b, in floating point (no int64 subtraction). */

@@ -124,3 +124,83 @@ const char *sl_escape(const void *p, size_t len, char *buf, size_t size) {
         buf[n] = '\0';
         return buf;
 }
+
+/* ------------------------------------------------------------------ */
+/* Base64 and RFC 3339 text, shared by the API, the debounce batch      */
+/* encoding, describe and inspect.                                      */
+
+size_t sl_base64_encode(char *out, const void *in, size_t n) {
+        static const char tab[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const unsigned char *s = in;
+        char *q = out;
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t)s[i] << 16;
+                if (i + 1 < n)
+                        v |= (uint32_t)s[i + 1] << 8;
+                if (i + 2 < n)
+                        v |= s[i + 2];
+                *q++ = tab[(v >> 18) & 63];
+                *q++ = tab[(v >> 12) & 63];
+                *q++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+                *q++ = i + 2 < n ? tab[v & 63] : '=';
+        }
+        *q = '\0';
+        return (size_t)(q - out);
+}
+
+static int base64_val(int ch) {
+        if (ch >= 'A' && ch <= 'Z')
+                return ch - 'A';
+        if (ch >= 'a' && ch <= 'z')
+                return ch - 'a' + 26;
+        if (ch >= '0' && ch <= '9')
+                return ch - '0' + 52;
+        if (ch == '+' || ch == '-')
+                return 62;
+        if (ch == '/' || ch == '_')
+                return 63;
+        return -1;
+}
+
+void *sl_base64_decode(const char *s, size_t len, size_t *outlen) {
+        unsigned char *out = sl_malloc(len / 4 * 3 + 4);
+        size_t o = 0;
+        uint32_t acc = 0;
+        int bits = 0;
+        while (len && s[len - 1] == '=')
+                len--;
+        for (size_t i = 0; i < len; i++) {
+                int v = base64_val((unsigned char)s[i]);
+                if (v < 0) {
+                        free(out);
+                        return NULL;
+                }
+                acc = (acc << 6) | (uint32_t)v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (unsigned char)((acc >> bits) & 0xff);
+                }
+        }
+        if (bits >= 6) { /* a lone trailing character */
+                free(out);
+                return NULL;
+        }
+        *outlen = o;
+        return out;
+}
+
+int sl_time_rfc3339(int64_t ms, char *buf, size_t size) {
+        time_t s;
+        struct tm tm;
+        if (ms < 0 || ms > 253402300799999LL) /* 9999-12-31T23:59:59.999Z */
+                return -1;
+        s = (time_t)(ms / 1000);
+        if (!gmtime_r(&s, &tm) ||
+            snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec, (int)(ms % 1000)) >= (int)size)
+                return -1;
+        return 0;
+}

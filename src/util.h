@@ -79,6 +79,25 @@ char *sl_strndup(const char *s, size_t n);
  */
 const char *sl_escape(const void *p, size_t len, char *buf, size_t size);
 
+/* Base64 (RFC 4648, standard alphabet, padded) of n bytes: the text length
+ * (without NUL) is SL_BASE64_LEN(n). */
+#define SL_BASE64_LEN(n) (((n) + 2) / 3 * 4)
+
+/* Writes the base64 of the n bytes at in to out (SL_BASE64_LEN(n) + 1
+ * bytes: the text and a NUL).  Returns the text length.  Pure. */
+size_t sl_base64_encode(char *out, const void *in, size_t n);
+
+/* Decodes the len characters at s, standard or URL alphabet, padding
+ * optional.  Returns a malloc'd buffer (the caller frees it) holding
+ * *outlen bytes, or NULL when s is not base64.  Pure. */
+void *sl_base64_decode(const char *s, size_t len, size_t *outlen);
+
+/* Epoch ms as RFC 3339 UTC with milliseconds ("2026-11-24T15:21:58.341Z")
+ * into buf (at least 25 bytes).  Returns 0, or -1 when ms is outside
+ * 1970-01-01 .. 9999-12-31 or buf is too small (buf is then unchanged or
+ * empty).  Pure. */
+int sl_time_rfc3339(int64_t ms, char *buf, size_t size);
+
 #define SL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SL_MIN(a, b)     ((a) < (b) ? (a) : (b))
 #define SL_MAX(a, b)     ((a) > (b) ? (a) : (b))

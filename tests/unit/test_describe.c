@@ -50,17 +50,17 @@ static void is_null(const json_t *o, const char *name) {
 static void test_rfc3339(void **state) {
         char buf[32];
         (void)state;
-        assert_int_equal(sl_describe_rfc3339(T0 + 1234, buf, sizeof(buf)), 0);
+        assert_int_equal(sl_time_rfc3339(T0 + 1234, buf, sizeof(buf)), 0);
         assert_string_equal(buf, "2026-01-01T00:00:01.234Z");
-        assert_int_equal(sl_describe_rfc3339(0, buf, sizeof(buf)), 0);
+        assert_int_equal(sl_time_rfc3339(0, buf, sizeof(buf)), 0);
         assert_string_equal(buf, "1970-01-01T00:00:00.000Z");
-        assert_int_equal(
-            sl_describe_rfc3339(253402300799999LL, buf, sizeof(buf)), 0);
+        assert_int_equal(sl_time_rfc3339(253402300799999LL, buf, sizeof(buf)),
+                         0);
         assert_string_equal(buf, "9999-12-31T23:59:59.999Z");
-        assert_int_equal(
-            sl_describe_rfc3339(253402300800000LL, buf, sizeof(buf)), -1);
-        assert_int_equal(sl_describe_rfc3339(-1, buf, sizeof(buf)), -1);
-        assert_int_equal(sl_describe_rfc3339(INT64_MAX, buf, sizeof(buf)), -1);
+        assert_int_equal(sl_time_rfc3339(253402300800000LL, buf, sizeof(buf)),
+                         -1);
+        assert_int_equal(sl_time_rfc3339(-1, buf, sizeof(buf)), -1);
+        assert_int_equal(sl_time_rfc3339(INT64_MAX, buf, sizeof(buf)), -1);
 }
 
 static void test_time_and_bytes(void **state) {
