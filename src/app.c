@@ -132,7 +132,7 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
 
 static int topic_cache_get(sl_app_t *app, const char *topic) {
         sl_topiccache_entry_t *look;
-        int r = sl_topiccache_get(app->topics->tc, topic, sl_app_clock_ms(app),
+        int r = sl_topiccache_get(app->topics->tc, topic, sl_app_now_ms(app),
                                   &look);
         if (look) {
                 if (sl_kquery_partitions(app->kq, sl_topiccache_name(look),
@@ -858,30 +858,16 @@ static void app_held_clear(sl_app_t *app) {
                 rd_kafka_message_destroy(m);
 }
 
-/* The clock of an input batch: operators read the time once per batch
- * (sl_app_now_ms()) instead of once or more per record.  A batch is at
- * most SL_CONSUME_BATCH records, so the time read is behind the true one
- * by what serving those took (microseconds each; a produce that waits for
- * room in a full producer queue is the exception, bounded by task.c). */
-static void app_clock_batch(sl_app_t *app) {
-        app->batch_now_ms = sl_now_ms();
-}
-
-static void app_clock_batch_end(sl_app_t *app) {
-        app->batch_now_ms = 0;
-}
-
-int64_t sl_app_now_ms(const sl_app_t *app) {
-        return app->batch_now_ms ? app->batch_now_ms : sl_now_ms();
-}
-
-/* A wall clock for stamping what is produced (a record's decided time, a
- * topic lookup's age): read afresh on each turn of the loop and every
- * SL_CLOCK_READS_MAX reads within one, so a burst of thousands of records
- * costs a clock read per 64, never stale by more than those 64 records. */
+/* The wall clock for the input path and for stamping what is produced (a
+ * record's decided time, a topic lookup's age): read afresh on each turn of
+ * the loop and every SL_CLOCK_READS_MAX reads within one, so a batch of
+ * input or a burst of fired timers costs a clock read per 64 records and
+ * is never stale by more than those 64 (microseconds each; a produce that
+ * waits for room in a full producer queue is the exception, bounded by
+ * task.c). */
 #define SL_CLOCK_READS_MAX 64
 
-int64_t sl_app_clock_ms(sl_app_t *app) {
+int64_t sl_app_now_ms(sl_app_t *app) {
         uint64_t turn = uv_now(app->loop);
         if (turn != app->clock_turn ||
             ++app->clock_reads >= SL_CLOCK_READS_MAX || !app->clock_ms) {
@@ -895,17 +881,13 @@ int64_t sl_app_clock_ms(sl_app_t *app) {
 static void app_held_drain(sl_app_t *app) {
         rd_kafka_message_t *m;
         uint32_t epoch;
-        int i = 0;
         while (sl_app_may_produce(app) && (m = app_held_pop(app, &epoch))) {
                 sl_task_t *t =
                     app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
-                if (i++ % SL_CONSUME_BATCH == 0)
-                        app_clock_batch(app);
                 if (t && t->epoch == epoch)
                         app_input(app, m);
                 rd_kafka_message_destroy(m);
         }
-        app_clock_batch_end(app);
 }
 
 /* One message of the consumer queue: the per-record part of
@@ -963,10 +945,8 @@ static int app_serve_consumer(void *opaque, int budget) {
                     rd_kafka_consume_batch_queue(app->consumer_q, 0, ms, want);
                 if (got <= 0)
                         break;
-                app_clock_batch(app);
                 for (ssize_t i = 0; i < got; i++)
                         app_consumed(app, ms[i]);
-                app_clock_batch_end(app);
                 n += (int)got;
                 if ((size_t)got < want)
                         break;

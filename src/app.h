@@ -90,10 +90,7 @@ struct sl_app_s {
         sl_outbox_t *outbox;
         int replaying;
 
-        /* The wall clock read once for the input batch being served, 0
-         * outside one (sl_app_now_ms()). */
-        int64_t batch_now_ms;
-        /* sl_app_clock_ms(): the time read, on which loop turn, and how
+        /* sl_app_now_ms(): the time read, on which loop turn, and how
          * often since. */
         int64_t clock_ms;
         uint64_t clock_turn;
@@ -151,9 +148,6 @@ void sl_app_update_ready(sl_app_t *app);
  * transaction is open or ready, or a commit is in flight and the outbox has
  * room. */
 int sl_app_may_produce(const sl_app_t *app);
-/* The wall clock in ms, read at most once per 64 calls within one turn of
- * the loop (for stamping records and cache ages, not for due times). */
-int64_t sl_app_clock_ms(sl_app_t *app);
 /* task.c: sends what the outbox holds into a new transaction, in order;
  * records of tasks dropped or rebuilt since are left out.  Called when a
  * commit has returned. */

@@ -745,7 +745,7 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                 return -e;
         }
         if (app_deferring(app)) {
-                r.decided_ms = sl_app_clock_ms(app);
+                r.decided_ms = sl_app_now_ms(app);
                 sl_outbox_push(app->outbox, &r);
                 return 0;
         }

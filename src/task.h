@@ -305,11 +305,11 @@ int sl_app_is_internal_topic(const sl_app_t *app, const char *name);
 /* The configuration the app runs with. */
 const sl_conf_t *sl_app_conf(const sl_app_t *app);
 
-/* The wall clock in ms for work on the input path: while an input batch
- * is served, the time read once at its start (records of one batch share
- * it; a batch takes microseconds per record), else sl_now_ms().  Loop
- * thread. */
-int64_t sl_app_now_ms(const sl_app_t *app);
+/* The wall clock in ms for work on the input path and for stamping records:
+ * read at most once per 64 calls within one turn of the loop, so it is
+ * behind the true time by what serving those records took (microseconds
+ * each).  Loop thread. */
+int64_t sl_app_now_ms(sl_app_t *app);
 
 /* The app's metrics registry (metrics.h). */
 struct sl_metrics_s *sl_app_metrics(sl_app_t *app);
