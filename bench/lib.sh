@@ -333,7 +333,7 @@ bench_conf() {
         cat <<EOF
 [sluice]
 app_id = $BENCH_ID
-log_level = info
+log_level = ${BENCH_LOG_LEVEL:-info}
 commit_interval = 100ms
 metrics_listen =${2:+ $2}
 

@@ -747,6 +747,12 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
         if (app_deferring(app)) {
                 r.decided_ms = sl_app_now_ms(app);
                 sl_outbox_push(app->outbox, &r);
+                /* Not when the commit in flight is the one partitions wait
+                 * for to leave: the next transaction would re-send their
+                 * offsets after they are someone else's. */
+                if (sl_txn_deferring(app->txn) &&
+                    !(app->revoking && app->revoke_commit_started))
+                        sl_txn_deferred(app->txn);
                 return 0;
         }
         return app_send(app, &r, 0);

@@ -33,6 +33,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,12 @@ typedef struct job_s {
         rd_kafka_t *producer, *consumer;
         rd_kafka_error_t *error; /* NULL: done */
         char call[40];           /* the call that failed */
+        /* COMMIT, after it succeeded: the next transaction begun (1), and
+         * what failed while opening it. */
+        int64_t committed_us; /* when commit_transaction returned */
+        int next_begun;
+        rd_kafka_error_t *next_error;
+        char next_call[48];
 } job_t;
 
 struct sl_txn_s {
@@ -140,6 +147,9 @@ struct sl_txn_s {
          * is in flight. */
         int test_commit_pause_ms;
         uv_timer_t deferring_timer; /* tells the runtime a commit left */
+        /* Set by the loop when a record was deferred during the commit in
+         * flight; read by the worker once the commit is done. */
+        atomic_int open_next;
 
         sl_counter_t *m_commits, *m_aborts, *m_recoveries;
         sl_gauge_t *m_state;
@@ -343,6 +353,37 @@ static void worker_create(sl_txn_t *txn, job_t *job) {
         job->error = worker_retrying(txn, job, "init_transactions", call_init);
 }
 
+/* Opens the transaction after a commit, for records deferred during it.
+ * Kafka's coordinator still writes the markers of the commit after
+ * commit_transaction returned, and refuses to add partitions to the next
+ * transaction meanwhile (CONCURRENT_TRANSACTIONS), which librdkafka 2.0.2
+ * answers with a fixed 20 ms back-off: deferred records replayed at once
+ * would wait that long before they were even sent.  Re-sending the offsets
+ * just committed is a no-op for the group but is retried every
+ * retry.backoff.ms until the coordinator is done, so once it returns the
+ * records go straight in.  Those partitions are still ours: the runtime
+ * never asks for this during the commit a revocation waits for. */
+static void worker_open_next(sl_txn_t *txn, job_t *job) {
+        rd_kafka_error_t *error;
+        if (!job->offsets || !atomic_exchange(&txn->open_next, 0))
+                return;
+        error = rd_kafka_begin_transaction(txn->producer);
+        if (error) {
+                job->next_error = error;
+                snprintf(job->next_call, sizeof(job->next_call),
+                         "begin_transaction");
+                return;
+        }
+        job->next_begun = 1;
+        error = worker_retrying(txn, job, "send_offsets_to_transaction",
+                                call_send_offsets);
+        if (error) {
+                job->next_error = error;
+                snprintf(job->next_call, sizeof(job->next_call),
+                         "send_offsets_to_transaction (next)");
+        }
+}
+
 static void worker_commit(sl_txn_t *txn, job_t *job) {
         if (job->offsets) {
                 job->error = worker_retrying(
@@ -354,6 +395,9 @@ static void worker_commit(sl_txn_t *txn, job_t *job) {
                 usleep((useconds_t)txn->test_commit_pause_ms * 1000);
         job->error =
             worker_retrying(txn, job, "commit_transaction", call_commit);
+        job->committed_us = sl_mono_us();
+        if (!job->error)
+                worker_open_next(txn, job);
 }
 
 static void *worker_main(void *arg) {
@@ -402,6 +446,8 @@ static void txn_post(sl_txn_t *txn, job_t *job) {
 static void job_free(job_t *job) {
         if (job->error)
                 rd_kafka_error_destroy(job->error);
+        if (job->next_error)
+                rd_kafka_error_destroy(job->next_error);
         if (job->offsets)
                 rd_kafka_topic_partition_list_destroy(job->offsets);
         if (job->cgmd)
@@ -599,6 +645,7 @@ static void txn_start_commit_job(sl_txn_t *txn) {
         job->offsets = txn->hooks.offsets(txn->hooks.opaque, 1);
         if (job->offsets)
                 job->cgmd = rd_kafka_consumer_group_metadata(txn->consumer);
+        atomic_store(&txn->open_next, 0);
         txn_set_state(txn, SL_TXN_COMMITTING);
         txn_post(txn, job);
         /* The loop may go on while the worker commits: say so from the
@@ -958,11 +1005,29 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
                 sl_counter_inc(txn->m_commits);
                 sl_histogram_observe(
                     txn->m_commit_seconds,
-                    (double)(sl_mono_us() - txn->commit_start_us) / 1e6);
+                    (double)(job->committed_us - txn->commit_start_us) / 1e6);
                 txn->aborts_in_row = 0;
                 txn->recover_attempts = 0;
                 txn->records = 0;
-                txn_set_state(txn, SL_TXN_READY);
+                if (job->next_error) {
+                        snprintf(why, sizeof(why), "%s: %s", job->next_call,
+                                 rd_kafka_error_string(job->next_error));
+                        if (rd_kafka_error_is_fatal(job->next_error)) {
+                                /* Every task is dropped: nothing of the
+                                 * outbox may go anywhere. */
+                                txn_set_state(txn, SL_TXN_READY);
+                                sl_txn_fatal(txn, "producer", why,
+                                             sl_txn_err_is_fencing(
+                                                 rd_kafka_error_code(
+                                                     job->next_error)));
+                                return;
+                        }
+                        /* The deferred records are dropped with the open
+                         * transaction and every task rebuilds. */
+                        sl_txn_doom(txn, why);
+                }
+                txn_set_state(txn, job->next_begun ? SL_TXN_OPEN
+                                                   : SL_TXN_READY);
                 txn->hooks.committed(txn->hooks.opaque, job->offsets);
                 return;
         }
@@ -1122,6 +1187,11 @@ void sl_txn_start(sl_txn_t *txn) {
 
 void sl_txn_stopping(sl_txn_t *txn) {
         txn->stopping = 1;
+        atomic_store(&txn->open_next, 0);
+}
+
+void sl_txn_deferred(sl_txn_t *txn) {
+        atomic_store(&txn->open_next, 1);
 }
 
 static void txn_on_close(uv_handle_t *h) {

@@ -29,7 +29,9 @@
  * a commit is on the worker (COMMITTING) the runtime goes on taking input
  * and firing due work, but what operators produce then waits in the
  * runtime's outbox and goes into the next transaction the moment the commit
- * returns (sl_txn_deferring(), app.h); in every other state the runtime
+ * returns (sl_txn_deferring(), app.h) — the worker opens that transaction
+ * itself, COMMITTING → OPEN, once Kafka's coordinator has finished the
+ * previous one (sl_txn_deferred()); in every other state the runtime
  * holds input, wake-ups and fetches back.  So no record is ever produced
  * into a transaction that is not open.  A produce that cannot go into the open
  * transaction dooms it: it will be aborted and every task rebuilt, never
@@ -156,6 +158,10 @@ int sl_txn_accepting(const sl_txn_t *txn);
  * the loop, soon) when a commit goes to the worker, so held work can go
  * on. */
 int sl_txn_deferring(const sl_txn_t *txn);
+/* A record was deferred (sl_txn_deferring()): the commit in flight opens
+ * the next transaction as soon as it is done, so that the record can go in
+ * at once (txn.c, worker_open_next). */
+void sl_txn_deferred(sl_txn_t *txn);
 
 /* The clients, or NULL while there are none (CREATING, RECOVERING). */
 rd_kafka_t *sl_txn_producer(const sl_txn_t *txn);
