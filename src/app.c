@@ -1178,11 +1178,15 @@ static rd_kafka_conf_t *app_producer_conf(void *opaque, char *errstr,
                 SET(kc, "linger.ms", "2");
         if (!user_set(app->conf, "queue.buffering.max.messages"))
                 SET(kc, "queue.buffering.max.messages", "1000000");
-        /* A transaction begun right after the previous commit often meets
-         * CONCURRENT_TRANSACTIONS while the broker writes markers; the
-         * default 100 ms retry backoff would land in timer lateness. */
+        /* The next transaction is opened right after a commit (txn.c,
+         * worker_open_next): its AddOffsetsToTxn meets
+         * CONCURRENT_TRANSACTIONS until the broker has written the markers
+         * and is retried every retry.backoff.ms, which lands in timer
+         * lateness.  librdkafka's 100 ms is far too long; 5 ms against 10
+         * took due → visible p99 at 10k timers/s from 47 to 37 ms (median
+         * of three, bench delay_lateness). */
         if (!user_set(app->conf, "retry.backoff.ms"))
-                SET(kc, "retry.backoff.ms", "10");
+                SET(kc, "retry.backoff.ms", "5");
         SET(kc, "delivery.report.only.error",
             app->has_tracking ? "false" : "true");
         return kc;
