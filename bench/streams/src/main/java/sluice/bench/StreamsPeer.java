@@ -13,7 +13,10 @@
  *   commit.interval.ms    100 (sluice's commit_interval in the bench)
  *   state                 persistent RocksDB key-value stores, changelogged,
  *                         with Streams' default record cache (10 MiB)
- *   timers                a WALL_CLOCK_TIME punctuator every 10 ms per task
+ *   timers                a WALL_CLOCK_TIME punctuator every 10 ms per task,
+ *                         and poll.ms 10: punctuators run between polls, and
+ *                         with Streams' default (100 ms) an idle thread
+ *                         would sit in poll() ten punctuations long
  *   threads               num.stream.threads 1 (Streams' default) unless
  *                         --threads says otherwise
  *
@@ -724,6 +727,7 @@ public final class StreamsPeer {
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, threads);
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        props.put(StreamsConfig.POLL_MS_CONFIG, 10);
         props.putAll(extra);
 
         KafkaStreams streams = new KafkaStreams(topo, props);
