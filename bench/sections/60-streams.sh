@@ -76,6 +76,8 @@ _streams_build() {
         echo "mvn could not build bench/streams (offline?), see $BENCH_WORK/mvn-streams.err"
         return 1
     fi
+    # mvn leaves an up-to-date jar as it was: mark it built now.
+    touch "$STREAMS_JAR"
 }
 
 # _streams_ready_or_skip SECTION — true when the peer is built; otherwise
