@@ -1016,18 +1016,18 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
                                 /* Every task is dropped: nothing of the
                                  * outbox may go anywhere. */
                                 txn_set_state(txn, SL_TXN_READY);
-                                sl_txn_fatal(txn, "producer", why,
-                                             sl_txn_err_is_fencing(
-                                                 rd_kafka_error_code(
-                                                     job->next_error)));
+                                sl_txn_fatal(
+                                    txn, "producer", why,
+                                    sl_txn_err_is_fencing(
+                                        rd_kafka_error_code(job->next_error)));
                                 return;
                         }
                         /* The deferred records are dropped with the open
                          * transaction and every task rebuilds. */
                         sl_txn_doom(txn, why);
                 }
-                txn_set_state(txn, job->next_begun ? SL_TXN_OPEN
-                                                   : SL_TXN_READY);
+                txn_set_state(txn,
+                              job->next_begun ? SL_TXN_OPEN : SL_TXN_READY);
                 txn->hooks.committed(txn->hooks.opaque, job->offsets);
                 return;
         }
