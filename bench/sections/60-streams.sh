@@ -137,6 +137,21 @@ _streams_vs() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "n/a") printf "%.2f\n", a / b; else print "n/a" }'
 }
 
+# _streams_delay_side KIND NAME [N] — starts the delay pipeline NAME on
+# sluice (KIND sluice) or on the peer (KIND streams, told to expect N
+# timers when N is given); sets SX_PORT to sluice's metrics port (empty for
+# the peer).
+_streams_delay_side() {
+    SX_PORT=
+    if [ "$1" = sluice ]; then
+        SX_PORT=$(_delay_pipeline "$2")
+        _delay_start "$2" "$SX_PORT"
+    else
+        _streams_topics "$2"
+        _streams_start "$2" delay "$BENCH_ID.$2.in" ${3:+--expect "$3"}
+    fi
+}
+
 # ---- streams_delay_fire -------------------------------------------------------
 
 # _streams_fire KIND — BENCH_STREAMS_TIMERS timers due at one instant, on
@@ -146,15 +161,10 @@ _streams_vs() {
 _streams_fire() {
     local kind=$1 n=${BENCH_STREAMS_TIMERS:-200000} margin=${BENCH_STREAMS_FIRE_MARGIN:-25}
     local name port pid t due cpid line left cdue c2
-    if [ "$kind" = sluice ]; then
-        name=sxfire
-        port=$(_delay_pipeline "$name")
-        _delay_start "$name" "$port"
-    else
-        name=sxfire_ks
-        _streams_topics "$name"
-        _streams_start "$name" delay "$BENCH_ID.$name.in" --expect "$n"
-    fi
+    name=sxfire
+    [ "$kind" = sluice ] || name=sxfire_ks
+    _streams_delay_side "$kind" "$name" "$n"
+    port=$SX_PORT
     t=$BENCH_ID.$name
     pid=$(bench_sluice_pid "$name")
     due=$(($(_delay_now_ms) + margin * 1000))
@@ -227,15 +237,10 @@ _streams_lateness() {
     local kind=$1 rate=${BENCH_STREAMS_RATE:-2000} secs=${BENCH_STREAMS_SECS:-20}
     local n name port t cpid line
     n=$((rate * secs))
-    if [ "$kind" = sluice ]; then
-        name=sxlate
-        port=$(_delay_pipeline "$name")
-        _delay_start "$name" "$port"
-    else
-        name=sxlate_ks
-        _streams_topics "$name"
-        _streams_start "$name" delay "$BENCH_ID.$name.in"
-    fi
+    name=sxlate
+    [ "$kind" = sluice ] || name=sxlate_ks
+    _streams_delay_side "$kind" "$name"
+    port=$SX_PORT
     t=$BENCH_ID.$name
     # As delay_lateness: the reader asks often (fetch.wait.max.ms 5).
     bench_consume "$t.out" "$n" --lateness-header sluice-due \
@@ -279,15 +284,10 @@ section_streams_delay_lateness() {
 # the peer's state directory in kB for streams.
 _streams_memory() {
     local kind=$1 n=${BENCH_STREAMS_PENDING:-500000} name port pid t rss0 rss1 line disk=""
-    if [ "$kind" = sluice ]; then
-        name=sxmem
-        port=$(_delay_pipeline "$name")
-        _delay_start "$name" "$port"
-    else
-        name=sxmem_ks
-        _streams_topics "$name"
-        _streams_start "$name" delay "$BENCH_ID.$name.in" --expect "$n"
-    fi
+    name=sxmem
+    [ "$kind" = sluice ] || name=sxmem_ks
+    _streams_delay_side "$kind" "$name" "$n"
+    port=$SX_PORT
     t=$BENCH_ID.$name
     pid=$(bench_sluice_pid "$name")
     sleep 1
