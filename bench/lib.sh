@@ -70,8 +70,10 @@ bench_fail() {
 
 # ---- broker ---------------------------------------------------------------
 
+# The broker does not inherit fd 9, run.sh's lock: a broker kept running
+# (--keep-broker) would otherwise hold the lock and make the next run wait.
 _bench_broker() {
-    SLUICE_TEST_KAFKA_PORT=$BENCH_PORT "$BENCH_BROKER_SH" "$@"
+    SLUICE_TEST_KAFKA_PORT=$BENCH_PORT "$BENCH_BROKER_SH" "$@" 9>&-
 }
 
 # bench_broker_start — a fresh single-node broker on $BENCH_PORT.  When one
