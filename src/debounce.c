@@ -55,6 +55,11 @@ typedef struct group_s {
         int64_t last_update_ms;
         sl_debounce_reason_t reason;
         int64_t gseq; /* opening order: ties between equal deadlines */
+        /* Its entry in the groups heap, NULL until first scheduled.  A
+         * malloc'd heap never moves an entry whose data keeps its size,
+         * and ours is always this pointer, so it stays valid until the
+         * group closes. */
+        const sl_timer_t *gt;
 } group_t;
 
 struct sl_debounce_s {
@@ -64,6 +69,11 @@ struct sl_debounce_s {
         size_t items;
         size_t bytes;
         int64_t next_gseq;
+        /* The group last looked up or scheduled, NULL when it closed: an
+         * input record asks for its group five times (the flush check,
+         * find, group, upsert, the flush check again), and comparing one
+         * key costs less than hashing it. */
+        group_t *hot;
 };
 
 static const char *const reason_names[] = {
@@ -95,9 +105,23 @@ static group_t *group_of(const sl_timer_t *t) {
         return g;
 }
 
+static int hot_is(const sl_debounce_t *d, const void *key, size_t keylen) {
+        const sl_timer_t *t = d->hot ? d->hot->gt : NULL;
+        return t && t->keylen == keylen &&
+               (!keylen || !memcmp(sl_timer_key(t), key, keylen));
+}
+
+/* The group's entry in the groups heap, or NULL when it is not open. */
+static const sl_timer_t *group_entry(const sl_debounce_t *d, const void *key,
+                                     size_t keylen) {
+        if (hot_is(d, key, keylen))
+                return d->hot->gt;
+        return sl_timerheap_find(d->groups, key, keylen);
+}
+
 static group_t *group_find(const sl_debounce_t *d, const void *key,
                            size_t keylen) {
-        const sl_timer_t *t = sl_timerheap_find(d->groups, key, keylen);
+        const sl_timer_t *t = group_entry(d, key, keylen);
         return t ? group_of(t) : NULL;
 }
 
@@ -156,12 +180,20 @@ static void group_schedule(sl_debounce_t *d, const void *key, size_t keylen,
                 due = age < idle ? age : idle;
                 g->reason = age < idle ? SL_DEBOUNCE_MAX_AGE : SL_DEBOUNCE_IDLE;
         }
-        sl_assert(sl_timerheap_upsert(d->groups, key, keylen, due, g->gseq, &g,
-                                      sizeof(g)) >= 0);
+        if (g->gt) {
+                sl_timerheap_reschedule(d->groups, g->gt, due, g->gseq);
+        } else {
+                sl_assert(sl_timerheap_upsert(d->groups, key, keylen, due,
+                                              g->gseq, &g, sizeof(g)) >= 0);
+                g->gt = sl_timerheap_find(d->groups, key, keylen);
+        }
+        d->hot = g;
 }
 
 static void group_drop(sl_debounce_t *d, const void *key, size_t keylen,
                        group_t *g) {
+        if (d->hot == g)
+                d->hot = NULL;
         sl_timerheap_remove(d->groups, key, keylen);
         sl_timerheap_destroy(g->items);
         free(g);
@@ -375,8 +407,7 @@ int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
 
         sl_assert(d && out);
         *out = NULL;
-        gt = key ? sl_timerheap_find(d->groups, key, keylen)
-                 : sl_timerheap_peek(d->groups);
+        gt = key ? group_entry(d, key, keylen) : sl_timerheap_peek(d->groups);
         if (!gt || gt->due_ms > now_ms)
                 return 0;
         *out = take_batch(d, gt, now_ms, 0);
@@ -389,7 +420,7 @@ int sl_debounce_take_requested(sl_debounce_t *d, const void *key, size_t keylen,
 
         sl_assert(d && out && (key || !keylen));
         *out = NULL;
-        if (!(gt = sl_timerheap_find(d->groups, key, keylen)))
+        if (!(gt = group_entry(d, key, keylen)))
                 return 0;
         *out = take_batch(d, gt, now_ms, SL_DEBOUNCE_REQUESTED);
         return 1;
@@ -493,7 +524,7 @@ const sl_debounce_params_t *sl_debounce_params(const sl_debounce_t *d) {
 
 int sl_debounce_group(const sl_debounce_t *d, const void *key, size_t keylen,
                       sl_debounce_group_t *out) {
-        const sl_timer_t *t = sl_timerheap_find(d->groups, key, keylen);
+        const sl_timer_t *t = group_entry(d, key, keylen);
         if (!t)
                 return 0;
         if (out)

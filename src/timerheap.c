@@ -389,6 +389,17 @@ int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen) {
         return 1;
 }
 
+void sl_timerheap_reschedule(sl_timerheap_t *h, const sl_timer_t *t,
+                             int64_t due_ms, int64_t seq) {
+        sl_timer_t *m;
+
+        sl_assert(h && t && t->heap_idx < h->cnt && h->heap[t->heap_idx] == t);
+        m = h->heap[t->heap_idx]; /* the heap's own, writable pointer */
+        m->due_ms = due_ms;
+        m->seq = seq;
+        heap_fix(h, m->heap_idx);
+}
+
 const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
                                     size_t keylen) {
         sl_assert(h && (key || !keylen));

@@ -67,6 +67,12 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
  * timer has this key. */
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen);
 
+/* Gives the pending timer t (from find() or peek() of this heap) a new
+ * due_ms and seq without looking its key up again: O(log n), no
+ * allocation, t stays where it is in memory. */
+void sl_timerheap_reschedule(sl_timerheap_t *h, const sl_timer_t *t,
+                             int64_t due_ms, int64_t seq);
+
 /* The pending timer with this key, or NULL.  Owned by the heap: valid until
  * the next call that modifies the heap (a slab heap may move its timers
  * when it compacts). */

@@ -165,6 +165,31 @@ static void test_reschedule(void **state) {
         sl_timerheap_destroy(h);
 }
 
+/* sl_timerheap_reschedule(): by pointer, the data and the block stay. */
+static void test_reschedule_by_pointer(void **state) {
+        sl_timerheap_t *h = new_heap(state);
+        static const char *const want[] = {"c", "b", "a"};
+        const sl_timer_t *a, *c;
+
+        add(h, "a", 10, 1, "p");
+        add(h, "b", 20, 2, "q");
+        add(h, "c", 30, 3, "r");
+        a = sl_timerheap_find(h, "a", 1);
+        sl_timerheap_reschedule(h, a, 25, 7); /* later */
+        assert_int_equal(sl_timerheap_verify(h), 0);
+        assert_ptr_equal(sl_timerheap_find(h, "a", 1), a);
+        assert_int_equal(a->due_ms, 25);
+        assert_int_equal(a->seq, 7);
+        assert_memory_equal(sl_timer_data(a), "p", 1);
+        c = sl_timerheap_find(h, "c", 1);
+        sl_timerheap_reschedule(h, c, 5, 3); /* earlier */
+        assert_int_equal(sl_timerheap_verify(h), 0);
+        assert_ptr_equal(sl_timerheap_peek(h), c);
+        assert_int_equal(sl_timerheap_bytes(h), 6);
+        expect_pop_order(h, want, SL_ARRAY_SIZE(want));
+        sl_timerheap_destroy(h);
+}
+
 static void test_empty_and_absent(void **state) {
         sl_timerheap_t *h = new_heap(state);
 
@@ -656,6 +681,7 @@ int main(void) {
             BOTH(test_ties_fire_in_seq_order),
             BOTH(test_cancel),
             BOTH(test_reschedule),
+            BOTH(test_reschedule_by_pointer),
             BOTH(test_empty_and_absent),
             BOTH(test_foreach),
             BOTH(test_random_against_reference),
