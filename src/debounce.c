@@ -696,6 +696,12 @@ static int utf8_ok(const void *p, size_t n, int allow_nul) {
         size_t i = 0;
         while (i < n) {
                 size_t l;
+                /* ASCII, most of what payloads and ids hold, one byte at
+                 * a time without the sequence rules. */
+                if (s[i] < 0x80 && (s[i] || allow_nul)) {
+                        i++;
+                        continue;
+                }
                 if (!s[i] && !allow_nul)
                         return 0;
                 if (!(l = utf8_seq(s + i, n - i)))
@@ -821,10 +827,18 @@ static void sb_str(sbuf_t *b, const char *s) {
         sb_put(b, s, strlen(s));
 }
 
+/* What snprintf's "%lld" writes, without its format parsing: two per
+ * item in every JSON batch. */
 static void sb_i64(sbuf_t *b, int64_t v) {
-        char tmp[24];
-        int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
-        sb_put(b, tmp, (size_t)n);
+        char tmp[24], *e = tmp + sizeof(tmp), *q = e;
+        uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+        do {
+                *--q = (char)('0' + u % 10);
+                u /= 10;
+        } while (u);
+        if (v < 0)
+                *--q = '-';
+        sb_put(b, q, (size_t)(e - q));
 }
 
 /* A JSON string of UTF-8 text; invalid bytes become U+FFFD. */
@@ -836,7 +850,13 @@ static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
         sb_put(b, "\"", 1);
         while (i < n) {
                 unsigned char c = s[i];
-                size_t l = utf8_seq(s + i, n - i);
+                size_t l;
+                if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+                        run++; /* printable ASCII: verbatim */
+                        i++;
+                        continue;
+                }
+                l = utf8_seq(s + i, n - i);
                 if (l && c >= 0x20 && c != '"' && c != '\\') {
                         run += l;
                         i += l;
