@@ -46,6 +46,7 @@
 #include "util.h"
 
 #define ITEM_HDR  16 /* first_seen_ms, last_update_ms */
+#define MEMO_ID   64 /* longest item id the find memo keeps */
 #define MAX_FIELD ((size_t)UINT32_MAX - ITEM_HDR - 1)
 
 typedef struct group_s {
@@ -74,6 +75,18 @@ struct sl_debounce_s {
          * find, group, upsert, the flush check again), and comparing one
          * key costs less than hashing it. */
         group_t *hot;
+        /* The answer of the last sl_debounce_find(), which the operator
+         * asks just before it upserts the same item: valid while gen has
+         * not moved (every change of the items moves it), so the upsert
+         * does not walk the item's hash chain a second time. */
+        uint64_t gen;
+        struct {
+                uint64_t gen;
+                const group_t *g;
+                const sl_timer_t *t; /* NULL: not pending */
+                size_t idlen;
+                char id[MEMO_ID];
+        } memo;
 };
 
 static const char *const reason_names[] = {
@@ -194,6 +207,7 @@ static void group_drop(sl_debounce_t *d, const void *key, size_t keylen,
                        group_t *g) {
         if (d->hot == g)
                 d->hot = NULL;
+        d->gen++;
         sl_timerheap_remove(d->groups, key, keylen);
         sl_timerheap_destroy(g->items);
         free(g);
@@ -229,15 +243,37 @@ void sl_debounce_destroy(sl_debounce_t *d) {
         free(d);
 }
 
-int sl_debounce_find(const sl_debounce_t *d, const void *key, size_t keylen,
+int sl_debounce_find(sl_debounce_t *d, const void *key, size_t keylen,
                      const void *id, size_t idlen, sl_debounce_item_t *out) {
         group_t *g = group_find(d, key, keylen);
         const sl_timer_t *t;
-        if (!g || !(t = sl_timerheap_find(g->items, id, idlen)))
+        if (!g)
+                return 0;
+        d->hot = g;
+        t = sl_timerheap_find(g->items, id, idlen);
+        if (idlen <= MEMO_ID) {
+                d->memo.gen = d->gen;
+                d->memo.g = g;
+                d->memo.t = t;
+                d->memo.idlen = idlen;
+                if (idlen)
+                        memcpy(d->memo.id, id, idlen);
+        }
+        if (!t)
                 return 0;
         if (out)
                 item_view(t, out);
         return 1;
+}
+
+/* Item id of group g as sl_timerheap_find() sees it, from the memo when
+ * the last find asked for it and nothing changed since. */
+static const sl_timer_t *item_find(const sl_debounce_t *d, const group_t *g,
+                                   const void *id, size_t idlen) {
+        if (d->memo.gen == d->gen && d->memo.g == g && d->memo.idlen == idlen &&
+            (!idlen || !memcmp(d->memo.id, id, idlen)))
+                return d->memo.t;
+        return sl_timerheap_find(g->items, id, idlen);
 }
 
 /* Upsert and restore.  keep: an existing item keeps first_seen and seq. */
@@ -261,7 +297,8 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                 g->gseq = d->next_gseq++;
                 created = 1;
         }
-        old = sl_timerheap_find(g->items, id, idlen);
+        old = created ? NULL : item_find(d, g, id, idlen);
+        d->gen++;
         if (old) {
                 old_plen = old->datalen - ITEM_HDR;
                 if (keep) {
@@ -275,8 +312,12 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
         memcpy(buf + 8, &last_update, 8);
         if (plen)
                 memcpy(buf + ITEM_HDR, payload, plen);
-        r = sl_timerheap_upsert(g->items, id, idlen, seq, seq, buf,
-                                plen + ITEM_HDR);
+        if (old)
+                r = sl_timerheap_upsert(g->items, id, idlen, seq, seq, buf,
+                                        plen + ITEM_HDR);
+        else
+                r = sl_timerheap_add(g->items, id, idlen, seq, seq, buf,
+                                     plen + ITEM_HDR);
         if (buf != stackbuf)
                 free(buf);
         if (r < 0) {
@@ -330,6 +371,7 @@ int sl_debounce_remove(sl_debounce_t *d, const void *key, size_t keylen,
                 return 0;
         plen = t->datalen - ITEM_HDR;
         sl_timerheap_remove(g->items, id, idlen);
+        d->gen++;
         g->bytes -= plen;
         d->bytes -= plen;
         d->items--;
@@ -380,6 +422,7 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
                     (uint64_t)(b->bytes + plen) > (uint64_t)d->p.max_bytes)
                         break;
                 t = sl_timerheap_pop(g->items);
+                d->gen++;
                 b->priv[b->cnt] = t;
                 item_view(t, &b->items[b->cnt]);
                 if (b->items[b->cnt].first_seen_ms < b->opened_ms)

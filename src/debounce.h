@@ -108,8 +108,10 @@ sl_debounce_t *sl_debounce_new(const sl_debounce_params_t *p);
 void sl_debounce_destroy(sl_debounce_t *d);
 
 /* The pending item id of group key, or 0.  When found and out is not NULL,
- * *out gets its view (see sl_debounce_item_t for how long it is valid). */
-int sl_debounce_find(const sl_debounce_t *d, const void *key, size_t keylen,
+ * *out gets its view (see sl_debounce_item_t for how long it is valid).
+ * Not const: the state remembers the answer for an upsert of the same
+ * item that follows. */
+int sl_debounce_find(sl_debounce_t *d, const void *key, size_t keylen,
                      const void *id, size_t idlen, sl_debounce_item_t *out);
 
 /*

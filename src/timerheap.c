@@ -328,6 +328,40 @@ static sl_timer_t *timer_new(sl_timerheap_t *h, const void *key, size_t keylen,
         return t;
 }
 
+/* Inserts a new timer at link, the end of its key's chain (find_link()'s
+ * answer for an absent key, or the bucket head). */
+static int insert_at(sl_timerheap_t *h, sl_timer_t **link, const void *key,
+                     size_t keylen, int64_t due_ms, int64_t seq,
+                     const void *data, size_t datalen) {
+        sl_timer_t *t;
+
+        if (h->cnt >= MAX_TIMERS)
+                return -1;
+        if (h->cnt == h->cap) {
+                h->cap = h->cap ? h->cap * 2 : MIN_HEAP_CAP;
+                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
+        }
+        t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
+        t->hnext = *link;
+        *link = t;
+        h->heap[h->cnt] = t;
+        sift_up(h, h->cnt++);
+        h->bytes += keylen + datalen;
+        if (h->cnt > h->nbuckets * MAX_LOAD)
+                rehash(h, h->nbuckets * 2);
+        return 0;
+}
+
+int sl_timerheap_add(sl_timerheap_t *h, const void *key, size_t keylen,
+                     int64_t due_ms, int64_t seq, const void *data,
+                     size_t datalen) {
+        sl_assert(h && (key || !keylen) && (data || !datalen));
+        if (keylen >= MAX_FIELD_BYTES || datalen >= MAX_FIELD_BYTES)
+                return -1;
+        return insert_at(h, &h->buckets[bucket_of(h, key, keylen)], key, keylen,
+                         due_ms, seq, data, datalen);
+}
+
 int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
                         int64_t due_ms, int64_t seq, const void *data,
                         size_t datalen) {
@@ -359,22 +393,7 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
                 timer_release(h, old);
                 return 1;
         }
-
-        if (h->cnt >= MAX_TIMERS)
-                return -1;
-        if (h->cnt == h->cap) {
-                h->cap = h->cap ? h->cap * 2 : MIN_HEAP_CAP;
-                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
-        }
-        t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
-        t->hnext = *link;
-        *link = t;
-        h->heap[h->cnt] = t;
-        sift_up(h, h->cnt++);
-        h->bytes += keylen + datalen;
-        if (h->cnt > h->nbuckets * MAX_LOAD)
-                rehash(h, h->nbuckets * 2);
-        return 0;
+        return insert_at(h, link, key, keylen, due_ms, seq, data, datalen);
 }
 
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen) {

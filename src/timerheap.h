@@ -63,6 +63,14 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
                         int64_t due_ms, int64_t seq, const void *data,
                         size_t datalen);
 
+/* Schedules a timer under a key that is not pending (the caller has just
+ * looked): as sl_timerheap_upsert() without the search of the key's
+ * chain.  A key already pending would be there twice, which is a bug.
+ * Returns 0, or -1 as sl_timerheap_upsert() (nothing changed). */
+int sl_timerheap_add(sl_timerheap_t *h, const void *key, size_t keylen,
+                     int64_t due_ms, int64_t seq, const void *data,
+                     size_t datalen);
+
 /* Cancels the timer with this key: 1 if it was removed (and freed), 0 if no
  * timer has this key. */
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen);

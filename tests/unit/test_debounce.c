@@ -293,6 +293,50 @@ static void test_upsert(void **state) {
         sl_debounce_destroy(d);
 }
 
+/* The state remembers its last find for the upsert that follows: any
+ * change in between (a removal, a batch, the group closing and opening
+ * again, another item) must be seen by that upsert. */
+static void test_find_then_change(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 10000, 1000, 1 << 20);
+        sl_debounce_item_t it;
+        sl_debounce_batch_t *b;
+
+        /* Found, then removed: the upsert adds it again. */
+        assert_int_equal(up(d, "g", "A", "a", T0, 1), 0);
+        assert_int_equal(up(d, "g", "Z", "z", T0, 2), 0);
+        assert_int_equal(sl_debounce_find(d, "g", 1, "A", 1, &it), 1);
+        assert_int_equal(sl_debounce_remove(d, "g", 1, "A", 1), 1);
+        assert_int_equal(up(d, "g", "A", "a2", T0 + 5, 3), 0);
+        assert_int_equal(sl_debounce_find(d, "g", 1, "A", 1, &it), 1);
+        assert_int_equal(it.first_seen_ms, T0 + 5);
+        assert_int_equal(it.seq, 3);
+        /* Not found, then added by another upsert: the second replaces. */
+        assert_int_equal(sl_debounce_find(d, "g", 1, "B", 1, NULL), 0);
+        assert_int_equal(up(d, "g", "B", "b", T0 + 6, 4), 0);
+        assert_int_equal(up(d, "g", "B", "bb", T0 + 7, 5), 1);
+        assert_int_equal(sl_debounce_items(d), 3);
+        /* Found, then another item of the same group asked for. */
+        assert_int_equal(sl_debounce_find(d, "g", 1, "B", 1, NULL), 1);
+        assert_int_equal(up(d, "g", "C", "c", T0 + 8, 6), 0);
+        assert_int_equal(sl_debounce_items(d), 4);
+        /* Found, then the group flushed and closed: a new group. */
+        assert_int_equal(sl_debounce_find(d, "g", 1, "A", 1, NULL), 1);
+        while (sl_debounce_take_requested(d, "g", 1, T0 + 9, &b))
+                sl_debounce_batch_free(b);
+        assert_int_equal(sl_debounce_groups(d), 0);
+        assert_int_equal(up(d, "g", "A", "a3", T0 + 10, 7), 0);
+        assert_int_equal(sl_debounce_find(d, "g", 1, "A", 1, &it), 1);
+        assert_int_equal(it.first_seen_ms, T0 + 10);
+        assert_int_equal(it.seq, 7);
+        /* Found in one group, upserted in another. */
+        assert_int_equal(up(d, "h", "A", "x", T0 + 11, 8), 0);
+        assert_int_equal(sl_debounce_items(d), 2);
+        assert_int_equal(sl_debounce_find(d, "h", 1, "A", 1, &it), 1);
+        assert_int_equal(it.seq, 8);
+        sl_debounce_destroy(d);
+}
+
 static void test_remove(void **state) {
         (void)state;
         sl_debounce_t *d = mk(2000, 10000, 1000, 1 << 20);
@@ -896,6 +940,7 @@ int main(void) {
             cmocka_unit_test(test_full_group_batches),
             cmocka_unit_test(test_max_bytes),
             cmocka_unit_test(test_upsert),
+            cmocka_unit_test(test_find_then_change),
             cmocka_unit_test(test_remove),
             cmocka_unit_test(test_groups_order),
             cmocka_unit_test(test_batch_id),

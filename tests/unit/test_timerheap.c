@@ -190,6 +190,33 @@ static void test_reschedule_by_pointer(void **state) {
         sl_timerheap_destroy(h);
 }
 
+/* sl_timerheap_add(): a new key without the search, same heap as upsert. */
+static void test_add_new_key(void **state) {
+        sl_timerheap_t *h = new_heap(state);
+        static const char *const want[] = {"b", "a", "c"};
+        char key[16];
+
+        assert_int_equal(sl_timerheap_add(h, "a", 1, 20, 1, "p", 1), 0);
+        assert_int_equal(sl_timerheap_add(h, "b", 1, 10, 2, NULL, 0), 0);
+        assert_int_equal(sl_timerheap_add(h, "c", 1, 20, 3, "rr", 2), 0);
+        assert_int_equal(sl_timerheap_verify(h), 0);
+        assert_int_equal(sl_timerheap_bytes(h), 3 + 3);
+        assert_memory_equal(sl_timer_data(sl_timerheap_find(h, "c", 1)), "rr",
+                            2);
+        expect_pop_order(h, want, SL_ARRAY_SIZE(want));
+        /* Through rehashes: every key still found once. */
+        for (int i = 0; i < 1000; i++) {
+                int n = snprintf(key, sizeof(key), "k%d", i);
+                assert_int_equal(
+                    sl_timerheap_add(h, key, (size_t)n, i, i, NULL, 0), 0);
+        }
+        assert_int_equal(sl_timerheap_verify(h), 0);
+        assert_int_equal(sl_timerheap_count(h), 1000);
+        assert_int_equal(sl_timerheap_upsert(h, "k7", 2, 5, 0, NULL, 0), 1);
+        assert_int_equal(sl_timerheap_count(h), 1000);
+        sl_timerheap_destroy(h);
+}
+
 static void test_empty_and_absent(void **state) {
         sl_timerheap_t *h = new_heap(state);
 
@@ -682,6 +709,7 @@ int main(void) {
             BOTH(test_cancel),
             BOTH(test_reschedule),
             BOTH(test_reschedule_by_pointer),
+            BOTH(test_add_new_key),
             BOTH(test_empty_and_absent),
             BOTH(test_foreach),
             BOTH(test_random_against_reference),
