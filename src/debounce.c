@@ -7,9 +7,14 @@
  * Two levels, both built from the timer heap (timerheap.c: one allocation
  * per entry, a min-heap by (due_ms, seq) plus a hash index by key):
  *
- *   groups   key = group key, due = the group's deadline, seq = the order
- *            in which groups opened (ties), data = a pointer to group_t.
- *            Its top is the next group to flush; lookup by key is O(1).
+ *   groups   key = group key, due = the group's deadline or earlier, seq =
+ *            the order in which groups opened (ties), data = a pointer to
+ *            group_t, which holds the deadline itself.  A deadline that
+ *            moves later leaves the entry alone (every item of an open
+ *            group does that to its idle deadline; re-sorting the heap
+ *            each time was a tenth of the ingest's CPU); settle() moves
+ *            such entries when they reach the top, which then is the next
+ *            group to flush.  Lookup by key is O(1).
  *   items    one heap per group: key = item id, due = seq = the input
  *            offset of the item's first sighting, so the top is the oldest
  *            item and popping yields arrival order; data = first_seen (8
@@ -55,7 +60,8 @@ typedef struct group_s {
         int64_t opened_ms;
         int64_t last_update_ms;
         sl_debounce_reason_t reason;
-        int64_t gseq; /* opening order: ties between equal deadlines */
+        int64_t due_ms; /* the deadline; its heap entry may say earlier */
+        int64_t gseq;   /* opening order: ties between equal deadlines */
         /* Its entry in the groups heap, NULL until first scheduled.  A
          * malloc'd heap never moves an entry whose data keeps its size,
          * and ours is always this pointer, so it stays valid until the
@@ -193,8 +199,14 @@ static void group_schedule(sl_debounce_t *d, const void *key, size_t keylen,
                 due = age < idle ? age : idle;
                 g->reason = age < idle ? SL_DEBOUNCE_MAX_AGE : SL_DEBOUNCE_IDLE;
         }
+        g->due_ms = due;
         if (g->gt) {
-                sl_timerheap_reschedule(d->groups, g->gt, due, g->gseq);
+                /* Lazy: a deadline that moves later (each new item of a
+                 * group pushes its idle deadline) leaves the entry where
+                 * it is, earlier than the truth, until it reaches the top
+                 * (settle()).  Only an earlier one moves it now. */
+                if (due < g->gt->due_ms)
+                        sl_timerheap_reschedule(d->groups, g->gt, due, g->gseq);
         } else {
                 sl_assert(sl_timerheap_upsert(d->groups, key, keylen, due,
                                               g->gseq, &g, sizeof(g)) >= 0);
@@ -384,7 +396,25 @@ int sl_debounce_remove(sl_debounce_t *d, const void *key, size_t keylen,
         return 1;
 }
 
-int64_t sl_debounce_next_due(const sl_debounce_t *d) {
+/* Moves the entries at the top of the groups heap that are earlier than
+ * their group's deadline down to it, until the top is exact: then it is
+ * the group with the earliest deadline (every entry is at or before its
+ * own).  Each entry moves once for any number of later deadlines. */
+static const sl_timer_t *settle(sl_debounce_t *d) {
+        const sl_timer_t *t;
+        while ((t = sl_timerheap_peek(d->groups)) &&
+               t->due_ms != group_of(t)->due_ms)
+                sl_timerheap_reschedule(d->groups, t, group_of(t)->due_ms,
+                                        t->seq);
+        return t;
+}
+
+int64_t sl_debounce_next_due(sl_debounce_t *d) {
+        const sl_timer_t *t = settle(d);
+        return t ? t->due_ms : INT64_MAX;
+}
+
+int64_t sl_debounce_due_bound(const sl_debounce_t *d) {
         const sl_timer_t *t = sl_timerheap_peek(d->groups);
         return t ? t->due_ms : INT64_MAX;
 }
@@ -405,7 +435,7 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
         memcpy(b->key, sl_timer_key(gt), b->keylen);
         b->key[b->keylen] = '\0';
         b->reason = reason ? reason : g->reason;
-        b->due_ms = reason ? now_ms : gt->due_ms;
+        b->due_ms = reason ? now_ms : g->due_ms;
         b->flushed_ms = now_ms;
         b->opened_ms = INT64_MAX;
 
@@ -450,8 +480,8 @@ int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
 
         sl_assert(d && out);
         *out = NULL;
-        gt = key ? group_entry(d, key, keylen) : sl_timerheap_peek(d->groups);
-        if (!gt || gt->due_ms > now_ms)
+        gt = key ? group_entry(d, key, keylen) : settle(d);
+        if (!gt || group_of(gt)->due_ms > now_ms)
                 return 0;
         *out = take_batch(d, gt, now_ms, 0);
         return 1;
@@ -557,7 +587,7 @@ static void group_view(const sl_timer_t *t, sl_debounce_group_t *v) {
         v->bytes = g->bytes;
         v->opened_ms = g->opened_ms;
         v->last_update_ms = g->last_update_ms;
-        v->due_ms = t->due_ms;
+        v->due_ms = g->due_ms;
         v->reason = g->reason;
 }
 

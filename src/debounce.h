@@ -139,8 +139,14 @@ int sl_debounce_restore(sl_debounce_t *d, const void *key, size_t keylen,
 int sl_debounce_remove(sl_debounce_t *d, const void *key, size_t keylen,
                        const void *id, size_t idlen);
 
-/* The earliest deadline of any group, INT64_MAX when none is open. */
-int64_t sl_debounce_next_due(const sl_debounce_t *d);
+/* The earliest deadline of any group, INT64_MAX when none is open.  Not
+ * const: it brings the deadline index up to date (see debounce.c). */
+int64_t sl_debounce_next_due(sl_debounce_t *d);
+
+/* A time at or before the earliest deadline (INT64_MAX when no group is
+ * open), in O(1) without the upkeep of sl_debounce_next_due(): for arming
+ * a wake-up, which then asks sl_debounce_next_due(). */
+int64_t sl_debounce_due_bound(const sl_debounce_t *d);
 
 /*
  * Takes the next batch due at now_ms: from group key when key is not NULL,

@@ -779,7 +779,7 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         {
                 /* An earlier arming wins: this only ever brings the
                  * wake-up forward (the gauge refresh included). */
-                int64_t next = sl_debounce_next_due(st->win);
+                int64_t next = sl_debounce_due_bound(st->win);
                 if (next != INT64_MAX)
                         sl_task_wake_at(
                             t, SL_MAX(1, SL_MIN(next,
