@@ -337,6 +337,33 @@ static void test_find_then_change(void **state) {
         sl_debounce_destroy(d);
 }
 
+/* A group holding more ids than its filter tells apart still finds each
+ * of them (the filter only ever says "maybe" more often). */
+static void test_many_ids_one_group(void **state) {
+        (void)state;
+        sl_debounce_t *d = mk(2000, 10000, 100000, 1 << 30);
+        char id[16];
+
+        for (int round = 0; round < 2; round++)
+                for (int i = 0; i < 3000; i++) {
+                        snprintf(id, sizeof(id), "id-%d", i);
+                        assert_int_equal(up(d, "g", id, "p", T0 + round, i),
+                                         round);
+                }
+        assert_int_equal(sl_debounce_items(d), 3000);
+        for (int i = 0; i < 3000; i += 2) {
+                snprintf(id, sizeof(id), "id-%d", i);
+                assert_int_equal(sl_debounce_remove(d, "g", 1, id, strlen(id)),
+                                 1);
+        }
+        for (int i = 0; i < 3000; i++) {
+                snprintf(id, sizeof(id), "id-%d", i);
+                assert_int_equal(
+                    sl_debounce_find(d, "g", 1, id, strlen(id), NULL), i % 2);
+        }
+        sl_debounce_destroy(d);
+}
+
 static void test_remove(void **state) {
         (void)state;
         sl_debounce_t *d = mk(2000, 10000, 1000, 1 << 20);
@@ -941,6 +968,7 @@ int main(void) {
             cmocka_unit_test(test_max_bytes),
             cmocka_unit_test(test_upsert),
             cmocka_unit_test(test_find_then_change),
+            cmocka_unit_test(test_many_ids_one_group),
             cmocka_unit_test(test_remove),
             cmocka_unit_test(test_groups_order),
             cmocka_unit_test(test_batch_id),
