@@ -95,6 +95,12 @@ struct sl_timerheap_s {
         size_t bytes;    /* key + data bytes of all timers */
         sl_slab_t *slab; /* where the timers live; NULL: one malloc each */
         size_t compactions;
+        /* No timer in the heap fires after (max_due, max_seq) (an upper
+         * bound: removals leave it).  A timer inserted at or after it goes
+         * to the end of the array without comparing with its parent, whose
+         * block may have left the cache long ago: debounce items come in
+         * seq order, delay timers of one delay in due order. */
+        int64_t max_due, max_seq;
 };
 
 static inline size_t bucket_of(const sl_timerheap_t *h, const void *key,
@@ -200,8 +206,18 @@ static void sift_down(sl_timerheap_t *h, size_t i) {
         heap_set(h, i, t);
 }
 
+/* Raises (max_due, max_seq) to t's when t fires later. */
+static void note_max(sl_timerheap_t *h, const sl_timer_t *t) {
+        if (t->due_ms > h->max_due ||
+            (t->due_ms == h->max_due && t->seq > h->max_seq)) {
+                h->max_due = t->due_ms;
+                h->max_seq = t->seq;
+        }
+}
+
 /* Restores heap order after the timer at i changed its (due_ms, seq). */
 static void heap_fix(sl_timerheap_t *h, size_t i) {
+        note_max(h, h->heap[i]);
         if (sift_up(h, i) == i)
                 sift_down(h, i);
 }
@@ -345,7 +361,17 @@ static int insert_at(sl_timerheap_t *h, sl_timer_t **link, const void *key,
         t->hnext = *link;
         *link = t;
         h->heap[h->cnt] = t;
-        sift_up(h, h->cnt++);
+        if (!h->cnt) {
+                h->max_due = due_ms;
+                h->max_seq = seq;
+                heap_set(h, h->cnt++, t);
+        } else if (due_ms > h->max_due ||
+                   (due_ms == h->max_due && seq >= h->max_seq)) {
+                note_max(h, t); /* not before any parent: stays last */
+                heap_set(h, h->cnt++, t);
+        } else {
+                sift_up(h, h->cnt++);
+        }
         h->bytes += keylen + datalen;
         if (h->cnt > h->nbuckets * MAX_LOAD)
                 rehash(h, h->nbuckets * 2);
