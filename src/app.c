@@ -1150,6 +1150,24 @@ static int user_set(const sl_conf_t *conf, const char *key) {
         return 0;
 }
 
+/* sluice's own defaults for one client (config.c, sl_kafka_defaults),
+ * where [kafka] does not set them; -1 (kc destroyed) on error. */
+static int app_kafka_defaults(sl_app_t *app, rd_kafka_conf_t *kc,
+                              sl_kafka_client_t client, char *errstr,
+                              size_t errstr_size) {
+        for (size_t i = 0; i < sl_kafka_defaults_cnt; i++) {
+                const sl_kafka_default_t *d = &sl_kafka_defaults[i];
+                if (d->client != client || user_set(app->conf, d->name))
+                        continue;
+                if (sl_kafka_conf_set(kc, d->name, d->value, errstr,
+                                      errstr_size) == -1) {
+                        rd_kafka_conf_destroy(kc);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 /* The transactional producer.  A stable transactional.id (from the static
  * instance id) lets a restarted instance fence its predecessor and abort
  * its open transaction at once. */
@@ -1171,22 +1189,9 @@ static rd_kafka_conf_t *app_producer_conf(void *opaque, char *errstr,
                  (long long)app->conf->transaction_timeout_ms);
         SET(kc, "transaction.timeout.ms", buf);
         SET(kc, "client.id", app->client_id);
-        /* Defaults that suit sluice better than librdkafka's, unless the
-         * [kafka] section says otherwise: short linger (lateness), a deep
-         * queue (a million timers may fall due at once). */
-        if (!user_set(app->conf, "linger.ms"))
-                SET(kc, "linger.ms", "2");
-        if (!user_set(app->conf, "queue.buffering.max.messages"))
-                SET(kc, "queue.buffering.max.messages", "1000000");
-        /* The next transaction is opened right after a commit (txn.c,
-         * worker_open_next): its AddOffsetsToTxn meets
-         * CONCURRENT_TRANSACTIONS until the broker has written the markers
-         * and is retried every retry.backoff.ms, which lands in timer
-         * lateness.  librdkafka's 100 ms is far too long; 5 ms against 10
-         * took due → visible p99 at 10k timers/s from 47 to 37 ms (median
-         * of three, bench delay_lateness). */
-        if (!user_set(app->conf, "retry.backoff.ms"))
-                SET(kc, "retry.backoff.ms", "5");
+        if (app_kafka_defaults(app, kc, SL_KAFKA_PRODUCER, errstr,
+                               errstr_size) == -1)
+                return NULL;
         SET(kc, "delivery.report.only.error",
             app->has_tracking ? "false" : "true");
         return kc;
@@ -1208,23 +1213,9 @@ static rd_kafka_conf_t *app_consumer_conf(void *opaque, char *errstr,
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "auto.offset.reset", "earliest");
         SET(kc, "client.id", app->client_id);
-        /* Kafka answers one request per connection at a time, and
-         * librdkafka 2.0 keeps one Fetch in flight per broker, held by the
-         * broker for up to fetch.wait.max.ms while no partition has data
-         * (default 500).  A partition resumed or sought while that Fetch is
-         * out (every rebuild's end, every lookup retry) is fetched only
-         * when it returns, and a seek to a logical offset first waits for
-         * its ListOffsets behind it: up to twice the wait before the first
-         * record is read (~1 s after each assignment; issue 10).  A short
-         * wait bounds that at the cost of an idle Fetch every 10 ms; data
-         * still returns at once. */
-        if (!user_set(app->conf, "fetch.wait.max.ms"))
-                SET(kc, "fetch.wait.max.ms", "10");
-        /* Partitions added to an input are noticed at the next metadata
-         * refresh (librdkafka's default: every 5 min); then the group
-         * rebalances and they are served (parts.h). */
-        if (!user_set(app->conf, "topic.metadata.refresh.interval.ms"))
-                SET(kc, "topic.metadata.refresh.interval.ms", "30000");
+        if (app_kafka_defaults(app, kc, SL_KAFKA_CONSUMER, errstr,
+                               errstr_size) == -1)
+                return NULL;
         rd_kafka_conf_set_rebalance_cb(kc, app_rebalance_cb);
         return kc;
 }

@@ -351,6 +351,49 @@ static const struct {
      "sluice picks the assignment strategy its rebuilds rely on"},
 };
 
+/* Why each value (measured on the bench, bench/README.md):
+ *
+ * linger.ms 2: a fired timer waits for the batch at most that long
+ * (lateness).  queue.buffering.max.messages 1M: a million timers may fall
+ * due at once.  retry.backoff.ms 5: the next transaction is opened right
+ * after a commit (txn.c, worker_open_next) and its AddOffsetsToTxn meets
+ * CONCURRENT_TRANSACTIONS until the broker has written the markers; it is
+ * retried at this pace (librdkafka's 100 ms would land in lateness; 5 ms
+ * against 10 took due → visible p99 at 10k timers/s from 47 to 37 ms).
+ *
+ * fetch.wait.max.ms 10: librdkafka 2.0 keeps one Fetch in flight per
+ * broker, held by the broker up to this long while no partition has data
+ * (default 500); a partition resumed or sought meanwhile (every rebuild's
+ * end) is fetched only when it returns, and a seek to a logical offset
+ * first waits for its ListOffsets behind it: up to twice the wait before
+ * the first record is read.  queued.min.messages 250k: librdkafka 2.0
+ * compares it with the whole consumer queue (every partition's fetch queue
+ * forwards to it) and, once reached, fetches nothing until its broker
+ * thread wakes again, up to a second later; the default 100k, drained in
+ * under a second, starves on every backlog (throttle pass-through 157k →
+ * 325k rec/s, debounce ingest 93k → 176k items/s; peak RSS +65 MB).
+ * topic.metadata.refresh.interval.ms 30 s: partitions added to an input are
+ * noticed at the next refresh (librdkafka's default: 5 min; parts.h). */
+const sl_kafka_default_t sl_kafka_defaults[] = {
+    {SL_KAFKA_PRODUCER, "linger.ms", "2",
+     "a fired timer waits at most this long for its batch"},
+    {SL_KAFKA_PRODUCER, "queue.buffering.max.messages", "1000000",
+     "a million timers may fall due at once"},
+    {SL_KAFKA_PRODUCER, "retry.backoff.ms", "5",
+     "the next transaction opens as soon as the broker has written the "
+     "previous commit's markers"},
+    {SL_KAFKA_CONSUMER, "fetch.wait.max.ms", "10",
+     "a partition resumed after its rebuild is read at once, not after the "
+     "Fetch in flight"},
+    {SL_KAFKA_CONSUMER, "queued.min.messages", "250000",
+     "librdkafka 2.0 counts it over all partitions and, once reached, stops "
+     "fetching for up to a second: the default starves a backlog read at "
+     "over 100k records/s (costs up to ~65 MB more while catching up)"},
+    {SL_KAFKA_CONSUMER, "topic.metadata.refresh.interval.ms", "30000",
+     "partitions added to an input are served within 30 s"},
+};
+const size_t sl_kafka_defaults_cnt = SL_ARRAY_SIZE(sl_kafka_defaults);
+
 const char *sl_op_type_name(sl_op_type_t type) {
         for (const conf_enum_t *e = op_types; e->name; e++)
                 if (e->value == (int)type)
@@ -1703,7 +1746,16 @@ void sl_conf_reference(FILE *out) {
         for (size_t i = 0; i < SL_ARRAY_SIZE(kafka_reserved); i++)
                 fprintf(out, "%s `%s` (%s)", i ? "," : "",
                         kafka_reserved[i].name, kafka_reserved[i].hint);
-        fprintf(out, ".\n");
+        fprintf(out, ".\n\nUnless set here, these differ from librdkafka's "
+                     "defaults:\n\n| property | client | sluice's default "
+                     "| why |\n|---|---|---|---|\n");
+        for (size_t i = 0; i < sl_kafka_defaults_cnt; i++)
+                fprintf(out, "| `%s` | %s | `%s` | %s |\n",
+                        sl_kafka_defaults[i].name,
+                        sl_kafka_defaults[i].client == SL_KAFKA_PRODUCER
+                            ? "producer"
+                            : "consumer",
+                        sl_kafka_defaults[i].value, sl_kafka_defaults[i].why);
         for (const conf_enum_t *e = op_types; e->name; e++) {
                 fprintf(out, "\n### [pipeline NAME] with type = %s\n\n",
                         e->name);

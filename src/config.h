@@ -194,6 +194,19 @@ rd_kafka_conf_t *sl_conf_rdkafka(const sl_conf_t *conf, char *errstr,
 /* Writes the configuration reference (Markdown, generated from the table). */
 void sl_conf_reference(FILE *out);
 
+/* librdkafka properties sluice sets to other values than librdkafka's
+ * defaults, on the producer or on the group consumer, unless [kafka] sets
+ * them (app.c applies them; the configuration reference lists them). */
+typedef enum { SL_KAFKA_PRODUCER = 1, SL_KAFKA_CONSUMER = 2 } sl_kafka_client_t;
+typedef struct sl_kafka_default_s {
+        sl_kafka_client_t client;
+        const char *name;
+        const char *value;
+        const char *why; /* one sentence, for the reference */
+} sl_kafka_default_t;
+extern const sl_kafka_default_t sl_kafka_defaults[];
+extern const size_t sl_kafka_defaults_cnt;
+
 /* Writes the effective configuration as INI, a file that loads back to
  * the same configuration; values of [kafka] keys that look secret (their
  * name holds password, secret, key or oauthbearer.config) are replaced by
