@@ -34,7 +34,10 @@
  * their work committed — the revocation waits for that commit, which runs
  * on the worker while the loop keeps turning — then their tasks are dropped
  * and the partitions unassigned.  Lost partitions cannot be committed: they
- * are dropped at once and the open transaction is aborted.
+ * are dropped at once and the open transaction is aborted.  Every 5 s the
+ * group is described: input partitions that nobody owns while the group is
+ * Stable, for 15 s, make one member leave and rejoin (groupcheck.h says
+ * why that happens and who repairs it).
  *
  * Shutdown (SIGTERM, SIGINT).  Stop taking input, commit, close the consumer
  * (which revokes through the same path), exit 0.  The watchdog thread bounds
@@ -638,6 +641,135 @@ static void app_trim_after_burst(sl_app_t *app, int64_t now, int64_t lag,
                (double)(sl_mono_us() - t0) / 1000.0);
 }
 
+/* ------------------------------------------------------------------ */
+/* Partitions nobody owns (groupcheck.h).                               */
+
+#define SL_GROUP_LOOK_TMO_MS 5000
+/* Between leaving the group and joining again: the LeaveGroup must reach
+ * the broker first, or the join would come back as a static member's
+ * rejoin with the same stale assignment. */
+#define SL_GROUP_REJOIN_PAUSE_MS 1000
+
+static rd_kafka_resp_err_t app_subscribe(sl_app_t *app) {
+        rd_kafka_topic_partition_list_t *topics;
+        rd_kafka_resp_err_t err;
+        topics = rd_kafka_topic_partition_list_new(app->pipeline_cnt);
+        for (int i = 0; i < app->pipeline_cnt; i++)
+                rd_kafka_topic_partition_list_add(topics,
+                                                  app->pipelines[i].conf->input,
+                                                  RD_KAFKA_PARTITION_UA);
+        err = rd_kafka_subscribe(app->consumer, topics);
+        rd_kafka_topic_partition_list_destroy(topics);
+        return err;
+}
+
+static int app_task_cnt(const sl_app_t *app) {
+        int n = 0;
+        for (int i = 0; i < app->pipeline_cnt; i++)
+                for (int p = 0; p < app->pipelines[i].partition_cnt; p++)
+                        n += app->pipelines[i].tasks[p] != NULL;
+        return n;
+}
+
+/* Leaves the group (its partitions are revoked through the usual path,
+ * their work committed first) and joins again once they are gone: the
+ * broker then rebalances the whole group. */
+static void app_group_rejoin(sl_app_t *app, const sl_groupcheck_look_t *look,
+                             int64_t gap_ms) {
+        rd_kafka_resp_err_t err;
+        sl_log(LOG_WARNING, "GROUP",
+               "%d input partitions (e.g. %s) have had no owner for %.0f s "
+               "while group %s was stable; this member (%d partitions) leaves "
+               "and rejoins the group so that it rebalances",
+               look->unowned, look->example, (double)gap_ms / 1000.0,
+               app->conf->app_id, app_task_cnt(app));
+        sl_counter_inc(app->m_group_rejoins);
+        if ((err = rd_kafka_unsubscribe(app->consumer)))
+                sl_log(LOG_ERR, "GROUP", "unsubscribe: %s",
+                       rd_kafka_err2str(err));
+        app->assigned = 0;
+        app->rejoin_at_ms = sl_now_ms() + SL_GROUP_REJOIN_PAUSE_MS;
+        sl_app_update_ready(app);
+}
+
+static void app_on_group_look(void *opaque, rd_kafka_resp_err_t err,
+                              rd_kafka_consumer_group_state_t state,
+                              const sl_kquery_member_t *members,
+                              int member_cnt) {
+        sl_app_t *app = opaque;
+        sl_groupcheck_topic_t *topics;
+        sl_groupcheck_look_t look;
+        int64_t now = sl_now_ms(), since;
+        int stable = state == RD_KAFKA_CONSUMER_GROUP_STATE_STABLE;
+        char *mine;
+
+        app->group_look_inflight = 0;
+        if (err || !app->consumer || app->phase != SL_RUN_RUNNING ||
+            app->rejoin_at_ms)
+                return;
+        topics = sl_calloc((size_t)app->pipeline_cnt, sizeof(*topics));
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                topics[i].name = app->pipelines[i].conf->input;
+                topics[i].partition_cnt = app->pipelines[i].partition_cnt;
+        }
+        mine = rd_kafka_memberid(app->consumer);
+        sl_groupcheck_look(topics, app->pipeline_cnt, members, member_cnt, mine,
+                           &look);
+        free(topics);
+        if (mine)
+                rd_kafka_mem_free(NULL, mine);
+        sl_gauge_set(app->m_unowned, stable ? look.unowned : 0);
+        since = app->groupcheck.gap_since_ms;
+        switch (sl_groupcheck_judge(&app->groupcheck, now, stable, &look)) {
+        case SL_GROUPCHECK_OK:
+                if (since)
+                        sl_log(LOG_INFO, "GROUP",
+                               "every input partition has an owner again");
+                break;
+        case SL_GROUPCHECK_WATCH:
+                if (!since)
+                        sl_log(LOG_NOTICE, "GROUP",
+                               "%d input partitions (e.g. %s) have no owner "
+                               "while group %s is stable; watching",
+                               look.unowned, look.example, app->conf->app_id);
+                break;
+        case SL_GROUPCHECK_REPAIR:
+                app_group_rejoin(app, &look, now - since);
+                break;
+        }
+}
+
+/* Every second: a look at the group now and then, or the join after a
+ * repair's leave once this member's partitions are gone. */
+static void app_group_tick(sl_app_t *app, int64_t now) {
+        rd_kafka_resp_err_t err;
+        if (!app->consumer || app->phase != SL_RUN_RUNNING)
+                return;
+        if (app->rejoin_at_ms) {
+                if (now < app->rejoin_at_ms || app->revoking ||
+                    app_task_cnt(app))
+                        return;
+                app->rejoin_at_ms = 0;
+                if ((err = app_subscribe(app))) {
+                        sl_log(LOG_CRIT, "GROUP", "subscribe: %s",
+                               rd_kafka_err2str(err));
+                        app_exit_hook(app, SL_EXIT_FAIL);
+                        return;
+                }
+                sl_log(LOG_NOTICE, "GROUP", "joining group %s again",
+                       app->conf->app_id);
+                return;
+        }
+        if (app->group_look_inflight || now < app->group_look_next_ms)
+                return;
+        if (sl_kquery_describe_group(app->kq, app->conf->app_id,
+                                     SL_GROUP_LOOK_TMO_MS, app_on_group_look,
+                                     app) == 0) {
+                app->group_look_inflight = 1;
+                app->group_look_next_ms = now + SL_GROUPCHECK_EVERY_MS;
+        }
+}
+
 static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();
@@ -664,6 +796,7 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         if (app->consumer)
                 app_trim_after_burst(app, now, lag_all, read);
         sl_parts_tick(app, now);
+        app_group_tick(app, now);
         if (!app->probe_inflight && now >= app->probe_next_ms &&
             sl_kquery_probe(app->kq, SL_PROBE_TMO_MS, app_on_probe, app) == 0) {
                 app->probe_inflight = 1;
@@ -1274,7 +1407,6 @@ static void app_warm_topics(sl_app_t *app) {
 static void app_clients_ready(void *opaque, rd_kafka_t *producer,
                               rd_kafka_t *consumer) {
         sl_app_t *app = opaque;
-        rd_kafka_topic_partition_list_t *topics;
         rd_kafka_resp_err_t err;
         char errstr[256];
 
@@ -1287,14 +1419,7 @@ static void app_clients_ready(void *opaque, rd_kafka_t *producer,
                           errstr, sizeof(errstr));
         sl_assert(app->consumer_w);
         app_warm_topics(app);
-        topics = rd_kafka_topic_partition_list_new(app->pipeline_cnt);
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                rd_kafka_topic_partition_list_add(topics,
-                                                  app->pipelines[i].conf->input,
-                                                  RD_KAFKA_PARTITION_UA);
-        err = rd_kafka_subscribe(consumer, topics);
-        rd_kafka_topic_partition_list_destroy(topics);
-        if (err) {
+        if ((err = app_subscribe(app))) {
                 sl_log(LOG_CRIT, "INIT", "subscribe: %s",
                        rd_kafka_err2str(err));
                 app_exit_hook(app, SL_EXIT_FAIL);
@@ -1335,6 +1460,8 @@ static void app_clients_lost(void *opaque) {
         app->consumer = NULL;
         app->producer = NULL;
         app->assigned = 0;
+        app->rejoin_at_ms = 0; /* the new consumer subscribes anyway */
+        app->groupcheck.gap_since_ms = 0;
         sl_app_update_ready(app);
 }
 
@@ -1717,6 +1844,16 @@ static int app_run(sl_conf_t *conf) {
             app->metrics, "sluice_ready",
             "1 while /readyz answers 200 (every assigned partition rebuilt, "
             "Kafka answering, no transaction trouble), else 0.",
+            NULL);
+        app->m_unowned = sl_metrics_gauge(
+            app->metrics, "sluice_group_unowned_partitions",
+            "Input partitions no member of the group owned at the last look "
+            "(every 5 s) while the group was stable.",
+            NULL);
+        app->m_group_rejoins = sl_metrics_counter(
+            app->metrics, "sluice_group_rejoins_total",
+            "Times this member left and rejoined the group because input "
+            "partitions had no owner for 15 s.",
             NULL);
         app->m_deferred = sl_metrics_counter(
             app->metrics, "sluice_txn_deferred_records_total",

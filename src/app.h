@@ -27,6 +27,7 @@
 
 #include "api.h"
 #include "config.h"
+#include "groupcheck.h"
 #include "http.h"
 #include "kafka.h"
 #include "kquery.h"
@@ -125,6 +126,15 @@ struct sl_app_s {
         int64_t kafka_down_since_ms;
         char kafka_why[200];
 
+        /* Partitions of the group nobody owns (groupcheck.h): a look at
+         * the group every SL_GROUPCHECK_EVERY_MS; rejoin_at_ms, when this
+         * member left the group to repair a gap, is when it subscribes
+         * again (0: it has not). */
+        sl_groupcheck_t groupcheck;
+        int group_look_inflight;
+        int64_t group_look_next_ms;
+        int64_t rejoin_at_ms;
+
         sl_topic_cache_t *topics; /* metadata cache for operator targets */
         rd_kafka_topic_t **warm;  /* producer handles of pipeline topics */
         int warm_cnt;
@@ -139,6 +149,8 @@ struct sl_app_s {
         sl_counter_t *m_deferred; /* records sent from the outbox */
         sl_gauge_t *m_kafka_up;
         sl_gauge_t *m_ready;
+        sl_gauge_t *m_unowned;
+        sl_counter_t *m_group_rejoins;
 };
 
 /* Runtime internals shared by app.c and task.c. */

@@ -103,6 +103,7 @@ typedef struct kq_out_s {
         int64_t rtt_ms;
         const sl_kquery_member_t *members;
         int member_cnt;
+        rd_kafka_consumer_group_state_t group_state;
 } kq_out_t;
 
 typedef struct kq_req_s {
@@ -161,6 +162,7 @@ static void kquery_out_init(kq_out_t *out, rd_kafka_resp_err_t err) {
         out->offset = RD_KAFKA_OFFSET_INVALID;
         out->partition_cnt = -1;
         out->rtt_ms = -1;
+        out->group_state = RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN;
 }
 
 /* Milliseconds left before req's deadline, 0 when it has passed.  Any
@@ -224,8 +226,8 @@ static void kquery_answer(kq_req_t *req, const kq_out_t *out) {
                                    out->partition_cnt);
                 break;
         case KQ_GROUP:
-                req->cb.group(req->opaque, out->err, out->members,
-                              out->member_cnt);
+                req->cb.group(req->opaque, out->err, out->group_state,
+                              out->members, out->member_cnt);
                 break;
         case KQ_PROBE:
                 req->cb.probe(req->opaque, out->err, out->rtt_ms);
@@ -553,8 +555,10 @@ static void kquery_on_group(kq_req_t *req, rd_kafka_event_t *ev) {
         kquery_out_init(&out, kquery_group_parse(ev, &desc));
         if (kquery_retriable(out.err) && kquery_backoff(req))
                 return;
-        if (desc)
+        if (desc) {
                 n = rd_kafka_ConsumerGroupDescription_member_count(desc);
+                out.group_state = rd_kafka_ConsumerGroupDescription_state(desc);
+        }
         members = sl_calloc(n, sizeof(*members));
         for (size_t i = 0; i < n; i++) {
                 const rd_kafka_MemberDescription_t *m =
@@ -565,6 +569,10 @@ static void kquery_on_group(kq_req_t *req, rd_kafka_event_t *ev) {
                     rd_kafka_MemberDescription_group_instance_id(m);
                 members[i].client_id = rd_kafka_MemberDescription_client_id(m);
                 members[i].host = rd_kafka_MemberDescription_host(m);
+                if (rd_kafka_MemberDescription_assignment(m))
+                        members[i].assignment =
+                            rd_kafka_MemberAssignment_partitions(
+                                rd_kafka_MemberDescription_assignment(m));
         }
         out.members = members;
         out.member_cnt = (int)n;

@@ -90,16 +90,21 @@ typedef void(sl_kquery_partitions_cb)(void *opaque, rd_kafka_resp_err_t err,
 int sl_kquery_partitions(sl_kquery_t *q, const char *topic, int timeout_ms,
                          sl_kquery_partitions_cb *cb, void *opaque);
 
-/* The members of a consumer group (DescribeConsumerGroups), to find out
- * whether another live process holds our group.instance.id.  A group that
- * does not exist or is dead has no members: err 0, member_cnt 0. */
+/* The state and members of a consumer group (DescribeConsumerGroups): to
+ * find out whether another live process holds our group.instance.id, and
+ * whether some partition has no owner (groupcheck.h).  A group that does
+ * not exist or is dead has no members: err 0, member_cnt 0, state DEAD (or
+ * UNKNOWN).  On error, state is UNKNOWN. */
 typedef struct sl_kquery_member_s {
         const char *consumer_id;
         const char *group_instance_id; /* NULL for a dynamic member */
         const char *client_id;
         const char *host;
+        /* Its partitions; NULL or empty when it has none. */
+        const rd_kafka_topic_partition_list_t *assignment;
 } sl_kquery_member_t;
 typedef void(sl_kquery_group_cb)(void *opaque, rd_kafka_resp_err_t err,
+                                 rd_kafka_consumer_group_state_t state,
                                  const sl_kquery_member_t *members,
                                  int member_cnt);
 int sl_kquery_describe_group(sl_kquery_t *q, const char *group, int timeout_ms,

@@ -799,8 +799,10 @@ static void txn_on_retry_timer(uv_timer_t *timer) {
  * replaces another keeps the old client id and host, so only the member id
  * tells them apart). */
 static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
+                         rd_kafka_consumer_group_state_t state,
                          const sl_kquery_member_t *members, int member_cnt) {
         sl_txn_t *txn = opaque;
+        (void)state;
         char *mine = NULL, foreign[256] = "";
         if (txn->state != SL_TXN_RECOVERING)
                 return;

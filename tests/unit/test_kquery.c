@@ -59,6 +59,8 @@ typedef struct {
         rd_kafka_resp_err_t err;
         int64_t a, b; /* lo/hi, offset, partition count, rtt */
         int member_cnt;
+        rd_kafka_consumer_group_state_t group_state;
+        int instance_parts; /* partitions assigned to the matching member */
         char topic[256];
         char instance[256]; /* group_instance_id of a matching member */
         const char *want_instance;
@@ -119,18 +121,24 @@ static void on_partitions(void *opaque, rd_kafka_resp_err_t err,
 }
 
 static void on_group(void *opaque, rd_kafka_resp_err_t err,
+                     rd_kafka_consumer_group_state_t state,
                      const sl_kquery_member_t *members, int cnt) {
         rec_t *r = opaque;
+        r->group_state = state;
         r->member_cnt = cnt;
         for (int i = 0; i < cnt; i++) {
                 assert_non_null(members[i].consumer_id);
                 assert_non_null(members[i].client_id);
                 assert_non_null(members[i].host);
                 if (r->want_instance && members[i].group_instance_id &&
-                    !strcmp(members[i].group_instance_id, r->want_instance))
+                    !strcmp(members[i].group_instance_id, r->want_instance)) {
                         snprintf(r->instance, sizeof(r->instance), "%s/%s",
                                  members[i].group_instance_id,
                                  members[i].client_id);
+                        r->instance_parts = members[i].assignment
+                                                ? members[i].assignment->cnt
+                                                : 0;
+                }
         }
         rec_hit(r, err);
 }
@@ -834,6 +842,7 @@ static void test_it_group(void **state) {
         rd_kafka_topic_partition_list_t *sub, *assigned = NULL;
         rd_kafka_t *member;
         int64_t end;
+        int want_parts = 0;
         rec_t live, dead;
         rec_t *all[] = {&live, &dead};
 
@@ -860,6 +869,7 @@ static void test_it_group(void **state) {
                 assigned = NULL;
         }
         assert_non_null(assigned);
+        want_parts = assigned->cnt;
         rd_kafka_topic_partition_list_destroy(assigned);
 
         rec_start(&live, fx);
@@ -877,6 +887,10 @@ static void test_it_group(void **state) {
                       rd_kafka_err2name(dead.err), dead.member_cnt);
         assert_int_equal(live.err, RD_KAFKA_RESP_ERR_NO_ERROR);
         assert_int_equal(live.member_cnt, 1);
+        /* What groupcheck.h reads: the state and who owns what. */
+        assert_int_equal(live.group_state,
+                         RD_KAFKA_CONSUMER_GROUP_STATE_STABLE);
+        assert_int_equal(live.instance_parts, want_parts);
         {
                 char want[700];
                 snprintf(want, sizeof(want), "%s/kquery-member", instance);

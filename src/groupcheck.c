@@ -1,0 +1,89 @@
+/*
+ * groupcheck.c — unowned input partitions of a Stable group, and who
+ * repairs them (see groupcheck.h).
+ */
+#include "groupcheck.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static int member_owns(const sl_kquery_member_t *m, const char *topic,
+                       int partition) {
+        const rd_kafka_topic_partition_list_t *a = m->assignment;
+        for (int i = 0; a && i < a->cnt; i++)
+                if (a->elems[i].partition == partition &&
+                    !strcmp(a->elems[i].topic, topic))
+                        return 1;
+        return 0;
+}
+
+/* Member a repairs before member b: fewer partitions, then the smaller
+ * member id. */
+static int member_before(const sl_kquery_member_t *a,
+                         const sl_kquery_member_t *b) {
+        int na = a->assignment ? a->assignment->cnt : 0;
+        int nb = b->assignment ? b->assignment->cnt : 0;
+        if (na != nb)
+                return na < nb;
+        return strcmp(a->consumer_id ? a->consumer_id : "",
+                      b->consumer_id ? b->consumer_id : "") < 0;
+}
+
+int sl_groupcheck_look(const sl_groupcheck_topic_t *topics, int topic_cnt,
+                       const sl_kquery_member_t *members, int member_cnt,
+                       const char *my_member_id, sl_groupcheck_look_t *look) {
+        memset(look, 0, sizeof(*look));
+        look->repairer = -1;
+        look->mine = -1;
+        for (int t = 0; t < topic_cnt; t++) {
+                for (int p = 0; p < topics[t].partition_cnt; p++) {
+                        int owned = 0;
+                        for (int i = 0; i < member_cnt && !owned; i++)
+                                owned =
+                                    member_owns(&members[i], topics[t].name, p);
+                        if (owned)
+                                continue;
+                        if (!look->unowned++)
+                                snprintf(look->example, sizeof(look->example),
+                                         "%s [%d]", topics[t].name, p);
+                }
+        }
+        for (int i = 0; i < member_cnt; i++) {
+                if (my_member_id && *my_member_id && members[i].consumer_id &&
+                    !strcmp(members[i].consumer_id, my_member_id))
+                        look->mine = i;
+                if (look->repairer < 0 ||
+                    member_before(&members[i], &members[look->repairer]))
+                        look->repairer = i;
+        }
+        if (!look->unowned)
+                look->repairer = -1;
+        return look->unowned;
+}
+
+sl_groupcheck_verdict_t sl_groupcheck_judge(sl_groupcheck_t *gc, int64_t now_ms,
+                                            int stable,
+                                            const sl_groupcheck_look_t *look) {
+        int64_t age;
+        if (!stable || !look->unowned) {
+                gc->gap_since_ms = 0;
+                return SL_GROUPCHECK_OK;
+        }
+        if (!gc->gap_since_ms) {
+                gc->gap_since_ms = now_ms;
+                return SL_GROUPCHECK_WATCH;
+        }
+        age = now_ms - gc->gap_since_ms;
+        /* Not a member (between two joins): nothing to leave. */
+        if (look->mine < 0)
+                return SL_GROUPCHECK_WATCH;
+        if ((age >= SL_GROUPCHECK_GAP_MS && look->mine == look->repairer) ||
+            age >= 3 * SL_GROUPCHECK_GAP_MS) {
+                gc->gap_since_ms = 0;
+                return SL_GROUPCHECK_REPAIR;
+        }
+        return SL_GROUPCHECK_WATCH;
+}

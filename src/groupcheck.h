@@ -1,0 +1,79 @@
+/*
+ * groupcheck.h — input partitions that no member of the consumer group
+ * owns, found from the group's description, and who repairs that.
+ *
+ * Why.  With cooperative-sticky rebalancing a partition that moves is
+ * first revoked by its owner (phase 1: the group is Stable with that
+ * partition assigned to nobody) and assigned to its new owner only when
+ * the old one has revoked it and rejoined (phase 2).  If the old owner's
+ * consumer vanishes in between (kill -9, or its clients re-created after a
+ * fatal error) and comes back with the same group.instance.id within the
+ * session timeout, the broker treats it as a static member rejoining a
+ * Stable group: it hands back the stored phase-1 assignment and starts no
+ * rebalance.  Nobody ever asks for phase 2, so those partitions stay
+ * unowned, and every instance looks healthy.  Seen in CI (0401).
+ *
+ * What.  Every instance describes its group now and then (app.c).  A
+ * partition served by some pipeline (topic, 0 <= p < served count) that is
+ * in no member's assignment while the group is Stable is a gap.  A gap
+ * seen on every look for SL_GROUPCHECK_GAP_MS makes one member repair it:
+ * the member with the fewest partitions (ties: the smallest member id), so
+ * the repair moves as little as possible; after three times as long,
+ * whoever sees it.  The repair is leaving the group and joining it again
+ * (app.c), which makes the broker rebalance.
+ *
+ * Pure: no Kafka calls, no clock of its own.
+ */
+#ifndef SL_GROUPCHECK_H
+#define SL_GROUPCHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "kquery.h"
+
+#define SL_GROUPCHECK_EVERY_MS 5000
+#define SL_GROUPCHECK_GAP_MS   15000
+
+/* A topic the group consumes and how many of its partitions are served. */
+typedef struct sl_groupcheck_topic_s {
+        const char *name;
+        int partition_cnt;
+} sl_groupcheck_topic_t;
+
+/* What one look at the group found. */
+typedef struct sl_groupcheck_look_s {
+        int unowned;       /* served partitions in no member's assignment */
+        char example[160]; /* "topic [p]" of the first one, or "" */
+        int repairer;      /* index of the member to repair, -1: none */
+        int mine;          /* index of our member, -1: not in the group */
+} sl_groupcheck_look_t;
+
+/* Fills *look from the members of a group (their assignments may be NULL:
+ * nothing assigned) and our own member id (NULL or "": not known).
+ * Returns look->unowned. */
+int sl_groupcheck_look(const sl_groupcheck_topic_t *topics, int topic_cnt,
+                       const sl_kquery_member_t *members, int member_cnt,
+                       const char *my_member_id, sl_groupcheck_look_t *look);
+
+typedef enum {
+        SL_GROUPCHECK_OK,     /* no gap */
+        SL_GROUPCHECK_WATCH,  /* a gap, not for long enough (or not ours) */
+        SL_GROUPCHECK_REPAIR, /* this member leaves and rejoins now */
+} sl_groupcheck_verdict_t;
+
+/* A gap's history across looks. */
+typedef struct sl_groupcheck_s {
+        int64_t gap_since_ms; /* first look of the current gap; 0: none */
+} sl_groupcheck_t;
+
+/* One look's verdict at now_ms.  stable: the group was Stable (a group
+ * that is rebalancing has gaps by design).  After REPAIR the history
+ * starts again. */
+sl_groupcheck_verdict_t sl_groupcheck_judge(sl_groupcheck_t *gc, int64_t now_ms,
+                                            int stable,
+                                            const sl_groupcheck_look_t *look);
+
+#endif
