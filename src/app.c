@@ -762,9 +762,9 @@ static void app_group_tick(sl_app_t *app, int64_t now) {
         }
         if (app->group_look_inflight || now < app->group_look_next_ms)
                 return;
-        if (sl_kquery_describe_group(app->kq, app->conf->app_id,
-                                     SL_GROUP_LOOK_TMO_MS, app_on_group_look,
-                                     app) == 0) {
+        if (sl_kquery_group_owners(app->kq, app->conf->app_id,
+                                   SL_GROUP_LOOK_TMO_MS, app_on_group_look,
+                                   app) == 0) {
                 app->group_look_inflight = 1;
                 app->group_look_next_ms = now + SL_GROUPCHECK_EVERY_MS;
         }

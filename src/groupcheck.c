@@ -64,6 +64,63 @@ int sl_groupcheck_look(const sl_groupcheck_topic_t *topics, int topic_cnt,
         return look->unowned;
 }
 
+/* Big-endian reads within [*p, end). */
+static int rd_i16(const uint8_t **p, const uint8_t *end, int16_t *v) {
+        if (end - *p < 2)
+                return -1;
+        *v = (int16_t)(((uint16_t)(*p)[0] << 8) | (*p)[1]);
+        *p += 2;
+        return 0;
+}
+
+static int rd_i32(const uint8_t **p, const uint8_t *end, int32_t *v) {
+        if (end - *p < 4)
+                return -1;
+        *v = (int32_t)(((uint32_t)(*p)[0] << 24) | ((uint32_t)(*p)[1] << 16) |
+                       ((uint32_t)(*p)[2] << 8) | (*p)[3]);
+        *p += 4;
+        return 0;
+}
+
+rd_kafka_topic_partition_list_t *sl_groupcheck_parse_assignment(const void *buf,
+                                                                size_t len) {
+        const uint8_t *p = buf, *end = p + len;
+        rd_kafka_topic_partition_list_t *l;
+        int16_t version, name_len;
+        int32_t topic_cnt, part_cnt, part;
+        char name[256];
+
+        l = rd_kafka_topic_partition_list_new(0);
+        if (!len)
+                return l;
+        if (!buf || rd_i16(&p, end, &version) || version < 0 ||
+            rd_i32(&p, end, &topic_cnt) || topic_cnt < 0)
+                goto bad;
+        for (int32_t t = 0; t < topic_cnt; t++) {
+                /* Topic names are at most 249 bytes. */
+                if (rd_i16(&p, end, &name_len) || name_len <= 0 ||
+                    name_len >= (int16_t)sizeof(name) || end - p < name_len)
+                        goto bad;
+                memcpy(name, p, (size_t)name_len);
+                name[name_len] = '\0';
+                p += name_len;
+                /* Each partition needs 4 bytes: a count beyond what is
+                 * left is a lie, not a reason to allocate. */
+                if (rd_i32(&p, end, &part_cnt) || part_cnt < 0 ||
+                    part_cnt > (end - p) / 4)
+                        goto bad;
+                for (int32_t i = 0; i < part_cnt; i++) {
+                        if (rd_i32(&p, end, &part) || part < 0)
+                                goto bad;
+                        rd_kafka_topic_partition_list_add(l, name, part);
+                }
+        }
+        return l; /* user data, if any, is not ours */
+bad:
+        rd_kafka_topic_partition_list_destroy(l);
+        return NULL;
+}
+
 sl_groupcheck_verdict_t sl_groupcheck_judge(sl_groupcheck_t *gc, int64_t now_ms,
                                             int stable,
                                             const sl_groupcheck_look_t *look) {

@@ -58,6 +58,16 @@ int sl_groupcheck_look(const sl_groupcheck_topic_t *topics, int topic_cnt,
                        const sl_kquery_member_t *members, int member_cnt,
                        const char *my_member_id, sl_groupcheck_look_t *look);
 
+/* A member's assignment as the broker keeps it (ConsumerProtocol
+ * Assignment, the bytes the group leader's assignor wrote: int16 version,
+ * int32 topic count, per topic an int16-length name and an int32 count of
+ * int32 partitions, then user data, ignored).  Bytes other processes wrote,
+ * so every length is checked (fuzzed: tests/fuzz/fuzz_assignment.c).
+ * Returns a new list (empty for 0 bytes), or NULL when the bytes are not a
+ * well-formed assignment. */
+rd_kafka_topic_partition_list_t *sl_groupcheck_parse_assignment(const void *buf,
+                                                                size_t len);
+
 typedef enum {
         SL_GROUPCHECK_OK,     /* no gap */
         SL_GROUPCHECK_WATCH,  /* a gap, not for long enough (or not ours) */

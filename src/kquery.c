@@ -66,6 +66,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "groupcheck.h"
 #include "kafka.h"
 #include "log.h"
 #include "util.h"
@@ -85,6 +86,7 @@ typedef enum {
         KQ_WATERMARKS, /* worker */
         KQ_PARTITIONS, /* worker */
         KQ_PROBE,      /* worker */
+        KQ_OWNERS,     /* worker */
         KQ_COMMITTED,  /* admin API */
         KQ_GROUP,      /* admin API */
 } kq_kind_t;
@@ -127,8 +129,12 @@ typedef struct kq_req_s {
                 sl_kquery_probe_cb *probe;
         } cb;
         void *opaque;
-        uv_timer_t timer;            /* the deadline guard, or the backoff */
-        kq_out_t out;                /* a worker's answer, read after KQ_DONE */
+        uv_timer_t timer; /* the deadline guard, or the backoff */
+        kq_out_t out;     /* a worker's answer, read after KQ_DONE */
+        /* KQ_OWNERS: what out.members points into, freed with req. */
+        const struct rd_kafka_group_list *glist;
+        sl_kquery_member_t *owners;
+        int owner_cnt;
         LIST_ENTRY(kq_req_s) link;   /* q->reqs */
         TAILQ_ENTRY(kq_req_s) wlink; /* q->todo or q->done, under q->lock */
 } kq_req_t;
@@ -178,6 +184,14 @@ static int kquery_left_ms(const kq_req_t *req) {
 
 static void kquery_req_on_close(uv_handle_t *h) {
         kq_req_t *req = h->data;
+        for (int i = 0; i < req->owner_cnt; i++)
+                if (req->owners[i].assignment)
+                        rd_kafka_topic_partition_list_destroy(
+                            (rd_kafka_topic_partition_list_t *)req->owners[i]
+                                .assignment);
+        free(req->owners);
+        if (req->glist)
+                rd_kafka_group_list_destroy(req->glist);
         free(req->topic);
         free(req->group);
         free(req);
@@ -226,6 +240,7 @@ static void kquery_answer(kq_req_t *req, const kq_out_t *out) {
                                    out->partition_cnt);
                 break;
         case KQ_GROUP:
+        case KQ_OWNERS:
                 req->cb.group(req->opaque, out->err, out->group_state,
                               out->members, out->member_cnt);
                 break;
@@ -319,6 +334,59 @@ static void kquery_run_probe(rd_kafka_t *rk, kq_req_t *req) {
         }
 }
 
+/* The group through the classic ListGroups + DescribeGroups requests
+ * (rd_kafka_list_groups), not the admin API: librdkafka 2.0.2 aborts on an
+ * assertion (rd_kafka_enq_once_del_source_return, eonce->refcnt > 0;
+ * librdkafka issues #3663, #4605) when a coordinator-bound admin request
+ * crosses a broker restart, which 0401 hit twice in two runs once the group
+ * was described every 5 s.  Blocks up to what is left of the deadline. */
+static void kquery_run_owners(rd_kafka_t *rk, kq_req_t *req) {
+        const struct rd_kafka_group_info *g;
+        rd_kafka_resp_err_t err;
+
+        err = rd_kafka_list_groups(rk, req->group, &req->glist,
+                                   kquery_left_ms(req));
+        if (err && !(err == RD_KAFKA_RESP_ERR__PARTIAL && req->glist)) {
+                req->out.err = err;
+                return;
+        }
+        if (!req->glist || req->glist->group_cnt == 0) {
+                req->out.group_state = RD_KAFKA_CONSUMER_GROUP_STATE_DEAD;
+                return;
+        }
+        g = &req->glist->groups[0];
+        if (g->err) {
+                req->out.err = g->err;
+                return;
+        }
+        req->out.group_state = rd_kafka_consumer_group_state_code(g->state);
+        if (g->member_cnt > 0 && strcmp(g->protocol_type, "consumer")) {
+                req->out.err = RD_KAFKA_RESP_ERR__BAD_MSG;
+                return;
+        }
+        req->owners = sl_calloc((size_t)g->member_cnt, sizeof(*req->owners));
+        req->owner_cnt = g->member_cnt;
+        for (int i = 0; i < g->member_cnt; i++) {
+                const struct rd_kafka_group_member_info *m = &g->members[i];
+                req->owners[i].consumer_id = m->member_id;
+                req->owners[i].client_id = m->client_id;
+                req->owners[i].host = m->client_host;
+                req->owners[i].assignment = sl_groupcheck_parse_assignment(
+                    m->member_assignment,
+                    m->member_assignment_size > 0
+                        ? (size_t)m->member_assignment_size
+                        : 0);
+                /* Who owns what cannot be told: no answer rather than a
+                 * wrong one. */
+                if (!req->owners[i].assignment)
+                        req->out.err = RD_KAFKA_RESP_ERR__BAD_MSG;
+        }
+        if (req->out.err)
+                return;
+        req->out.members = req->owners;
+        req->out.member_cnt = req->owner_cnt;
+}
+
 static void kquery_run(rd_kafka_t *rk, kq_req_t *req) {
         kquery_out_init(&req->out, RD_KAFKA_RESP_ERR_NO_ERROR);
         if (kquery_left_ms(req) == 0) {
@@ -334,6 +402,9 @@ static void kquery_run(rd_kafka_t *rk, kq_req_t *req) {
                 break;
         case KQ_PROBE:
                 kquery_run_probe(rk, req);
+                break;
+        case KQ_OWNERS:
+                kquery_run_owners(rk, req);
                 break;
         default:
                 sl_assert(!"not a worker request");
@@ -735,6 +806,19 @@ int sl_kquery_describe_group(sl_kquery_t *q, const char *group, int timeout_ms,
         if (!kquery_usable(q, timeout_ms, cb != NULL) || !group || !*group)
                 return -1;
         req = kquery_req_new(q, KQ_GROUP, timeout_ms, opaque);
+        req->cb.group = cb;
+        req->group = sl_strdup(group);
+        kquery_dispatch(req);
+        return 0;
+}
+
+int sl_kquery_group_owners(sl_kquery_t *q, const char *group, int timeout_ms,
+                           sl_kquery_group_cb *cb, void *opaque) {
+        kq_req_t *req;
+
+        if (!kquery_usable(q, timeout_ms, cb != NULL) || !group || !*group)
+                return -1;
+        req = kquery_req_new(q, KQ_OWNERS, timeout_ms, opaque);
         req->cb.group = cb;
         req->group = sl_strdup(group);
         kquery_dispatch(req);

@@ -10,7 +10,8 @@
  *
  *   sl_kquery_watermarks()  ─┐
  *   sl_kquery_partitions()   ├─ worker threads (blocking librdkafka calls
- *   sl_kquery_probe()       ─┘  with no async form in 2.0.2)
+ *   sl_kquery_probe()        │  with no async form in 2.0.2)
+ *   sl_kquery_group_owners()─┘
  *   sl_kquery_committed()      ─┬─ librdkafka admin API; results come back
  *   sl_kquery_describe_group() ─┘  as events on a queue the loop watches
  *                                              │
@@ -109,6 +110,15 @@ typedef void(sl_kquery_group_cb)(void *opaque, rd_kafka_resp_err_t err,
                                  int member_cnt);
 int sl_kquery_describe_group(sl_kquery_t *q, const char *group, int timeout_ms,
                              sl_kquery_group_cb *cb, void *opaque);
+
+/* The same from the classic DescribeGroups answer, on a worker thread: the
+ * state, and each member's id, client id, host and assignment (parsed by
+ * groupcheck.h); group_instance_id is always NULL (that answer lacks it).
+ * For looks repeated while brokers may come and go: librdkafka 2.0.2's
+ * admin API can abort the process then (kquery.c says how).  err
+ * RD_KAFKA_RESP_ERR__BAD_MSG when an assignment could not be parsed. */
+int sl_kquery_group_owners(sl_kquery_t *q, const char *group, int timeout_ms,
+                           sl_kquery_group_cb *cb, void *opaque);
 
 /* A cheap round trip to the cluster (a metadata request for the topics rk
  * already knows) to tell whether Kafka answers: err 0 and the round-trip

@@ -145,12 +145,52 @@ static void test_ties_and_strangers(void **state) {
         assert_int_equal(look.repairer, -1);
 }
 
+/* The assignment bytes DescribeGroups returns: a well-formed one with
+ * user data, none at all, and lies about lengths and counts. */
+static void test_parse_assignment(void **state) {
+        /* version 1; 2 topics: "in" [0, 3], "ab" [7]; 2 bytes of user
+         * data. */
+        const uint8_t ok[] = {0, 1, 0,   0,   0,   2,                    /* */
+                              0, 2, 'i', 'n', 0,   0,  0, 2,             /* */
+                              0, 0, 0,   0,   0,   0,  0, 3,             /* */
+                              0, 2, 'a', 'b', 0,   0,  0, 1, 0, 0, 0, 7, /* */
+                              0, 0, 0,   2,   'u', 'd'};
+        const uint8_t lying_count[] = {0,   0,   0, 0,    0,    1,    0, 2,
+                                       'i', 'n', 0, 0x7f, 0xff, 0xff, 0, 0};
+        const uint8_t long_name[] = {0, 0, 0, 0, 0, 1, 0, 9, 'i', 'n'};
+        const uint8_t negative[] = {0, 0, 0, 0, 0,    1,    0,    1,   'x',
+                                    0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff};
+        rd_kafka_topic_partition_list_t *l;
+        (void)state;
+        l = sl_groupcheck_parse_assignment(ok, sizeof(ok));
+        assert_non_null(l);
+        assert_int_equal(l->cnt, 3);
+        assert_string_equal(l->elems[0].topic, "in");
+        assert_int_equal(l->elems[1].partition, 3);
+        assert_string_equal(l->elems[2].topic, "ab");
+        assert_int_equal(l->elems[2].partition, 7);
+        rd_kafka_topic_partition_list_destroy(l);
+        /* A member with nothing assigned may have no bytes at all. */
+        l = sl_groupcheck_parse_assignment(NULL, 0);
+        assert_non_null(l);
+        assert_int_equal(l->cnt, 0);
+        rd_kafka_topic_partition_list_destroy(l);
+        assert_null(sl_groupcheck_parse_assignment(ok, 5));
+        assert_null(sl_groupcheck_parse_assignment(ok, 20));
+        assert_null(
+            sl_groupcheck_parse_assignment(lying_count, sizeof(lying_count)));
+        assert_null(
+            sl_groupcheck_parse_assignment(long_name, sizeof(long_name)));
+        assert_null(sl_groupcheck_parse_assignment(negative, sizeof(negative)));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_stale_phase_one),
             cmocka_unit_test(test_all_owned),
             cmocka_unit_test(test_rebalancing),
             cmocka_unit_test(test_ties_and_strangers),
+            cmocka_unit_test(test_parse_assignment),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
