@@ -46,6 +46,10 @@ _cleanup() {
     if [ -n "${SLUICE_SANITIZED:-}" ] && ! _sanitizer_clean; then
         rc=1
     fi
+    # A member that left and rejoined its group to give unowned partitions
+    # an owner (src/groupcheck.h) is worth seeing in any test's summary.
+    grep -h "GROUP .*leaves and rejoins" "$WORK"/sluice-*.log 2>/dev/null |
+        cut -c1-300 | sed 's/^/# group repair: /' || true
     if [ "$rc" -eq 0 ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
     exit "$rc"
 }
