@@ -10,16 +10,6 @@
 
 #include "util.h"
 
-static int member_owns(const sl_kquery_member_t *m, const char *topic,
-                       int partition) {
-        const rd_kafka_topic_partition_list_t *a = m->assignment;
-        for (int i = 0; a && i < a->cnt; i++)
-                if (a->elems[i].partition == partition &&
-                    !strcmp(a->elems[i].topic, topic))
-                        return 1;
-        return 0;
-}
-
 /* Member a repairs before member b: fewer partitions, then the smaller
  * member id. */
 static int member_before(const sl_kquery_member_t *a,
@@ -35,22 +25,42 @@ static int member_before(const sl_kquery_member_t *a,
 int sl_groupcheck_look(const sl_groupcheck_topic_t *topics, int topic_cnt,
                        const sl_kquery_member_t *members, int member_cnt,
                        const char *my_member_id, sl_groupcheck_look_t *look) {
+        unsigned char **owned;
         memset(look, 0, sizeof(*look));
         look->repairer = -1;
         look->mine = -1;
+        /* One pass over every assignment marks what is owned (the look
+         * runs on the loop thread, groups may have thousands of
+         * partitions); then one pass over the served partitions. */
+        owned =
+            sl_calloc((size_t)(topic_cnt > 0 ? topic_cnt : 1), sizeof(*owned));
+        for (int t = 0; t < topic_cnt; t++)
+                owned[t] = sl_calloc((size_t)(topics[t].partition_cnt > 0
+                                                  ? topics[t].partition_cnt
+                                                  : 1),
+                                     1);
+        for (int i = 0; i < member_cnt; i++) {
+                const rd_kafka_topic_partition_list_t *a =
+                    members[i].assignment;
+                for (int e = 0; a && e < a->cnt; e++)
+                        for (int t = 0; t < topic_cnt; t++)
+                                if (a->elems[e].partition >= 0 &&
+                                    a->elems[e].partition <
+                                        topics[t].partition_cnt &&
+                                    !strcmp(a->elems[e].topic, topics[t].name))
+                                        owned[t][a->elems[e].partition] = 1;
+        }
         for (int t = 0; t < topic_cnt; t++) {
                 for (int p = 0; p < topics[t].partition_cnt; p++) {
-                        int owned = 0;
-                        for (int i = 0; i < member_cnt && !owned; i++)
-                                owned =
-                                    member_owns(&members[i], topics[t].name, p);
-                        if (owned)
+                        if (owned[t][p])
                                 continue;
                         if (!look->unowned++)
                                 snprintf(look->example, sizeof(look->example),
                                          "%s [%d]", topics[t].name, p);
                 }
+                free(owned[t]);
         }
+        free(owned);
         for (int i = 0; i < member_cnt; i++) {
                 if (my_member_id && *my_member_id && members[i].consumer_id &&
                     !strcmp(members[i].consumer_id, my_member_id))
