@@ -4,13 +4,19 @@ PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson gnutls
 DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
              protobuf-c-compiler libcmocka-dev libinih-dev libmicrohttpd-dev \
              libjansson-dev libgnutls28-dev kcat clang-format maven default-jre-headless procps \
-             python3 python3-venv curl clang libclang-rt-14-dev mmdebstrap python3-yaml
+             python3 python3-venv curl clang libclang-rt-14-dev mmdebstrap python3-yaml \
+             libjemalloc-dev
 CC        ?= gcc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
              -D_GNU_SOURCE -Isrc -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+# ./sluice's malloc: jemalloc (every thread's, librdkafka's too: it comes
+# first among the libraries), or MALLOC=libc.  The sanitizer build, the
+# unit tests, the tools and the benchmarks' copy keep libc's (util.h).
+MALLOC    ?= jemalloc
+MALLOC_LIBS := $(if $(filter jemalloc,$(MALLOC)),-ljemalloc)
 
 SRCS      := $(wildcard src/*.c)
 PROTOS    := $(wildcard proto/*.proto)
@@ -82,7 +88,9 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 .SECONDARY: $(GEN_C) $(GEN_H)
 
 $(BUILD)/sluice: $(OBJS)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	@[ -z "$(MALLOC_LIBS)" ] || pkg-config --exists jemalloc || { \
+	  echo "jemalloc is missing: make deps (libjemalloc-dev), or make MALLOC=libc" >&2; exit 1; }
+	$(CC) $(CFLAGS) -o $@ $^ $(MALLOC_LIBS) $(LDLIBS)
 
 # Replaced by rename, so a running ./sluice does not block the build.
 sluice: $(BUILD)/sluice
@@ -108,7 +116,7 @@ $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" build-asan/sluice $(ASAN_UNIT_BINS)
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" MALLOC=libc build-asan/sluice $(ASAN_UNIT_BINS)
 	cp build-asan/sluice sluice-asan
 
 unit: $(UNIT_BINS)

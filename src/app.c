@@ -49,7 +49,6 @@
 
 #include <getopt.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -633,7 +632,7 @@ static void app_trim_after_burst(sl_app_t *app, int64_t now, int64_t lag,
             now - app->trim_last_ms < SL_TRIM_EVERY_MS)
                 return;
         t0 = sl_mono_us();
-        malloc_trim(0);
+        sl_mem_trim();
         app->trim_read = read;
         app->trim_last_ms = now;
         sl_log(LOG_DEBUG, "MEMORY",

@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "cli.h"
+#include "util.h"
 
 static void usage(FILE *out) {
         fprintf(
@@ -31,8 +32,10 @@ static void usage(FILE *out) {
 }
 
 static int version_cmd(void) {
-        printf("sluice %s (librdkafka %s, libuv %s)\n", SL_VERSION,
-               rd_kafka_version_str(), uv_version_string());
+        char mem[96];
+        printf("sluice %s (librdkafka %s, libuv %s, %s)\n", SL_VERSION,
+               rd_kafka_version_str(), uv_version_string(),
+               sl_mem_allocator(mem, sizeof(mem)));
         return SL_EXIT_OK;
 }
 

@@ -29,7 +29,6 @@
  * asked again a second later, so a rebuild rides through a broker outage.
  */
 #include <inttypes.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,7 +208,7 @@ static void task_finish_rebuild(sl_task_t *t) {
         /* The reader's prefetch and the rebuild's garbage are freed now;
          * give the pages back once the last rebuild is done. */
         if (t->app->rebuilding_cnt == 0)
-                malloc_trim(0);
+                sl_mem_trim();
 }
 
 /* The second source's end: read it from the operator's offset. */

@@ -4,6 +4,7 @@
  */
 #include "util.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,32 @@ void *sl_malloc(size_t size) {
         if (!p)
                 oom(size);
         return p;
+}
+
+/* jemalloc's control interface, present only when jemalloc is linked (or
+ * preloaded): weak, so this file builds and runs without it. */
+int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
+            size_t newlen) __attribute__((weak));
+
+void sl_mem_trim(void) {
+        if (mallctl) {
+                /* 4096 is MALLCTL_ARENAS_ALL: every arena, the librdkafka
+                 * threads' included. */
+                (void)mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
+                return;
+        }
+        malloc_trim(0);
+}
+
+const char *sl_mem_allocator(char *buf, size_t size) {
+        const char *v = NULL;
+        size_t len = sizeof(v);
+        if (mallctl && mallctl("version", &v, &len, NULL, 0) == 0 && v)
+                /* "5.3.0-0-g<commit>": the release is enough. */
+                snprintf(buf, size, "jemalloc %.*s", (int)strcspn(v, "-"), v);
+        else
+                snprintf(buf, size, "glibc malloc");
+        return buf;
 }
 
 void *sl_calloc(size_t n, size_t size) {

@@ -32,6 +32,17 @@ void *sl_calloc(size_t n, size_t size);
 void *sl_realloc(void *ptr, size_t size);
 char *sl_strdup(const char *s);
 
+/* The allocator.  ./sluice links jemalloc (the Makefile's MALLOC; librdkafka
+ * allocates and frees every message on one thread and another, which libc's
+ * malloc serves with arena locks and fragmented free lists: jemalloc took
+ * 30-40% off the CPU per record, bench/README.md).  The unit tests and the
+ * sanitizer build keep libc's malloc; these work with either. */
+/* Gives freed pages back to the kernel now (after a rebuild or a caught-up
+ * backlog), instead of when the allocator would. */
+void sl_mem_trim(void);
+/* "jemalloc 5.3.0" or "glibc malloc" in buf (size bytes); returns buf. */
+const char *sl_mem_allocator(char *buf, size_t size);
+
 /* A reusable buffer for per-record scratch (packing a record, a key): one
  * allocation serves every record instead of a malloc and free each.  It
  * grows to what is asked; sl_scratch_done() after each use gives a buffer
