@@ -19,8 +19,11 @@
  * produced_p50_ms, produced_p99_ms and produced_max_ms, the same for the
  * record's own timestamp minus its due time ("due → produced": when the
  * record was made, before its transaction committed).  Records without the
- * header are counted in no_due=.
+ * header are counted in no_due=.  --dump FILE writes one line per record
+ * with a due time: "PARTITION OFFSET DUE_MS TIMESTAMP_MS VISIBLE_MS" (epoch
+ * milliseconds), to see which records were late and together with which.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <unistd.h>
@@ -41,6 +44,8 @@ static void usage(FILE *fp) {
                 "the end of every partition)\n"
                 "      --lateness-header H   header H holds the due time "
                 "(epoch ms)\n"
+                "      --dump FILE           per record: partition, offset, "
+                "due, timestamp, visible\n"
                 "      --timeout S           give up after S seconds "
                 "(default 300)\n"
                 "  -X KEY=VALUE              extra librdkafka property\n"
@@ -87,6 +92,7 @@ int main(int argc, char **argv) {
             {"count", required_argument, NULL, 'n'},
             {"lateness-header", required_argument, NULL, 'L'},
             {"timeout", required_argument, NULL, 'T'},
+            {"dump", required_argument, NULL, 'D'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         const char *bootstrap = NULL, *topic = NULL, *lhdr = NULL;
@@ -97,6 +103,7 @@ int main(int argc, char **argv) {
         int64_t *late = NULL, *made = NULL;
         size_t nlate = 0, late_cap = 0;
         bool *at_eof;
+        FILE *dump = NULL;
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         rd_kafka_topic_partition_list_t *asg;
         rd_kafka_resp_err_t err;
@@ -118,6 +125,12 @@ int main(int argc, char **argv) {
                         break;
                 case 'L':
                         lhdr = optarg;
+                        break;
+                case 'D':
+                        dump = fopen(optarg, "w");
+                        if (!dump)
+                                bench_die(prog, "%s: %s", optarg,
+                                          strerror(errno));
                         break;
                 case 'T':
                         timeout_s = bench_parse_int(prog, "--timeout", optarg,
@@ -230,11 +243,19 @@ int main(int argc, char **argv) {
                                                     made,
                                                     late_cap * sizeof(*made));
                                         }
-                                        late[nlate] = sl_now_ms() - due;
-                                        made[nlate++] =
-                                            rd_kafka_message_timestamp(rkm,
-                                                                       NULL) -
-                                            due;
+                                        int64_t now = sl_now_ms(),
+                                                ts = rd_kafka_message_timestamp(
+                                                    rkm, NULL);
+                                        late[nlate] = now - due;
+                                        made[nlate++] = ts - due;
+                                        if (dump)
+                                                fprintf(dump,
+                                                        "%" PRId32 " %" PRId64
+                                                        " %" PRId64 " %" PRId64
+                                                        " %" PRId64 "\n",
+                                                        rkm->partition,
+                                                        rkm->offset, due, ts,
+                                                        now);
                                 }
                         }
                 }
@@ -271,5 +292,7 @@ int main(int argc, char **argv) {
         free(late);
         free(made);
         free(at_eof);
+        if (dump && fclose(dump))
+                bench_die(prog, "--dump: %s", strerror(errno));
         return 0;
 }

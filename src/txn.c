@@ -90,6 +90,7 @@ typedef struct job_s {
         /* COMMIT, after it succeeded: the next transaction begun (1), and
          * what failed while opening it. */
         int64_t committed_us; /* when commit_transaction returned */
+        int64_t next_open_us; /* when the coordinator took the next one */
         int next_begun;
         rd_kafka_error_t *next_error;
         char next_call[48];
@@ -154,6 +155,7 @@ struct sl_txn_s {
         sl_counter_t *m_commits, *m_aborts, *m_recoveries;
         sl_gauge_t *m_state;
         sl_histogram_t *m_commit_seconds;
+        sl_histogram_t *m_markers_seconds;
 };
 
 static void txn_enter_recovering(sl_txn_t *txn);
@@ -361,8 +363,9 @@ static void worker_create(sl_txn_t *txn, job_t *job) {
  * would wait that long before they were even sent.  Re-sending the offsets
  * just committed is a no-op for the group but is retried every
  * retry.backoff.ms until the coordinator is done, so once it returns the
- * records go straight in.  Those partitions are still ours: the runtime
- * never asks for this during the commit a revocation waits for. */
+ * records go straight in (the wait, to within that back-off, is
+ * sluice_txn_markers_seconds).  Those partitions are still ours: the
+ * runtime never asks for this during the commit a revocation waits for. */
 static void worker_open_next(sl_txn_t *txn, job_t *job) {
         rd_kafka_error_t *error;
         if (!job->offsets || !atomic_exchange(&txn->open_next, 0))
@@ -377,6 +380,8 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
         job->next_begun = 1;
         error = worker_retrying(txn, job, "send_offsets_to_transaction",
                                 call_send_offsets);
+        if (!error)
+                job->next_open_us = sl_mono_us();
         if (error) {
                 job->next_error = error;
                 snprintf(job->next_call, sizeof(job->next_call),
@@ -1008,6 +1013,11 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
                 sl_histogram_observe(
                     txn->m_commit_seconds,
                     (double)(job->committed_us - txn->commit_start_us) / 1e6);
+                if (job->next_open_us)
+                        sl_histogram_observe(
+                            txn->m_markers_seconds,
+                            (double)(job->next_open_us - job->committed_us) /
+                                1e6);
                 txn->aborts_in_row = 0;
                 txn->recover_attempts = 0;
                 txn->records = 0;
@@ -1166,6 +1176,15 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
             "Time from asking for a commit to its end: waiting for the "
             "last deliveries, checkpoints, send_offsets_to_transaction and "
             "commit_transaction (the loop keeps working meanwhile).",
+            commit_bounds, sizeof(commit_bounds) / sizeof(commit_bounds[0]),
+            NULL);
+        txn->m_markers_seconds = sl_metrics_histogram(
+            metrics, "sluice_txn_markers_seconds",
+            "Time from commit_transaction's return until Kafka's "
+            "transaction coordinator had finished that commit (written its "
+            "markers) and took the next transaction, measured when records "
+            "were waiting for it: read_committed readers see a "
+            "transaction's records only once its markers are written.",
             commit_bounds, sizeof(commit_bounds) / sizeof(commit_bounds[0]),
             NULL);
         txn->m_state = sl_metrics_gauge(

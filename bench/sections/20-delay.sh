@@ -29,6 +29,11 @@
 #   BENCH_DELAY_LATENESS_LOW_RATE  the first rate of delay_lateness (2000)
 #   BENCH_DELAY_LATENESS_RATE   the second rate of delay_lateness (10000)
 #   BENCH_DELAY_LATENESS_SECS   seconds of load in delay_lateness (20)
+#   BENCH_LATENESS_DUMP=PREFIX  delay_lateness's reader writes every record
+#                               it read to PREFIX.dlate2k and PREFIX.dlate
+#                               (consume --dump: partition, offset, due,
+#                               timestamp, visible), to see which records
+#                               were late and with which others
 #   BENCH_DELAY_GDB=0           skip the (info) live-heap figures, which
 #                               attach gdb to sluice to call malloc_stats()
 
@@ -329,7 +334,8 @@ _delay_lateness_run() {
     # the figure is when a record became visible, not how long an idle
     # reader's fetch waited at the broker.
     bench_consume "$t.out" "$n" --lateness-header sluice-due \
-        -X fetch.wait.max.ms=5 >"$BENCH_WORK/$name.consume" &
+        -X fetch.wait.max.ms=5 ${BENCH_LATENESS_DUMP:+--dump "$BENCH_LATENESS_DUMP.$name"} \
+        >"$BENCH_WORK/$name.consume" &
     cpid=$!
     bench_log "delay_lateness: $n timers at $rate/s, sluice-delay 2s"
     lline=$(bench_load "$t.in" "$n" "$DELAY_PAYLOAD" --key-len "$DELAY_KEY_LEN" \
@@ -354,6 +360,9 @@ _delay_lateness_run() {
     done
     bench_figure delay_lateness "  commit time p50 / p99 (sluice_txn_commit_seconds)" \
         "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_commit_seconds "$q"; done |
+            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
+    bench_figure delay_lateness "  coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
+        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_markers_seconds "$q"; done |
             awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
     bench_figure delay_lateness "  records decided during a commit (sent after it)" \
         "$(bench_metric "$port" sluice_txn_deferred_records_total)" ""

@@ -17,7 +17,9 @@
 #   broker.sh logs     print the tail of the broker log (tests call it on failure)
 #
 # Environment: SLUICE_TEST_KAFKA_PORT (default 39092), SLUICE_TEST_KAFKA_DIR
-# (runtime dir: data, log and pid; default /tmp/sluice-test-kafka-$PORT).
+# (runtime dir: data, log and pid; default /tmp/sluice-test-kafka-$PORT),
+# SLUICE_TEST_KAFKA_JVM_OPTS (more JVM options for the broker, e.g.
+# -Xlog:gc:file=/tmp/gc.log to see its pauses).
 #
 # The log cleaner is tuned to act within seconds so tests can watch compaction.
 set -euo pipefail
@@ -124,7 +126,9 @@ start() {
 launch() {
     local t0
     t0=$(date +%s%N)
+    # shellcheck disable=SC2086 # word-split on purpose: a list of options
     nohup java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
+        ${SLUICE_TEST_KAFKA_JVM_OPTS:-} \
         -Dlog4j.configuration="file:$dir/log4j.properties" \
         -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
         >>"$dir/stdout.log" 2>&1 </dev/null &
