@@ -4,7 +4,7 @@
  * is sluice's own data structure, measured without a broker and the other
  * processes of the machine in it.
  *
- *   build/bench/debounce_state [ITEMS [GROUPS [RUNS]]]
+ *   build/bench/debounce_state [--json] [ITEMS [GROUPS [RUNS]]]
  *
  * Feeds ITEMS items (default 1000000) of 100 bytes over GROUPS groups
  * (default 2500: one partition of the debounce_ingest section) with keys
@@ -12,7 +12,9 @@
  * record: the flush check of the group, find, group, upsert, the flush
  * check again (each batch encoded as JSON and freed), the wake-up bound.
  * Prints the process CPU time per item of each of RUNS runs (default 3)
- * and their median.  Asserts nothing but the batch count.  No broker.
+ * and their median.  Payloads are 100 dots, which the JSON batch carries
+ * as a string; with --json, a 100-byte JSON object, which it embeds as
+ * JSON.  Asserts nothing but the batch count.  No broker.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,7 @@ static void take_all(sl_debounce_t *d, const char *key, size_t keylen,
 }
 
 /* One run: CPU ns per item. */
-static double run(int64_t n, int64_t groups) {
+static double run(int64_t n, int64_t groups, int json) {
         sl_debounce_params_t p = {60000, 120000, 100, 1 << 30, "dbin"};
         sl_debounce_t *d = sl_debounce_new(&p);
         char payload[100];
@@ -50,6 +52,14 @@ static double run(int64_t n, int64_t groups) {
         double t0;
 
         memset(payload, '.', sizeof(payload));
+        if (json) {
+                /* A JSON object padded with spaces to 100 bytes. */
+                static const char js[] =
+                    "{\"order\":\"A0012345\",\"sku\":\"X-100-BLUE\",\"qty\":"
+                    "3,\"price\":12.5,\"gift\":false,\"tags\":[\"a\",\"b\"]}";
+                memset(payload, ' ', sizeof(payload));
+                memcpy(payload, js, sizeof(js) - 1);
+        }
         t0 = cpu_seconds();
         for (int64_t i = 0; i < n; i++) {
                 char key[32], id[32];
@@ -88,10 +98,17 @@ static int cmp_dbl(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
         int64_t n = 1000000, groups = 2500, runs = 3;
+        int json = 0;
         double ns[15];
 
+        if (argc > 1 && !strcmp(argv[1], "--json")) {
+                json = 1;
+                argv++;
+                argc--;
+        }
         if (argc > 4 || (argc > 1 && argv[1][0] == '-')) {
-                fprintf(stderr, "usage: %s [ITEMS [GROUPS [RUNS]]]\n", prog);
+                fprintf(stderr, "usage: %s [--json] [ITEMS [GROUPS [RUNS]]]\n",
+                        prog);
                 return 1;
         }
         if (argc > 1)
@@ -101,12 +118,14 @@ int main(int argc, char **argv) {
         if (argc > 3)
                 runs = bench_parse_int(prog, "RUNS", argv[3], 1, 15);
         for (int64_t r = 0; r < runs; r++) {
-                ns[r] = run(n, groups);
+                ns[r] = run(n, groups, json);
                 printf("run %lld: %.0f ns CPU per item\n", (long long)r + 1,
                        ns[r]);
         }
         qsort(ns, (size_t)runs, sizeof(*ns), cmp_dbl);
-        printf("debounce_state items=%lld groups=%lld ns_per_item=%.0f\n",
-               (long long)n, (long long)groups, ns[runs / 2]);
+        printf("debounce_state items=%lld groups=%lld payload=%s "
+               "ns_per_item=%.0f\n",
+               (long long)n, (long long)groups, json ? "json" : "text",
+               ns[runs / 2]);
         return 0;
 }

@@ -1013,16 +1013,6 @@ static enum MHD_Result reply_err(struct MHD_Connection *c, int status,
 /* ------------------------------------------------------------------ */
 /* Routing.                                                             */
 
-static int hexval(int ch) {
-        if (ch >= '0' && ch <= '9')
-                return ch - '0';
-        if (ch >= 'a' && ch <= 'f')
-                return ch - 'a' + 10;
-        if (ch >= 'A' && ch <= 'F')
-                return ch - 'A' + 10;
-        return -1;
-}
-
 /* Percent-decodes s[0..len) into a new string; NULL on a bad escape.
  * *outlen: its length (it may hold NULs). */
 static char *pct_decode(const char *s, size_t len, size_t *outlen) {
@@ -1035,8 +1025,8 @@ static char *pct_decode(const char *s, size_t len, size_t *outlen) {
                                 free(out);
                                 return NULL;
                         }
-                        h = hexval((unsigned char)s[i + 1]);
-                        l = hexval((unsigned char)s[i + 2]);
+                        h = sl_hexval((unsigned char)s[i + 1]);
+                        l = sl_hexval((unsigned char)s[i + 2]);
                         if (h < 0 || l < 0) {
                                 free(out);
                                 return NULL;

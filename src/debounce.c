@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "jsontext.h"
 #include "sluice.pb-c.h"
 #include "timerheap.h"
 #include "util.h"
@@ -771,54 +772,17 @@ void sl_debounce_batch_id(const char *salt, const void *key, size_t keylen,
 /* ------------------------------------------------------------------ */
 /* Encodings.                                                          */
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if none. */
-static size_t utf8_seq(const unsigned char *p, size_t n) {
-        unsigned char c = p[0];
-        size_t len, i;
-        unsigned char lo = 0x80, hi = 0xbf;
-
-        if (c < 0x80)
-                return 1;
-        if (c >= 0xc2 && c <= 0xdf)
-                len = 2;
-        else if (c >= 0xe0 && c <= 0xef)
-                len = 3;
-        else if (c >= 0xf0 && c <= 0xf4)
-                len = 4;
-        else
-                return 0;
-        if (n < len)
-                return 0;
-        if (c == 0xe0)
-                lo = 0xa0;
-        else if (c == 0xed)
-                hi = 0x9f;
-        else if (c == 0xf0)
-                lo = 0x90;
-        else if (c == 0xf4)
-                hi = 0x8f;
-        if (p[1] < lo || p[1] > hi)
-                return 0;
-        for (i = 2; i < len; i++)
-                if (p[i] < 0x80 || p[i] > 0xbf)
-                        return 0;
-        return len;
-}
-
 static int utf8_ok(const void *p, size_t n, int allow_nul) {
         const unsigned char *s = p;
         size_t i = 0;
         while (i < n) {
                 size_t l;
-                /* ASCII, most of what payloads and ids hold, one byte at
+                /* ASCII, most of what payloads and ids hold, eight bytes at
                  * a time without the sequence rules. */
-                if (s[i] < 0x80 && (s[i] || allow_nul)) {
-                        i++;
-                        continue;
-                }
-                if (!s[i] && !allow_nul)
-                        return 0;
-                if (!(l = utf8_seq(s + i, n - i)))
+                i += sl_ascii_len(s + i, n - i, allow_nul);
+                if (i == n)
+                        break;
+                if (!s[i] || !(l = sl_utf8_seq(s + i, n - i)))
                         return 0;
                 i += l;
         }
@@ -963,14 +927,13 @@ static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
 
         sb_put(b, "\"", 1);
         while (i < n) {
-                unsigned char c = s[i];
-                size_t l;
-                if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-                        run++; /* printable ASCII: verbatim */
-                        i++;
-                        continue;
-                }
-                l = utf8_seq(s + i, n - i);
+                size_t l = sl_json_plain_len(s + i, n - i);
+                unsigned char c;
+                run += l; /* printable ASCII: verbatim */
+                if ((i += l) == n)
+                        break;
+                c = s[i];
+                l = sl_utf8_seq(s + i, n - i);
                 if (l && c >= 0x20 && c != '"' && c != '\\') {
                         run += l;
                         i += l;
@@ -1013,17 +976,16 @@ static int is_ws(unsigned char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* 1 if p[0..n) is one JSON text (any value). */
+/* 1 if p[0..n) is one JSON text (any value), as jansson reads it: the scan
+ * of jsontext.c, which asks jansson itself only in the rare cases where
+ * the grammar alone cannot tell (jsontext.h). */
 static int json_ok(const char *p, size_t n) {
         json_error_t err;
         json_t *j;
-        if (!n)
-                return 0;
-        /* Only these can open a JSON text (p starts past whitespace):
-         * anything else is refused without building a parser and a tree,
-         * which jansson does before it looks at the first byte. */
-        if (!p[0] || !strchr("{[\"-0123456789tfn", p[0]))
-                return 0;
+        sl_json_verdict_t v = sl_json_text_scan(p, n);
+
+        if (v != SL_JSON_ASK)
+                return v == SL_JSON_YES;
         j = json_loadb(
             p, n, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
             &err);

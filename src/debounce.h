@@ -224,7 +224,8 @@ void sl_debounce_batch_id(const char *salt, const void *key, size_t keylen,
  *
  * Times are epoch milliseconds.  An item's payload is embedded as JSON
  * when it is a valid JSON text (RFC 8259, any value; surrounding
- * whitespace trimmed, the bytes otherwise verbatim), else as a JSON string
+ * whitespace trimmed, the bytes otherwise verbatim; jsontext.h decides,
+ * with no tree built), else as a JSON string
  * when it is valid UTF-8, else as a base64 string with an extra member
  * "payload_encoding":"base64".  Key and ids must be valid UTF-8 (the
  * operator refuses others at input); invalid bytes would be replaced by

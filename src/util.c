@@ -156,6 +156,16 @@ const char *sl_escape(const void *p, size_t len, char *buf, size_t size) {
 /* Base64 and RFC 3339 text, shared by the API, the debounce batch      */
 /* encoding, describe and inspect.                                      */
 
+int sl_hexval(int ch) {
+        if (ch >= '0' && ch <= '9')
+                return ch - '0';
+        if (ch >= 'a' && ch <= 'f')
+                return ch - 'a' + 10;
+        if (ch >= 'A' && ch <= 'F')
+                return ch - 'A' + 10;
+        return -1;
+}
+
 size_t sl_base64_encode(char *out, const void *in, size_t n) {
         static const char tab[] =
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -90,6 +90,9 @@ char *sl_strndup(const char *s, size_t n);
  */
 const char *sl_escape(const void *p, size_t len, char *buf, size_t size);
 
+/* The value of a hex digit (either case), or -1. */
+int sl_hexval(int ch);
+
 /* Base64 (RFC 4648, standard alphabet, padded) of n bytes: the text length
  * (without NUL) is SL_BASE64_LEN(n). */
 #define SL_BASE64_LEN(n) (((n) + 2) / 3 * 4)

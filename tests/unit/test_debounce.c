@@ -710,6 +710,79 @@ static void test_json_payload_kinds(void **state) {
         sl_debounce_destroy(d);
 }
 
+/* The JSON string and UTF-8 checks go eight bytes at a time: each byte
+ * that needs care, at every position of a word and past the last whole
+ * word, comes out as it must (verbatim, escaped, or base64 when the
+ * payload is not UTF-8). */
+static void test_json_string_words(void **state) {
+        (void)state;
+        static const struct {
+                const char *s;
+                size_t len;
+                int utf8;
+        } special[] = {
+            {"\"", 1, 1},   {"\\", 1, 1},       {"\n", 1, 1},
+            {"\x01", 1, 1}, {"\x1f", 1, 1},     {"\0", 1, 1},
+            {"\x7f", 1, 1}, {"\xc3\xa9", 2, 1}, {"\xe2\x82\xac", 3, 1},
+            {"\xff", 1, 0}, {"\xc3", 1, 0}, /* truncated */
+        };
+        char buf[32];
+
+        for (size_t len = 1; len <= 24; len++) {
+                for (size_t k = 0; k < sizeof(special) / sizeof(special[0]);
+                     k++) {
+                        size_t sl = special[k].len;
+                        for (size_t pos = 0; pos + sl <= len; pos++) {
+                                sl_debounce_t *d = mk(1000, 10000, 10, 1 << 20);
+                                sl_debounce_batch_t *b;
+                                json_error_t err;
+                                json_t *j, *it, *pl;
+                                size_t jlen;
+                                char *js;
+
+                                memset(buf, 'a', len);
+                                memcpy(buf + pos, special[k].s, sl);
+                                assert_int_equal(sl_debounce_upsert(d, "G", 1,
+                                                                    "i", 1, buf,
+                                                                    len, T0, 1),
+                                                 0);
+                                b = take(d, NULL, T0 + 5000);
+                                js = sl_debounce_batch_json(b, &jlen);
+                                j = json_loadb(js, jlen,
+                                               JSON_ALLOW_NUL |
+                                                   JSON_DECODE_INT_AS_REAL,
+                                               &err);
+                                if (!j)
+                                        fail_msg("len %zu pos %zu case %zu: "
+                                                 "invalid JSON (%s)",
+                                                 len, pos, k, err.text);
+                                it = json_array_get(json_object_get(j, "items"),
+                                                    0);
+                                pl = json_object_get(it, "payload");
+                                assert_true(json_is_string(pl));
+                                if (special[k].utf8) {
+                                        assert_null(json_object_get(
+                                            it, "payload_encoding"));
+                                        assert_int_equal(json_string_length(pl),
+                                                         len);
+                                        assert_memory_equal(
+                                            json_string_value(pl), buf, len);
+                                } else {
+                                        assert_non_null(json_object_get(
+                                            it, "payload_encoding"));
+                                }
+                                assert_int_equal(sl_debounce_text_ok(buf, len),
+                                                 special[k].utf8 &&
+                                                     !memchr(buf, 0, len));
+                                json_decref(j);
+                                free(js);
+                                sl_debounce_batch_free(b);
+                                sl_debounce_destroy(d);
+                        }
+                }
+        }
+}
+
 static void test_protobuf(void **state) {
         (void)state;
         sl_debounce_t *d = mk(1000, 10000, 1000, 1 << 20);
@@ -977,6 +1050,7 @@ int main(void) {
             cmocka_unit_test(test_foreach),
             cmocka_unit_test(test_json),
             cmocka_unit_test(test_json_payload_kinds),
+            cmocka_unit_test(test_json_string_words),
             cmocka_unit_test(test_protobuf),
             cmocka_unit_test(test_text_ok),
             cmocka_unit_test(test_check),
