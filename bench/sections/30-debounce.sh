@@ -24,6 +24,8 @@
 # Environment (all optional):
 #   BENCH_DEBOUNCE_ITEMS      items in debounce_ingest (1000000)
 #   BENCH_DEBOUNCE_CHANGELOG  changelog records in debounce_rebuild (1000000)
+#   BENCH_LATENESS_DUMP=PREFIX  debounce_lateness's reader writes every batch
+#                             it read to PREFIX.dblat (consume --dump)
 
 bench_register debounce_ingest 200 "debounce: items ingested/s (1M items, 10k groups)"
 bench_register debounce_lateness 90 "debounce: flush lateness deadline → visible (10k batches)"
@@ -157,7 +159,8 @@ section_debounce_lateness() {
     # The reader runs before the load: arrival times are when each batch
     # became visible.
     bench_consume "$BENCH_ID.$name.out" $((rounds * groups)) \
-        --lateness-header sluice-due >"$BENCH_WORK/$name.consume" &
+        --lateness-header sluice-due ${BENCH_LATENESS_DUMP:+--dump "$BENCH_LATENESS_DUMP.$name"} \
+        >"$BENCH_WORK/$name.consume" &
     cpid=$!
     for ((r = 0; r < rounds; r++)); do
         bench_load "$BENCH_ID.$name.in" "$per" 100 --keys "$groups" \
