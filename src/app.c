@@ -999,6 +999,13 @@ static void app_held_clear(sl_app_t *app) {
  * task.c). */
 #define SL_CLOCK_READS_MAX 64
 
+int64_t sl_app_now_fresh_ms(sl_app_t *app) {
+        app->clock_turn = uv_now(app->loop);
+        app->clock_reads = 0;
+        app->clock_ms = sl_now_ms();
+        return app->clock_ms;
+}
+
 int64_t sl_app_now_ms(sl_app_t *app) {
         uint64_t turn = uv_now(app->loop);
         if (turn != app->clock_turn ||

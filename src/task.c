@@ -145,7 +145,8 @@ static void task_on_wake(uv_timer_t *timer) {
                 t->wake_deferred = 1;
                 return;
         }
-        t->pl->op->wake(t, sl_now_ms());
+        /* A timer fired at now is stamped no earlier than now. */
+        t->pl->op->wake(t, sl_app_now_fresh_ms(t->app));
         t->origin = 0;
 }
 

@@ -311,6 +311,12 @@ const sl_conf_t *sl_app_conf(const sl_app_t *app);
  * each).  Loop thread. */
 int64_t sl_app_now_ms(sl_app_t *app);
 
+/* The wall clock read now, which also becomes what sl_app_now_ms() answers
+ * until its next read: for a decision against a due time (an operator's
+ * wake-up), so that the records it produces are never stamped earlier than
+ * the time the decision saw.  Loop thread. */
+int64_t sl_app_now_fresh_ms(sl_app_t *app);
+
 /* The app's metrics registry (metrics.h). */
 struct sl_metrics_s *sl_app_metrics(sl_app_t *app);
 
