@@ -1007,13 +1007,9 @@ int64_t sl_app_now_fresh_ms(sl_app_t *app) {
 }
 
 int64_t sl_app_now_ms(sl_app_t *app) {
-        uint64_t turn = uv_now(app->loop);
-        if (turn != app->clock_turn ||
-            ++app->clock_reads >= SL_CLOCK_READS_MAX || !app->clock_ms) {
-                app->clock_turn = turn;
-                app->clock_reads = 0;
-                app->clock_ms = sl_now_ms();
-        }
+        if (uv_now(app->loop) != app->clock_turn ||
+            ++app->clock_reads >= SL_CLOCK_READS_MAX || !app->clock_ms)
+                return sl_app_now_fresh_ms(app);
         return app->clock_ms;
 }
 

@@ -380,9 +380,9 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
         job->next_begun = 1;
         error = worker_retrying(txn, job, "send_offsets_to_transaction",
                                 call_send_offsets);
-        if (!error)
+        if (!error) {
                 job->next_open_us = sl_mono_us();
-        if (error) {
+        } else {
                 job->next_error = error;
                 snprintf(job->next_call, sizeof(job->next_call),
                          "send_offsets_to_transaction (next)");
