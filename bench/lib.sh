@@ -272,7 +272,8 @@ bench_baseline() {
         # queued.min.messages: the ratio's denominator keeps librdkafka's
         # and libc's defaults, this is the closer practical limit.
         local jem
-        jem=$(ldd "$SLUICE_BIN" 2>/dev/null | awk '/libjemalloc/ { print $3 }')
+        # (SLUICE_BIN may be a wrapper script, which ldd refuses.)
+        jem=$({ ldd "$SLUICE_BIN" 2>/dev/null || true; } | awk '/libjemalloc/ { print $3 }')
         if [ "${BENCH_BASELINE_TUNED_RUN:-1}" = 1 ] && [ -n "$jem" ]; then
             local tuned
             bench_topic "$t.outt" "$parts"
