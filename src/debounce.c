@@ -1050,6 +1050,44 @@ char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp) {
         return s.p;
 }
 
+/* A protobuf varint: 7 bits a byte, low first (a negative int64 takes
+ * 10 bytes, as protobuf's int64 wants). */
+static size_t pb_varint(uint8_t *out, uint64_t v) {
+        size_t n = 0;
+        while (v >= 0x80) {
+                out[n++] = (uint8_t)(v | 0x80);
+                v >>= 7;
+        }
+        out[n++] = (uint8_t)v;
+        return n;
+}
+
+/* An int64 field (wire type 0) numbered 1..15, left out when 0 (proto3). */
+static size_t pb_int64(uint8_t *out, unsigned field, int64_t v) {
+        if (!v)
+                return 0;
+        out[0] = (uint8_t)(field << 3);
+        return 1 + pb_varint(out + 1, (uint64_t)v);
+}
+
+size_t sl_debounce_item_pack(const void *payload, size_t payload_len,
+                             int64_t first_seen_ms, int64_t last_update_ms,
+                             int64_t seq, int64_t group_opened_ms,
+                             uint8_t *out) {
+        size_t n = 0;
+        if (payload_len) {
+                out[n++] = (1 << 3) | 2; /* payload: length-delimited */
+                n += pb_varint(out + n, payload_len);
+                memcpy(out + n, payload, payload_len);
+                n += payload_len;
+        }
+        n += pb_int64(out + n, 2, first_seen_ms);
+        n += pb_int64(out + n, 3, last_update_ms);
+        n += pb_int64(out + n, 4, seq);
+        n += pb_int64(out + n, 5, group_opened_ms);
+        return n;
+}
+
 uint8_t *sl_debounce_batch_protobuf(const sl_debounce_batch_t *b,
                                     size_t *lenp) {
         Sluice__V1__Batch m = SLUICE__V1__BATCH__INIT;

@@ -238,6 +238,20 @@ char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp);
  * buffer the caller frees, its length in *lenp. */
 uint8_t *sl_debounce_batch_protobuf(const sl_debounce_batch_t *b, size_t *lenp);
 
+/* Room sl_debounce_item_pack() needs beyond the payload: a tag and a
+ * length of up to 10 bytes for it, and a tag and up to 10 bytes for each
+ * of the four times. */
+#define SL_DEBOUNCE_ITEM_PACK_EXTRA (1 + 10 + 4 * (1 + 10))
+
+/* The changelog value of an item, sluice.v1.DebounceItem, into out (at
+ * least payload_len + SL_DEBOUNCE_ITEM_PACK_EXTRA bytes): the very bytes
+ * protobuf-c packs for it (fields in number order, zero values left out),
+ * without building the message.  Returns its length. */
+size_t sl_debounce_item_pack(const void *payload, size_t payload_len,
+                             int64_t first_seen_ms, int64_t last_update_ms,
+                             int64_t seq, int64_t group_opened_ms,
+                             uint8_t *out);
+
 /* 1 if p[0..n) is valid UTF-8 without NUL bytes (what group keys and item
  * ids must be, to be JSON strings and protobuf strings), else 0. */
 int sl_debounce_text_ok(const void *p, size_t n);

@@ -714,6 +714,57 @@ static void test_json_payload_kinds(void **state) {
  * that needs care, at every position of a word and past the last whole
  * word, comes out as it must (verbatim, escaped, or base64 when the
  * payload is not UTF-8). */
+/* The hand-packed changelog value is byte for byte what protobuf-c packs,
+ * for zero, small, varint-boundary and negative times and payload lengths
+ * around the length's varint boundaries. */
+static void test_item_pack(void **state) {
+        static const int64_t times[] = {0,         1,        127,           128,
+                                        16383,     16384,    1700000000123, -1,
+                                        INT64_MIN, INT64_MAX};
+        static const size_t lens[] = {0, 1, 100, 127, 128, 16383, 16384};
+        size_t nt = sizeof(times) / sizeof(times[0]);
+        uint8_t *payload = malloc(16384), *mine, *theirs;
+        (void)state;
+        for (size_t i = 0; i < 16384; i++)
+                payload[i] = (uint8_t)(i * 7);
+        mine = malloc(16384 + SL_DEBOUNCE_ITEM_PACK_EXTRA);
+        theirs = malloc(16384 + SL_DEBOUNCE_ITEM_PACK_EXTRA);
+        for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+                for (size_t k = 0; k < nt * nt; k++) {
+                        Sluice__V1__DebounceItem rec =
+                            SLUICE__V1__DEBOUNCE_ITEM__INIT;
+                        size_t n, want;
+                        Sluice__V1__DebounceItem *back;
+                        rec.payload.data = payload;
+                        rec.payload.len = lens[l];
+                        rec.first_seen_ms = times[k % nt];
+                        rec.last_update_ms = times[k / nt];
+                        rec.seq = times[(k + 3) % nt];
+                        rec.group_opened_ms = times[(k / nt + 5) % nt];
+                        want = sluice__v1__debounce_item__get_packed_size(&rec);
+                        assert_true(want <=
+                                    lens[l] + SL_DEBOUNCE_ITEM_PACK_EXTRA);
+                        sluice__v1__debounce_item__pack(&rec, theirs);
+                        n = sl_debounce_item_pack(payload, lens[l],
+                                                  rec.first_seen_ms,
+                                                  rec.last_update_ms, rec.seq,
+                                                  rec.group_opened_ms, mine);
+                        assert_int_equal(n, want);
+                        assert_memory_equal(mine, theirs, n);
+                        back = sluice__v1__debounce_item__unpack(NULL, n, mine);
+                        assert_non_null(back);
+                        assert_int_equal(back->payload.len, lens[l]);
+                        assert_true(back->seq == rec.seq);
+                        assert_true(back->group_opened_ms ==
+                                    rec.group_opened_ms);
+                        sluice__v1__debounce_item__free_unpacked(back, NULL);
+                }
+        }
+        free(payload);
+        free(mine);
+        free(theirs);
+}
+
 static void test_json_string_words(void **state) {
         (void)state;
         static const struct {
@@ -1050,6 +1101,7 @@ int main(void) {
             cmocka_unit_test(test_foreach),
             cmocka_unit_test(test_json),
             cmocka_unit_test(test_json_payload_kinds),
+            cmocka_unit_test(test_item_pack),
             cmocka_unit_test(test_json_string_words),
             cmocka_unit_test(test_protobuf),
             cmocka_unit_test(test_text_ok),
