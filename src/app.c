@@ -16,11 +16,14 @@
  * Transactions (txn.h has the state machine).  A transaction opens on the
  * first record produced and is committed, with the input offsets of every
  * running task, every commit_interval — or promptly after an operator
- * produced due work (sl_task_commit_soon).  While a commit is on the txn
- * worker, input, wake-ups and fetches go on: what operators produce waits in
- * the outbox (outbox.h) and opens the next transaction as soon as the
- * commit returns (app_committed), before any other commit may start; a
- * commit asked for meanwhile follows at once (commit_wanted).  While the
+ * produced due work (sl_task_commit_soon); just before a commit takes the
+ * input offsets, operators with a seal hook write what they gathered for
+ * the transaction (debounce: one chunk record per group it touched).
+ * While a commit is on the txn worker, input, wake-ups and fetches go on:
+ * what operators produce waits in the outbox (outbox.h) and opens the next
+ * transaction as soon as the commit returns (app_committed), before any
+ * other commit may start; a commit asked for meanwhile follows at once
+ * (commit_wanted).  While the
  * outbox is full, the last deliveries of a commit are awaited (FLUSHING) or
  * an abort is in flight, operators may not produce: input records are held
  * (up to SL_HELD_MAX, then the consumer is simply not polled), wake-ups are
@@ -357,6 +360,21 @@ static void app_precommit(void *opaque) {
                         if (pl->tasks[p] &&
                             pl->tasks[p]->state == SL_TASK_RUNNING)
                                 pl->op->precommit(pl->tasks[p]);
+        }
+}
+
+/* Operators with a seal hook write what they gathered for the
+ * transaction, just before its offsets are taken. */
+static void app_seal(void *opaque) {
+        sl_app_t *app = opaque;
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->pipelines[i];
+                if (!pl->op->seal)
+                        continue;
+                for (int p = 0; p < pl->partition_cnt; p++)
+                        if (pl->tasks[p] &&
+                            pl->tasks[p]->state == SL_TASK_RUNNING)
+                                pl->op->seal(pl->tasks[p]);
         }
 }
 
@@ -1791,6 +1809,9 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
                         app->has_tracking = 1;
         if (app->has_tracking)
                 hooks.precommit = app_precommit;
+        for (int i = 0; i < conf->pipeline_cnt; i++)
+                if (app->pipelines[i].op->seal)
+                        hooks.seal = app_seal;
         tc.group_id = conf->app_id;
         tc.instance_id = conf->instance_id;
         tc.client_id = app->client_id;

@@ -101,6 +101,12 @@ typedef struct sl_op_s {
          * transaction was delivered: produce the records that make the
          * state durable (checkpoints).  Only for RUNNING tasks. */
         void (*precommit)(sl_task_t *t);
+        /* Right before the transaction's input offsets are taken for its
+         * commit (after precommit, with the transaction open): produce
+         * the records the open transaction still owes its changelog, for
+         * an operator that gathers them per transaction.  Only for
+         * RUNNING tasks (the ones whose offsets the commit carries). */
+        void (*seal)(sl_task_t *t);
         /* A record (or a partition EOF: m->err set, m->offset = the end)
          * read by sl_task_fetch(). */
         void (*fetched)(sl_task_t *t, const rd_kafka_message_t *m);

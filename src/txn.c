@@ -641,7 +641,17 @@ static void txn_on_deferring(uv_timer_t *timer) {
 }
 
 static void txn_start_commit_job(sl_txn_t *txn) {
-        job_t *job = sl_calloc(1, sizeof(*job));
+        job_t *job;
+        /* What operators gathered goes in before the offsets that cover
+         * it are taken (the transaction is open, nothing is deferred). */
+        if (txn->hooks.seal) {
+                txn->hooks.seal(txn->hooks.opaque);
+                if (txn->doomed) {
+                        txn_start_abort(txn, txn->doom_why);
+                        return;
+                }
+        }
+        job = sl_calloc(1, sizeof(*job));
         job->kind = JOB_COMMIT;
         /* No deadline: a commit call that timed out goes on inside
          * librdkafka, and only the same call may be made until it ends (an

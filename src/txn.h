@@ -107,6 +107,10 @@ typedef struct sl_txn_hooks_s {
         /* Before a commit, after every record was delivered: produce
          * checkpoints (operator precommit hooks). */
         void (*precommit)(void *opaque);
+        /* Right before a commit takes the input offsets: operators write
+         * what they gathered for the transaction (operator seal hooks).
+         * May produce; a refusal dooms the transaction.  May be NULL. */
+        void (*seal)(void *opaque);
         /* The transaction committed with these offsets (may be NULL). */
         void (*committed)(void *opaque,
                           const rd_kafka_topic_partition_list_t *offsets);
