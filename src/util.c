@@ -42,6 +42,17 @@ void *sl_scratch_get(sl_scratch_t *s, size_t need) {
         return s->buf;
 }
 
+void *sl_scratch_grow(sl_scratch_t *s, size_t need) {
+        if (need > s->size || !s->buf) {
+                size_t size = SL_MAX(need, (size_t)256);
+                if (size < s->size * 2)
+                        size = s->size * 2;
+                s->buf = sl_realloc(s->buf, size);
+                s->size = size;
+        }
+        return s->buf;
+}
+
 void sl_scratch_done(sl_scratch_t *s) {
         if (s->size > SL_SCRATCH_KEEP)
                 sl_scratch_free(s);

@@ -56,6 +56,9 @@ typedef struct sl_scratch_s {
 #define SL_SCRATCH_KEEP ((size_t)64 * 1024)
 /* At least need bytes (1 if need is 0), valid until the next call. */
 void *sl_scratch_get(sl_scratch_t *s, size_t need);
+/* As sl_scratch_get(), but what the buffer held is kept (a buffer being
+ * filled). */
+void *sl_scratch_grow(sl_scratch_t *s, size_t need);
 void sl_scratch_done(sl_scratch_t *s);
 /* Frees the buffer; the scratch may be used again. */
 void sl_scratch_free(sl_scratch_t *s);
