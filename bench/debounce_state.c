@@ -80,6 +80,11 @@ static double run(int64_t n, int64_t groups, int json) {
                         bench_die(prog, "upsert %lld failed", (long long)i);
                 take_all(d, key, kl, now, &batches);
                 (void)sl_debounce_due_bound(d);
+                /* A commit every 25,000 records (about what one holds in
+                 * debounce_ingest): the seal packs the chunk records
+                 * (written nowhere here). */
+                if (i % 25000 == 24999)
+                        sl_debounce_seal(d);
         }
         t0 = cpu_seconds() - t0;
         for (int64_t k = 0; k < groups; k++) /* max_items batches */

@@ -26,17 +26,54 @@
  * in a group that holds fewer than max_items), so state rebuilt from the
  * changelog has the same deadlines as the state that wrote it.
  *
+ * THE CHANGELOG
+ *
+ * Each item knows where its current version is (its source byte):
+ * unsaved, in a chunk of its group, or in an item record of its own.  A
+ * new item is unsaved; sl_debounce_seal() packs a group's unsaved items
+ * into one chunk record (or a few, at chunk_max bytes each),
+ * so a transaction writes one record per group it touched, not one per
+ * item, and an item that leaves in the transaction that brought it is
+ * never written at all.  The rules keep one invariant: a chunk holds only
+ * current versions of pending items.  So,
+ *
+ *   - an item in a chunk that changes (upsert) or leaves (removal, or a
+ *     batch that leaves other items behind) converts its group: every
+ *     item still in a chunk is written as an item record, and every chunk
+ *     of the group is tombstoned (an upsert then writes its own item
+ *     record, a removal leaves its item to the tombstones);
+ *   - a group that empties tombstones its chunks, and its items in item
+ *     records are tombstoned one by one, as before chunks existed;
+ *   - an item record is written at once for an item too large for a
+ *     chunk, and for an upsert of an item already in one.
+ *
+ * Each item is written at most twice (in a chunk, then converted), and a
+ * conversion happens only where a size limit cuts a batch out of a group
+ * or an item changes after its transaction.  A rebuild applies records in
+ * log order: an item record sets its item, its tombstone removes it (if
+ * its version is still that record's); a chunk sets its items, and a
+ * chunk tombstone removes every item of its group whose version is from a
+ * chunk — all chunks of a group are tombstoned in one transaction, with
+ * the item records of a conversion before them and any new chunk of the
+ * group after them, so the log folds to the state that wrote it, before
+ * and after compaction.  Chunk numbers count up from 1 in each group
+ * while it has chunks; reusing one after its chunks were tombstoned is
+ * safe, since the new value follows the tombstone of the old.
+ *
  * MEMORY
  *
  * Per pending item, beyond its id and payload: the 36-byte entry header
- * plus the 16 bytes of times, malloc's chunk overhead (8 bytes, rounded to
- * 16), one heap slot (8, up to 16 while the array has grown but is not
- * full) and a hash bucket share (4 to 8): about 90 bytes, 89 measured at
- * 200k items in 1,000 groups (tests/unit/test_debounce.c; the tombstone
- * and output records are the only other cost).  Per open group: its entry in
- * the groups heap (~70 bytes beyond the key), group_t (128, half of it
- * the filter of item ids) and an empty item heap (~300 bytes: a struct
- * and two 16-slot arrays), so ~520 bytes.
+ * plus the 17 bytes of times and source, malloc's chunk overhead (8
+ * bytes, rounded to 16), one heap slot (8, up to 16 while the array has
+ * grown but is not full), a hash bucket share (4 to 8) and its share of
+ * its group's chunk numbers (4 bytes a chunk): about 95 bytes, 95
+ * measured at 200k items in 1,000 groups sealed every 1,000 items
+ * (tests/unit/test_debounce.c).  Until the seal, an item added in the
+ * open transaction also holds its id and 4 bytes in its group's journal.
+ * Per open group: its entry in the groups heap (~70 bytes beyond the
+ * key), group_t (~170, 64 of them the filter of item ids) and an empty
+ * item heap (~300 bytes: a struct and two 16-slot arrays), so ~560
+ * bytes.
  */
 #include "debounce.h"
 
@@ -53,7 +90,8 @@
 #include "timerheap.h"
 #include "util.h"
 
-#define ITEM_HDR  16  /* first_seen_ms, last_update_ms */
+#define ITEM_HDR  17  /* first_seen_ms, last_update_ms, source */
+#define ITEM_SRC  16  /* offset of the source byte */
 #define MEMO_ID   64  /* longest item id the find memo keeps */
 #define SEEN_BITS 512 /* bits of a group's filter of item ids */
 #define MAX_FIELD ((size_t)UINT32_MAX - ITEM_HDR - 1)
@@ -79,7 +117,23 @@ typedef struct group_s {
          * past a few hundred ids it says "maybe" to all and costs one
          * hash. */
         uint64_t seen[SEEN_BITS / 64];
+        /* The numbers of the group's chunk records, ascending: every item
+         * they hold is pending and unchanged since (THE CHANGELOG). */
+        uint32_t *chunks;
+        uint32_t nchunks, chunks_cap;
+        /* Ids of the items added since the last seal (each a 4-byte
+         * length and the bytes), and the list of such groups. */
+        char *jbuf;
+        size_t jlen, jcap;
+        struct group_s *jnext, **jprev; /* jprev NULL: not listed */
 } group_t;
+
+/* Where an item's current version is in the changelog. */
+enum {
+        SRC_UNSAVED = 0, /* nowhere yet: the next seal writes it */
+        SRC_CHUNK = 1,   /* in one of its group's chunks */
+        SRC_ITEM = 2,    /* in an item record of its own */
+};
 
 struct sl_debounce_s {
         sl_debounce_params_t p;
@@ -105,6 +159,12 @@ struct sl_debounce_s {
                 size_t idlen;
                 char id[MEMO_ID];
         } memo;
+        /* The changelog (THE CHANGELOG above). */
+        sl_debounce_write_cb write;
+        void *wopaque;
+        int write_error;
+        group_t *journal; /* groups with items to seal */
+        sl_scratch_t kbuf, vbuf;
 };
 
 static const char *const reason_names[] = {
@@ -227,14 +287,31 @@ static void group_schedule(sl_debounce_t *d, const void *key, size_t keylen,
         d->hot = g;
 }
 
+static void journal_unlink(group_t *g) {
+        if (!g->jprev)
+                return;
+        *g->jprev = g->jnext;
+        if (g->jnext)
+                g->jnext->jprev = g->jprev;
+        g->jnext = NULL;
+        g->jprev = NULL;
+}
+
+static void group_free(group_t *g) {
+        journal_unlink(g);
+        sl_timerheap_destroy(g->items);
+        free(g->chunks);
+        free(g->jbuf);
+        free(g);
+}
+
 static void group_drop(sl_debounce_t *d, const void *key, size_t keylen,
                        group_t *g) {
         if (d->hot == g)
                 d->hot = NULL;
         d->gen++;
         sl_timerheap_remove(d->groups, key, keylen);
-        sl_timerheap_destroy(g->items);
-        free(g);
+        group_free(g);
 }
 
 /* ------------------------------------------------------------------ */
@@ -245,6 +322,8 @@ sl_debounce_t *sl_debounce_new(const sl_debounce_params_t *p) {
         sl_assert(p && p->idle_ms > 0 && p->max_age_ms > 0 &&
                   p->max_items >= 1 && p->max_bytes >= 1);
         d->p = *p;
+        if (!d->p.chunk_max || d->p.chunk_max > SL_DEBOUNCE_CHUNK_MAX)
+                d->p.chunk_max = SL_DEBOUNCE_CHUNK_MAX;
         d->salt = sl_strdup(p->salt ? p->salt : "");
         d->p.salt = d->salt;
         d->groups = sl_timerheap_new();
@@ -252,10 +331,8 @@ sl_debounce_t *sl_debounce_new(const sl_debounce_params_t *p) {
 }
 
 static void destroy_cb(const sl_timer_t *t, void *opaque) {
-        group_t *g = group_of(t);
         (void)opaque;
-        sl_timerheap_destroy(g->items);
-        free(g);
+        group_free(group_of(t));
 }
 
 void sl_debounce_destroy(sl_debounce_t *d) {
@@ -263,6 +340,8 @@ void sl_debounce_destroy(sl_debounce_t *d) {
                 return;
         sl_timerheap_foreach(d->groups, destroy_cb, NULL);
         sl_timerheap_destroy(d->groups);
+        sl_scratch_free(&d->kbuf);
+        sl_scratch_free(&d->vbuf);
         free(d->salt);
         free(d);
 }
@@ -328,16 +407,157 @@ static const sl_timer_t *item_find(const sl_debounce_t *d, const group_t *g,
         return group_item(g, id, idlen);
 }
 
-/* Upsert and restore.  keep: an existing item keeps first_seen and seq. */
+/* ------------------------------------------------------------------ */
+/* The changelog (THE CHANGELOG above).                                */
+
+static int item_src(const sl_timer_t *t) {
+        return ((const unsigned char *)sl_timer_data(t))[ITEM_SRC];
+}
+
+/* The source byte is the state's own: the heap never reads data bytes. */
+static void item_src_set(const sl_timer_t *t, int src) {
+        ((unsigned char *)sl_timer_data(t))[ITEM_SRC] = (unsigned char)src;
+}
+
+void sl_debounce_set_writer(sl_debounce_t *d, sl_debounce_write_cb cb,
+                            void *opaque) {
+        sl_assert(d);
+        d->write = cb;
+        d->wopaque = opaque;
+}
+
+int sl_debounce_write_error(const sl_debounce_t *d) {
+        return d->write_error;
+}
+
+static int log_write(sl_debounce_t *d, const void *key, size_t keylen,
+                     const void *value, size_t len, int must) {
+        return d->write ? d->write(d->wopaque, key, keylen, value, len, must)
+                        : 0;
+}
+
+/* Group, 0x00, then n more bytes (filled by the caller): in d->kbuf. */
+static char *log_key(sl_debounce_t *d, const void *gkey, size_t gl, size_t n) {
+        char *k = sl_scratch_get(&d->kbuf, gl + 1 + n);
+        if (gl)
+                memcpy(k, gkey, gl);
+        k[gl] = '\0';
+        return k;
+}
+
+/* The item record of t in group key (value NULL: its tombstone). */
+static int log_item(sl_debounce_t *d, const void *gkey, size_t gl,
+                    const group_t *g, const sl_timer_t *t, int tomb, int must) {
+        char *k = log_key(d, gkey, gl, t->keylen);
+        const char *data = sl_timer_data(t);
+        size_t plen = t->datalen - ITEM_HDR, n = 0;
+        uint8_t *v = NULL;
+        int r;
+        memcpy(k + gl + 1, sl_timer_key(t), t->keylen);
+        if (!tomb) {
+                int64_t first = rd64(data);
+                v = sl_scratch_get(&d->vbuf,
+                                   plen + SL_DEBOUNCE_ITEM_PACK_EXTRA);
+                n = sl_debounce_item_pack(data + ITEM_HDR, plen, first,
+                                          rd64(data + 8), t->seq,
+                                          SL_MIN(g->opened_ms, first), v);
+        }
+        r = log_write(d, k, gl + 1 + t->keylen, v, n, must);
+        sl_scratch_done(&d->vbuf);
+        return r;
+}
+
+static void log_chunk_key(char *k, size_t gl, uint32_t no) {
+        k[gl + 1] = '\0';
+        k[gl + 2] = (char)(no >> 24);
+        k[gl + 3] = (char)(no >> 16);
+        k[gl + 4] = (char)(no >> 8);
+        k[gl + 5] = (char)no;
+}
+
+#define CHUNK_KEY_EXTRA 5 /* 0x00 and the number, after group 0x00 */
+
+/* Bytes an item takes in a chunk at most: its entry's tag and length, the
+ * fields of sl_debounce_item_pack(), the id's tag, length and bytes. */
+static size_t chunk_entry_max(size_t idlen, size_t plen) {
+        return 11 + plen + SL_DEBOUNCE_ITEM_PACK_EXTRA + 11 + idlen;
+}
+
+/* Room for entries in a chunk of group key (keylen). */
+static size_t chunk_room(const sl_debounce_t *d, size_t keylen) {
+        size_t key = keylen + 1 + CHUNK_KEY_EXTRA;
+        return d->p.chunk_max > key ? d->p.chunk_max - key : 0;
+}
+
+typedef struct convert_s {
+        sl_debounce_t *d;
+        const void *key;
+        size_t keylen;
+        const group_t *g;
+} convert_t;
+
+static void convert_cb(const sl_timer_t *t, void *opaque) {
+        convert_t *c = opaque;
+        if (item_src(t) != SRC_CHUNK)
+                return;
+        log_item(c->d, c->key, c->keylen, c->g, t, 0, 1);
+        item_src_set(t, SRC_ITEM);
+}
+
+/* Tombstones every chunk of group key. */
+static void drop_chunks(sl_debounce_t *d, const void *key, size_t keylen,
+                        group_t *g) {
+        for (uint32_t i = 0; i < g->nchunks; i++) {
+                char *k = log_key(d, key, keylen, CHUNK_KEY_EXTRA);
+                log_chunk_key(k, keylen, g->chunks[i]);
+                log_write(d, k, keylen + 1 + CHUNK_KEY_EXTRA, NULL, 0, 1);
+        }
+        g->nchunks = 0;
+}
+
+/* Converts group key: its items in chunks become item records, then its
+ * chunks are tombstoned (in that order: see THE CHANGELOG). */
+static void group_convert(sl_debounce_t *d, const void *key, size_t keylen,
+                          group_t *g) {
+        convert_t c = {d, key, keylen, g};
+        if (!g->nchunks)
+                return;
+        sl_timerheap_foreach(g->items, convert_cb, &c);
+        drop_chunks(d, key, keylen, g);
+}
+
+/* Item id joins its group's journal (the next seal writes it). */
+static void journal_add(sl_debounce_t *d, group_t *g, const void *id,
+                        size_t idlen) {
+        uint32_t l = (uint32_t)idlen;
+        if (g->jlen + 4 + idlen > g->jcap) {
+                g->jcap = SL_MAX(64, SL_MAX(g->jcap * 2, g->jlen + 4 + idlen));
+                g->jbuf = sl_realloc(g->jbuf, g->jcap);
+        }
+        memcpy(g->jbuf + g->jlen, &l, 4);
+        if (idlen)
+                memcpy(g->jbuf + g->jlen + 4, id, idlen);
+        g->jlen += 4 + idlen;
+        if (!g->jprev) {
+                g->jnext = d->journal;
+                if (d->journal)
+                        d->journal->jprev = &g->jnext;
+                d->journal = g;
+                g->jprev = &d->journal;
+        }
+}
+
+/* Upsert and restore.  keep: an existing item keeps first_seen and seq;
+ * src: the item's source byte. */
 static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                     const void *id, size_t idlen, const void *payload,
                     size_t plen, int64_t first_seen, int64_t last_update,
-                    int64_t seq, int keep) {
+                    int64_t seq, int keep, int src) {
         group_t *g;
         const sl_timer_t *old;
         size_t old_plen = 0;
         char stackbuf[512], *buf = stackbuf;
-        int created = 0, r;
+        int created = 0, r, old_src = -1;
 
         sl_assert(d && (key || !keylen) && (id || !idlen) &&
                   (payload || !plen));
@@ -353,6 +573,7 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
         d->gen++;
         if (old) {
                 old_plen = old->datalen - ITEM_HDR;
+                old_src = item_src(old); /* old may move in the upsert */
                 if (keep) {
                         first_seen = rd64(sl_timer_data(old));
                         seq = old->seq;
@@ -362,6 +583,7 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                 buf = sl_malloc(plen + ITEM_HDR);
         memcpy(buf, &first_seen, 8);
         memcpy(buf + 8, &last_update, 8);
+        buf[ITEM_SRC] = (char)src;
         if (plen)
                 memcpy(buf + ITEM_HDR, payload, plen);
         if (old)
@@ -373,10 +595,8 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
         if (buf != stackbuf)
                 free(buf);
         if (r < 0) {
-                if (created) {
-                        sl_timerheap_destroy(g->items);
-                        free(g);
-                }
+                if (created)
+                        group_free(g);
                 return -1;
         }
         if (!old)
@@ -397,14 +617,54 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                         g->last_update_ms = last_update;
         }
         group_schedule(d, key, keylen, g);
+        if (src == SRC_UNSAVED && old_src != SRC_UNSAVED)
+                journal_add(d, g, id, idlen);
         return old ? 1 : 0;
 }
 
 int sl_debounce_upsert(sl_debounce_t *d, const void *key, size_t keylen,
                        const void *id, size_t idlen, const void *payload,
                        size_t payload_len, int64_t now_ms, int64_t seq) {
+        group_t *g = group_find(d, key, keylen);
+        const sl_timer_t *old = g ? item_find(d, g, id, idlen) : NULL;
+        int src = old ? item_src(old) : SRC_UNSAVED;
+
+        d->write_error = 0;
+        if (keylen > MAX_FIELD || idlen > MAX_FIELD || payload_len > MAX_FIELD)
+                return -1;
+        if (src == SRC_CHUNK) {
+                /* Its chunk would hold a version that is no longer
+                 * current: the group's chunks go (old, written as an item
+                 * record first, stays valid: the source byte is all that
+                 * changes). */
+                group_convert(d, key, keylen, g);
+                src = SRC_ITEM;
+        }
+        if (src == SRC_ITEM ||
+            chunk_entry_max(idlen, payload_len) > chunk_room(d, keylen)) {
+                /* An item record now, before the state changes: if Kafka
+                 * refuses it, nothing changed. */
+                int64_t first = old ? rd64(sl_timer_data(old)) : now_ms;
+                int64_t oseq = old ? old->seq : seq;
+                int64_t opened = g ? SL_MIN(g->opened_ms, first) : first;
+                char *k = log_key(d, key, keylen, idlen);
+                uint8_t *v = sl_scratch_get(
+                    &d->vbuf, payload_len + SL_DEBOUNCE_ITEM_PACK_EXTRA);
+                size_t n = sl_debounce_item_pack(payload, payload_len, first,
+                                                 now_ms, oseq, opened, v);
+                int r;
+                if (idlen)
+                        memcpy(k + keylen + 1, id, idlen);
+                r = log_write(d, k, keylen + 1 + idlen, v, n, 0);
+                sl_scratch_done(&d->vbuf);
+                if (r < 0) {
+                        d->write_error = r;
+                        return -1;
+                }
+                src = SRC_ITEM;
+        }
         return item_set(d, key, keylen, id, idlen, payload, payload_len, now_ms,
-                        now_ms, seq, 1);
+                        now_ms, seq, 1, src);
 }
 
 int sl_debounce_restore(sl_debounce_t *d, const void *key, size_t keylen,
@@ -412,30 +672,327 @@ int sl_debounce_restore(sl_debounce_t *d, const void *key, size_t keylen,
                         size_t payload_len, int64_t first_seen_ms,
                         int64_t last_update_ms, int64_t seq) {
         return item_set(d, key, keylen, id, idlen, payload, payload_len,
-                        first_seen_ms, last_update_ms, seq, 0);
+                        first_seen_ms, last_update_ms, seq, 0, SRC_ITEM);
+}
+
+/* Item t of group key (g) leaves: the record that says so, if it needs
+ * one of its own; 1 when it was in a chunk (see group_after_leave()). */
+static int log_left(sl_debounce_t *d, const void *key, size_t keylen,
+                    group_t *g, const sl_timer_t *t) {
+        switch (item_src(t)) {
+        case SRC_ITEM:
+                log_item(d, key, keylen, g, t, 1, 1);
+                return 0;
+        case SRC_CHUNK:
+                return 1;
+        default: /* unsaved: never written */
+                return 0;
+        }
+}
+
+/* After items left group key: its chunks go with its last item, or the
+ * group converts when an item in a chunk left and others stay. */
+static void group_after_leave(sl_debounce_t *d, const void *key, size_t keylen,
+                              group_t *g, int chunk_left) {
+        if (!sl_timerheap_count(g->items)) {
+                drop_chunks(d, key, keylen, g);
+                group_drop(d, key, keylen, g);
+                return;
+        }
+        if (chunk_left)
+                group_convert(d, key, keylen, g);
+        group_recompute(g);
+        group_schedule(d, key, keylen, g);
+}
+
+/* Removes item t of group key (g); log: write what that needs (not in a
+ * rebuild, which only reads). */
+static void item_remove(sl_debounce_t *d, const void *key, size_t keylen,
+                        group_t *g, const sl_timer_t *t, int log) {
+        size_t plen = t->datalen - ITEM_HDR;
+        int chunk_left = log ? log_left(d, key, keylen, g, t) : 0;
+        sl_timerheap_remove(g->items, sl_timer_key(t), t->keylen);
+        d->gen++;
+        g->bytes -= plen;
+        d->bytes -= plen;
+        d->items--;
+        if (!log && !sl_timerheap_count(g->items)) {
+                group_drop(d, key, keylen, g);
+                return;
+        }
+        if (!log) {
+                group_recompute(g);
+                group_schedule(d, key, keylen, g);
+                return;
+        }
+        group_after_leave(d, key, keylen, g, chunk_left);
 }
 
 int sl_debounce_remove(sl_debounce_t *d, const void *key, size_t keylen,
                        const void *id, size_t idlen) {
         group_t *g = group_find(d, key, keylen);
         const sl_timer_t *t;
-        size_t plen;
 
         if (!g || !(t = group_item(g, id, idlen)))
                 return 0;
-        plen = t->datalen - ITEM_HDR;
-        sl_timerheap_remove(g->items, id, idlen);
+        item_remove(d, key, keylen, g, t, 1);
+        return 1;
+}
+
+/* Rebuild: a chunk tombstone removes the group's items whose version is
+ * from a chunk (their ids gathered first: the heap may not change under
+ * foreach). */
+typedef struct chunked_s {
+        sl_scratch_t *ids; /* 4-byte length, bytes; ... */
+        size_t used, n;
+} chunked_t;
+
+static void chunked_cb(const sl_timer_t *t, void *opaque) {
+        chunked_t *c = opaque;
+        uint32_t l = t->keylen;
+        char *p;
+        if (item_src(t) != SRC_CHUNK)
+                return;
+        p = sl_scratch_grow(c->ids, c->used + 4 + l);
+        memcpy(p + c->used, &l, 4);
+        memcpy(p + c->used + 4, sl_timer_key(t), l);
+        c->used += 4 + l;
+        c->n++;
+}
+
+static void restore_drop_chunks(sl_debounce_t *d, const void *key,
+                                size_t keylen, uint32_t no) {
+        group_t *g = group_find(d, key, keylen);
+        chunked_t c = {&d->kbuf, 0, 0};
+        uint32_t i, j;
+        size_t off = 0;
+        if (!g)
+                return;
+        for (i = j = 0; i < g->nchunks; i++)
+                if (g->chunks[i] != no)
+                        g->chunks[j++] = g->chunks[i];
+        g->nchunks = j;
+        sl_timerheap_foreach(g->items, chunked_cb, &c);
+        for (size_t k = 0; k < c.n; k++) {
+                const char *p = (const char *)d->kbuf.buf + off;
+                const sl_timer_t *t;
+                uint32_t l;
+                memcpy(&l, p, 4);
+                off += 4 + l;
+                if (!(t = sl_timerheap_find(g->items, p + 4, l)))
+                        continue;
+                d->bytes -= t->datalen - ITEM_HDR;
+                g->bytes -= t->datalen - ITEM_HDR;
+                d->items--;
+                sl_timerheap_remove(g->items, p + 4, l);
+        }
+        sl_scratch_done(&d->kbuf);
         d->gen++;
-        g->bytes -= plen;
-        d->bytes -= plen;
-        d->items--;
         if (!sl_timerheap_count(g->items)) {
                 group_drop(d, key, keylen, g);
-        } else {
+        } else if (c.n) {
                 group_recompute(g);
                 group_schedule(d, key, keylen, g);
         }
-        return 1;
+}
+
+static void chunk_note(group_t *g, uint32_t no) {
+        uint32_t i;
+        for (i = 0; i < g->nchunks; i++)
+                if (g->chunks[i] == no)
+                        return;
+        if (g->nchunks == g->chunks_cap) {
+                g->chunks_cap = g->chunks_cap ? g->chunks_cap * 2 : 4;
+                g->chunks =
+                    sl_realloc(g->chunks, g->chunks_cap * sizeof(*g->chunks));
+        }
+        /* Ascending: the next number is the last one plus one. */
+        for (i = g->nchunks; i > 0 && g->chunks[i - 1] > no; i--)
+                g->chunks[i] = g->chunks[i - 1];
+        g->chunks[i] = no;
+        g->nchunks++;
+}
+
+static int64_t clamp_time(int64_t v, int64_t now) {
+        return SL_MAX(0, SL_MIN(v, now));
+}
+
+static int restore_chunk(sl_debounce_t *d, const char *key, size_t gl,
+                         uint32_t no, const void *value, size_t len,
+                         int64_t now, const char **why) {
+        Sluice__V1__DebounceChunk *ch;
+        group_t *g;
+        size_t set = 0;
+
+        ch = sluice__v1__debounce_chunk__unpack(NULL, len, value);
+        if (!ch) {
+                *why = "undecodable DebounceChunk";
+                return -1;
+        }
+        for (size_t i = 0; i < ch->n_items; i++) {
+                const Sluice__V1__DebounceItem *it = ch->items[i];
+                if (!it->id.len)
+                        continue; /* never written: item ids are not empty */
+                /* The item's times were now when it was written: one
+                 * outside [epoch, now] (a corrupt record, or another
+                 * instance's clock) would overflow the deadline and age
+                 * arithmetic. */
+                if (item_set(d, key, gl, it->id.data, it->id.len,
+                             it->payload.data, it->payload.len,
+                             clamp_time(it->first_seen_ms, now),
+                             clamp_time(it->last_update_ms, now), it->seq, 0,
+                             SRC_CHUNK) >= 0)
+                        set++;
+        }
+        sluice__v1__debounce_chunk__free_unpacked(ch, NULL);
+        if (set && (g = group_find(d, key, gl)))
+                chunk_note(g, no);
+        return 0;
+}
+
+int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
+                               const void *value, size_t len, int64_t now_ms,
+                               const char **why) {
+        const char *k = key, *sep;
+        size_t gl, rest;
+        Sluice__V1__DebounceItem *it;
+        const sl_timer_t *t;
+        group_t *g;
+        int r;
+
+        sl_assert(d && why);
+        sep = k ? memchr(k, '\0', keylen) : NULL;
+        if (!sep || sep == k) {
+                *why = "key is not group 0x00 item";
+                return -1;
+        }
+        gl = (size_t)(sep - k);
+        rest = keylen - gl - 1;
+        if (rest && sep[1] == '\0') {
+                const unsigned char *n = (const unsigned char *)sep + 2;
+                uint32_t no;
+                if (rest != CHUNK_KEY_EXTRA) {
+                        *why = "chunk key is not group 0x00 0x00 number";
+                        return -1;
+                }
+                no = (uint32_t)n[0] << 24 | (uint32_t)n[1] << 16 |
+                     (uint32_t)n[2] << 8 | n[3];
+                if (!value) {
+                        restore_drop_chunks(d, k, gl, no);
+                        return 0;
+                }
+                return restore_chunk(d, k, gl, no, value, len, now_ms, why);
+        }
+        if (!value) {
+                /* Only the version this record held: a newer one from a
+                 * chunk (the item left and came back) stays. */
+                if ((g = group_find(d, k, gl)) &&
+                    (t = group_item(g, sep + 1, rest)) &&
+                    item_src(t) == SRC_ITEM)
+                        item_remove(d, k, gl, g, t, 0);
+                return 0;
+        }
+        it = sluice__v1__debounce_item__unpack(NULL, len, value);
+        if (!it) {
+                *why = "undecodable DebounceItem";
+                return -1;
+        }
+        r = sl_debounce_restore(
+            d, k, gl, sep + 1, rest, it->payload.data, it->payload.len,
+            clamp_time(it->first_seen_ms, now_ms),
+            clamp_time(it->last_update_ms, now_ms), it->seq);
+        sluice__v1__debounce_item__free_unpacked(it, NULL);
+        if (r < 0) {
+                *why = "item too large";
+                return -1;
+        }
+        return 0;
+}
+
+static size_t pb_varint(uint8_t *out, uint64_t v);
+
+/* One group's chunk record from the packed items in buf. */
+static int seal_emit(sl_debounce_t *d, const char *key, size_t keylen,
+                     group_t *g, const uint8_t *buf, size_t len) {
+        uint32_t no = g->nchunks ? g->chunks[g->nchunks - 1] + 1 : 1;
+        char *k = log_key(d, key, keylen, CHUNK_KEY_EXTRA);
+        log_chunk_key(k, keylen, no);
+        chunk_note(g, no);
+        return log_write(d, k, keylen + 1 + CHUNK_KEY_EXTRA, buf, len, 1);
+}
+
+/* Packs item t as a DebounceChunk entry (field 1) at out. */
+static size_t seal_pack(const group_t *g, const sl_timer_t *t, uint8_t *out) {
+        const char *data = sl_timer_data(t);
+        size_t plen = t->datalen - ITEM_HDR, n, body;
+        int64_t first = rd64(data);
+        uint8_t *p;
+        /* The item's bytes first, 11 bytes in (room for the tag and the
+         * longest length), then moved up against its length. */
+        p = out + 11;
+        body =
+            sl_debounce_item_pack(data + ITEM_HDR, plen, first, rd64(data + 8),
+                                  t->seq, SL_MIN(g->opened_ms, first), p);
+        p[body++] = (7 << 3) | 2; /* id */
+        body += pb_varint(p + body, t->keylen);
+        memcpy(p + body, sl_timer_key(t), t->keylen);
+        body += t->keylen;
+        out[0] = (1 << 3) | 2;
+        n = 1 + pb_varint(out + 1, body);
+        if (n != 11)
+                memmove(out + n, p, body);
+        return n + body;
+}
+
+int sl_debounce_seal(sl_debounce_t *d) {
+        int written = 0, r = 0;
+        group_t *g;
+
+        sl_assert(d);
+        while ((g = d->journal)) {
+                const char *key = sl_timer_key(g->gt);
+                size_t keylen = g->gt->keylen, used = 0, off = 0;
+                size_t room = chunk_room(d, keylen);
+                uint8_t *buf = NULL;
+
+                journal_unlink(g);
+                while (off < g->jlen) {
+                        const sl_timer_t *t;
+                        uint32_t l;
+                        size_t need;
+                        memcpy(&l, g->jbuf + off, 4);
+                        t = group_item(g, g->jbuf + off + 4, l);
+                        off += 4 + l;
+                        if (!t || item_src(t) != SRC_UNSAVED)
+                                continue;
+                        need =
+                            chunk_entry_max(t->keylen, t->datalen - ITEM_HDR);
+                        if (used && used + need > room) {
+                                if ((r = seal_emit(d, key, keylen, g, buf,
+                                                   used)) < 0)
+                                        break;
+                                written++;
+                                used = 0;
+                        }
+                        buf = sl_scratch_grow(&d->vbuf, used + need);
+                        used += seal_pack(g, t, buf + used);
+                        item_src_set(t, SRC_CHUNK);
+                }
+                if (r >= 0 && used) {
+                        r = seal_emit(d, key, keylen, g, buf, used);
+                        written++;
+                }
+                sl_scratch_done(&d->vbuf);
+                g->jlen = 0;
+                if (g->jcap > 1024) {
+                        free(g->jbuf);
+                        g->jbuf = NULL;
+                        g->jcap = 0;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return written;
 }
 
 /* Moves the entries at the top of the groups heap that are earlier than
@@ -469,6 +1026,7 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
         sl_debounce_batch_t *b;
         group_t *g;
         size_t cap;
+        int chunk_left = 0;
 
         g = group_of(gt);
         b = sl_calloc(1, sizeof(*b));
@@ -493,6 +1051,7 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
                 if (b->cnt &&
                     (uint64_t)(b->bytes + plen) > (uint64_t)d->p.max_bytes)
                         break;
+                chunk_left |= log_left(d, b->key, b->keylen, g, top);
                 t = sl_timerheap_pop(g->items);
                 d->gen++;
                 b->priv[b->cnt] = t;
@@ -507,12 +1066,7 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
         g->bytes -= b->bytes;
         d->bytes -= b->bytes;
         d->items -= b->cnt;
-        if (!sl_timerheap_count(g->items)) {
-                group_drop(d, b->key, b->keylen, g);
-        } else {
-                group_recompute(g);
-                group_schedule(d, b->key, b->keylen, g);
-        }
+        group_after_leave(d, b->key, b->keylen, g, chunk_left);
         return b;
 }
 

@@ -57,6 +57,10 @@ typedef struct sl_debounce_params_s {
         int64_t max_items;  /* >= 1 */
         int64_t max_bytes;  /* >= 1: payload bytes */
         const char *salt;   /* batch id salt (copied); NULL = none */
+        /* Largest chunk record, key and value (THE CHANGELOG below); 0 =
+         * SL_DEBOUNCE_CHUNK_MAX, at most that.  An item that does not fit
+         * in a chunk of its own is an item record. */
+        size_t chunk_max;
 } sl_debounce_params_t;
 
 /* A view of one item.  The pointers are into memory owned by the state or
@@ -237,6 +241,62 @@ char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp);
 /* The protobuf encoding (sluice.v1.Batch, proto/sluice.proto): a malloc'd
  * buffer the caller frees, its length in *lenp. */
 uint8_t *sl_debounce_batch_protobuf(const sl_debounce_batch_t *b, size_t *lenp);
+
+/*
+ * THE CHANGELOG
+ *
+ * The state writes its own changelog records through a callback, when one
+ * is set (the operator's; inspect and the tests may leave it unset, and
+ * then nothing is written).  Two kinds of records, both on the group's
+ * partition (debounce.c says when each is written):
+ *
+ *   item    key = group, 0x00, item id; value sluice.v1.DebounceItem.
+ *           Written at once for an item that changes or leaves after it
+ *           was saved in a chunk, and for an item too large for a chunk;
+ *           tombstoned when that item leaves.
+ *   chunk   key = group, 0x00, 0x00, chunk number (4 bytes, big endian);
+ *           value sluice.v1.DebounceChunk: the items a transaction added
+ *           to the group, written once, by sl_debounce_seal(), just before
+ *           the transaction commits.  Tombstoned, all the group's chunks
+ *           together, when the group empties or an item in one of them
+ *           changes or leaves (the others then become item records).
+ *
+ * write() gets the key, the value (NULL: a tombstone) and must: 1 when a
+ * refusal leaves the changelog behind memory (the caller must abort the
+ * transaction), 0 for the record an upsert writes for itself (a refusal
+ * leaves the state unchanged, and the upsert returns -1).  It returns 0 or
+ * a negative error code.
+ */
+typedef int (*sl_debounce_write_cb)(void *opaque, const void *key,
+                                    size_t keylen, const void *value,
+                                    size_t len, int must);
+
+/* Sets (or, with cb NULL, clears) the changelog writer. */
+void sl_debounce_set_writer(sl_debounce_t *d, sl_debounce_write_cb cb,
+                            void *opaque);
+
+/* The error code of the write that made the last sl_debounce_upsert()
+ * return -1, or 0 when it failed for a length. */
+int sl_debounce_write_error(const sl_debounce_t *d);
+
+/* Writes a chunk record for each group that gained items since the last
+ * seal (at most chunk_max bytes each, key included; a group may need
+ * several).  Call it just before the transaction's input offsets are
+ * taken for its commit.  Returns the records written, or the first
+ * write's negative error code (the items written before it stay saved;
+ * the transaction must abort). */
+int sl_debounce_seal(sl_debounce_t *d);
+
+/* Largest chunk record (key and value) by default. */
+#define SL_DEBOUNCE_CHUNK_MAX (64 * 1024)
+
+/* Rebuild: applies one changelog record (value NULL: a tombstone) as it
+ * stands in the log; now_ms clamps the item times it holds.  Returns 0,
+ * or -1 with a reason in *why for a record that is not one of ours (it
+ * is skipped, nothing changed). */
+int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
+                               const void *value, size_t len, int64_t now_ms,
+                               const char **why);
 
 /* Room sl_debounce_item_pack() needs beyond the payload: a tag and a
  * length of up to 10 bytes for it, and a tag and up to 10 bytes for each

@@ -287,23 +287,18 @@ static int inspect_delay(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
         return key && total == 0 ? SL_EXIT_FAIL : SL_EXIT_OK;
 }
 
-/* debounce: fold the items into windows and list the open groups. */
-static void debounce_fold(const sl_timer_t *t, void *opaque) {
-        sl_debounce_t *d = opaque;
-        const char *k = sl_timer_key(t);
-        const char *sep = memchr(k, '\0', t->keylen);
-        Sluice__V1__DebounceItem *it;
-        if (!sep || sep == k)
-                return;
-        it = sluice__v1__debounce_item__unpack(NULL, t->datalen,
-                                               sl_timer_data(t));
-        if (!it)
-                return;
-        sl_debounce_restore(d, k, (size_t)(sep - k), sep + 1,
-                            t->keylen - (size_t)(sep - k) - 1, it->payload.data,
-                            it->payload.len, it->first_seen_ms,
-                            it->last_update_ms, it->seq);
-        sluice__v1__debounce_item__free_unpacked(it, NULL);
+/* debounce: fold the records into windows, in log order (the map's order:
+ * it holds each key's last record with its offset as seq), exactly as a
+ * rebuild after compaction would, and list the open groups. */
+static void debounce_fold(sl_debounce_t *d, sl_timerheap_t *map, int64_t now) {
+        sl_timer_t *t;
+        const char *why;
+        while ((t = sl_timerheap_pop(map))) {
+                sl_debounce_restore_record(d, sl_timer_key(t), t->keylen,
+                                           sl_timer_data(t), t->datalen, now,
+                                           &why);
+                sl_timer_free(t);
+        }
 }
 
 typedef struct debounce_ctx_s {
@@ -345,7 +340,7 @@ static int inspect_debounce(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
 
         for (int p = 0; p < parts; p++) {
                 wins[p] = sl_debounce_new(&params);
-                sl_timerheap_foreach(maps[p], debounce_fold, wins[p]);
+                debounce_fold(wins[p], maps[p], now);
                 items += sl_debounce_items(wins[p]);
                 c.partition = p;
                 if (!key) {

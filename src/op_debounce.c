@@ -30,17 +30,30 @@
  *
  * STATE MODEL
  *
- *   changelog key    group key, 0x00, item id (group keys hold no NUL)
- *   changelog value  sluice.v1.DebounceItem: payload, first_seen_ms,
- *                    last_update_ms, seq (the input offset of the first
- *                    sighting: batch order), group_opened_ms (informative)
- *   written          on every upsert of an item
- *   tombstone        when the item's batch is flushed (in the transaction
- *                    that carries the batch) or the item is removed
- *   rebuild          apply the changelog in order (a value sets the item
- *                    with its recorded times, a tombstone removes it); the
- *                    groups and their deadlines follow from the items alone
- *                    (debounce.c), so they are what they were before
+ * The window state (debounce.c) writes its own changelog through
+ * debounce_write(); debounce.h and debounce.c (THE CHANGELOG) have the
+ * format and the rules.  In short:
+ *
+ *   chunk record     key group, 0x00, 0x00, number; value
+ *                    sluice.v1.DebounceChunk: the items one transaction
+ *                    added to the group (payload, first_seen_ms,
+ *                    last_update_ms, seq: the input offset of the first
+ *                    sighting, batch order), written by the seal hook just
+ *                    before the commit; one record per group touched, none
+ *                    for an item that left in the transaction that brought it
+ *   item record      key group, 0x00, item id; value sluice.v1.DebounceItem:
+ *                    an item that changed or left while others of its
+ *                    group stay, or one too large for a chunk (written at
+ *                    once, in the input call)
+ *   tombstones       a group's chunks when it empties or converts; an item
+ *                    record when its item leaves; in the transaction that
+ *                    carries the batch or the removal
+ *   rebuild          apply the changelog in order (sl_debounce_restore_
+ *                    record()); the groups and their deadlines follow from
+ *                    the items alone, so they are what they were before
+ *
+ * Group keys hold no NUL and item ids are not empty and hold no NUL, so the
+ * two kinds of key cannot be confused.
  *
  * OUTPUT
  *
@@ -124,9 +137,6 @@ typedef struct debounce_state_s {
         size_t groups_counted; /* what this partition added to the gauges */
         size_t items_counted;
         size_t bytes_counted;
-        char *kbuf; /* changelog key scratch */
-        size_t kbuf_size;
-        sl_scratch_t pack; /* a changelog value being packed */
 } debounce_state_t;
 
 static debounce_pipeline_t *dp_of(sl_task_t *t) {
@@ -177,6 +187,26 @@ static void debounce_update_gauges(sl_task_t *t, int64_t now, int force) {
 /* ------------------------------------------------------------------ */
 /* Pipeline and partition state.                                       */
 
+/* Chunk records stay at half the producer's message.max.bytes (the rest
+ * is room for the record's framing), and at most SL_DEBOUNCE_CHUNK_MAX: an
+ * item that does not fit is an item record, which Kafka refuses at once
+ * if it must (oversize), where a chunk refused at the commit would abort
+ * it. */
+static size_t debounce_chunk_max(sl_pipeline_t *pl) {
+        char errstr[256], v[32];
+        size_t vs = sizeof(v);
+        long long mmb = 1000000; /* librdkafka's default */
+        rd_kafka_conf_t *kc =
+            sl_conf_rdkafka(sl_app_conf(pl->app), errstr, sizeof(errstr));
+        if (kc) {
+                if (rd_kafka_conf_get(kc, "message.max.bytes", v, &vs) ==
+                    RD_KAFKA_CONF_OK)
+                        mmb = atoll(v);
+                rd_kafka_conf_destroy(kc);
+        }
+        return (size_t)SL_MAX(1, SL_MIN(mmb / 2, SL_DEBOUNCE_CHUNK_MAX));
+}
+
 static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                   size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
@@ -198,6 +228,7 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
         dp->params.max_items = pc->max_items;
         dp->params.max_bytes = pc->max_bytes;
         dp->params.salt = pc->name;
+        dp->params.chunk_max = debounce_chunk_max(pl);
         dp->partition_cnt = pl->partition_cnt;
         dp->oldest = sl_calloc((size_t)SL_MAX(1, pl->partition_cnt),
                                sizeof(*dp->oldest));
@@ -285,6 +316,19 @@ static void debounce_pipeline_destroy(sl_pipeline_t *pl) {
         pl->op_data = NULL;
 }
 
+/* The window state's changelog writer (debounce.h): a record it must
+ * write dooms the transaction when Kafka refuses it (memory went ahead);
+ * an upsert's own record is refused back to it, and the input record goes
+ * to the DLQ. */
+static int debounce_write(void *opaque, const void *key, size_t keylen,
+                          const void *value, size_t len, int must) {
+        sl_task_t *t = opaque;
+        if (must)
+                return sl_task_changelog(t, key, keylen, value, len);
+        return sl_task_produce(t, t->pl->conf->changelog, t->partition, key,
+                               keylen, value, len, NULL);
+}
+
 static void *debounce_state_new(sl_task_t *t) {
         debounce_state_t *st = sl_calloc(1, sizeof(*st));
         debounce_pipeline_t *dp = dp_of(t);
@@ -299,6 +343,7 @@ static void *debounce_state_new(sl_task_t *t) {
         st->dp = dp;
         st->partition = t->partition;
         st->win = sl_debounce_new(&st->dp->params);
+        sl_debounce_set_writer(st->win, debounce_write, t);
         return st;
 }
 
@@ -320,24 +365,7 @@ static void debounce_state_destroy(void *state) {
                 oldest_publish(dp, sl_now_ms());
         }
         sl_debounce_destroy(st->win);
-        free(st->kbuf);
-        sl_scratch_free(&st->pack);
         free(st);
-}
-
-/* The changelog key of an item: group, 0x00, id (in st->kbuf). */
-static size_t changelog_key(debounce_state_t *st, const void *key,
-                            size_t keylen, const void *id, size_t idlen) {
-        size_t n = keylen + 1 + idlen;
-        if (n > st->kbuf_size) {
-                st->kbuf_size = SL_MAX(n, 256);
-                st->kbuf = sl_realloc(st->kbuf, st->kbuf_size);
-        }
-        memcpy(st->kbuf, key, keylen);
-        st->kbuf[keylen] = '\0';
-        if (idlen)
-                memcpy(st->kbuf + keylen + 1, id, idlen);
-        return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -353,38 +381,17 @@ static void debounce_restore_bad(sl_task_t *t, const rd_kafka_message_t *m,
 
 static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         debounce_state_t *st = t->state_data;
-        const char *key = m->key, *sep;
-        size_t glen, idlen;
-        Sluice__V1__DebounceItem *it;
-        int64_t now, first, last;
+        const char *why = NULL;
+        if (sl_debounce_restore_record(st->win, m->key, m->key_len, m->payload,
+                                       m->len, sl_now_ms(), &why) < 0)
+                debounce_restore_bad(t, m, why);
+}
 
-        sep = key ? memchr(key, '\0', m->key_len) : NULL;
-        if (!sep || sep == key) {
-                debounce_restore_bad(t, m, "key is not group 0x00 item");
-                return;
-        }
-        glen = (size_t)(sep - key);
-        idlen = m->key_len - glen - 1;
-        if (!m->payload) {
-                sl_debounce_remove(st->win, key, glen, sep + 1, idlen);
-                return;
-        }
-        it = sluice__v1__debounce_item__unpack(NULL, m->len, m->payload);
-        if (!it) {
-                debounce_restore_bad(t, m, "undecodable DebounceItem");
-                return;
-        }
-        /* The item's times were now when it was written: one outside
-         * [epoch, now] (a corrupt record, or another instance's clock)
-         * would overflow the deadline and age arithmetic. */
-        now = sl_now_ms();
-        first = SL_MAX(0, SL_MIN(it->first_seen_ms, now));
-        last = SL_MAX(0, SL_MIN(it->last_update_ms, now));
-        if (sl_debounce_restore(st->win, key, glen, sep + 1, idlen,
-                                it->payload.data, it->payload.len, first, last,
-                                it->seq) < 0)
-                debounce_restore_bad(t, m, "item too large");
-        sluice__v1__debounce_item__free_unpacked(it, NULL);
+/* Before the commit takes the input offsets: the items this transaction
+ * added go in, one chunk record per group. */
+static void debounce_seal(sl_task_t *t) {
+        debounce_state_t *st = t->state_data;
+        sl_debounce_seal(st->win);
 }
 
 /* Arms the wake-up for the next deadline, and for the gauge refresh while
@@ -504,11 +511,7 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
                 sl_counter_inc(dp->m_out);
         free(value);
 
-        for (size_t i = 0; i < b->cnt; i++) {
-                size_t n = changelog_key(st, b->key, b->keylen, b->items[i].id,
-                                         b->items[i].idlen);
-                sl_task_changelog(t, st->kbuf, n, NULL, 0);
-        }
+        /* The items' tombstones went out as they left the state. */
         if (b->reason >= SL_DEBOUNCE_IDLE &&
             b->reason <= SL_DEBOUNCE_REASON_CNT)
                 sl_counter_inc(dp->m_batches[b->reason]);
@@ -597,17 +600,14 @@ static void debounce_remove(sl_task_t *t, const rd_kafka_message_t *m,
                             const void *id, size_t idlen, int64_t now) {
         debounce_state_t *st = t->state_data;
         debounce_pipeline_t *dp = st->dp;
-        size_t n;
 
         /* A group already due flushes first: the removal comes too late
-         * for it. */
+         * for it.  The state writes what the removal needs. */
         debounce_flush_group(t, m->key, m->key_len, now);
         if (!sl_debounce_remove(st->win, m->key, m->key_len, id, idlen)) {
                 sl_counter_inc(dp->m_remove_unknown);
                 return;
         }
-        n = changelog_key(st, m->key, m->key_len, id, idlen);
-        sl_task_changelog(t, st->kbuf, n, NULL, 0);
         sl_counter_inc(dp->m_removed);
         debounce_update_gauges(t, now, 0);
 }
@@ -664,14 +664,12 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
         rd_kafka_headers_t *hdrs = NULL;
         const void *id = NULL, *v;
-        size_t idlen = 0, sz, ckeylen, plen;
+        size_t idlen = 0, sz;
         int nids = 0, r, found, open;
         char idbuf[48], detail[256];
         const char *reason = NULL;
         sl_debounce_item_t old;
-        sl_debounce_group_t grp;
-        uint8_t *packed;
-        int64_t now = sl_app_now_ms(t->app), first_seen, seq;
+        int64_t now = sl_app_now_ms(t->app);
 
         if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 const void *ctl = NULL;
@@ -728,46 +726,24 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 debounce_update_gauges(t, now, 0);
 
         found = sl_debounce_find(st->win, m->key, m->key_len, id, idlen, &old);
-        open = sl_debounce_group(st->win, m->key, m->key_len, &grp);
+        open = sl_debounce_group(st->win, m->key, m->key_len, NULL);
         if (debounce_over_cap(t, open, found ? &old : NULL, m->len))
                 return;
 
-        /* The changelog record first: if Kafka refuses it, nothing
-         * changed. */
-        if (found) {
-                first_seen = old.first_seen_ms;
-                seq = old.seq;
-        } else {
-                first_seen = now;
-                seq = m->offset;
-        }
-        /* Packed by hand: protobuf-c's generic packer was ~4 % of the
-         * ingest's CPU (tests/unit/test_debounce.c checks the bytes are
-         * its bytes). */
-        packed =
-            sl_scratch_get(&st->pack, m->len + SL_DEBOUNCE_ITEM_PACK_EXTRA);
-        plen = sl_debounce_item_pack(
-            m->payload, m->len, first_seen, now, seq,
-            open ? SL_MIN(grp.opened_ms, first_seen) : first_seen, packed);
-        ckeylen = changelog_key(st, m->key, m->key_len, id, idlen);
-        /* The producer copies the value (RD_KAFKA_MSG_F_COPY). */
-        r = sl_task_produce(t, pc->changelog, t->partition, st->kbuf, ckeylen,
-                            packed, plen, NULL);
-        sl_scratch_done(&st->pack);
-        if (r < 0) {
-                snprintf(detail, sizeof(detail),
-                         "changelog record of %zu bytes refused: %s", plen,
-                         rd_kafka_err2str((rd_kafka_resp_err_t)-r));
-                sl_task_dlq(t, m, "oversize", detail);
-                return;
-        }
+        /* The state writes the item's changelog record now (an item
+         * record) or at the seal (in a chunk); when Kafka refuses the one
+         * it writes now, nothing changed. */
         r = sl_debounce_upsert(st->win, m->key, m->key_len, id, idlen,
                                m->payload, m->len, now, m->offset);
         if (r < 0) {
-                /* Cannot happen below 4 GiB (max_record_bytes is at most
-                 * 1 GiB); undo the record all the same. */
-                sl_task_changelog(t, st->kbuf, ckeylen, NULL, 0);
-                sl_task_dlq(t, m, "oversize", "item too large");
+                int e = sl_debounce_write_error(st->win);
+                if (e)
+                        snprintf(detail, sizeof(detail),
+                                 "changelog record of the item refused: %s",
+                                 rd_kafka_err2str((rd_kafka_resp_err_t)-e));
+                else
+                        snprintf(detail, sizeof(detail), "item too large");
+                sl_task_dlq(t, m, "oversize", detail);
                 return;
         }
         sl_counter_inc(r ? dp->m_replaced : dp->m_added);
@@ -805,5 +781,6 @@ const sl_op_t sl_op_debounce = {
     .restored = debounce_restored,
     .input = debounce_input,
     .wake = debounce_wake,
+    .seal = debounce_seal,
     .describe = debounce_describe,
 };

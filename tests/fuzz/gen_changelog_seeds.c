@@ -206,8 +206,62 @@ static void item_gone(frame_t *f, const char *group, const char *id) {
         record(f, SRC_CHANGELOG, key, glen + 1 + ilen, NULL, 0);
 }
 
+/* A chunk record (debounce.h): n items of group, ids id0, id1, ...;
+ * payload NULL: the chunk's tombstone. */
+static void chunk(frame_t *f, const char *group, uint32_t no, int n,
+                  const char *payload, int64_t first, int64_t seq) {
+        Sluice__V1__DebounceChunk ch = SLUICE__V1__DEBOUNCE_CHUNK__INIT;
+        Sluice__V1__DebounceItem its[8], *ip[8];
+        char key[256], ids[8][16];
+        size_t glen = strlen(group), len;
+        uint8_t *buf;
+
+        memcpy(key, group, glen);
+        key[glen] = '\0';
+        key[glen + 1] = '\0';
+        key[glen + 2] = (char)(no >> 24);
+        key[glen + 3] = (char)(no >> 16);
+        key[glen + 4] = (char)(no >> 8);
+        key[glen + 5] = (char)no;
+        if (!payload) {
+                record(f, SRC_CHANGELOG, key, glen + 6, NULL, 0);
+                return;
+        }
+        for (int i = 0; i < n && i < 8; i++) {
+                sluice__v1__debounce_item__init(&its[i]);
+                snprintf(ids[i], sizeof(ids[i]), "id%d", i);
+                its[i].id.data = (uint8_t *)ids[i];
+                its[i].id.len = strlen(ids[i]);
+                its[i].payload.data = (uint8_t *)payload;
+                its[i].payload.len = strlen(payload);
+                its[i].first_seen_ms = first + i;
+                its[i].last_update_ms = first + i;
+                its[i].seq = seq + i;
+                ip[i] = &its[i];
+        }
+        ch.n_items = (size_t)(n < 8 ? n : 8);
+        ch.items = ip;
+        len = sluice__v1__debounce_chunk__get_packed_size(&ch);
+        buf = malloc(len + 1);
+        sluice__v1__debounce_chunk__pack(&ch, buf);
+        record(f, SRC_CHANGELOG, key, glen + 6, buf, len);
+        free(buf);
+}
+
 static void debounce_seeds(const char *dir, int64_t now) {
         frame_t f = {0};
+
+        /* Chunks: two of one group, a group converted to item records
+         * (its chunk tombstoned), a group emptied. */
+        header(&f, 0, 0, 8, 1);
+        chunk(&f, "wh-1", 1, 3, "{\"qty\":1}", now - 5000, 10);
+        chunk(&f, "wh-1", 2, 2, "{\"qty\":2}", now - 4000, 20);
+        chunk(&f, "wh-2", 1, 4, "text", now - 3000, 30);
+        item(&f, "wh-2", "id0", "text", now - 3000, now - 2000, 30);
+        chunk(&f, "wh-2", 1, 0, NULL, 0, 0);
+        chunk(&f, "wh-3", 1, 2, "x", now - 100, 40);
+        chunk(&f, "wh-3", 1, 0, NULL, 0, 0);
+        save(&f, dir, "debounce", "chunks");
 
         header(&f, 0, 0, 8, 1);
         item(&f, "wh-1", "order-1", "{\"qty\":1}", now - 5000, now - 3000, 10);

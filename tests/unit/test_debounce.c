@@ -1047,7 +1047,8 @@ static void test_text_ok(void **state) {
 
 /*
  * Memory per pending item beyond its id and payload, measured with
- * mallinfo2() at 200k items (16-byte ids, 8-byte payloads) in 1,000 groups.
+ * mallinfo2() at 200k items (16-byte ids, 8-byte payloads) in 1,000 groups,
+ * sealed every 1,000 items.
  */
 static void test_memory_per_item(void **state) {
         (void)state;
@@ -1065,6 +1066,11 @@ static void test_memory_per_item(void **state) {
                     sl_debounce_upsert(d, g, strlen(g), id, idlen, "payload!",
                                        plen, T0 + (int64_t)i, (int64_t)i),
                     0);
+                /* A commit every 1,000 records seals them into chunks
+                 * (the group's list of chunk numbers is part of the
+                 * cost). */
+                if (i % 1000 == 999)
+                        assert_true(sl_debounce_seal(d) >= 0);
         }
         after = mallinfo2();
         size_t used =
@@ -1081,6 +1087,323 @@ static void test_memory_per_item(void **state) {
                       per, n, groups, beyond, idlen, plen);
         assert_true(beyond <= 112.0);
         sl_debounce_destroy(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* The changelog the state writes (debounce.h, THE CHANGELOG): at every  */
+/* seal, the records written so far rebuild the very state that wrote   */
+/* them, read as they are, compacted, or compacted up to any point.     */
+
+typedef struct logrec_s {
+        char *key, *val; /* val NULL: tombstone */
+        size_t keylen, len;
+} logrec_t;
+
+typedef struct clog_s {
+        logrec_t *v;
+        size_t n, cap;
+        size_t refuse_at; /* refuse the must-not write with this number */
+        size_t writes;
+} clog_t;
+
+static int clog_write(void *opaque, const void *key, size_t keylen,
+                      const void *value, size_t len, int must) {
+        clog_t *c = opaque;
+        logrec_t *r;
+        c->writes++;
+        if (!must && c->refuse_at && c->writes == c->refuse_at)
+                return -10; /* as Kafka's MSG_SIZE_TOO_LARGE */
+        if (c->n == c->cap) {
+                c->cap = c->cap ? c->cap * 2 : 256;
+                c->v = realloc(c->v, c->cap * sizeof(*c->v));
+        }
+        r = &c->v[c->n++];
+        r->keylen = keylen;
+        r->key = malloc(keylen + 1);
+        memcpy(r->key, key, keylen);
+        r->len = len;
+        r->val = NULL;
+        if (value) {
+                r->val = malloc(len + 1);
+                if (len)
+                        memcpy(r->val, value, len);
+        }
+        return 0;
+}
+
+static void clog_free(clog_t *c) {
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->v[i].key);
+                free(c->v[i].val);
+        }
+        free(c->v);
+}
+
+typedef struct dump_s {
+        char **lines;
+        size_t n, cap;
+        const sl_debounce_t *d;
+        const sl_debounce_group_t *g;
+} dump_t;
+
+static void dump_item(const sl_debounce_item_t *it, void *opaque) {
+        dump_t *x = opaque;
+        char *line;
+        size_t n = x->g->keylen + it->idlen + it->payload_len + 100;
+        line = malloc(n);
+        snprintf(line, n, "%.*s|%.*s|%.*s|%lld|%lld|%lld", (int)x->g->keylen,
+                 x->g->key, (int)it->idlen, it->id, (int)it->payload_len,
+                 (const char *)it->payload, (long long)it->first_seen_ms,
+                 (long long)it->last_update_ms, (long long)it->seq);
+        if (x->n == x->cap) {
+                x->cap = x->cap ? x->cap * 2 : 64;
+                x->lines = realloc(x->lines, x->cap * sizeof(*x->lines));
+        }
+        x->lines[x->n++] = line;
+}
+
+static void dump_group(const sl_debounce_group_t *g, void *opaque) {
+        dump_t *x = opaque;
+        x->g = g;
+        sl_debounce_foreach_item(x->d, g->key, g->keylen, dump_item, x);
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every pending item of d, one line each, sorted, joined. */
+static char *dump(const sl_debounce_t *d) {
+        dump_t x = {NULL, 0, 0, d, NULL};
+        size_t total = 1, off = 0;
+        char *out;
+        sl_debounce_foreach_group(d, dump_group, &x);
+        qsort(x.lines, x.n, sizeof(*x.lines), cmp_str);
+        for (size_t i = 0; i < x.n; i++)
+                total += strlen(x.lines[i]) + 1;
+        out = malloc(total);
+        out[0] = '\0';
+        for (size_t i = 0; i < x.n; i++) {
+                size_t l = strlen(x.lines[i]);
+                memcpy(out + off, x.lines[i], l);
+                out[off + l] = '\n';
+                off += l + 1;
+                free(x.lines[i]);
+        }
+        out[off] = '\0';
+        free(x.lines);
+        return out;
+}
+
+/* A rebuild only reads: a write from it fails the test. */
+static int no_write(void *opaque, const void *key, size_t keylen,
+                    const void *value, size_t len, int must) {
+        (void)opaque;
+        (void)key;
+        (void)keylen;
+        (void)value;
+        (void)len;
+        (void)must;
+        fail_msg("the changelog was written during a rebuild");
+        return -1;
+}
+
+/* A rebuild of the first n records, the Kafka cleaner having compacted
+ * those before cut (a record goes when a later one before cut has its
+ * key; tombstones there go too when drop_tombs). */
+static sl_debounce_t *rebuild(const clog_t *c, size_t n, size_t cut,
+                              int drop_tombs, const sl_debounce_params_t *p) {
+        sl_debounce_t *d = sl_debounce_new(p);
+        sl_debounce_set_writer(d, no_write, NULL);
+        for (size_t i = 0; i < n; i++) {
+                const logrec_t *r = &c->v[i];
+                const char *why = NULL;
+                int gone = 0;
+                if (i < cut) {
+                        for (size_t j = i + 1; j < cut && !gone; j++)
+                                gone = c->v[j].keylen == r->keylen &&
+                                       !memcmp(c->v[j].key, r->key, r->keylen);
+                        if (!r->val && drop_tombs)
+                                gone = 1;
+                }
+                if (gone)
+                        continue;
+                assert_int_equal(
+                    sl_debounce_restore_record(d, r->key, r->keylen, r->val,
+                                               r->len, T0 + 1000000000LL, &why),
+                    0);
+        }
+        return d;
+}
+
+static void check_rebuilds(const sl_debounce_t *live, const clog_t *c,
+                           const sl_debounce_params_t *p, unsigned *rnd) {
+        char *want = dump(live);
+        size_t cuts[4] = {0, c->n, c->n, 0};
+        cuts[3] = c->n ? (size_t)(rand_r(rnd) % (c->n + 1)) : 0;
+        for (int k = 0; k < 4; k++) {
+                sl_debounce_t *b =
+                    rebuild(c, c->n, cuts[k], k == 2 || k == 3, p);
+                char *got = dump(b);
+                if (strcmp(want, got))
+                        fail_msg("rebuild %d (cut %zu of %zu) differs:\n"
+                                 "live:\n%s\nrebuilt:\n%s",
+                                 k, cuts[k], c->n, want, got);
+                assert_int_equal(sl_debounce_items(b), sl_debounce_items(live));
+                assert_int_equal(sl_debounce_bytes(b), sl_debounce_bytes(live));
+                assert_int_equal(sl_debounce_groups(b),
+                                 sl_debounce_groups(live));
+                free(got);
+                sl_debounce_destroy(b);
+        }
+        free(want);
+}
+
+static void model_run(unsigned seed, int ops, size_t *records, size_t *items) {
+        /* Odd seeds: chunks of at most 300 bytes (two or three items), so
+         * a seal often writes several chunks for one group. */
+        sl_debounce_params_t p = {1000, 5000, 5, 160, "pl", seed % 2 ? 300 : 0};
+        sl_debounce_t *d = sl_debounce_new(&p);
+        clog_t c = {0};
+        unsigned rnd = seed;
+        int64_t now = T0;
+        char big[SL_DEBOUNCE_CHUNK_MAX + 100];
+        size_t sealed_n = 0;
+        char *sealed = dump(d);
+
+        memset(big, 'B', sizeof(big));
+        sl_debounce_set_writer(d, clog_write, &c);
+        for (int op = 0; op < ops; op++) {
+                char g[8], id[8], payload[64];
+                int what = rand_r(&rnd) % 100;
+                sl_debounce_batch_t *b;
+                snprintf(g, sizeof(g), "g%d", rand_r(&rnd) % 6);
+                snprintf(id, sizeof(id), "i%d", rand_r(&rnd) % 12);
+                now += rand_r(&rnd) % 200;
+                if (what < 55) {
+                        size_t pl = (size_t)(rand_r(&rnd) % 60);
+                        const char *v = payload;
+                        for (size_t i = 0; i < pl; i++)
+                                payload[i] = (char)('a' + rand_r(&rnd) % 26);
+                        if (rand_r(&rnd) % 200 == 0) {
+                                v = big; /* an item record of its own */
+                                pl = sizeof(big);
+                        }
+                        /* A due group flushes first, as the operator does. */
+                        while (sl_debounce_take(d, g, strlen(g), now, &b))
+                                sl_debounce_batch_free(b);
+                        assert_true(sl_debounce_upsert(d, g, strlen(g), id,
+                                                       strlen(id), v, pl, now,
+                                                       op) >= 0);
+                        (*items)++;
+                        while (sl_debounce_take(d, g, strlen(g), now, &b))
+                                sl_debounce_batch_free(b);
+                } else if (what < 65) {
+                        sl_debounce_remove(d, g, strlen(g), id, strlen(id));
+                } else if (what < 75) {
+                        while (sl_debounce_take(d, NULL, 0, now, &b))
+                                sl_debounce_batch_free(b);
+                } else if (what < 80) {
+                        while (sl_debounce_take_requested(d, g, strlen(g), now,
+                                                          &b))
+                                sl_debounce_batch_free(b);
+                } else if (what < 92) {
+                        /* The commit: the seal, then the log up to here is
+                         * what a rebuild reads. */
+                        assert_true(sl_debounce_seal(d) >= 0);
+                        check_rebuilds(d, &c, &p, &rnd);
+                        free(sealed);
+                        sealed = dump(d);
+                        sealed_n = c.n;
+                } else {
+                        /* A crash before the commit: what was written
+                         * since the last seal is never read. */
+                        sl_debounce_t *b2 = rebuild(&c, sealed_n, 0, 0, &p);
+                        char *got = dump(b2);
+                        assert_string_equal(sealed, got);
+                        free(got);
+                        sl_debounce_destroy(b2);
+                }
+        }
+        assert_true(sl_debounce_seal(d) >= 0);
+        check_rebuilds(d, &c, &p, &rnd);
+        *records += c.n;
+        free(sealed);
+        sl_debounce_destroy(d);
+        clog_free(&c);
+}
+
+static void test_changelog_model(void **state) {
+        size_t records = 0, items = 0;
+        (void)state;
+        for (unsigned seed = 1; seed <= 40; seed++)
+                model_run(seed, 1500, &records, &items);
+        print_message("changelog model: %zu upserts, %zu records\n", items,
+                      records);
+}
+
+/* Items of one transaction in one group: one chunk record; an item that
+ * leaves in the transaction that brought it: no record at all. */
+static void test_changelog_chunks(void **state) {
+        sl_debounce_params_t p = {1000, 5000, 100, 1 << 20, "pl"};
+        sl_debounce_t *d = sl_debounce_new(&p);
+        clog_t c = {0};
+        sl_debounce_batch_t *b;
+        (void)state;
+        sl_debounce_set_writer(d, clog_write, &c);
+        for (int i = 0; i < 10; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "a%d", i);
+                up(d, "G", id, "x", T0, i);
+                up(d, "H", id, "y", T0, 100 + i);
+        }
+        up(d, "G", "gone", "z", T0, 50);
+        assert_int_equal(sl_debounce_remove(d, "G", 1, "gone", 4), 1);
+        assert_int_equal(c.n, 0); /* nothing before the seal */
+        assert_int_equal(sl_debounce_seal(d), 2);
+        assert_int_equal(c.n, 2);
+        assert_int_equal(c.v[0].keylen, 1 + 1 + 5);
+        assert_memory_equal(c.v[0].key + 1, "\0\0\0\0\0\1", 6);
+        /* The next transaction: a new item of G is a second chunk. */
+        up(d, "G", "b", "x", T0 + 1, 200);
+        assert_int_equal(sl_debounce_seal(d), 1);
+        assert_int_equal(c.n, 3);
+        assert_memory_equal(c.v[2].key + 1, "\0\0\0\0\0\2", 6);
+        /* An upsert of a saved item converts G: its 11 items as item
+         * records, its 2 chunks tombstoned, the upsert's own record. */
+        up(d, "G", "a3", "new", T0 + 2, 300);
+        assert_int_equal(c.n, 3 + 11 + 2 + 1);
+        assert_null(c.v[3 + 11].val);
+        assert_null(c.v[3 + 12].val);
+        assert_non_null(c.v[3 + 13].val);
+        /* H flushes whole: its one chunk's tombstone. */
+        assert_int_equal(sl_debounce_take_requested(d, "H", 1, T0 + 3, &b), 1);
+        assert_int_equal(b->cnt, 10);
+        sl_debounce_batch_free(b);
+        assert_int_equal(c.n, 18);
+        assert_null(c.v[17].val);
+        assert_int_equal(sl_debounce_seal(d), 0);
+        sl_debounce_destroy(d);
+        clog_free(&c);
+}
+
+/* An upsert whose own record Kafka refuses changes nothing. */
+static void test_changelog_refused(void **state) {
+        sl_debounce_params_t p = {1000, 5000, 100, 1 << 20, "pl"};
+        sl_debounce_t *d = sl_debounce_new(&p);
+        static char big[SL_DEBOUNCE_CHUNK_MAX + 10];
+        clog_t c = {0};
+        (void)state;
+        sl_debounce_set_writer(d, clog_write, &c);
+        c.refuse_at = 1;
+        assert_int_equal(
+            sl_debounce_upsert(d, "G", 1, "x", 1, big, sizeof(big), T0, 1), -1);
+        assert_int_equal(sl_debounce_write_error(d), -10);
+        assert_int_equal(sl_debounce_items(d), 0);
+        assert_int_equal(up(d, "G", "y", "1", T0, 2), 0);
+        assert_int_equal(sl_debounce_write_error(d), 0);
+        sl_debounce_destroy(d);
+        clog_free(&c);
 }
 
 int main(void) {
@@ -1110,6 +1433,9 @@ int main(void) {
             cmocka_unit_test(test_json_requested),
             cmocka_unit_test(test_check_control),
             cmocka_unit_test(test_memory_per_item),
+            cmocka_unit_test(test_changelog_model),
+            cmocka_unit_test(test_changelog_chunks),
+            cmocka_unit_test(test_changelog_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,6 +269,11 @@ static void test_debounce_flush(void **state) {
             "A1");
         json_decref(o);
 
+        /* The commit's seal: the item's chunk record. */
+        produced = rt.produced;
+        sl_op_debounce.seal(&rt.task);
+        assert_int_equal(rt.produced, produced + 1);
+
         /* An unknown control: refused (DLQ), not an item. */
         produced = rt.produced;
         input(&rt,
@@ -278,7 +283,7 @@ static void test_debounce_flush(void **state) {
         assert_int_equal(int_of(o, "items"), 1);
         json_decref(o);
 
-        /* The flush: the batch (1 record) and the item's tombstone. */
+        /* The flush: the batch (1 record) and its chunk's tombstone. */
         input(&rt, msg_new(12, "WH-1", NULL, "sluice-control", "flush",
                            "sluice-item", "A1", NULL));
         assert_int_equal(rt.produced, produced + 2);
