@@ -795,6 +795,10 @@ int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
                             SL_MSG_TRACK(t->pl->index, t->partition, t->epoch));
 }
 
+void sl_task_abort(sl_task_t *t, const char *why) {
+        sl_txn_doom(t->app->txn, why);
+}
+
 int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
                       const void *value, size_t valuelen) {
         int r = sl_task_produce(t, task_changelog(t), t->partition, key, keylen,

@@ -222,6 +222,10 @@ int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
 int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset);
 void sl_task_fetch_stop(sl_task_t *t);
 
+/* The open transaction must abort (why: for the log): memory went ahead
+ * of what Kafka will hold, and every task is rebuilt from its changelog. */
+void sl_task_abort(sl_task_t *t, const char *why);
+
 /* Writes a changelog record for this task's partition (value NULL writes a
  * tombstone).  A failure here is fatal to the transaction. */
 int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
