@@ -133,6 +133,7 @@ enum {
         SRC_UNSAVED = 0, /* nowhere yet: the next seal writes it */
         SRC_CHUNK = 1,   /* in one of its group's chunks */
         SRC_ITEM = 2,    /* in an item record of its own */
+        SRC_PACKED = 3,  /* in the chunk a seal is writing */
 };
 
 struct sl_debounce_s {
@@ -160,11 +161,11 @@ struct sl_debounce_s {
                 char id[MEMO_ID];
         } memo;
         /* The changelog (THE CHANGELOG above). */
-        sl_debounce_write_cb write;
-        void *wopaque;
+        sl_debounce_writer_t w;
         int write_error;
         group_t *journal; /* groups with items to seal */
         sl_scratch_t kbuf, vbuf;
+        sl_scratch_t packed; /* the items of the chunk being sealed */
 };
 
 static const char *const reason_names[] = {
@@ -342,6 +343,7 @@ void sl_debounce_destroy(sl_debounce_t *d) {
         sl_timerheap_destroy(d->groups);
         sl_scratch_free(&d->kbuf);
         sl_scratch_free(&d->vbuf);
+        sl_scratch_free(&d->packed);
         free(d->salt);
         free(d);
 }
@@ -419,11 +421,11 @@ static void item_src_set(const sl_timer_t *t, int src) {
         ((unsigned char *)sl_timer_data(t))[ITEM_SRC] = (unsigned char)src;
 }
 
-void sl_debounce_set_writer(sl_debounce_t *d, sl_debounce_write_cb cb,
-                            void *opaque) {
+void sl_debounce_set_writer(sl_debounce_t *d, const sl_debounce_writer_t *w) {
         sl_assert(d);
-        d->write = cb;
-        d->wopaque = opaque;
+        memset(&d->w, 0, sizeof(d->w));
+        if (w)
+                d->w = *w;
 }
 
 int sl_debounce_write_error(const sl_debounce_t *d) {
@@ -431,9 +433,10 @@ int sl_debounce_write_error(const sl_debounce_t *d) {
 }
 
 static int log_write(sl_debounce_t *d, const void *key, size_t keylen,
-                     const void *value, size_t len, int must) {
-        return d->write ? d->write(d->wopaque, key, keylen, value, len, must)
-                        : 0;
+                     const void *value, size_t len, int64_t seq, int must) {
+        return d->w.write
+                   ? d->w.write(d->w.opaque, key, keylen, value, len, seq, must)
+                   : 0;
 }
 
 /* Group, 0x00, then n more bytes (filled by the caller): in d->kbuf. */
@@ -462,7 +465,7 @@ static int log_item(sl_debounce_t *d, const void *gkey, size_t gl,
                                           rd64(data + 8), t->seq,
                                           SL_MIN(g->opened_ms, first), v);
         }
-        r = log_write(d, k, gl + 1 + t->keylen, v, n, must);
+        r = log_write(d, k, gl + 1 + t->keylen, v, n, t->seq, must);
         sl_scratch_done(&d->vbuf);
         return r;
 }
@@ -510,7 +513,7 @@ static void drop_chunks(sl_debounce_t *d, const void *key, size_t keylen,
         for (uint32_t i = 0; i < g->nchunks; i++) {
                 char *k = log_key(d, key, keylen, CHUNK_KEY_EXTRA);
                 log_chunk_key(k, keylen, g->chunks[i]);
-                log_write(d, k, keylen + 1 + CHUNK_KEY_EXTRA, NULL, 0, 1);
+                log_write(d, k, keylen + 1 + CHUNK_KEY_EXTRA, NULL, 0, -1, 1);
         }
         g->nchunks = 0;
 }
@@ -655,7 +658,7 @@ int sl_debounce_upsert(sl_debounce_t *d, const void *key, size_t keylen,
                 int r;
                 if (idlen)
                         memcpy(k + keylen + 1, id, idlen);
-                r = log_write(d, k, keylen + 1 + idlen, v, n, 0);
+                r = log_write(d, k, keylen + 1 + idlen, v, n, -1, 0);
                 sl_scratch_done(&d->vbuf);
                 if (r < 0) {
                         d->write_error = r;
@@ -911,16 +914,19 @@ int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
 
 static size_t pb_varint(uint8_t *out, uint64_t v);
 
-/* One group's chunk record from the packed items in buf. */
+/* One group's chunk record from the packed items in buf (seq: its first
+ * item's); the number is the group's only once it is written. */
 static int seal_emit(sl_debounce_t *d, const char *key, size_t keylen,
-                     group_t *g, const uint8_t *buf, size_t len) {
+                     group_t *g, const uint8_t *buf, size_t len, int64_t seq) {
         uint32_t no = g->nchunks ? g->chunks[g->nchunks - 1] + 1 : 1;
         char *k = log_key(d, key, keylen, CHUNK_KEY_EXTRA);
+        int r;
         log_chunk_key(k, keylen, no);
-        chunk_note(g, no);
-        return log_write(d, k, keylen + 1 + CHUNK_KEY_EXTRA, buf, len, 1);
+        r = log_write(d, k, keylen + 1 + CHUNK_KEY_EXTRA, buf, len, seq, 0);
+        if (r >= 0)
+                chunk_note(g, no);
+        return r;
 }
-
 /* Packs item t as a DebounceChunk entry (field 1) at out. */
 static size_t seal_pack(const group_t *g, const sl_timer_t *t, uint8_t *out) {
         const char *data = sl_timer_data(t);
@@ -944,20 +950,56 @@ static size_t seal_pack(const group_t *g, const sl_timer_t *t, uint8_t *out) {
         return n + body;
 }
 
+/* The chunk of the n items in d->packed went out (or was refused, and
+ * they go as item records; an item refused that way too leaves the state
+ * through dropped(), without a record).  Returns the records written. */
+static int seal_settle(sl_debounce_t *d, const char *key, size_t keylen,
+                       group_t *g, size_t n, int refused) {
+        const sl_timer_t **v = d->packed.buf;
+        int written = refused ? 0 : 1;
+        for (size_t i = 0; i < n; i++) {
+                int r;
+                if (!refused) {
+                        item_src_set(v[i], SRC_CHUNK);
+                        continue;
+                }
+                r = log_item(d, key, keylen, g, v[i], 0, 0);
+                if (r >= 0) {
+                        item_src_set(v[i], SRC_ITEM);
+                        written++;
+                        continue;
+                }
+                if (d->w.dropped) {
+                        sl_debounce_item_t it;
+                        item_view(v[i], &it);
+                        d->w.dropped(d->w.opaque, key, keylen, &it, r);
+                }
+                /* Others of the group stay where they are: the group is
+                 * dropped, if it empties, once its seal is over. */
+                d->bytes -= v[i]->datalen - ITEM_HDR;
+                g->bytes -= v[i]->datalen - ITEM_HDR;
+                d->items--;
+                d->gen++;
+                sl_timerheap_remove(g->items, sl_timer_key(v[i]), v[i]->keylen);
+        }
+        return written;
+}
+
 int sl_debounce_seal(sl_debounce_t *d) {
-        int written = 0, r = 0;
+        int written = 0;
         group_t *g;
 
         sl_assert(d);
         while ((g = d->journal)) {
                 const char *key = sl_timer_key(g->gt);
-                size_t keylen = g->gt->keylen, used = 0, off = 0;
-                size_t room = chunk_room(d, keylen);
+                size_t keylen = g->gt->keylen, used = 0, off = 0, n = 0;
+                size_t room = chunk_room(d, keylen), items0 = d->items;
+                int64_t seq = -1;
                 uint8_t *buf = NULL;
 
                 journal_unlink(g);
                 while (off < g->jlen) {
-                        const sl_timer_t *t;
+                        const sl_timer_t *t, **v;
                         uint32_t l;
                         size_t need;
                         memcpy(&l, g->jbuf + off, 4);
@@ -968,19 +1010,25 @@ int sl_debounce_seal(sl_debounce_t *d) {
                         need =
                             chunk_entry_max(t->keylen, t->datalen - ITEM_HDR);
                         if (used && used + need > room) {
-                                if ((r = seal_emit(d, key, keylen, g, buf,
-                                                   used)) < 0)
-                                        break;
-                                written++;
-                                used = 0;
+                                int r = seal_emit(d, key, keylen, g, buf, used,
+                                                  seq);
+                                written +=
+                                    seal_settle(d, key, keylen, g, n, r < 0);
+                                used = n = 0;
                         }
+                        if (!n)
+                                seq = t->seq;
                         buf = sl_scratch_grow(&d->vbuf, used + need);
                         used += seal_pack(g, t, buf + used);
-                        item_src_set(t, SRC_CHUNK);
+                        /* Packed, not yet saved: the journal may name it
+                         * again, and must then skip it. */
+                        item_src_set(t, SRC_PACKED);
+                        v = sl_scratch_grow(&d->packed, (n + 1) * sizeof(*v));
+                        v[n++] = t;
                 }
-                if (r >= 0 && used) {
-                        r = seal_emit(d, key, keylen, g, buf, used);
-                        written++;
+                if (used) {
+                        int r = seal_emit(d, key, keylen, g, buf, used, seq);
+                        written += seal_settle(d, key, keylen, g, n, r < 0);
                 }
                 sl_scratch_done(&d->vbuf);
                 g->jlen = 0;
@@ -989,8 +1037,17 @@ int sl_debounce_seal(sl_debounce_t *d) {
                         g->jbuf = NULL;
                         g->jcap = 0;
                 }
-                if (r < 0)
-                        return r;
+                if (d->items != items0) {
+                        /* Items were dropped: the group's deadline moves,
+                         * or it closes. */
+                        if (!sl_timerheap_count(g->items)) {
+                                drop_chunks(d, key, keylen, g);
+                                group_drop(d, key, keylen, g);
+                        } else {
+                                group_recompute(g);
+                                group_schedule(d, key, keylen, g);
+                        }
+                }
         }
         return written;
 }

@@ -261,19 +261,27 @@ uint8_t *sl_debounce_batch_protobuf(const sl_debounce_batch_t *b, size_t *lenp);
  *           together, when the group empties or an item in one of them
  *           changes or leaves (the others then become item records).
  *
- * write() gets the key, the value (NULL: a tombstone) and must: 1 when a
- * refusal leaves the changelog behind memory (the caller must abort the
- * transaction), 0 for the record an upsert writes for itself (a refusal
- * leaves the state unchanged, and the upsert returns -1).  It returns 0 or
- * a negative error code.
+ * write() gets the key, the value (NULL: a tombstone), seq and must, and
+ * returns 0 or a negative error code.  must is 1 when a refusal leaves the
+ * changelog behind memory (the caller must abort the transaction); 0 when
+ * the state takes a refusal back: the record an upsert writes for itself
+ * (the state is left unchanged and the upsert returns -1), and the seal's
+ * records (a chunk refused is written as item records; an item record
+ * refused there drops its item through dropped(), for the DLQ).  seq >= 0
+ * names the work the record stands for across replays (the first-sighting
+ * offset of the item, or of a chunk's first item): with the key, what the
+ * caller may use to recognise a record Kafka refused before (refused.h).
  */
-typedef int (*sl_debounce_write_cb)(void *opaque, const void *key,
-                                    size_t keylen, const void *value,
-                                    size_t len, int must);
+typedef struct sl_debounce_writer_s {
+        int (*write)(void *opaque, const void *key, size_t keylen,
+                     const void *value, size_t len, int64_t seq, int must);
+        void (*dropped)(void *opaque, const void *key, size_t keylen,
+                        const sl_debounce_item_t *it, int err);
+        void *opaque;
+} sl_debounce_writer_t;
 
-/* Sets (or, with cb NULL, clears) the changelog writer. */
-void sl_debounce_set_writer(sl_debounce_t *d, sl_debounce_write_cb cb,
-                            void *opaque);
+/* Sets (or, with w NULL, clears) the changelog writer (copied). */
+void sl_debounce_set_writer(sl_debounce_t *d, const sl_debounce_writer_t *w);
 
 /* The error code of the write that made the last sl_debounce_upsert()
  * return -1, or 0 when it failed for a length. */
@@ -282,9 +290,9 @@ int sl_debounce_write_error(const sl_debounce_t *d);
 /* Writes a chunk record for each group that gained items since the last
  * seal (at most chunk_max bytes each, key included; a group may need
  * several).  Call it just before the transaction's input offsets are
- * taken for its commit.  Returns the records written, or the first
- * write's negative error code (the items written before it stay saved;
- * the transaction must abort). */
+ * taken for its commit.  A chunk Kafka refuses is written as item records
+ * instead, and an item whose record is refused too leaves the state
+ * through dropped().  Returns the records written. */
 int sl_debounce_seal(sl_debounce_t *d);
 
 /* Largest chunk record (key and value) by default. */

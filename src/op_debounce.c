@@ -187,24 +187,32 @@ static void debounce_update_gauges(sl_task_t *t, int64_t now, int force) {
 /* ------------------------------------------------------------------ */
 /* Pipeline and partition state.                                       */
 
-/* Chunk records stay at half the producer's message.max.bytes (the rest
- * is room for the record's framing), and at most SL_DEBOUNCE_CHUNK_MAX: an
- * item that does not fit is an item record, which Kafka refuses at once
- * if it must (oversize), where a chunk refused at the commit would abort
- * it. */
-static size_t debounce_chunk_max(sl_pipeline_t *pl) {
-        char errstr[256], v[32];
+/* A librdkafka property of the producer as [kafka] sets it (or its
+ * default), or dflt. */
+static long long kafka_conf_ll(rd_kafka_conf_t *kc, const char *name,
+                               long long dflt) {
+        char v[32];
         size_t vs = sizeof(v);
-        long long mmb = 1000000; /* librdkafka's default */
+        if (!kc || rd_kafka_conf_get(kc, name, v, &vs) != RD_KAFKA_CONF_OK)
+                return dflt;
+        return atoll(v);
+}
+
+/* Chunk records stay at half of what the producer sends as one record
+ * (message.max.bytes) or puts in one batch (batch.size, which a topic's
+ * max.message.bytes must admit), and at most SL_DEBOUNCE_CHUNK_MAX: an
+ * item that does not fit is an item record, which Kafka refuses at once
+ * if it must (oversize), where a chunk refused at the commit costs an
+ * abort before it is written as item records. */
+static size_t debounce_chunk_max(sl_pipeline_t *pl) {
+        char errstr[256];
         rd_kafka_conf_t *kc =
             sl_conf_rdkafka(sl_app_conf(pl->app), errstr, sizeof(errstr));
-        if (kc) {
-                if (rd_kafka_conf_get(kc, "message.max.bytes", v, &vs) ==
-                    RD_KAFKA_CONF_OK)
-                        mmb = atoll(v);
+        long long m = SL_MIN(kafka_conf_ll(kc, "message.max.bytes", 1000000),
+                             kafka_conf_ll(kc, "batch.size", 1000000));
+        if (kc)
                 rd_kafka_conf_destroy(kc);
-        }
-        return (size_t)SL_MAX(1, SL_MIN(mmb / 2, SL_DEBOUNCE_CHUNK_MAX));
+        return (size_t)SL_MAX(1, SL_MIN(m / 2, SL_DEBOUNCE_CHUNK_MAX));
 }
 
 static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
@@ -318,15 +326,76 @@ static void debounce_pipeline_destroy(sl_pipeline_t *pl) {
 
 /* The window state's changelog writer (debounce.h): a record it must
  * write dooms the transaction when Kafka refuses it (memory went ahead);
- * an upsert's own record is refused back to it, and the input record goes
- * to the DLQ. */
+ * others are refused back to it.  A record with a seq is known across
+ * replays by its key and seq, so one the broker refused is refused up
+ * front after the abort and rebuild (refused.h), and the state writes it
+ * another way or drops its item (debounce_dropped). */
 static int debounce_write(void *opaque, const void *key, size_t keylen,
-                          const void *value, size_t len, int must) {
+                          const void *value, size_t len, int64_t seq,
+                          int must) {
         sl_task_t *t = opaque;
-        if (must)
-                return sl_task_changelog(t, key, keylen, value, len);
-        return sl_task_produce(t, t->pl->conf->changelog, t->partition, key,
-                               keylen, value, len, NULL);
+        uint64_t origin = t->origin;
+        int r;
+        if (seq >= 0)
+                sl_task_origin(t, key, keylen, seq);
+        if (must) {
+                r = sl_task_changelog(t, key, keylen, value, len);
+        } else {
+                r = sl_task_produce(t, t->pl->conf->changelog, t->partition,
+                                    key, keylen, value, len, NULL);
+                if (r == -RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                        /* Not the record's fault: no DLQ for it, the
+                         * transaction aborts and the work is redone. */
+                        sl_task_abort(t, "changelog record refused: the "
+                                         "producer queue is full");
+                        r = 0;
+                }
+        }
+        t->origin = origin;
+        return r;
+}
+
+/* An item whose changelog record Kafka refused even alone, at the seal:
+ * it left the state; to the DLQ with reason oversize, its first sighting
+ * as the source. */
+static void debounce_dropped(void *opaque, const void *key, size_t keylen,
+                             const sl_debounce_item_t *it, int err) {
+        sl_task_t *t = opaque;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        char detail[160], buf[32], k[100];
+        rd_kafka_headers_t *hdrs;
+        int r;
+
+        snprintf(detail, sizeof(detail),
+                 "changelog record of the item refused: %s",
+                 rd_kafka_err2str((rd_kafka_resp_err_t)-err));
+        sl_counter_inc(sl_metrics_counter(
+            sl_app_metrics(t->app), "sluice_records_dlq_total",
+            "Records sent to the DLQ (or dropped without one), by reason.",
+            "pipeline", pc->name, "reason", "oversize", NULL));
+        sl_log(LOG_WARNING, "DEBOUNCE",
+               "%s [%d] @%" PRId64 ": item of '%s': oversize: %s", pc->name,
+               t->partition, it->seq, sl_escape(key, keylen, k, sizeof(k)),
+               detail);
+        if (!pc->dlq)
+                return;
+        hdrs = rd_kafka_headers_new(6);
+        rd_kafka_header_add(hdrs, "sluice-item", -1, it->id,
+                            (ssize_t)it->idlen);
+        rd_kafka_header_add(hdrs, "sluice-error", -1, "oversize", -1);
+        rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
+        rd_kafka_header_add(hdrs, "sluice-source-topic", -1, pc->input, -1);
+        snprintf(buf, sizeof(buf), "%" PRId32, t->partition);
+        rd_kafka_header_add(hdrs, "sluice-source-partition", -1, buf, -1);
+        snprintf(buf, sizeof(buf), "%" PRId64, it->seq);
+        rd_kafka_header_add(hdrs, "sluice-source-offset", -1, buf, -1);
+        r = sl_task_produce(t, pc->dlq, t->partition, key, keylen, it->payload,
+                            it->payload_len, hdrs);
+        if (r < 0)
+                sl_log(LOG_ERR, "DLQ",
+                       "%s [%d]: DLQ %s refused the item too (%s); dropped",
+                       pc->name, t->partition, pc->dlq,
+                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
 }
 
 static void *debounce_state_new(sl_task_t *t) {
@@ -343,7 +412,10 @@ static void *debounce_state_new(sl_task_t *t) {
         st->dp = dp;
         st->partition = t->partition;
         st->win = sl_debounce_new(&st->dp->params);
-        sl_debounce_set_writer(st->win, debounce_write, t);
+        {
+                sl_debounce_writer_t w = {debounce_write, debounce_dropped, t};
+                sl_debounce_set_writer(st->win, &w);
+        }
         return st;
 }
 
@@ -392,6 +464,7 @@ static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
 static void debounce_seal(sl_task_t *t) {
         debounce_state_t *st = t->state_data;
         sl_debounce_seal(st->win);
+        debounce_update_gauges(t, sl_app_now_ms(t->app), 0);
 }
 
 /* Arms the wake-up for the next deadline, and for the gauge refresh while

@@ -1102,17 +1102,21 @@ typedef struct logrec_s {
 typedef struct clog_s {
         logrec_t *v;
         size_t n, cap;
-        size_t refuse_at; /* refuse the must-not write with this number */
-        size_t writes;
+        size_t refuse_at;   /* refuse the must-not write with this number */
+        size_t refuse_over; /* refuse must-not values longer than this */
+        size_t writes, dropped;
 } clog_t;
 
 static int clog_write(void *opaque, const void *key, size_t keylen,
-                      const void *value, size_t len, int must) {
+                      const void *value, size_t len, int64_t seq, int must) {
         clog_t *c = opaque;
         logrec_t *r;
+        (void)seq;
         c->writes++;
         if (!must && c->refuse_at && c->writes == c->refuse_at)
                 return -10; /* as Kafka's MSG_SIZE_TOO_LARGE */
+        if (!must && c->refuse_over && value && len > c->refuse_over)
+                return -10;
         if (c->n == c->cap) {
                 c->cap = c->cap ? c->cap * 2 : 256;
                 c->v = realloc(c->v, c->cap * sizeof(*c->v));
@@ -1129,6 +1133,16 @@ static int clog_write(void *opaque, const void *key, size_t keylen,
                         memcpy(r->val, value, len);
         }
         return 0;
+}
+
+static void clog_dropped(void *opaque, const void *key, size_t keylen,
+                         const sl_debounce_item_t *it, int err) {
+        clog_t *c = opaque;
+        (void)key;
+        (void)keylen;
+        (void)it;
+        assert_int_equal(err, -10);
+        c->dropped++;
 }
 
 static void clog_free(clog_t *c) {
@@ -1197,12 +1211,13 @@ static char *dump(const sl_debounce_t *d) {
 
 /* A rebuild only reads: a write from it fails the test. */
 static int no_write(void *opaque, const void *key, size_t keylen,
-                    const void *value, size_t len, int must) {
+                    const void *value, size_t len, int64_t seq, int must) {
         (void)opaque;
         (void)key;
         (void)keylen;
         (void)value;
         (void)len;
+        (void)seq;
         (void)must;
         fail_msg("the changelog was written during a rebuild");
         return -1;
@@ -1214,7 +1229,8 @@ static int no_write(void *opaque, const void *key, size_t keylen,
 static sl_debounce_t *rebuild(const clog_t *c, size_t n, size_t cut,
                               int drop_tombs, const sl_debounce_params_t *p) {
         sl_debounce_t *d = sl_debounce_new(p);
-        sl_debounce_set_writer(d, no_write, NULL);
+        sl_debounce_set_writer(d,
+                               &(sl_debounce_writer_t){no_write, NULL, NULL});
         for (size_t i = 0; i < n; i++) {
                 const logrec_t *r = &c->v[i];
                 const char *why = NULL;
@@ -1272,7 +1288,13 @@ static void model_run(unsigned seed, int ops, size_t *records, size_t *items) {
         char *sealed = dump(d);
 
         memset(big, 'B', sizeof(big));
-        sl_debounce_set_writer(d, clog_write, &c);
+        sl_debounce_set_writer(
+            d, &(sl_debounce_writer_t){clog_write, clog_dropped, &c});
+        /* Every third seed: Kafka refuses records over 250 bytes (the
+         * seal's chunks go as item records; an item too large for those
+         * is dropped for the DLQ). */
+        if (seed % 3 == 0)
+                c.refuse_over = 250;
         for (int op = 0; op < ops; op++) {
                 char g[8], id[8], payload[64];
                 int what = rand_r(&rnd) % 100;
@@ -1292,9 +1314,10 @@ static void model_run(unsigned seed, int ops, size_t *records, size_t *items) {
                         /* A due group flushes first, as the operator does. */
                         while (sl_debounce_take(d, g, strlen(g), now, &b))
                                 sl_debounce_batch_free(b);
-                        assert_true(sl_debounce_upsert(d, g, strlen(g), id,
-                                                       strlen(id), v, pl, now,
-                                                       op) >= 0);
+                        if (sl_debounce_upsert(d, g, strlen(g), id, strlen(id),
+                                               v, pl, now, op) < 0)
+                                assert_true(c.refuse_over &&
+                                            sl_debounce_write_error(d) == -10);
                         (*items)++;
                         while (sl_debounce_take(d, g, strlen(g), now, &b))
                                 sl_debounce_batch_free(b);
@@ -1350,7 +1373,8 @@ static void test_changelog_chunks(void **state) {
         clog_t c = {0};
         sl_debounce_batch_t *b;
         (void)state;
-        sl_debounce_set_writer(d, clog_write, &c);
+        sl_debounce_set_writer(
+            d, &(sl_debounce_writer_t){clog_write, clog_dropped, &c});
         for (int i = 0; i < 10; i++) {
                 char id[8];
                 snprintf(id, sizeof(id), "a%d", i);
@@ -1387,6 +1411,49 @@ static void test_changelog_chunks(void **state) {
         clog_free(&c);
 }
 
+/* A chunk Kafka refuses goes as item records; an item whose record is
+ * refused too leaves the state through dropped(), and the log still
+ * rebuilds the state. */
+static void test_changelog_seal_refused(void **state) {
+        sl_debounce_params_t p = {1000, 5000, 100, 1 << 20, "pl"};
+        sl_debounce_t *d = sl_debounce_new(&p);
+        char big[300];
+        clog_t c = {0};
+        unsigned rnd = 1;
+        (void)state;
+        memset(big, 'x', sizeof(big));
+        sl_debounce_set_writer(
+            d, &(sl_debounce_writer_t){clog_write, clog_dropped, &c});
+        c.refuse_over = 200;
+        for (int i = 0; i < 5; i++) {
+                char id[8];
+                snprintf(id, sizeof(id), "a%d", i);
+                up(d, "G", id, "0123456789012345678901234567890123456789", T0,
+                   i);
+        }
+        assert_int_equal(
+            sl_debounce_upsert(d, "G", 1, "big", 3, big, sizeof(big), T0, 9),
+            0);
+        assert_int_equal(sl_debounce_seal(d), 5);
+        assert_int_equal(c.dropped, 1);
+        assert_int_equal(c.n, 5);
+        assert_int_equal(sl_debounce_items(d), 5);
+        for (size_t i = 0; i < c.n; i++)
+                assert_int_not_equal(c.v[i].key[2], '\0'); /* item records */
+        check_rebuilds(d, &c, &p, &rnd);
+        /* They are item records now: a flush tombstones each. */
+        {
+                sl_debounce_batch_t *b;
+                assert_int_equal(
+                    sl_debounce_take_requested(d, "G", 1, T0 + 1, &b), 1);
+                sl_debounce_batch_free(b);
+        }
+        assert_int_equal(c.n, 10);
+        check_rebuilds(d, &c, &p, &rnd);
+        sl_debounce_destroy(d);
+        clog_free(&c);
+}
+
 /* An upsert whose own record Kafka refuses changes nothing. */
 static void test_changelog_refused(void **state) {
         sl_debounce_params_t p = {1000, 5000, 100, 1 << 20, "pl"};
@@ -1394,7 +1461,8 @@ static void test_changelog_refused(void **state) {
         static char big[SL_DEBOUNCE_CHUNK_MAX + 10];
         clog_t c = {0};
         (void)state;
-        sl_debounce_set_writer(d, clog_write, &c);
+        sl_debounce_set_writer(
+            d, &(sl_debounce_writer_t){clog_write, clog_dropped, &c});
         c.refuse_at = 1;
         assert_int_equal(
             sl_debounce_upsert(d, "G", 1, "x", 1, big, sizeof(big), T0, 1), -1);
@@ -1436,6 +1504,7 @@ int main(void) {
             cmocka_unit_test(test_changelog_model),
             cmocka_unit_test(test_changelog_chunks),
             cmocka_unit_test(test_changelog_refused),
+            cmocka_unit_test(test_changelog_seal_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
