@@ -1192,7 +1192,8 @@ static char *dump(const sl_debounce_t *d) {
         size_t total = 1, off = 0;
         char *out;
         sl_debounce_foreach_group(d, dump_group, &x);
-        qsort(x.lines, x.n, sizeof(*x.lines), cmp_str);
+        if (x.n)
+                qsort(x.lines, x.n, sizeof(*x.lines), cmp_str);
         for (size_t i = 0; i < x.n; i++)
                 total += strlen(x.lines[i]) + 1;
         out = malloc(total);
