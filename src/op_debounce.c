@@ -362,7 +362,7 @@ static void debounce_dropped(void *opaque, const void *key, size_t keylen,
                              const sl_debounce_item_t *it, int err) {
         sl_task_t *t = opaque;
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        char detail[160], buf[32], k[100];
+        char detail[160], k[100];
         rd_kafka_headers_t *hdrs;
         int r;
 
@@ -382,13 +382,7 @@ static void debounce_dropped(void *opaque, const void *key, size_t keylen,
         hdrs = rd_kafka_headers_new(6);
         rd_kafka_header_add(hdrs, "sluice-item", -1, it->id,
                             (ssize_t)it->idlen);
-        rd_kafka_header_add(hdrs, "sluice-error", -1, "oversize", -1);
-        rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
-        rd_kafka_header_add(hdrs, "sluice-source-topic", -1, pc->input, -1);
-        snprintf(buf, sizeof(buf), "%" PRId32, t->partition);
-        rd_kafka_header_add(hdrs, "sluice-source-partition", -1, buf, -1);
-        snprintf(buf, sizeof(buf), "%" PRId64, it->seq);
-        rd_kafka_header_add(hdrs, "sluice-source-offset", -1, buf, -1);
+        sl_task_dlq_headers(t, hdrs, "oversize", detail, it->seq);
         r = sl_task_produce(t, pc->dlq, t->partition, key, keylen, it->payload,
                             it->payload_len, hdrs);
         if (r < 0)

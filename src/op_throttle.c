@@ -815,7 +815,6 @@ static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
         rd_kafka_headers_t *h;
         const void *key;
         size_t keylen;
-        char buf[64];
         int r;
 
         sl_counter_inc(m_reason);
@@ -833,13 +832,7 @@ static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
         }
         key = sl_bkey_key(it->key, &keylen);
         h = overflow_headers(rec, 6);
-        rd_kafka_header_add(h, "sluice-error", -1, reason, -1);
-        rd_kafka_header_add(h, "sluice-error-detail", -1, detail, -1);
-        rd_kafka_header_add(h, "sluice-source-topic", -1, pc->input, -1);
-        snprintf(buf, sizeof(buf), "%" PRId32, t->partition);
-        rd_kafka_header_add(h, "sluice-source-partition", -1, buf, -1);
-        snprintf(buf, sizeof(buf), "%" PRId64, rec->source_offset);
-        rd_kafka_header_add(h, "sluice-source-offset", -1, buf, -1);
+        sl_task_dlq_headers(t, h, reason, detail, rec->source_offset);
         r = sl_task_produce(t, pc->dlq, t->partition, key, keylen,
                             overflow_value(rec), overflow_value_len(rec), h);
         if (r < 0)

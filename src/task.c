@@ -810,6 +810,20 @@ int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
         return r;
 }
 
+void sl_task_dlq_headers(sl_task_t *t, rd_kafka_headers_t *hdrs,
+                         const char *reason, const char *detail,
+                         int64_t source_offset) {
+        char buf[32];
+        rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
+        rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
+        rd_kafka_header_add(hdrs, "sluice-source-topic", -1, t->pl->conf->input,
+                            -1);
+        snprintf(buf, sizeof(buf), "%" PRId32, t->partition);
+        rd_kafka_header_add(hdrs, "sluice-source-partition", -1, buf, -1);
+        snprintf(buf, sizeof(buf), "%" PRId64, source_offset);
+        rd_kafka_header_add(hdrs, "sluice-source-offset", -1, buf, -1);
+}
+
 void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
                  const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;

@@ -231,6 +231,14 @@ void sl_task_abort(sl_task_t *t, const char *why);
 int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
                       const void *value, size_t valuelen);
 
+/* Adds the DLQ headers of a record that stands for input record
+ * source_offset of this task's partition, no longer at hand (a backlog
+ * record, a debounce item): sluice-error = reason, sluice-error-detail =
+ * detail, sluice-source-topic (the pipeline's input), -partition, -offset. */
+void sl_task_dlq_headers(sl_task_t *t, rd_kafka_headers_t *hdrs,
+                         const char *reason, const char *detail,
+                         int64_t source_offset);
+
 /* Sends input record m to the pipeline's DLQ (same partition) with the
  * headers sluice-error = reason, sluice-error-detail = detail (may be NULL),
  * sluice-source-topic/partition/offset, and m's own key, value and headers.
