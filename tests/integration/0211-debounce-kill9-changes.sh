@@ -59,15 +59,8 @@ removals() {
 ) &
 producer=$!
 
-kills=0
-alive_producer() { kill -0 "$producer" 2>/dev/null; }
-while alive_producer || [ "$kills" -lt "$min_kills" ]; do
-    sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", 1 + rand() * 1.5 }')"
-    sluice_kill main KILL || true
-    kills=$((kills + 1))
-    echo "kill -9 #$kills at $(date +%T.%N | cut -c1-12); restarting"
-    start
-done
+db_kill9_loop "$producer" "$min_kills" start
+kills=$DB_KILLS
 wait "$producer" || fail "kcat failed to produce"
 echo "produced $rounds items per group, their upserts and removals; $kills kills"
 

@@ -52,6 +52,23 @@ declare -F wait_records >/dev/null || wait_records() {
     wait_until "$secs" _enough
 }
 
+# db_kill9_loop PID MIN START... — the crash tests' loop: while process
+# PID (the producer) runs, and until MIN kills were made, waits 1–2.5 s,
+# SIGKILLs sluice "main" and restarts it at once with START...; the number
+# of kills is left in DB_KILLS.
+db_kill9_loop() {
+    local producer=$1 min=$2
+    shift 2
+    DB_KILLS=0
+    while kill -0 "$producer" 2>/dev/null || [ "$DB_KILLS" -lt "$min" ]; do
+        sleep "$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.2f", 1 + rand() * 1.5 }')"
+        sluice_kill main KILL || true
+        DB_KILLS=$((DB_KILLS + 1))
+        echo "kill -9 #$DB_KILLS at $(date +%T.%N | cut -c1-12); restarting"
+        "$@"
+    done
+}
+
 db_pipeline() {
     local conf=$1 name=$2 in=$3 out=$4
     shift 4
