@@ -10,7 +10,8 @@
 #   debounce_lateness  10 rounds, 1.5 s apart, of 5,000 items over 1,000
 #                      groups, idle = 500ms: flush lateness, deadline (the
 #                      sluice-due header) → batch visible to read_committed,
-#                      p50/p99/max over 10,000 batches
+#                      p50/p99/max over 10,000 batches; (info) sluice's
+#                      deadline → produced, commit and markers times
 #   debounce_rebuild   a changelog of 1M records of which 90% are
 #                      tombstones (bench/dbchangelog.c), rebuilt as written
 #                      (no compaction: all in the active segment) and after
@@ -178,6 +179,15 @@ section_debounce_lateness() {
         "$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.5)" ms
     bench_figure debounce "(info) deadline → produced p99 (sluice histogram)" \
         "$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.99)" ms
+    # What a batch waits for once produced: the commit it goes in (after
+    # the one in flight), then the coordinator writing that commit's
+    # markers.
+    bench_figure debounce "(info) commit time p50 / p99 (sluice_txn_commit_seconds)" \
+        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_commit_seconds "$q"; done |
+            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
+    bench_figure debounce "(info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
+        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_markers_seconds "$q"; done |
+            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
     bench_sluice_stop "$name"
 }
 
