@@ -37,7 +37,7 @@ PY
     if out=$("$py" "$check" "$WORK/docker/compose.yaml" "$grace"); then
         fail "the checker passed a compose file with $what"
     fi
-    echo "$out" | grep -q -- "$expect" || fail "with $what the checker said: $out"
+    grep -q -- "$expect" <<<"$out" || fail "with $what the checker said: $out"
     echo "refused: $what"
 }
 mutate "a hard-coded instance id" "SLUICE_INSTANCE_ID is hard-coded" \

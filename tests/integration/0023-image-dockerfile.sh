@@ -32,7 +32,7 @@ refuse() {
     if out=$(python3 "$tool" lint "$WORK/Dockerfile.bad"); then
         fail "the lint passed a Dockerfile with $what"
     fi
-    echo "$out" | grep -q -- "$expect" || fail "with $what the lint said: $out"
+    grep -q -- "$expect" <<<"$out" || fail "with $what the lint said: $out"
     echo "lint refuses: $what"
 }
 refuse "a package named in apt-get install" "names packages itself" \

@@ -63,8 +63,8 @@ expect() {
 
 # --- auth ---------------------------------------------------------------
 h=$(curl -s -D - -o /dev/null "$API")
-echo "$h" | grep -q '^HTTP/1.1 401' || fail "no token: $h"
-echo "$h" | grep -qi '^WWW-Authenticate: Bearer' || fail "no WWW-Authenticate: $h"
+grep -q '^HTTP/1.1 401' <<<"$h" || fail "no token: $h"
+grep -qi '^WWW-Authenticate: Bearer' <<<"$h" || fail "no WWW-Authenticate: $h"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope' "$API")" = 401 ] ||
     fail "a wrong token was accepted"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${token}x" "$API")" = 401 ] ||

@@ -64,7 +64,7 @@ print("WH-1 open: %d items, next flush in %d ms (%s)" % (j["items"], j["next_flu
 
 # Refused by the operator's own checks: nothing written.
 r=$(api POST /groups/%FF%FE/flush)
-[ "${r%% *}" = 400 ] && echo "$r" | grep -q '"code":"bad-key"' || fail "non-UTF-8 group → $r (want 400 bad-key)"
+[ "${r%% *}" = 400 ] && grep -q '"code":"bad-key"' <<<"$r" || fail "non-UTF-8 group → $r (want 400 bad-key)"
 r=$(api GET /groups/WH-1/flush)
 [ "${r%% *}" = 405 ] || fail "GET .../flush → $r (want 405)"
 

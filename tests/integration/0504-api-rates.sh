@@ -70,10 +70,10 @@ key_is '{"key":"cust-7","rate_source":"config","rate_per_sec":100.0,"tracked":fa
     fail "before any rate: $r"
 for bad in '{"burst":5}' '{"rate":10}' '{"rate":"10/s","colour":1}' 'nope'; do
     r=$(api PUT /rates/cust-7 "$bad")
-    [ "${r%% *}" = 400 ] && echo "$r" | grep -q '"code":"bad-body"' || fail "PUT $bad → $r (want 400 bad-body)"
+    [ "${r%% *}" = 400 ] && grep -q '"code":"bad-body"' <<<"$r" || fail "PUT $bad → $r (want 400 bad-body)"
 done
 r=$(api PUT /rates/cust-7 '{"rate":"ten per second"}')
-[ "${r%% *}" = 400 ] && echo "$r" | grep -q '"code":"bad-rate"' || fail "bad rate → $r (want 400 bad-rate)"
+[ "${r%% *}" = 400 ] && grep -q '"code":"bad-rate"' <<<"$r" || fail "bad rate → $r (want 400 bad-rate)"
 [ "$(count_records "$rates")" = 0 ] || fail "a refused PUT reached $rates"
 
 # --- PUT -------------------------------------------------------------------
