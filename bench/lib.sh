@@ -487,6 +487,14 @@ bench_histogram_quantile() {
         }' <<<"$m"
 }
 
+# bench_histogram_p50_p99_ms PORT NAME — "P50/P99" of histogram NAME (in
+# seconds) as milliseconds with one decimal, "n/a" for an empty one.
+bench_histogram_p50_p99_ms() {
+    local q
+    for q in 0.5 0.99; do bench_histogram_quantile "$1" "$2" "$q"; done |
+        awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }'
+}
+
 # ---- figures --------------------------------------------------------------
 
 # bench_figure SECTION NAME VALUE UNIT [RATIO] [TARGET] — records a figure

@@ -366,11 +366,9 @@ _delay_lateness_run() {
                 awk '{ if ($1 == "n/a") print $1; else printf "%.1f", $1 * 1000 }')" ms
     done
     bench_figure delay_lateness "  commit time p50 / p99 (sluice_txn_commit_seconds)" \
-        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_commit_seconds "$q"; done |
-            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
+        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_commit_seconds)" ms
     bench_figure delay_lateness "  coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
-        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_markers_seconds "$q"; done |
-            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
+        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_markers_seconds)" ms
     bench_figure delay_lateness "  records decided during a commit (sent after it)" \
         "$(bench_metric "$port" sluice_txn_deferred_records_total)" ""
     bench_figure delay_lateness "  load rate / transactions committed" \

@@ -183,11 +183,9 @@ section_debounce_lateness() {
     # the one in flight), then the coordinator writing that commit's
     # markers.
     bench_figure debounce "(info) commit time p50 / p99 (sluice_txn_commit_seconds)" \
-        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_commit_seconds "$q"; done |
-            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
+        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_commit_seconds)" ms
     bench_figure debounce "(info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
-        "$(for q in 0.5 0.99; do bench_histogram_quantile "$port" sluice_txn_markers_seconds "$q"; done |
-            awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }')" ms
+        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_markers_seconds)" ms
     bench_sluice_stop "$name"
 }
 
