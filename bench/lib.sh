@@ -372,10 +372,12 @@ EOF
 # bench_sluice_start NAME CONF [run args] — starts `sluice run` in the
 # background, logging to $BENCH_WORK/sluice-NAME.log; prints nothing.
 # The pid is in $BENCH_WORK/sluice-NAME.pid and the run kills it at exit.
+# Like the broker it does not inherit fd 9, run.sh's lock: a sluice left
+# behind by an interrupted run held it, and the next run waited on it.
 bench_sluice_start() {
     local n=$1 conf=$2
     shift 2
-    "$SLUICE_BIN" run -c "$conf" "$@" >>"$BENCH_WORK/sluice-$n.log" 2>&1 &
+    "$SLUICE_BIN" run -c "$conf" "$@" >>"$BENCH_WORK/sluice-$n.log" 2>&1 9>&- &
     echo $! >"$BENCH_WORK/sluice-$n.pid"
 }
 

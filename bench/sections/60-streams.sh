@@ -104,7 +104,7 @@ _streams_start() {
     java ${BENCH_STREAMS_JAVA_OPTS:--Xmx1g} -cp "$STREAMS_JAR:$STREAMS_DIR/lib/*" \
         sluice.bench.StreamsPeer --mode "$mode" -b "$BENCH_BOOTSTRAP" -i "$in" \
         --app-id "$BENCH_ID.$name" --state-dir "$BENCH_WORK/streams-$name.state" \
-        --threads "${BENCH_STREAMS_THREADS:-1}" "$@" >"$log" 2>&1 &
+        --threads "${BENCH_STREAMS_THREADS:-1}" "$@" >"$log" 2>&1 9>&- &
     echo $! >"$BENCH_WORK/sluice-$name.pid"
     _streams_wait "$name" 90 "state RUNNING"
 }
