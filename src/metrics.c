@@ -557,6 +557,14 @@ void sl_counter_add(sl_counter_t *c, uint64_t n) {
                 atomic_fetch_add_explicit(&c->value, n, memory_order_relaxed);
 }
 
+void sl_counter_inc_owner(sl_counter_t *c) {
+        if (c)
+                atomic_store_explicit(
+                    &c->value,
+                    atomic_load_explicit(&c->value, memory_order_relaxed) + 1,
+                    memory_order_relaxed);
+}
+
 void sl_gauge_set(sl_gauge_t *g, double v) {
         if (g)
                 atomic_store_explicit(&g->bits, dbl_bits(v),
@@ -566,6 +574,16 @@ void sl_gauge_set(sl_gauge_t *g, double v) {
 void sl_gauge_add(sl_gauge_t *g, double delta) {
         if (g)
                 atomic_dbl_add(&g->bits, delta);
+}
+
+void sl_gauge_add_owner(sl_gauge_t *g, double delta) {
+        if (g)
+                atomic_store_explicit(
+                    &g->bits,
+                    dbl_bits(bits_dbl(atomic_load_explicit(
+                                 &g->bits, memory_order_relaxed)) +
+                             delta),
+                    memory_order_relaxed);
 }
 
 void sl_histogram_observe(sl_histogram_t *h, double v) {

@@ -164,9 +164,10 @@ static void debounce_update_gauges(sl_task_t *t, int64_t now, int force) {
         size_t n = sl_debounce_items(st->win);
         size_t b = sl_debounce_bytes(st->win);
 
-        sl_gauge_add(dp->m_groups, (double)g - (double)st->groups_counted);
-        sl_gauge_add(dp->m_items, (double)n - (double)st->items_counted);
-        sl_gauge_add(dp->m_bytes, (double)b - (double)st->bytes_counted);
+        sl_gauge_add_owner(dp->m_groups,
+                           (double)g - (double)st->groups_counted);
+        sl_gauge_add_owner(dp->m_items, (double)n - (double)st->items_counted);
+        sl_gauge_add_owner(dp->m_bytes, (double)b - (double)st->bytes_counted);
         sl_pcap_add(dp->c_groups, (int64_t)g - (int64_t)st->groups_counted);
         sl_pcap_add(dp->c_items, (int64_t)n - (int64_t)st->items_counted);
         sl_pcap_add(dp->c_bytes, (int64_t)b - (int64_t)st->bytes_counted);
@@ -420,9 +421,9 @@ static void debounce_state_destroy(void *state) {
         if (!st)
                 return;
         dp = st->dp;
-        sl_gauge_add(dp->m_groups, -(double)st->groups_counted);
-        sl_gauge_add(dp->m_items, -(double)st->items_counted);
-        sl_gauge_add(dp->m_bytes, -(double)st->bytes_counted);
+        sl_gauge_add_owner(dp->m_groups, -(double)st->groups_counted);
+        sl_gauge_add_owner(dp->m_items, -(double)st->items_counted);
+        sl_gauge_add_owner(dp->m_bytes, -(double)st->bytes_counted);
         sl_pcap_add(dp->c_groups, -(int64_t)st->groups_counted);
         sl_pcap_add(dp->c_items, -(int64_t)st->items_counted);
         sl_pcap_add(dp->c_bytes, -(int64_t)st->bytes_counted);
@@ -813,7 +814,7 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 sl_task_dlq(t, m, "oversize", detail);
                 return;
         }
-        sl_counter_inc(r ? dp->m_replaced : dp->m_added);
+        sl_counter_inc_owner(r ? dp->m_replaced : dp->m_added);
 
         /* Full (max_items, max_bytes): flush now. */
         debounce_flush_group(t, m->key, m->key_len, now);

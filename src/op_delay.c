@@ -282,10 +282,12 @@ static void delay_update_gauges(sl_task_t *t) {
         size_t n = sl_timerheap_count(st->heap);
         size_t b = sl_timerheap_bytes(st->heap);
         size_t mem = sl_timerheap_memory(st->heap);
-        sl_gauge_add(dp->m_pending, (double)n - (double)st->pending_counted);
-        sl_gauge_add(dp->m_pending_bytes,
-                     (double)b - (double)st->bytes_counted);
-        sl_gauge_add(dp->m_memory, (double)mem - (double)st->memory_counted);
+        sl_gauge_add_owner(dp->m_pending,
+                           (double)n - (double)st->pending_counted);
+        sl_gauge_add_owner(dp->m_pending_bytes,
+                           (double)b - (double)st->bytes_counted);
+        sl_gauge_add_owner(dp->m_memory,
+                           (double)mem - (double)st->memory_counted);
         sl_pcap_add(dp->c_timers, (int64_t)n - (int64_t)st->pending_counted);
         sl_pcap_add(dp->c_bytes, (int64_t)b - (int64_t)st->bytes_counted);
         st->pending_counted = n;
@@ -429,9 +431,9 @@ static void delay_state_destroy(void *state) {
         delay_state_t *st = state;
         if (!st)
                 return;
-        sl_gauge_add(st->dp->m_pending, -(double)st->pending_counted);
-        sl_gauge_add(st->dp->m_pending_bytes, -(double)st->bytes_counted);
-        sl_gauge_add(st->dp->m_memory, -(double)st->memory_counted);
+        sl_gauge_add_owner(st->dp->m_pending, -(double)st->pending_counted);
+        sl_gauge_add_owner(st->dp->m_pending_bytes, -(double)st->bytes_counted);
+        sl_gauge_add_owner(st->dp->m_memory, -(double)st->memory_counted);
         sl_pcap_add(st->dp->c_timers, -(int64_t)st->pending_counted);
         sl_pcap_add(st->dp->c_bytes, -(int64_t)st->bytes_counted);
         sl_timerheap_destroy(st->heap);

@@ -191,16 +191,17 @@ static void throttle_update_gauges(sl_task_t *t) {
         sl_bcache_stats_t cs;
 
         sl_backlog_stats(st->bl, &s);
-        sl_gauge_add(tp->m_backlog,
-                     (double)s.messages - (double)st->msgs_counted);
-        sl_gauge_add(tp->m_backlog_bytes,
-                     (double)s.bytes - (double)st->bytes_counted);
-        sl_gauge_add(tp->m_keys, (double)s.keys - (double)st->keys_counted);
+        sl_gauge_add_owner(tp->m_backlog,
+                           (double)s.messages - (double)st->msgs_counted);
+        sl_gauge_add_owner(tp->m_backlog_bytes,
+                           (double)s.bytes - (double)st->bytes_counted);
+        sl_gauge_add_owner(tp->m_keys,
+                           (double)s.keys - (double)st->keys_counted);
         st->msgs_counted = s.messages;
         st->bytes_counted = s.bytes;
         st->keys_counted = s.keys;
-        sl_gauge_add(tp->m_index_bytes,
-                     (double)s.index_bytes - (double)st->index_counted);
+        sl_gauge_add_owner(tp->m_index_bytes,
+                           (double)s.index_bytes - (double)st->index_counted);
         st->index_counted = s.index_bytes;
         sl_bcache_stats(tp->cache, &cs);
         sl_gauge_set(tp->m_cache_bytes, (double)cs.bytes);
@@ -454,10 +455,10 @@ static void throttle_state_destroy(void *state) {
         throttle_state_t *st = state;
         if (!st)
                 return;
-        sl_gauge_add(st->tp->m_backlog, -(double)st->msgs_counted);
-        sl_gauge_add(st->tp->m_backlog_bytes, -(double)st->bytes_counted);
-        sl_gauge_add(st->tp->m_keys, -(double)st->keys_counted);
-        sl_gauge_add(st->tp->m_index_bytes, -(double)st->index_counted);
+        sl_gauge_add_owner(st->tp->m_backlog, -(double)st->msgs_counted);
+        sl_gauge_add_owner(st->tp->m_backlog_bytes, -(double)st->bytes_counted);
+        sl_gauge_add_owner(st->tp->m_keys, -(double)st->keys_counted);
+        sl_gauge_add_owner(st->tp->m_index_bytes, -(double)st->index_counted);
         sl_pcap_add(st->tp->c_keys, -(int64_t)st->keys_capped);
         sl_pcap_add(st->tp->c_msgs, -(int64_t)st->msgs_capped);
         sl_backlog_destroy(st->bl);

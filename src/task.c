@@ -471,7 +471,7 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 rd_kafka_topic_partition_list_destroy(l);
                 return;
         }
-        sl_counter_inc(t->pl->metrics->records_in);
+        sl_counter_inc_owner(t->pl->metrics->records_in);
         t->next_offset = m->offset + 1;
 }
 
