@@ -72,6 +72,24 @@ static void task_pause_input(sl_task_t *t) {
         rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* Resumes the input paused for a lookup or a cap, and seeks it again to
+ * the record it stopped at.  librdkafka 2.0.2 does not wake the broker
+ * thread on a resume, while a seek to an absolute offset does ("seek
+ * done"): with every partition that broker fetched paused, its thread
+ * sleeps out its 1 s block before it fetches again, and the records read
+ * then were all a second late (a 1 s timer due on arrival). */
+static void task_resume_input(sl_task_t *t) {
+        rd_kafka_topic_partition_list_t *l = task_tp(
+            t->pl->conf->input, t->partition,
+            t->retry_offset >= 0 ? t->retry_offset : RD_KAFKA_OFFSET_INVALID);
+        rd_kafka_error_t *error;
+        rd_kafka_resume_partitions(t->app->consumer, l);
+        if (t->retry_offset >= 0 &&
+            (error = rd_kafka_seek_partitions(t->app->consumer, l, 0)))
+                rd_kafka_error_destroy(error);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
 static void task_reader_unassign(sl_task_t *t) {
         rd_kafka_topic_partition_list_t *l;
         rd_kafka_error_t *error;
@@ -551,44 +569,37 @@ static void task_cap_refused(sl_task_t *t, sl_pcap_t *c,
 void sl_pcap_add(sl_pcap_t *c, int64_t delta) {
         sl_pipeline_t *pl = c->pl;
         sl_app_t *app = pl->app;
-        rd_kafka_topic_partition_list_t *l;
         int n = 0;
 
         if (!sl_cap_add(&c->cap, delta))
                 return;
         sl_gauge_set(c->m_paused, 0);
-        l = rd_kafka_topic_partition_list_new(8);
         for (int p = 0; p < pl->partition_cnt; p++) {
                 sl_task_t *t = pl->tasks[p];
                 if (!t || !t->cap_wait)
                         continue;
                 t->cap_wait = 0;
                 n++;
-                rd_kafka_topic_partition_list_add(l, pl->conf->input, p);
+                /* The consumer is gone while the clients are re-created;
+                 * the partitions come back through a new assignment then. */
+                if (app->consumer)
+                        task_resume_input(t);
         }
         sl_log(LOG_NOTICE, "CAP",
                "%s: input resumed: %" PRId64 " %s, %s = %" PRId64
                ", after %.1f s (%d partitions waited)",
                pl->conf->name, c->cap.used, c->what, c->key, c->cap.limit,
                (double)(sl_now_ms() - c->full_since_ms) / 1000.0, n);
-        /* The consumer is gone while the clients are re-created; the
-         * partitions come back through a new assignment then. */
-        if (l->cnt && app->consumer) {
-                rd_kafka_resume_partitions(app->consumer, l);
+        if (n && app->consumer)
                 sl_kwatch_kick(app->consumer_w);
-        }
-        rd_kafka_topic_partition_list_destroy(l);
         sl_app_update_ready(app);
 }
 
 void sl_task_lookup_done(sl_task_t *t) {
-        rd_kafka_topic_partition_list_t *l;
         if (!t->lookup_wait)
                 return;
         t->lookup_wait = 0;
-        l = task_tp(t->pl->conf->input, t->partition, RD_KAFKA_OFFSET_INVALID);
-        rd_kafka_resume_partitions(t->app->consumer, l);
-        rd_kafka_topic_partition_list_destroy(l);
+        task_resume_input(t);
         sl_kwatch_kick(t->app->consumer_w);
 }
 

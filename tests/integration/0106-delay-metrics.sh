@@ -45,6 +45,18 @@ seq 1 "$M2" | sed 's/.*/notarget-&:n&/' | produce "$in" -K: -H sluice-delay=1s
 echo "produced N=$N good, K=$K far, C=$C cancels, M1=$M1 bad-delay, M2=$M2 missing-target"
 
 wait_records "$out" "$N" 30 || fail "only $(count_records "$out") of $N good timers fired"
+# How long after its produce each good timer fired: a timer read more than
+# its delay after its record's timestamp is due on arrival and counted in
+# sluice_timers_due_on_arrival_total instead of the lateness histogram.
+consume_json "$in" >"$WORK/in.json"
+consume_json "$out" >"$WORK/out.json"
+python3 - "$WORK/in.json" "$WORK/out.json" <<'PY'
+import json, sys
+load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+src = {r["key"]: r["ts"] for r in load(sys.argv[1])}
+ms = sorted(r["ts"] - src[r["key"]] for r in load(sys.argv[2]) if r["key"] in src)
+print(f"# good timers: produced -> fired ms min={ms[0]} p50={ms[len(ms) // 2]} max={ms[-1]} (delay 1000)")
+PY
 
 m() { metric_value "$port" "$1"; }
 series() {
@@ -68,6 +80,7 @@ agree() {
 }
 if ! wait_until 20 agree; then
     while read -r s want; do echo "  $s = '$(m "$s")', expected $want" >&2; done < <(series)
+    echo "  sluice_timers_due_on_arrival_total = '$(m "sluice_timers_due_on_arrival_total{pipeline=\"$pl\"}")'" >&2
     fail "metrics disagree with the input"
 fi
 while read -r s want; do note "$s $want"; done < <(series)
