@@ -28,7 +28,8 @@
 # metrics on a free port.
 #
 # Environment (all optional):
-#   BENCH_DEBOUNCE_ITEMS      items in debounce_ingest (1000000)
+#   BENCH_DEBOUNCE_ITEMS      items in debounce_ingest (1000000; fewer
+#                             items, items/100 groups: a multiple of 400)
 #   BENCH_DEBOUNCE_CHANGELOG  changelog records in debounce_rebuild (1000000)
 #   BENCH_LATENESS_DUMP=PREFIX  debounce_lateness's reader writes every batch
 #                             it read to PREFIX.dblat (consume --dump)
@@ -110,16 +111,22 @@ _db_start() {
 
 section_debounce_ingest() {
     local n=${BENCH_DEBOUNCE_ITEMS:-1000000} name=dbin port line t0 t1 t2 secs rate
-    local batches=$((n / 100))
+    local batches=$((n / 100)) groups=10000
+    # 100 items per group and batch (max_items): fewer items, fewer groups.
+    [ "$n" -ge 1000000 ] || groups=$((n / 100))
+    if [ "$groups" -lt 4 ] || [ $((groups % 4)) -ne 0 ] || [ $((n % (groups * 100))) -ne 0 ]; then
+        bench_fail "BENCH_DEBOUNCE_ITEMS=$n: give a multiple of 400 below 1M, of 1M above"
+    fi
     port=$(_db_free_port)
     bench_topic "$BENCH_ID.$name.in" 4
     bench_topic "$BENCH_ID.$name.out" 4
     _db_conf "$name" "$port" idle=60s max_age=120s max_items=100
     "$SLUICE_BIN" topics apply -c "$BENCH_WORK/$name.ini" >/dev/null ||
         bench_fail "topics apply failed"
-    # Keys k0..k9999 round-robin over 4 partitions: each group stays in one
-    # partition (10000 is a multiple of 4) and gets 100 items.
-    line=$(bench_load "$BENCH_ID.$name.in" "$n" 100 --keys 10000 --header-seq sluice-item)
+    # Keys k0..k<groups-1> round-robin over 4 partitions: each group stays
+    # in one partition (groups is a multiple of 4) and gets a multiple of 100
+    # items (100 in the 1M default over 10,000 groups).
+    line=$(bench_load "$BENCH_ID.$name.in" "$n" 100 --keys "$groups" --header-seq sluice-item)
     bench_log "debounce_ingest: $line"
     t0=$(date +%s%N)
     bench_sluice_start "$name" "$BENCH_WORK/$name.ini"
@@ -140,7 +147,9 @@ section_debounce_ingest() {
     rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
     [ "$(_db_metric "$port" "sluice_debounce_batches_total{pipeline=\"$name\",reason=\"max_items\"}")" = "$batches" ] ||
         bench_fail "expected $batches max_items batches"
-    bench_figure debounce "ingest: items/s (1M × 100 B backlog, 10k groups)" \
+    local what="1M × 100 B backlog, 10k groups"
+    [ "$n" = 1000000 ] || what="$n × 100 B backlog, $groups groups"
+    bench_figure debounce "ingest: items/s ($what)" \
         "$rate" items/s "$(bench_ratio "$rate")" ">= 0.5"
     # From exec (the rate's clock starts there too): start-up and the
     # rebuild of an empty changelog are in it, the flushes are not.

@@ -87,8 +87,11 @@ section_throttle_pass() {
     local cpid=$!
     bench_wait_until 180 bench_metric_is "$port" sluice_throttle_forwarded_total "$n" ||
         bench_fail "forwarded $(_thr_m "$port" forwarded_total) of $n in 180 s"
+    local tf
+    tf=$(date +%s%N)
     wait "$cpid" || bench_fail "reading $t.out failed"
     t1=$(date +%s%N)
+    bench_log "throttle_pass: all forwarded (the metric, polled every 0.1 s) $(awk -v a="$tr" -v b="$tf" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') s after ready"
     c1=$(bench_cpu_ticks "$pid")
     line=$(cat "$BENCH_WORK/$name.consume")
     bench_log "throttle_pass: $line"
