@@ -1074,10 +1074,65 @@ static void app_consumed(sl_app_t *app, rd_kafka_message_t *m) {
         }
 }
 
+/* The consumer queue was full enough to stop librdkafka's fetcher and has
+ * just been emptied: seek every running input partition to the record it
+ * reads next, past what waits in the held ring.  Nothing is waiting in the
+ * queue, so nothing is dropped or read twice; the seek is what wakes the
+ * broker threads ("seek done"), where the queue draining does not. */
+static void app_wake_fetcher(sl_app_t *app) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(16);
+        rd_kafka_error_t *error;
+        for (int i = 0; i < app->held_cnt; i++) {
+                const struct sl_held_s *h =
+                    &app->held[(app->held_head + i) % SL_HELD_MAX];
+                const rd_kafka_message_t *m = h->m;
+                const char *topic = rd_kafka_topic_name(m->rkt);
+                sl_task_t *t = app_task_of(app, topic, m->partition);
+                rd_kafka_topic_partition_t *tp;
+                /* A record held for an earlier epoch of its task is
+                 * dropped, not read: it must not move the seek. */
+                if (!t || t->epoch != h->epoch)
+                        continue;
+                tp = rd_kafka_topic_partition_list_find(l, topic, m->partition);
+                if (!tp)
+                        tp = rd_kafka_topic_partition_list_add(l, topic,
+                                                               m->partition);
+                tp->offset = SL_MAX(tp->offset, m->offset + 1);
+        }
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->pipelines[i];
+                for (int p = 0; p < pl->partition_cnt; p++) {
+                        sl_task_t *t = pl->tasks[p];
+                        rd_kafka_topic_partition_t *tp =
+                            rd_kafka_topic_partition_list_find(
+                                l, pl->conf->input, p);
+                        if (!t || t->state != SL_TASK_RUNNING || t->revoking ||
+                            t->lookup_wait || t->cap_wait ||
+                            t->retry_offset >= 0 || t->next_offset < 0) {
+                                if (tp)
+                                        tp->offset = RD_KAFKA_OFFSET_INVALID;
+                                continue;
+                        }
+                        if (!tp)
+                                tp = rd_kafka_topic_partition_list_add(
+                                    l, pl->conf->input, p);
+                        tp->offset = SL_MAX(tp->offset, t->next_offset);
+                }
+        }
+        /* Only running partitions at a known offset: drop the rest. */
+        for (int i = l->cnt - 1; i >= 0; i--)
+                if (l->elems[i].offset < 0)
+                        rd_kafka_topic_partition_list_del_by_idx(l, i);
+        if (l->cnt && (error = rd_kafka_seek_partitions(app->consumer, l, 0)))
+                rd_kafka_error_destroy(error);
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
 static int app_serve_consumer(void *opaque, int budget) {
         sl_app_t *app = opaque;
         rd_kafka_message_t *ms[SL_CONSUME_BATCH];
-        int n = 0;
+        int n = 0, empty = 0;
         while (n < budget && app->consumer) {
                 int take = sl_app_may_produce(app) && !app->held_cnt;
                 ssize_t got;
@@ -1096,13 +1151,27 @@ static int app_serve_consumer(void *opaque, int budget) {
                         break;
                 got =
                     rd_kafka_consume_batch_queue(app->consumer_q, 0, ms, want);
-                if (got <= 0)
+                if (got <= 0) {
+                        empty = 1;
                         break;
+                }
+                /* What the queue held before this batch. */
+                if (app->fetch_full_at && !app->fetch_full &&
+                    rd_kafka_queue_length(app->consumer_q) + (size_t)got >=
+                        app->fetch_full_at)
+                        app->fetch_full = 1;
                 for (ssize_t i = 0; i < got; i++)
                         app_consumed(app, ms[i]);
                 n += (int)got;
-                if ((size_t)got < want)
+                if ((size_t)got < want) {
+                        empty = 1;
                         break;
+                }
+        }
+        if (empty && app->fetch_full && app->consumer &&
+            app->phase == SL_RUN_RUNNING) {
+                app->fetch_full = 0;
+                app_wake_fetcher(app);
         }
         if (app->phase == SL_RUN_STOP_CLOSE)
                 app_stop_step(app);
@@ -1424,6 +1493,22 @@ static void app_warm_topics(sl_app_t *app) {
         }
 }
 
+/* When librdkafka's fetcher may have stopped: a tenth below the consumer's
+ * queued.min.messages (the queue is sampled at each batch taken off it;
+ * its broker thread decides at other moments). */
+static void app_fetch_full_at(sl_app_t *app) {
+        char buf[32];
+        size_t sz = sizeof(buf);
+        long v = 0;
+        app->fetch_full = 0;
+        app->fetch_full_at = 0;
+        if (rd_kafka_conf_get(rd_kafka_conf(app->consumer),
+                              "queued.min.messages", buf,
+                              &sz) == RD_KAFKA_CONF_OK &&
+            (v = strtol(buf, NULL, 10)) > 0)
+                app->fetch_full_at = (size_t)v - (size_t)v / 10;
+}
+
 static void app_clients_ready(void *opaque, rd_kafka_t *producer,
                               rd_kafka_t *consumer) {
         sl_app_t *app = opaque;
@@ -1434,6 +1519,7 @@ static void app_clients_ready(void *opaque, rd_kafka_t *producer,
         app->consumer = consumer;
         rd_kafka_poll_set_consumer(consumer);
         app->consumer_q = rd_kafka_queue_get_consumer(consumer);
+        app_fetch_full_at(app);
         app->consumer_w =
             sl_kwatch_new(app->loop, app->consumer_q, app_serve_consumer, app,
                           errstr, sizeof(errstr));

@@ -86,6 +86,14 @@ struct sl_app_s {
         struct sl_held_s *held;
         int held_head, held_cnt;
 
+        /* librdkafka 2.0.2 stops fetching once queued.min.messages wait in
+         * the consumer queue, and looks again only when its broker thread
+         * wakes (up to a second later): past fetch_full_at records queued,
+         * fetch_full says so, and the drain that empties the queue wakes
+         * the fetcher (app.c, app_wake_fetcher). */
+        size_t fetch_full_at;
+        int fetch_full;
+
         /* Records decided while a commit is in flight, for the next
          * transaction (outbox.h); replaying: they are being sent now. */
         sl_outbox_t *outbox;
