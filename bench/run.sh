@@ -21,6 +21,8 @@
 #   --partitions P      baseline partitions (default 4)
 #   --runs N            baseline copies; the median is the figure (default 3)
 #   --keep-broker       leave the bench broker running at the end
+#                       (BENCH_KEEP_WORK=1: keep the work dir, with sluice's
+#                       logs, after a run that passed too)
 #   --list              list the sections and exit
 set -euo pipefail
 shopt -s inherit_errexit
@@ -160,7 +162,11 @@ cleanup() {
     if [ "$keep_broker" = 0 ]; then
         bench_broker_stop || true
     fi
-    if [ "$rc" -eq 0 ]; then rm -rf "$BENCH_WORK"; else echo "work dir kept: $BENCH_WORK" >&2; fi
+    if [ "$rc" -eq 0 ] && [ -z "${BENCH_KEEP_WORK:-}" ]; then
+        rm -rf "$BENCH_WORK"
+    else
+        echo "work dir kept: $BENCH_WORK" >&2
+    fi
 }
 trap cleanup EXIT
 
