@@ -894,6 +894,7 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (rk != app->consumer)
                 return; /* a consumer being destroyed */
         sl_counter_inc(app->m_rebalances);
+        sl_txn_rebalanced(app->txn);
         switch (err) {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
                 sl_log(LOG_INFO, "REBALANCE", "assigned %d partitions",

@@ -83,6 +83,9 @@ typedef struct job_s {
         /* COMMIT */
         rd_kafka_topic_partition_list_t *offsets;
         rd_kafka_consumer_group_metadata_t *cgmd;
+        /* The transaction already holds these offsets (worker_open_next
+         * sent them, and no input moved them since): not sent again. */
+        int offsets_in;
         /* Results. */
         rd_kafka_t *producer, *consumer;
         rd_kafka_error_t *error; /* NULL: done */
@@ -151,6 +154,9 @@ struct sl_txn_s {
         /* Set by the loop when a record was deferred during the commit in
          * flight; read by the worker once the commit is done. */
         atomic_int open_next;
+        /* Offsets worker_open_next sent into the open transaction (loop
+         * side; NULL: none, or a rebalance since). */
+        rd_kafka_topic_partition_list_t *open_offsets;
 
         sl_counter_t *m_commits, *m_aborts, *m_recoveries;
         sl_gauge_t *m_state;
@@ -390,7 +396,7 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
 }
 
 static void worker_commit(sl_txn_t *txn, job_t *job) {
-        if (job->offsets) {
+        if (job->offsets && !job->offsets_in) {
                 job->error = worker_retrying(
                     txn, job, "send_offsets_to_transaction", call_send_offsets);
                 if (job->error)
@@ -626,8 +632,29 @@ void sl_txn_doom(sl_txn_t *txn, const char *why) {
                 uv_timer_start(&txn->flush_timer, txn_on_soon, 0, 0);
 }
 
+static void txn_forget_open_offsets(sl_txn_t *txn) {
+        if (txn->open_offsets)
+                rd_kafka_topic_partition_list_destroy(txn->open_offsets);
+        txn->open_offsets = NULL;
+}
+
+/* 1 when a and b name the same partitions at the same offsets, in the
+ * same order (both come from the runtime's walk of its tasks). */
+static int offsets_same(const rd_kafka_topic_partition_list_t *a,
+                        const rd_kafka_topic_partition_list_t *b) {
+        if (!a || !b || a->cnt != b->cnt)
+                return 0;
+        for (int i = 0; i < a->cnt; i++)
+                if (a->elems[i].partition != b->elems[i].partition ||
+                    a->elems[i].offset != b->elems[i].offset ||
+                    strcmp(a->elems[i].topic, b->elems[i].topic))
+                        return 0;
+        return 1;
+}
+
 static void txn_start_abort(sl_txn_t *txn, const char *why) {
         job_t *job = sl_calloc(1, sizeof(*job));
+        txn_forget_open_offsets(txn);
         sl_log(LOG_WARNING, "TXN", "aborting transaction: %s", why);
         job->kind = JOB_ABORT;
         txn_set_state(txn, SL_TXN_ABORTING);
@@ -660,6 +687,13 @@ static void txn_start_commit_job(sl_txn_t *txn) {
         job->offsets = txn->hooks.offsets(txn->hooks.opaque, 1);
         if (job->offsets)
                 job->cgmd = rd_kafka_consumer_group_metadata(txn->consumer);
+        /* A transaction opened for deferred records already carries the
+         * offsets of the commit before it (worker_open_next); when no
+         * input moved them since, sending them again is one more
+         * AddOffsetsToTxn and TxnOffsetCommit for the same generation,
+         * queued behind the transaction's produce requests. */
+        job->offsets_in = offsets_same(job->offsets, txn->open_offsets);
+        txn_forget_open_offsets(txn);
         atomic_store(&txn->open_next, 0);
         txn_set_state(txn, SL_TXN_COMMITTING);
         txn_post(txn, job);
@@ -774,6 +808,7 @@ static void txn_on_backoff(uv_timer_t *timer) {
 static void txn_post_create(sl_txn_t *txn) {
         job_t *job = sl_calloc(1, sizeof(*job));
         char errstr[512];
+        txn_forget_open_offsets(txn);
         job->kind = JOB_CREATE;
         job->old_producer = txn->producer;
         job->old_consumer = txn->consumer;
@@ -1048,6 +1083,10 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
                          * transaction and every task rebuilds. */
                         sl_txn_doom(txn, why);
                 }
+                txn_forget_open_offsets(txn);
+                if (job->next_open_us && !job->next_error)
+                        txn->open_offsets =
+                            rd_kafka_topic_partition_list_copy(job->offsets);
                 txn_set_state(txn,
                               job->next_begun ? SL_TXN_OPEN : SL_TXN_READY);
                 txn->hooks.committed(txn->hooks.opaque, job->offsets);
@@ -1225,6 +1264,11 @@ void sl_txn_deferred(sl_txn_t *txn) {
         atomic_store(&txn->open_next, 1);
 }
 
+void sl_txn_rebalanced(sl_txn_t *txn) {
+        if (txn)
+                txn_forget_open_offsets(txn);
+}
+
 static void txn_on_close(uv_handle_t *h) {
         (void)h;
 }
@@ -1261,6 +1305,7 @@ void sl_txn_destroy(sl_txn_t *txn) {
                                                   RD_KAFKA_PURGE_F_INFLIGHT);
                 rd_kafka_destroy(txn->producer);
         }
+        txn_forget_open_offsets(txn);
         pthread_mutex_destroy(&txn->lock);
         pthread_cond_destroy(&txn->cond);
         free(txn->group_id);

@@ -167,6 +167,11 @@ int sl_txn_deferring(const sl_txn_t *txn);
  * at once (txn.c, worker_open_next). */
 void sl_txn_deferred(sl_txn_t *txn);
 
+/* The group rebalanced: offsets already sent into the open transaction
+ * (by worker_open_next) are sent again at its commit, with the group
+ * metadata of now. */
+void sl_txn_rebalanced(sl_txn_t *txn);
+
 /* The clients, or NULL while there are none (CREATING, RECOVERING). */
 rd_kafka_t *sl_txn_producer(const sl_txn_t *txn);
 rd_kafka_t *sl_txn_consumer(const sl_txn_t *txn);
