@@ -522,6 +522,61 @@ void sl_task_commit_soon(sl_task_t *t) {
         sl_app_commit_soon(t->app);
 }
 
+/* Commit linger.  Deadlines come in clusters: the groups of one burst of
+ * input fall due within a few ms of each other, on every partition.  A
+ * commit started at the first of them takes that one alone, and the rest
+ * wait for it to end before their own begins: two commits, and the
+ * coordinator's markers twice.  So a linger waits, from the first batch
+ * flushed while no commit is in flight, for the tasks' next deadlines
+ * (next_due_ms) that fall within SL_COMMIT_LINGER_MS of it; then one
+ * commit takes them all.  A deadline further away, or none, commits at
+ * once.  During a commit what is flushed is deferred to the next
+ * transaction anyway, which opens as the commit returns. */
+#define SL_COMMIT_LINGER_MS 10
+
+static int64_t app_next_due(sl_app_t *app) {
+        int64_t next = 0;
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->pipelines[i];
+                for (int p = 0; p < pl->partition_cnt; p++) {
+                        sl_task_t *t = pl->tasks[p];
+                        if (t && t->state == SL_TASK_RUNNING &&
+                            t->next_due_ms > 0 &&
+                            (!next || t->next_due_ms < next))
+                                next = t->next_due_ms;
+                }
+        }
+        return next;
+}
+
+static void app_on_linger(uv_timer_t *timer) {
+        sl_app_t *app = timer->data;
+        int64_t now = sl_now_ms(), next,
+                end = app->linger_since + app->linger_ms;
+        if (!app->linger_since)
+                return;
+        next = app_next_due(app);
+        if (next && next <= end && now < end && app->txn &&
+            !sl_txn_deferring(app->txn)) {
+                /* Timers of the same due time run in the order they were
+                 * started: the task's wake-up first. */
+                uv_timer_start(&app->linger_timer, app_on_linger,
+                               next > now ? (uint64_t)(next - now) : 1, 0);
+                return;
+        }
+        app->linger_since = 0;
+        sl_app_commit_soon(app);
+}
+
+void sl_task_commit_linger(sl_task_t *t) {
+        sl_app_t *app = t->app;
+        if (app->linger_since)
+                return; /* its timer is armed */
+        app->linger_since = sl_now_ms();
+        /* After the task has armed its next deadline. */
+        uv_timer_start(&app->linger_timer, app_on_linger, 0, 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Readiness and the Kafka probe.                                       */
 
@@ -1789,6 +1844,7 @@ static void app_destroy(sl_app_t *app) {
         sl_watchdog_destroy(app->watchdog);
         uv_close((uv_handle_t *)&app->commit_timer, NULL);
         uv_close((uv_handle_t *)&app->soon_timer, NULL);
+        uv_close((uv_handle_t *)&app->linger_timer, NULL);
         uv_close((uv_handle_t *)&app->stats_timer, NULL);
         uv_close((uv_handle_t *)&app->stop_timer, NULL);
         uv_close((uv_handle_t *)&app->sigterm, NULL);
@@ -1972,11 +2028,17 @@ static int app_run(sl_conf_t *conf) {
             NULL);
         uv_timer_init(app->loop, &app->commit_timer);
         uv_timer_init(app->loop, &app->soon_timer);
+        uv_timer_init(app->loop, &app->linger_timer);
         uv_timer_init(app->loop, &app->stats_timer);
         uv_timer_init(app->loop, &app->stop_timer);
         uv_signal_init(app->loop, &app->sigterm);
         uv_signal_init(app->loop, &app->sigint);
         app->commit_timer.data = app->soon_timer.data = app;
+        app->linger_timer.data = app;
+        /* Tests only: a window wide enough to judge on a busy machine. */
+        app->linger_ms = getenv("SLUICE_TEST_COMMIT_LINGER_MS")
+                             ? atoi(getenv("SLUICE_TEST_COMMIT_LINGER_MS"))
+                             : SL_COMMIT_LINGER_MS;
         app->stats_timer.data = app->stop_timer.data = app;
         app->sigterm.data = app->sigint.data = app;
 

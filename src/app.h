@@ -112,9 +112,12 @@ struct sl_app_s {
         uv_timer_t commit_timer; /* every commit_interval */
         uv_timer_t soon_timer;   /* "commit promptly" */
         int soon_armed;
-        int commit_wanted;    /* asked while a commit was in flight */
-        int64_t trim_read;    /* input offsets summed at the last trim */
-        int64_t trim_last_ms; /* when (app_trim_after_burst) */
+        uv_timer_t linger_timer; /* sl_task_commit_linger */
+        int64_t linger_since;    /* ms, 0: not lingering */
+        int linger_ms;           /* SL_COMMIT_LINGER_MS (tests: env) */
+        int commit_wanted;       /* asked while a commit was in flight */
+        int64_t trim_read;       /* input offsets summed at the last trim */
+        int64_t trim_last_ms;    /* when (app_trim_after_burst) */
         int64_t last_commit_us;
 
         /* Lifecycle. */

@@ -468,10 +468,12 @@ static void debounce_arm(sl_task_t *t, int64_t now) {
         debounce_state_t *st = t->state_data;
         int64_t next = sl_debounce_next_due(st->win);
         sl_task_wake_at(t, 0);
+        t->next_due_ms = 0;
         if (next == INT64_MAX)
                 return;
         next = SL_MIN(next, now + SL_DEBOUNCE_GAUGE_MS);
         sl_task_wake_at(t, next > 0 ? next : 1);
+        t->next_due_ms = t->wake_at;
 }
 
 static void debounce_restored(sl_task_t *t) {
@@ -640,11 +642,15 @@ static void debounce_wake(sl_task_t *t, int64_t now) {
                 debounce_emit(t, b, now);
         }
         /* Deadlines passed: lateness is the commit, not the commit
-         * interval.  (Batches cut by max_items or max_bytes in the input
-         * path wait for the regular commit: asking for a commit after each
-         * of them would turn a backlog into thousands of transactions.) */
-        if (flushed)
+         * interval; the commit waits for deadlines just behind these
+         * (sl_task_commit_linger).  (Batches cut by max_items or max_bytes
+         * in the input path wait for the regular commit: asking for a
+         * commit after each of them would turn a backlog into thousands
+         * of transactions.) */
+        if (flushed && limited)
                 sl_task_commit_soon(t);
+        else if (flushed)
+                sl_task_commit_linger(t);
         debounce_update_gauges(t, now, 0);
         if (limited) {
                 /* More is due: come back when the budget allows. */
@@ -823,10 +829,12 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 /* An earlier arming wins: this only ever brings the
                  * wake-up forward (the gauge refresh included). */
                 int64_t next = sl_debounce_due_bound(st->win);
-                if (next != INT64_MAX)
+                if (next != INT64_MAX) {
                         sl_task_wake_at(
                             t, SL_MAX(1, SL_MIN(next,
                                                 now + SL_DEBOUNCE_GAUGE_MS)));
+                        t->next_due_ms = t->wake_at;
+                }
         }
 }
 

@@ -179,8 +179,11 @@ struct sl_task_s {
         const char *fetch_topic; /* sl_task_fetch() in progress, or NULL */
 
         uv_timer_t wake;
-        int64_t wake_at;   /* ms, 0 = not armed */
-        int wake_deferred; /* fell due while the transaction was busy */
+        int64_t wake_at;     /* ms, 0 = not armed */
+        int64_t next_due_ms; /* the operator's next deadline (a bound
+                                from below), 0: none; see
+                                sl_task_commit_linger */
+        int wake_deferred;   /* fell due while the transaction was busy */
 
         int revoking;         /* revoked: waits for the commit of its work */
         int input_retry;      /* op->input() asked to see the record again */
@@ -314,6 +317,12 @@ void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n);
 /* Asks the runtime to commit soon (due work was produced: lateness is the
  * commit, not the commit interval). */
 void sl_task_commit_soon(sl_task_t *t);
+
+/* sl_task_commit_soon for deadlines that come in clusters: while no
+ * commit is in flight, the commit waits up to SL_COMMIT_LINGER_MS from the
+ * first such call for deadlines of any task (next_due_ms) due within that
+ * window, so that one commit takes the whole cluster. */
+void sl_task_commit_linger(sl_task_t *t);
 
 /* 1 if name may never be written as a target: one of Kafka's internal
  * topics (__*) or of sluice's (any pipeline's changelog, overflow, rates
