@@ -556,8 +556,12 @@ static void app_on_linger(uv_timer_t *timer) {
         if (!app->linger_since)
                 return;
         next = app_next_due(app);
-        if (next && next <= end && now < end && app->txn &&
-            !sl_txn_deferring(app->txn)) {
+        /* A deadline inside the window; or one already passed whose flush
+         * has not run yet, behind the other tasks' flushes in this turn of
+         * the loop (at most one window more). */
+        if (next && app->txn && !sl_txn_deferring(app->txn) &&
+            ((next <= end && now < end) ||
+             (next <= now && now < end + app->linger_ms))) {
                 /* Timers of the same due time run in the order they were
                  * started: the task's wake-up first. */
                 uv_timer_start(&app->linger_timer, app_on_linger,
