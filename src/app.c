@@ -528,7 +528,8 @@ void sl_task_commit_soon(sl_task_t *t) {
  * wait for it to end before their own begins: two commits, and the
  * coordinator's markers twice.  So a linger waits, from the first batch
  * flushed while no commit is in flight, for the tasks' next deadlines
- * (next_due_ms) that fall within SL_COMMIT_LINGER_MS of it; then one
+ * (next_due_ms) that fall within SL_COMMIT_LINGER_MS of it (and those
+ * already passed whose flush has not run yet, one window more); then one
  * commit takes them all.  A deadline further away, or none, commits at
  * once.  During a commit what is flushed is deferred to the next
  * transaction anyway, which opens as the commit returns. */

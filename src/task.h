@@ -321,7 +321,8 @@ void sl_task_commit_soon(sl_task_t *t);
 /* sl_task_commit_soon for deadlines that come in clusters: while no
  * commit is in flight, the commit waits up to SL_COMMIT_LINGER_MS from the
  * first such call for deadlines of any task (next_due_ms) due within that
- * window, so that one commit takes the whole cluster. */
+ * window, or already passed and not yet flushed (one window more), so
+ * that one commit takes the whole cluster. */
 void sl_task_commit_linger(sl_task_t *t);
 
 /* 1 if name may never be written as a target: one of Kafka's internal
