@@ -528,23 +528,26 @@ void sl_task_commit_soon(sl_task_t *t) {
  * wait for it to end before their own begins: two commits, and the
  * coordinator's markers twice.  So a linger waits, from the first batch
  * flushed while no commit is in flight, for the tasks' next deadlines
- * (next_due_ms) that fall within SL_COMMIT_LINGER_MS of it (and those
+ * (their wake-ups) that fall within SL_COMMIT_LINGER_MS of it (and those
  * already passed whose flush has not run yet, one window more); then one
  * commit takes them all.  A deadline further away, or none, commits at
  * once.  During a commit what is flushed is deferred to the next
  * transaction anyway, which opens as the commit returns. */
 #define SL_COMMIT_LINGER_MS 10
 
+/* The earliest wake-up armed by a task whose wake-ups are deadlines
+ * (sl_op_t wake_is_deadline), 0: none. */
 static int64_t app_next_due(sl_app_t *app) {
         int64_t next = 0;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
+                if (!pl->op->wake_is_deadline)
+                        continue;
                 for (int p = 0; p < pl->partition_cnt; p++) {
                         sl_task_t *t = pl->tasks[p];
                         if (t && t->state == SL_TASK_RUNNING &&
-                            t->next_due_ms > 0 &&
-                            (!next || t->next_due_ms < next))
-                                next = t->next_due_ms;
+                            t->wake_at > 0 && (!next || t->wake_at < next))
+                                next = t->wake_at;
                 }
         }
         return next;

@@ -468,12 +468,10 @@ static void debounce_arm(sl_task_t *t, int64_t now) {
         debounce_state_t *st = t->state_data;
         int64_t next = sl_debounce_next_due(st->win);
         sl_task_wake_at(t, 0);
-        t->next_due_ms = 0;
         if (next == INT64_MAX)
                 return;
         next = SL_MIN(next, now + SL_DEBOUNCE_GAUGE_MS);
         sl_task_wake_at(t, next > 0 ? next : 1);
-        t->next_due_ms = t->wake_at;
 }
 
 static void debounce_restored(sl_task_t *t) {
@@ -829,12 +827,10 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 /* An earlier arming wins: this only ever brings the
                  * wake-up forward (the gauge refresh included). */
                 int64_t next = sl_debounce_due_bound(st->win);
-                if (next != INT64_MAX) {
+                if (next != INT64_MAX)
                         sl_task_wake_at(
                             t, SL_MAX(1, SL_MIN(next,
                                                 now + SL_DEBOUNCE_GAUGE_MS)));
-                        t->next_due_ms = t->wake_at;
-                }
         }
 }
 
@@ -859,4 +855,5 @@ const sl_op_t sl_op_debounce = {
     .wake = debounce_wake,
     .seal = debounce_seal,
     .describe = debounce_describe,
+    .wake_is_deadline = 1,
 };

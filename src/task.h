@@ -116,6 +116,9 @@ typedef struct sl_op_s {
          * to its end once. */
         const char *(*table_topic)(const sl_pipeline_t *pl);
         void (*table)(sl_pipeline_t *pl, const rd_kafka_message_t *m);
+        /* 1: the wake-ups it arms are deadlines of work it then flushes
+         * with sl_task_commit_linger, which waits for them (debounce). */
+        int wake_is_deadline;
 
         /* --- The HTTP API's lookups (api.h); NULL when unsupported. --- */
 
@@ -179,11 +182,8 @@ struct sl_task_s {
         const char *fetch_topic; /* sl_task_fetch() in progress, or NULL */
 
         uv_timer_t wake;
-        int64_t wake_at;     /* ms, 0 = not armed */
-        int64_t next_due_ms; /* the operator's next deadline (a bound
-                                from below), 0: none; see
-                                sl_task_commit_linger */
-        int wake_deferred;   /* fell due while the transaction was busy */
+        int64_t wake_at;   /* ms, 0 = not armed */
+        int wake_deferred; /* fell due while the transaction was busy */
 
         int revoking;         /* revoked: waits for the commit of its work */
         int input_retry;      /* op->input() asked to see the record again */
@@ -320,9 +320,9 @@ void sl_task_commit_soon(sl_task_t *t);
 
 /* sl_task_commit_soon for deadlines that come in clusters: while no
  * commit is in flight, the commit waits up to SL_COMMIT_LINGER_MS from the
- * first such call for deadlines of any task (next_due_ms) due within that
- * window, or already passed and not yet flushed (one window more), so
- * that one commit takes the whole cluster. */
+ * first such call for the wake-ups of any task whose op has
+ * wake_is_deadline due within that window, or already passed and not yet
+ * run (one window more), so that one commit takes the whole cluster. */
 void sl_task_commit_linger(sl_task_t *t);
 
 /* 1 if name may never be written as a target: one of Kafka's internal
