@@ -135,13 +135,18 @@ static inline size_t timer_size(size_t keylen, size_t datalen) {
 
 /* The link (bucket head or a predecessor's hnext) that points at the timer
  * with this key, or at the NULL ending its chain when there is none. */
-static sl_timer_t **find_link(const sl_timerheap_t *h, const void *key,
-                              size_t keylen) {
-        sl_timer_t **link = &h->buckets[bucket_of(h, key, keylen)];
+static sl_timer_t **find_link_hashed(const sl_timerheap_t *h, uint64_t hash,
+                                     const void *key, size_t keylen) {
+        sl_timer_t **link = &h->buckets[(size_t)hash & (h->nbuckets - 1)];
 
         while (*link && !key_eq(*link, key, keylen))
                 link = &(*link)->hnext;
         return link;
+}
+
+static sl_timer_t **find_link(const sl_timerheap_t *h, const void *key,
+                              size_t keylen) {
+        return find_link_hashed(h, sl_hash(key, keylen), key, keylen);
 }
 
 static void rehash(sl_timerheap_t *h, size_t nbuckets) {
@@ -354,7 +359,7 @@ static sl_timer_t *timer_new(sl_timerheap_t *h, const void *key, size_t keylen,
  * answer for an absent key, or the bucket head). */
 static int insert_at(sl_timerheap_t *h, sl_timer_t **link, const void *key,
                      size_t keylen, int64_t due_ms, int64_t seq,
-                     const void *data, size_t datalen) {
+                     const void *data, size_t datalen, const sl_timer_t **out) {
         sl_timer_t *t;
 
         if (h->cnt >= MAX_TIMERS)
@@ -382,17 +387,27 @@ static int insert_at(sl_timerheap_t *h, sl_timer_t **link, const void *key,
         if (h->cnt > h->nbuckets * MAX_LOAD)
                 rehash(h,
                        h->nbuckets * (h->nbuckets < FAST_GROW_BELOW ? 4 : 2));
+        if (out)
+                *out = t;
         return 0;
 }
 
 int sl_timerheap_add(sl_timerheap_t *h, const void *key, size_t keylen,
                      int64_t due_ms, int64_t seq, const void *data,
                      size_t datalen) {
+        return sl_timerheap_add_hashed(h, sl_hash(key, keylen), key, keylen,
+                                       due_ms, seq, data, datalen, NULL);
+}
+
+int sl_timerheap_add_hashed(sl_timerheap_t *h, uint64_t hash, const void *key,
+                            size_t keylen, int64_t due_ms, int64_t seq,
+                            const void *data, size_t datalen,
+                            const sl_timer_t **out) {
         sl_assert(h && (key || !keylen) && (data || !datalen));
         if (keylen >= MAX_FIELD_BYTES || datalen >= MAX_FIELD_BYTES)
                 return -1;
-        return insert_at(h, &h->buckets[bucket_of(h, key, keylen)], key, keylen,
-                         due_ms, seq, data, datalen);
+        return insert_at(h, &h->buckets[(size_t)hash & (h->nbuckets - 1)], key,
+                         keylen, due_ms, seq, data, datalen, out);
 }
 
 int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
@@ -426,7 +441,8 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
                 timer_release(h, old);
                 return 1;
         }
-        return insert_at(h, link, key, keylen, due_ms, seq, data, datalen);
+        return insert_at(h, link, key, keylen, due_ms, seq, data, datalen,
+                         NULL);
 }
 
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen) {
@@ -458,6 +474,13 @@ const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
         return *find_link(h, key, keylen);
 }
 
+const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
+                                           uint64_t hash, const void *key,
+                                           size_t keylen) {
+        sl_assert(h && (key || !keylen));
+        return *find_link_hashed(h, hash, key, keylen);
+}
+
 const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h) {
         sl_assert(h);
         return h->cnt ? h->heap[0] : NULL;
@@ -481,6 +504,34 @@ sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h) {
         }
         t->hnext = NULL;
         return t;
+}
+
+static int cmp_fire(const void *a, const void *b) {
+        const sl_timer_t *x = *(sl_timer_t *const *)a;
+        const sl_timer_t *y = *(sl_timer_t *const *)b;
+        return before(x, y) ? -1 : before(y, x);
+}
+
+size_t sl_timerheap_take_all(sl_timerheap_t *h, sl_timer_t **out) {
+        size_t n, i;
+
+        sl_assert(h && !h->slab && (out || !h->cnt));
+        n = h->cnt;
+        if (n)
+                memcpy(out, h->heap, n * sizeof(*out));
+        /* Timers added in firing order (a debounce group's items) leave
+         * the array sorted, and a heap is then left as it is. */
+        for (i = 1; i < n && !before(out[i], out[i - 1]); i++)
+                ;
+        if (i < n)
+                qsort(out, n, sizeof(*out), cmp_fire);
+        for (i = 0; i < n; i++)
+                out[i]->hnext = NULL;
+        memset(h->buckets, 0, h->nbuckets * sizeof(*h->buckets));
+        h->cnt = 0;
+        h->bytes = 0;
+        maybe_shrink(h);
+        return n;
 }
 
 int sl_timerheap_drop_min(sl_timerheap_t *h) {

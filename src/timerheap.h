@@ -71,6 +71,18 @@ int sl_timerheap_add(sl_timerheap_t *h, const void *key, size_t keylen,
                      int64_t due_ms, int64_t seq, const void *data,
                      size_t datalen);
 
+/* sl_timerheap_add() and sl_timerheap_find() for a caller that already
+ * has the key's sl_hash(key, keylen) (hash.h), which must be exactly that:
+ * one hash of an id serves several lookups.  add also gives the new timer
+ * in *out (when out is not NULL), valid as find()'s answer. */
+int sl_timerheap_add_hashed(sl_timerheap_t *h, uint64_t hash, const void *key,
+                            size_t keylen, int64_t due_ms, int64_t seq,
+                            const void *data, size_t datalen,
+                            const sl_timer_t **out);
+const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
+                                           uint64_t hash, const void *key,
+                                           size_t keylen);
+
 /* Cancels the timer with this key: 1 if it was removed (and freed), 0 if no
  * timer has this key. */
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen);
@@ -96,6 +108,13 @@ const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h);
  * heap hands out a malloc'd copy (use sl_timerheap_drop_min() where the
  * timer is not kept). */
 sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h);
+
+/* Takes every timer out of a heap made by sl_timerheap_new() (not a slab
+ * heap), in the order pop() would, into out (room for count() pointers):
+ * the caller owns them as pop()'s.  Returns how many.  Cheaper than as
+ * many pops: no hash chain is walked, and timers that were added in
+ * firing order are not compared again. */
+size_t sl_timerheap_take_all(sl_timerheap_t *h, sl_timer_t **out);
 
 /* Removes the earliest timer and frees it: 1, or 0 when the heap is empty.
  * What peek() returned is invalid afterwards. */

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "hash.h"
 #include "slab.h"
 #include "timerheap.h"
 #include "util.h"
@@ -214,6 +215,49 @@ static void test_add_new_key(void **state) {
         assert_int_equal(sl_timerheap_count(h), 1000);
         assert_int_equal(sl_timerheap_upsert(h, "k7", 2, 5, 0, NULL, 0), 1);
         assert_int_equal(sl_timerheap_count(h), 1000);
+        sl_timerheap_destroy(h);
+}
+
+/* take_all: every timer in pop order, whether they were added in firing
+ * order (the array is then already sorted) or not; the hashed calls find
+ * what sl_timerheap_find() finds; the heap is empty and usable after. */
+static void test_take_all_and_hashed(void **state) {
+        sl_timerheap_t *h = sl_timerheap_new();
+        sl_timer_t *out[300];
+        const sl_timer_t *t;
+        char key[16];
+        (void)state;
+
+        for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < 300; i++) {
+                        /* pass 0: firing order; pass 1: scrambled */
+                        int due = pass ? (i * 7919) % 300 : i;
+                        int n = snprintf(key, sizeof(key), "k%d", i);
+                        assert_int_equal(sl_timerheap_add_hashed(
+                                             h, sl_hash(key, (size_t)n), key,
+                                             (size_t)n, due, i, NULL, 0, &t),
+                                         0);
+                        assert_ptr_equal(t,
+                                         sl_timerheap_find(h, key, (size_t)n));
+                        assert_ptr_equal(
+                            t, sl_timerheap_find_hashed(
+                                   h, sl_hash(key, (size_t)n), key, (size_t)n));
+                }
+                assert_int_equal(sl_timerheap_verify(h), 0);
+                assert_int_equal(sl_timerheap_take_all(h, out), 300);
+                assert_int_equal(sl_timerheap_count(h), 0);
+                assert_int_equal(sl_timerheap_bytes(h), 0);
+                assert_null(sl_timerheap_find(h, "k1", 2));
+                assert_int_equal(sl_timerheap_verify(h), 0);
+                for (int i = 0; i < 300; i++) {
+                        assert_int_equal(out[i]->due_ms, i);
+                        sl_timer_free(out[i]);
+                }
+        }
+        assert_int_equal(sl_timerheap_add(h, "x", 1, 5, 1, "p", 1), 0);
+        assert_int_equal(sl_timerheap_verify(h), 0);
+        assert_int_equal(sl_timerheap_take_all(h, out), 1);
+        sl_timer_free(out[0]);
         sl_timerheap_destroy(h);
 }
 
@@ -711,6 +755,7 @@ int main(void) {
             BOTH(test_reschedule_by_pointer),
             BOTH(test_add_new_key),
             BOTH(test_empty_and_absent),
+            cmocka_unit_test(test_take_all_and_hashed),
             BOTH(test_foreach),
             BOTH(test_random_against_reference),
             BOTH(test_memory_per_timer),
