@@ -69,7 +69,9 @@
  * its group's chunk numbers (4 bytes a chunk): about 95 bytes, 95
  * measured at 200k items in 1,000 groups sealed every 1,000 items
  * (tests/unit/test_debounce.c).  Until the seal, an item added in the
- * open transaction also holds its id and 4 bytes in its group's journal.
+ * open transaction also holds its entry of the journal: 40 bytes and the
+ * bytes of its chunk entry (its payload, id and times again), in one
+ * buffer per partition that the next transaction reuses.
  * Per open group: its entry in the groups heap (~70 bytes beyond the
  * key), group_t (~170, 64 of them the filter of item ids) and an empty
  * item heap (~300 bytes: a struct and two 16-slot arrays), so ~560
@@ -121,12 +123,36 @@ typedef struct group_s {
          * they hold is pending and unchanged since (THE CHANGELOG). */
         uint32_t *chunks;
         uint32_t nchunks, chunks_cap;
-        /* Ids of the items added since the last seal (each a 4-byte
-         * length and the bytes), and the list of such groups. */
-        char *jbuf;
-        size_t jlen, jcap;
+        /* Its items added since the last seal: the first and last of
+         * its entries in the state's journal (jent_t), listed in
+         * d->journal.  jstale: an item of the group left or changed since
+         * the seal, so an entry's item pointer and packed bytes may be
+         * out of date and the seal looks each id up instead. */
+        size_t jhead, jtail;
+        int jstale;
         struct group_s *jnext, **jprev; /* jprev NULL: not listed */
 } group_t;
+
+/* One entry of the journal (d->jbuf), for a new item of the open
+ * transaction: this header, then the item's DebounceChunk entry
+ * (seal_pack()), packed when the item was added and its bytes were in the
+ * cache, then padding to 8 bytes.  The seal copies a group's entries in
+ * order, where it looked each id up again and read the item back from
+ * memory long since evicted (~5% of the ingest's CPU).  The id is the
+ * last idlen packed bytes. */
+typedef struct jent_s {
+        size_t next; /* offset of the group's next entry, JNONE: none */
+        const sl_timer_t *t;
+        int64_t seq;
+        uint32_t len;   /* packed bytes */
+        uint32_t need;  /* chunk_entry_max() of the item */
+        uint32_t idlen; /* the id's bytes at the end of the packed ones */
+} jent_t;
+
+#define JNONE ((size_t)-1)
+/* A journal buffer over this size is freed after a seal that used less
+ * than a quarter of it. */
+#define JOURNAL_KEEP ((size_t)256 * 1024)
 
 /* Where an item's current version is in the changelog. */
 enum {
@@ -157,13 +183,16 @@ struct sl_debounce_s {
                 uint64_t gen;
                 const group_t *g;
                 const sl_timer_t *t; /* NULL: not pending */
+                uint64_t hash;       /* sl_hash() of the id */
                 size_t idlen;
                 char id[MEMO_ID];
         } memo;
         /* The changelog (THE CHANGELOG above). */
         sl_debounce_writer_t w;
         int write_error;
-        group_t *journal; /* groups with items to seal */
+        group_t *journal;  /* groups with items to seal */
+        sl_scratch_t jbuf; /* their entries (jent_t) */
+        size_t jused;
         sl_scratch_t kbuf, vbuf;
         sl_scratch_t packed; /* the items of the chunk being sealed */
 };
@@ -302,7 +331,6 @@ static void group_free(group_t *g) {
         journal_unlink(g);
         sl_timerheap_destroy(g->items);
         free(g->chunks);
-        free(g->jbuf);
         free(g);
 }
 
@@ -344,50 +372,59 @@ void sl_debounce_destroy(sl_debounce_t *d) {
         sl_scratch_free(&d->kbuf);
         sl_scratch_free(&d->vbuf);
         sl_scratch_free(&d->packed);
+        sl_scratch_free(&d->jbuf);
         free(d->salt);
         free(d);
 }
 
-/* The two bits of an id in a group's filter. */
-static void seen_bits(const void *id, size_t idlen, unsigned bit[2]) {
-        uint64_t h = sl_hash(id, idlen);
-        bit[0] = (unsigned)(h % SEEN_BITS);
-        bit[1] = (unsigned)((h >> 32) % SEEN_BITS);
+/* The two bits of an id in a group's filter, from its sl_hash() (the
+ * bucket of its item heap takes the low bits; the filter takes its own). */
+static void seen_bits(uint64_t h, unsigned bit[2]) {
+        bit[0] = (unsigned)((h >> 20) % SEEN_BITS);
+        bit[1] = (unsigned)((h >> 40) % SEEN_BITS);
 }
 
 static int seen_bit(const group_t *g, unsigned bit) {
         return (g->seen[bit / 64] >> (bit % 64)) & 1;
 }
 
-static void seen_mark(group_t *g, const void *id, size_t idlen) {
+static void seen_mark(group_t *g, uint64_t hash) {
         unsigned bit[2];
-        seen_bits(id, idlen, bit);
+        seen_bits(hash, bit);
         for (int i = 0; i < 2; i++)
                 g->seen[bit[i] / 64] |= UINT64_C(1) << (bit[i] % 64);
 }
 
-/* The pending item id of group g, or NULL. */
-static const sl_timer_t *group_item(const group_t *g, const void *id,
-                                    size_t idlen) {
+/* The pending item id of group g, or NULL; hash is sl_hash(id, idlen). */
+static const sl_timer_t *group_item_hashed(const group_t *g, uint64_t hash,
+                                           const void *id, size_t idlen) {
         unsigned bit[2];
-        seen_bits(id, idlen, bit);
+        seen_bits(hash, bit);
         if (!seen_bit(g, bit[0]) || !seen_bit(g, bit[1]))
                 return NULL; /* never held here: no chain to walk */
-        return sl_timerheap_find(g->items, id, idlen);
+        return sl_timerheap_find_hashed(g->items, hash, id, idlen);
+}
+
+static const sl_timer_t *group_item(const group_t *g, const void *id,
+                                    size_t idlen) {
+        return group_item_hashed(g, sl_hash(id, idlen), id, idlen);
 }
 
 int sl_debounce_find(sl_debounce_t *d, const void *key, size_t keylen,
                      const void *id, size_t idlen, sl_debounce_item_t *out) {
         group_t *g = group_find(d, key, keylen);
         const sl_timer_t *t;
+        uint64_t hash;
         if (!g)
                 return 0;
         d->hot = g;
-        t = group_item(g, id, idlen);
+        hash = sl_hash(id, idlen);
+        t = group_item_hashed(g, hash, id, idlen);
         if (idlen <= MEMO_ID) {
                 d->memo.gen = d->gen;
                 d->memo.g = g;
                 d->memo.t = t;
+                d->memo.hash = hash;
                 d->memo.idlen = idlen;
                 if (idlen)
                         memcpy(d->memo.id, id, idlen);
@@ -399,14 +436,19 @@ int sl_debounce_find(sl_debounce_t *d, const void *key, size_t keylen,
         return 1;
 }
 
-/* Item id of group g as sl_timerheap_find() sees it, from the memo when
- * the last find asked for it and nothing changed since. */
+/* Item id of group g as sl_timerheap_find() sees it, and the id's
+ * sl_hash() in *hash: from the memo when the last find asked for it and
+ * nothing changed since. */
 static const sl_timer_t *item_find(const sl_debounce_t *d, const group_t *g,
-                                   const void *id, size_t idlen) {
+                                   const void *id, size_t idlen,
+                                   uint64_t *hash) {
         if (d->memo.gen == d->gen && d->memo.g == g && d->memo.idlen == idlen &&
-            (!idlen || !memcmp(d->memo.id, id, idlen)))
+            (!idlen || !memcmp(d->memo.id, id, idlen))) {
+                *hash = d->memo.hash;
                 return d->memo.t;
-        return group_item(g, id, idlen);
+        }
+        *hash = sl_hash(id, idlen);
+        return group_item_hashed(g, *hash, id, idlen);
 }
 
 /* ------------------------------------------------------------------ */
@@ -529,25 +571,39 @@ static void group_convert(sl_debounce_t *d, const void *key, size_t keylen,
         drop_chunks(d, key, keylen, g);
 }
 
-/* Item id joins its group's journal (the next seal writes it). */
-static void journal_add(sl_debounce_t *d, group_t *g, const void *id,
-                        size_t idlen) {
-        uint32_t l = (uint32_t)idlen;
-        if (g->jlen + 4 + idlen > g->jcap) {
-                g->jcap = SL_MAX(64, SL_MAX(g->jcap * 2, g->jlen + 4 + idlen));
-                g->jbuf = sl_realloc(g->jbuf, g->jcap);
+static size_t seal_pack(const group_t *g, const sl_timer_t *t, uint8_t *out);
+
+static jent_t *jent_at(const sl_debounce_t *d, size_t off) {
+        return (jent_t *)((char *)d->jbuf.buf + off);
+}
+
+/* New item t of group g joins the journal (the next seal writes it). */
+static void journal_add(sl_debounce_t *d, group_t *g, const sl_timer_t *t) {
+        size_t need = chunk_entry_max(t->keylen, t->datalen - ITEM_HDR);
+        size_t at = d->jused;
+        jent_t *e;
+
+        sl_scratch_grow(&d->jbuf, at + sizeof(*e) + need + 8);
+        e = jent_at(d, at);
+        e->next = JNONE;
+        e->t = t;
+        e->seq = t->seq;
+        e->len = (uint32_t)seal_pack(g, t, (uint8_t *)(e + 1));
+        e->need = (uint32_t)need;
+        e->idlen = t->keylen;
+        d->jused = at + ((sizeof(*e) + e->len + 7) & ~(size_t)7);
+        if (g->jprev) {
+                jent_at(d, g->jtail)->next = at;
+                g->jtail = at;
+                return;
         }
-        memcpy(g->jbuf + g->jlen, &l, 4);
-        if (idlen)
-                memcpy(g->jbuf + g->jlen + 4, id, idlen);
-        g->jlen += 4 + idlen;
-        if (!g->jprev) {
-                g->jnext = d->journal;
-                if (d->journal)
-                        d->journal->jprev = &g->jnext;
-                d->journal = g;
-                g->jprev = &d->journal;
-        }
+        g->jhead = g->jtail = at;
+        g->jstale = 0; /* what left before is in no entry */
+        g->jnext = d->journal;
+        if (d->journal)
+                d->journal->jprev = &g->jnext;
+        d->journal = g;
+        g->jprev = &d->journal;
 }
 
 /* Upsert and restore.  keep: an existing item keeps first_seen and seq;
@@ -561,6 +617,8 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
         size_t old_plen = 0;
         char stackbuf[512], *buf = stackbuf;
         int created = 0, r, old_src = -1;
+        uint64_t hash;
+        const sl_timer_t *nt = NULL;
 
         sl_assert(d && (key || !keylen) && (id || !idlen) &&
                   (payload || !plen));
@@ -572,7 +630,12 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                 g->gseq = d->next_gseq++;
                 created = 1;
         }
-        old = created ? NULL : item_find(d, g, id, idlen);
+        if (created) {
+                old = NULL;
+                hash = sl_hash(id, idlen);
+        } else {
+                old = item_find(d, g, id, idlen, &hash);
+        }
         d->gen++;
         if (old) {
                 old_plen = old->datalen - ITEM_HDR;
@@ -589,12 +652,14 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
         buf[ITEM_SRC] = (char)src;
         if (plen)
                 memcpy(buf + ITEM_HDR, payload, plen);
-        if (old)
+        if (old) {
+                g->jstale = 1; /* old's block may move */
                 r = sl_timerheap_upsert(g->items, id, idlen, seq, seq, buf,
                                         plen + ITEM_HDR);
-        else
-                r = sl_timerheap_add(g->items, id, idlen, seq, seq, buf,
-                                     plen + ITEM_HDR);
+        } else {
+                r = sl_timerheap_add_hashed(g->items, hash, id, idlen, seq, seq,
+                                            buf, plen + ITEM_HDR, &nt);
+        }
         if (buf != stackbuf)
                 free(buf);
         if (r < 0) {
@@ -603,7 +668,7 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                 return -1;
         }
         if (!old)
-                seen_mark(g, id, idlen);
+                seen_mark(g, hash);
         g->bytes = g->bytes - old_plen + plen;
         d->bytes = d->bytes - old_plen + plen;
         if (!old)
@@ -619,9 +684,13 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                 if (last_update > g->last_update_ms)
                         g->last_update_ms = last_update;
         }
+        /* The pack of the journal entry reads the group's opened_ms. */
         group_schedule(d, key, keylen, g);
         if (src == SRC_UNSAVED && old_src != SRC_UNSAVED)
-                journal_add(d, g, id, idlen);
+                journal_add(
+                    d, g,
+                    nt ? nt
+                       : sl_timerheap_find_hashed(g->items, hash, id, idlen));
         return old ? 1 : 0;
 }
 
@@ -629,7 +698,8 @@ int sl_debounce_upsert(sl_debounce_t *d, const void *key, size_t keylen,
                        const void *id, size_t idlen, const void *payload,
                        size_t payload_len, int64_t now_ms, int64_t seq) {
         group_t *g = group_find(d, key, keylen);
-        const sl_timer_t *old = g ? item_find(d, g, id, idlen) : NULL;
+        uint64_t hash;
+        const sl_timer_t *old = g ? item_find(d, g, id, idlen, &hash) : NULL;
         int src = old ? item_src(old) : SRC_UNSAVED;
 
         d->write_error = 0;
@@ -714,6 +784,7 @@ static void item_remove(sl_debounce_t *d, const void *key, size_t keylen,
                         group_t *g, const sl_timer_t *t, int log) {
         size_t plen = t->datalen - ITEM_HDR;
         int chunk_left = log ? log_left(d, key, keylen, g, t) : 0;
+        g->jstale = 1;
         sl_timerheap_remove(g->items, sl_timer_key(t), t->keylen);
         d->gen++;
         g->bytes -= plen;
@@ -787,6 +858,7 @@ static void restore_drop_chunks(sl_debounce_t *d, const void *key,
                 d->bytes -= t->datalen - ITEM_HDR;
                 g->bytes -= t->datalen - ITEM_HDR;
                 d->items--;
+                g->jstale = 1;
                 sl_timerheap_remove(g->items, p + 4, l);
         }
         sl_scratch_done(&d->kbuf);
@@ -980,6 +1052,7 @@ static int seal_settle(sl_debounce_t *d, const char *key, size_t keylen,
                 g->bytes -= v[i]->datalen - ITEM_HDR;
                 d->items--;
                 d->gen++;
+                g->jstale = 1;
                 sl_timerheap_remove(g->items, sl_timer_key(v[i]), v[i]->keylen);
         }
         return written;
@@ -992,24 +1065,27 @@ int sl_debounce_seal(sl_debounce_t *d) {
         sl_assert(d);
         while ((g = d->journal)) {
                 const char *key = sl_timer_key(g->gt);
-                size_t keylen = g->gt->keylen, used = 0, off = 0, n = 0;
+                size_t keylen = g->gt->keylen, used = 0, n = 0;
                 size_t room = chunk_room(d, keylen), items0 = d->items;
                 int64_t seq = -1;
                 uint8_t *buf = NULL;
 
                 journal_unlink(g);
-                while (off < g->jlen) {
+                for (size_t at = g->jhead; at != JNONE;) {
+                        const jent_t *e = jent_at(d, at);
                         const sl_timer_t *t, **v;
-                        uint32_t l;
-                        size_t need;
-                        memcpy(&l, g->jbuf + off, 4);
-                        t = group_item(g, g->jbuf + off + 4, l);
-                        off += 4 + l;
-                        if (!t || item_src(t) != SRC_UNSAVED)
-                                continue;
-                        need =
-                            chunk_entry_max(t->keylen, t->datalen - ITEM_HDR);
-                        if (used && used + need > room) {
+                        int stale = g->jstale;
+                        at = e->next;
+                        if (stale) {
+                                const char *id =
+                                    (const char *)(e + 1) + e->len - e->idlen;
+                                t = group_item(g, id, e->idlen);
+                                if (!t || item_src(t) != SRC_UNSAVED)
+                                        continue;
+                        } else {
+                                t = e->t;
+                        }
+                        if (used && used + e->need > room) {
                                 int r = seal_emit(d, key, keylen, g, buf, used,
                                                   seq);
                                 written +=
@@ -1017,12 +1093,17 @@ int sl_debounce_seal(sl_debounce_t *d) {
                                 used = n = 0;
                         }
                         if (!n)
-                                seq = t->seq;
-                        buf = sl_scratch_grow(&d->vbuf, used + need);
-                        used += seal_pack(g, t, buf + used);
-                        /* Packed, not yet saved: the journal may name it
-                         * again, and must then skip it. */
-                        item_src_set(t, SRC_PACKED);
+                                seq = stale ? t->seq : e->seq;
+                        buf = sl_scratch_grow(&d->vbuf, used + e->need);
+                        if (stale) {
+                                used += seal_pack(g, t, buf + used);
+                                /* Packed, not yet saved: the journal may
+                                 * name it again, and must then skip it. */
+                                item_src_set(t, SRC_PACKED);
+                        } else {
+                                memcpy(buf + used, e + 1, e->len);
+                                used += e->len;
+                        }
                         v = sl_scratch_grow(&d->packed, (n + 1) * sizeof(*v));
                         v[n++] = t;
                 }
@@ -1031,12 +1112,7 @@ int sl_debounce_seal(sl_debounce_t *d) {
                         written += seal_settle(d, key, keylen, g, n, r < 0);
                 }
                 sl_scratch_done(&d->vbuf);
-                g->jlen = 0;
-                if (g->jcap > 1024) {
-                        free(g->jbuf);
-                        g->jbuf = NULL;
-                        g->jcap = 0;
-                }
+                g->jstale = 0;
                 if (d->items != items0) {
                         /* Items were dropped: the group's deadline moves,
                          * or it closes. */
@@ -1049,6 +1125,12 @@ int sl_debounce_seal(sl_debounce_t *d) {
                         }
                 }
         }
+        /* The buffer stays for the next transaction, which is likely to
+         * need as much (growing it again, every commit, was a copy and
+         * fresh pages per entry); one that held a burst goes. */
+        if (d->jbuf.size > JOURNAL_KEEP && d->jbuf.size > 4 * d->jused)
+                sl_scratch_free(&d->jbuf);
+        d->jused = 0;
         return written;
 }
 
@@ -1101,6 +1183,21 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
                 cap = (size_t)d->p.max_items;
         b->priv = sl_calloc(cap, sizeof(*b->priv));
         b->items = sl_calloc(cap, sizeof(*b->items));
+        g->jstale = 1;
+        if (cap == sl_timerheap_count(g->items) &&
+            (cap == 1 || (uint64_t)g->bytes <= (uint64_t)d->p.max_bytes)) {
+                /* The whole group leaves: in one go. */
+                sl_timerheap_take_all(g->items, (sl_timer_t **)b->priv);
+                d->gen++;
+                for (; b->cnt < cap; b->cnt++) {
+                        const sl_timer_t *t = b->priv[b->cnt];
+                        chunk_left |= log_left(d, b->key, b->keylen, g, t);
+                        item_view(t, &b->items[b->cnt]);
+                        if (b->items[b->cnt].first_seen_ms < b->opened_ms)
+                                b->opened_ms = b->items[b->cnt].first_seen_ms;
+                        b->bytes += b->items[b->cnt].payload_len;
+                }
+        }
         while (b->cnt < cap) {
                 const sl_timer_t *top = sl_timerheap_peek(g->items);
                 size_t plen = top->datalen - ITEM_HDR;
@@ -1134,7 +1231,11 @@ int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
         sl_assert(d && out);
         *out = NULL;
         gt = key ? group_entry(d, key, keylen) : settle(d);
-        if (!gt || group_of(gt)->due_ms > now_ms)
+        if (!gt)
+                return 0;
+        if (key)
+                d->hot = group_of(gt); /* asked next for this record */
+        if (group_of(gt)->due_ms > now_ms)
                 return 0;
         *out = take_batch(d, gt, now_ms, 0);
         return 1;
@@ -1633,6 +1734,10 @@ char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp) {
         sbuf_t s = {0};
 
         sl_assert(b && lenp);
+        /* Room for what a batch of short ids and plain payloads takes, at
+         * once: growing from nothing copied it several times over. */
+        s.size = 256 + 2 * b->keylen + b->bytes + b->cnt * 112;
+        s.p = sl_malloc(s.size);
         sb_str(&s, "{\"batch_id\":\"");
         sb_str(&s, b->id);
         sb_str(&s, "\",\"key\":");
