@@ -422,6 +422,8 @@ int sl_debounce_find(sl_debounce_t *d, const void *key, size_t keylen,
         d->hot = g;
         hash = sl_hash(id, idlen);
         t = group_item_hashed(g, hash, id, idlen);
+        if (!t) /* the upsert that follows adds it */
+                sl_timerheap_prefetch(g->items, hash);
         if (idlen <= MEMO_ID) {
                 d->memo.gen = d->gen;
                 d->memo.g = g;

@@ -481,6 +481,12 @@ const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
         return *find_link_hashed(h, hash, key, keylen);
 }
 
+void sl_timerheap_prefetch(const sl_timerheap_t *h, uint64_t hash) {
+        __builtin_prefetch(&h->buckets[(size_t)hash & (h->nbuckets - 1)], 1);
+        if (h->cnt < h->cap)
+                __builtin_prefetch(&h->heap[h->cnt], 1);
+}
+
 const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h) {
         sl_assert(h);
         return h->cnt ? h->heap[0] : NULL;

@@ -83,6 +83,12 @@ const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
                                            uint64_t hash, const void *key,
                                            size_t keylen);
 
+/* Asks the CPU to bring in, while the caller does other work, what adding
+ * a timer of this sl_hash() will write (its bucket, the heap's next slot):
+ * in a heap not touched for a while they are cache misses.  Only a hint:
+ * it changes nothing. */
+void sl_timerheap_prefetch(const sl_timerheap_t *h, uint64_t hash);
+
 /* Cancels the timer with this key: 1 if it was removed (and freed), 0 if no
  * timer has this key. */
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen);
