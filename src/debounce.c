@@ -1003,7 +1003,7 @@ static int seal_emit(sl_debounce_t *d, const char *key, size_t keylen,
                 chunk_note(g, no);
         return r;
 }
-/* Packs item t as a DebounceChunk entry (field 1) at out. */
+/* Bytes pb_varint() writes. */
 static size_t pb_varint_len(uint64_t v) {
         size_t n = 1;
         while (v >= 0x80) {
@@ -1018,6 +1018,7 @@ static size_t pb_int64_len(int64_t v) {
         return v ? 1 + pb_varint_len((uint64_t)v) : 0;
 }
 
+/* Packs item t as a DebounceChunk entry (field 1) at out. */
 static size_t seal_pack(const group_t *g, const sl_timer_t *t, uint8_t *out) {
         const char *data = sl_timer_data(t);
         size_t plen = t->datalen - ITEM_HDR, n, body;
