@@ -1074,11 +1074,16 @@ static void app_held_clear(sl_app_t *app) {
 
 /* The wall clock for the input path and for stamping what is produced (a
  * record's decided time, a topic lookup's age): read afresh on each turn of
- * the loop and every SL_CLOCK_READS_MAX reads within one, so a batch of
- * input or a burst of fired timers costs a clock read per 64 records and
- * is never stale by more than those 64 (microseconds each; a produce that
- * waits for room in a full producer queue is the exception, bounded by
- * task.c). */
+ * the loop, for each batch taken from the consumer queue and every
+ * SL_CLOCK_READS_MAX reads within one, so a batch of input or a burst of
+ * fired timers costs a clock read per 64 records and is never stale by
+ * more than those 64 (microseconds each; a produce that waits for room in
+ * a full producer queue is the exception, bounded by task.c).  The read
+ * per batch keeps a record's time at or after the time it was produced:
+ * the batch was fetched after that, while a time read earlier in the same
+ * turn may be older than the record (0201 saw an item's first_seen 3 ms
+ * before its producer's timestamp, with the loop thread preempted between
+ * a read and the next batch). */
 #define SL_CLOCK_READS_MAX 64
 
 int64_t sl_app_now_fresh_ms(sl_app_t *app) {
@@ -1219,6 +1224,7 @@ static int app_serve_consumer(void *opaque, int budget) {
                         empty = 1;
                         break;
                 }
+                sl_app_now_fresh_ms(app);
                 /* What the queue held before this batch. */
                 if (app->fetch_full_at && !app->fetch_full &&
                     rd_kafka_queue_length(app->consumer_q) + (size_t)got >=
