@@ -109,9 +109,14 @@ struct sl_timerheap_s {
         int64_t max_due, max_seq;
 };
 
+/* The bucket of a key whose sl_hash() is hash. */
+static inline sl_timer_t **bucket_at(const sl_timerheap_t *h, uint64_t hash) {
+        return &h->buckets[(size_t)hash & (h->nbuckets - 1)];
+}
+
 static inline size_t bucket_of(const sl_timerheap_t *h, const void *key,
                                size_t keylen) {
-        return (size_t)sl_hash(key, keylen) & (h->nbuckets - 1);
+        return (size_t)(bucket_at(h, sl_hash(key, keylen)) - h->buckets);
 }
 
 static inline int key_eq(const sl_timer_t *t, const void *key, size_t keylen) {
@@ -137,7 +142,7 @@ static inline size_t timer_size(size_t keylen, size_t datalen) {
  * with this key, or at the NULL ending its chain when there is none. */
 static sl_timer_t **find_link_hashed(const sl_timerheap_t *h, uint64_t hash,
                                      const void *key, size_t keylen) {
-        sl_timer_t **link = &h->buckets[(size_t)hash & (h->nbuckets - 1)];
+        sl_timer_t **link = bucket_at(h, hash);
 
         while (*link && !key_eq(*link, key, keylen))
                 link = &(*link)->hnext;
@@ -406,8 +411,8 @@ int sl_timerheap_add_hashed(sl_timerheap_t *h, uint64_t hash, const void *key,
         sl_assert(h && (key || !keylen) && (data || !datalen));
         if (keylen >= MAX_FIELD_BYTES || datalen >= MAX_FIELD_BYTES)
                 return -1;
-        return insert_at(h, &h->buckets[(size_t)hash & (h->nbuckets - 1)], key,
-                         keylen, due_ms, seq, data, datalen, out);
+        return insert_at(h, bucket_at(h, hash), key, keylen, due_ms, seq, data,
+                         datalen, out);
 }
 
 int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
@@ -482,7 +487,7 @@ const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
 }
 
 void sl_timerheap_prefetch(const sl_timerheap_t *h, uint64_t hash) {
-        __builtin_prefetch(&h->buckets[(size_t)hash & (h->nbuckets - 1)], 1);
+        __builtin_prefetch(bucket_at(h, hash), 1);
         if (h->cnt < h->cap)
                 __builtin_prefetch(&h->heap[h->cnt], 1);
 }
