@@ -7,11 +7,13 @@
  * linger and large batches.  Record i has:
  *
  *   key      "k<i>", or "k<i mod K>" with --keys K (a key space of size K);
- *            --key-len L zero-pads the number so every key is L bytes
- *            ("k000000000000042" for L = 16)
+ *            --key-run D gives D records in a row the same key ("k<i/D>",
+ *            "k<(i/D) mod K>"); --key-len L zero-pads the number so every
+ *            key is L bytes ("k000000000000042" for L = 16)
  *   value    --size bytes: "v<i>" padded with '.'; --null-value for none
  *   headers  each -H name=value, plus --header-seq NAME = "<i>" (decimal)
- *   partition  i mod P with --partitioner rr (the default), else chosen by
+ *   partition  i mod P with --partitioner rr (the default; (i/D) mod P
+ *            with --key-run D, so a run stays in one partition), else chosen by
  *            librdkafka's partitioner of that name (murmur2_random is
  *            Java's, consistent_random kcat's), from the key
  *
@@ -57,6 +59,8 @@ static void usage(FILE *fp) {
                 "cancels)\n"
                 "  -k, --keys K            keys k0..k(K-1), cycling "
                 "(default: k<i>, all distinct)\n"
+                "      --key-run D         D records in a row share a "
+                "key\n"
                 "      --key-len L         zero-pad keys to L bytes "
                 "(k000...042)\n"
                 "  -r, --rate N            produce N records per second, "
@@ -110,6 +114,7 @@ int main(int argc, char **argv) {
             {"null-value", no_argument, NULL, 'N'},
             {"keys", required_argument, NULL, 'k'},
             {"key-len", required_argument, NULL, 'K'},
+            {"key-run", required_argument, NULL, 'D'},
             {"rate", required_argument, NULL, 'r'},
             {"header-seq", required_argument, NULL, 'S'},
             {"partitioner", required_argument, NULL, 'p'},
@@ -119,7 +124,7 @@ int main(int argc, char **argv) {
         const char *bootstrap = NULL, *topic = NULL, *partitioner = "rr";
         const char *seq_header = NULL;
         int64_t count = -1, size = 100, keys = 0, timeout_s = 300;
-        int64_t key_len = 0, rate = 0;
+        int64_t key_len = 0, rate = 0, key_run = 1;
         bool null_value = false, rr;
         hdr_t hdrs[MAX_HEADERS];
         int nhdrs = 0;
@@ -161,6 +166,10 @@ int main(int argc, char **argv) {
                 case 'K':
                         key_len =
                             bench_parse_int(prog, "--key-len", optarg, 2, 40);
+                        break;
+                case 'D':
+                        key_run = bench_parse_int(prog, "--key-run", optarg, 1,
+                                                  INT64_MAX);
                         break;
                 case 'r':
                         rate = bench_parse_int(prog, "--rate", optarg, 1,
@@ -256,6 +265,7 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < count; i++) {
                 rd_kafka_headers_t *h = NULL;
                 rd_kafka_resp_err_t err;
+                int64_t kno;
                 int klen;
 
                 if (rate) {
@@ -276,12 +286,12 @@ int main(int argc, char **argv) {
                                         usleep((useconds_t)(at - now));
                         }
                 }
+                kno = keys ? (i / key_run) % keys : i / key_run;
                 if (key_len)
                         klen = snprintf(key, sizeof(key), "k%0*" PRId64,
-                                        (int)key_len - 1, keys ? i % keys : i);
+                                        (int)key_len - 1, kno);
                 else
-                        klen = snprintf(key, sizeof(key), "k%" PRId64,
-                                        keys ? i % keys : i);
+                        klen = snprintf(key, sizeof(key), "k%" PRId64, kno);
                 if (!null_value && size > 0) {
                         /* Mark the value with its index (truncated to fit)
                          * so a human can tell records apart. */
@@ -307,7 +317,7 @@ int main(int argc, char **argv) {
                                 err = rd_kafka_producev(
                                     rk, RD_KAFKA_V_RKT(rkt),
                                     RD_KAFKA_V_PARTITION(
-                                        rr ? (int32_t)(i % parts)
+                                        rr ? (int32_t)((i / key_run) % parts)
                                            : RD_KAFKA_PARTITION_UA),
                                     RD_KAFKA_V_KEY(key, (size_t)klen),
                                     RD_KAFKA_V_VALUE(null_value ? NULL : value,
@@ -319,7 +329,7 @@ int main(int argc, char **argv) {
                                 err = rd_kafka_producev(
                                     rk, RD_KAFKA_V_RKT(rkt),
                                     RD_KAFKA_V_PARTITION(
-                                        rr ? (int32_t)(i % parts)
+                                        rr ? (int32_t)((i / key_run) % parts)
                                            : RD_KAFKA_PARTITION_UA),
                                     RD_KAFKA_V_KEY(key, (size_t)klen),
                                     RD_KAFKA_V_VALUE(null_value ? NULL : value,

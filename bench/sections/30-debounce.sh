@@ -14,6 +14,12 @@
 #                      sluice-due header) → batch visible to read_committed,
 #                      p50/p99/max over 10,000 batches; (info) sluice's
 #                      deadline → produced, commit and markers times
+#   debounce_steady    the same flush lateness under a steady load, as
+#                      delay_lateness measures timers: 10,000 items/s for
+#                      20 s (after 5 s unmeasured on a pipeline of their
+#                      own), five items in a row per group, each group its
+#                      own key (idle = 500ms): 2,000 batches/s of 5 items,
+#                      p50/p99/max deadline → visible over 40,000 batches
 #   debounce_rebuild   a changelog of 1M records of which 90% are
 #                      tombstones (bench/dbchangelog.c), rebuilt as written
 #                      (no compaction: all in the active segment) and after
@@ -36,9 +42,13 @@
 #   BENCH_LATENESS_DUMP=PREFIX  debounce_lateness's reader writes every batch
 #                             it read to PREFIX.dblat (consume --dump)
 #   BENCH_DBLAT_WARMUP        warm-up rounds of debounce_lateness (3; 0: none)
+#   BENCH_DBSTEADY_RATE       items/s of debounce_steady (10000; a multiple
+#                             of 5: 5 items per batch)
+#   BENCH_DBSTEADY_SECS       its measured seconds (20)
 
 bench_register debounce_ingest 200 "debounce: items ingested/s (1M items, 10k groups)"
 bench_register debounce_lateness 120 "debounce: flush lateness deadline → visible (10k batches)"
+bench_register debounce_steady 120 "debounce: flush lateness deadline → visible, 2k batches/s steady"
 bench_register debounce_rebuild 400 "debounce: rebuild of 1M changelog records (90% tombstones), before/after compaction"
 bench_register debounce_rebuild_pending 200 "debounce: kill -9 and rebuild of 1M pending items, as sluice wrote them"
 
@@ -227,6 +237,60 @@ section_debounce_lateness() {
         _db_lateness_run dblatwarm "$warm" warmup
     fi
     _db_lateness_run dblat 10
+}
+
+# _db_steady_run NAME RATE SECS [warmup] — RATE items/s for SECS seconds
+# into a fresh pipeline (idle = 500ms), five items in a row per group key
+# (load --key-run 5; each key used once): RATE/5 batches/s, each flushed
+# 500 ms after its fifth item; the figures, unless it is a warm-up.
+_db_steady_run() {
+    local name=$1 rate=$2 secs=$3 warmup=${4:-} port line lline n batches cpid
+    n=$((rate * secs))
+    batches=$((n / 5))
+    port=$(_db_free_port)
+    bench_topic "$BENCH_ID.$name.in" 4
+    bench_topic "$BENCH_ID.$name.out" 4
+    _db_conf "$name" "$port" idle=500ms max_age=30s max_items=1000
+    "$SLUICE_BIN" topics apply -c "$BENCH_WORK/$name.ini" >/dev/null ||
+        bench_fail "topics apply failed"
+    _db_start "$name" "$port" >/dev/null
+    # As debounce_lateness's reader: started first, asks every 5 ms.
+    bench_consume "$BENCH_ID.$name.out" "$batches" \
+        --lateness-header sluice-due -X fetch.wait.max.ms="${BENCH_DBLAT_FETCH_WAIT:-5}" \
+        ${BENCH_LATENESS_DUMP:+--dump "$BENCH_LATENESS_DUMP.$name"} \
+        >"$BENCH_WORK/$name.consume" &
+    cpid=$!
+    lline=$(bench_load "$BENCH_ID.$name.in" "$n" 100 --key-run 5 \
+        --rate "$rate" --header-seq sluice-item)
+    wait "$cpid" || bench_fail "reading the batches failed"
+    line=$(cat "$BENCH_WORK/$name.consume")
+    bench_log "debounce_steady${warmup:+ (warm-up)}: $lline; $line"
+    [ "$(bench_field "$line" records)" = "$batches" ] || bench_fail "$name: $line"
+    if [ -n "$warmup" ]; then
+        bench_sluice_stop "$name"
+        return 0
+    fi
+    bench_figure debounce "steady $((rate / 5)) batches/s: flush lateness p99 (deadline → visible)" \
+        "$(bench_field "$line" lateness_p99_ms)" ms "" "<= 50"
+    bench_figure debounce "  p50 / max" \
+        "$(bench_field "$line" lateness_p50_ms)/$(bench_field "$line" lateness_max_ms)" ms
+    bench_figure debounce "  (info) deadline → produced p50 / p99 (sluice histogram)" \
+        "$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.5)/$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.99)" ms
+    bench_figure debounce "  (info) commit time p50 / p99 (sluice_txn_commit_seconds)" \
+        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_commit_seconds)" ms
+    bench_figure debounce "  (info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
+        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_markers_seconds)" ms
+    bench_figure debounce "  (info) load rate / transactions committed" \
+        "$(bench_field "$lline" rate)/$(bench_metric "$port" sluice_transactions_total 'result="commit"')" ""
+    bench_sluice_stop "$name"
+}
+
+section_debounce_steady() {
+    local rate=${BENCH_DBSTEADY_RATE:-10000}
+    [ $((rate % 5)) -eq 0 ] || bench_fail "BENCH_DBSTEADY_RATE=$rate: give a multiple of 5"
+    # Warm-up, not measured, as delay_lateness's: 5 s of the same load.
+    _db_steady_run dbsteadywarm "$rate" 5 warmup
+    _db_steady_run dbsteady "$rate" "${BENCH_DBSTEADY_SECS:-20}"
 }
 
 # _db_rebuild NAME CHANGELOG — a pipeline on CHANGELOG that never flushes
