@@ -1558,9 +1558,22 @@ static void app_warm_topics(sl_app_t *app) {
                         app->warm = sl_realloc(app->warm,
                                                sizeof(*app->warm) *
                                                    (size_t)(app->warm_cnt + 1));
-                        app->warm[app->warm_cnt++] = rkt;
+                        app->warm[app->warm_cnt].name = names[j];
+                        app->warm[app->warm_cnt++].rkt = rkt;
                 }
         }
+}
+
+rd_kafka_topic_t *sl_app_topic(const sl_app_t *app, const char *name) {
+        /* Operators pass the configured name itself; a record replayed
+         * from the outbox carries a copy. */
+        for (int i = 0; i < app->warm_cnt; i++)
+                if (app->warm[i].name == name)
+                        return app->warm[i].rkt;
+        for (int i = 0; i < app->warm_cnt; i++)
+                if (!strcmp(app->warm[i].name, name))
+                        return app->warm[i].rkt;
+        return NULL;
 }
 
 /* When librdkafka's fetcher may have stopped: a tenth below the consumer's
@@ -1631,7 +1644,7 @@ static void app_clients_lost(void *opaque) {
                 rd_kafka_queue_destroy(app->consumer_q);
         app->consumer_q = NULL;
         for (int i = 0; i < app->warm_cnt; i++)
-                rd_kafka_topic_destroy(app->warm[i]);
+                rd_kafka_topic_destroy(app->warm[i].rkt);
         app->warm_cnt = 0;
         app->consumer = NULL;
         app->producer = NULL;
@@ -1826,7 +1839,7 @@ static void app_destroy(sl_app_t *app) {
         if (app->consumer_q)
                 rd_kafka_queue_destroy(app->consumer_q);
         for (int i = 0; i < app->warm_cnt; i++)
-                rd_kafka_topic_destroy(app->warm[i]);
+                rd_kafka_topic_destroy(app->warm[i].rkt);
         free(app->warm);
         /* The clients go with the txn; the rebalance callback ignores a
          * consumer that is no longer app->consumer. */

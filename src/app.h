@@ -147,7 +147,12 @@ struct sl_app_s {
         int64_t rejoin_at_ms;
 
         sl_topic_cache_t *topics; /* metadata cache for operator targets */
-        rd_kafka_topic_t **warm;  /* producer handles of pipeline topics */
+        /* The producer's handles of the pipelines' own topics, kept while
+         * it lives (app_warm_topics), by the configured name. */
+        struct {
+                const char *name;
+                rd_kafka_topic_t *rkt;
+        } * warm;
         int warm_cnt;
         sl_refused_t refused;
         uint32_t epoch_counter; /* task epochs (task.h) */
@@ -175,6 +180,11 @@ int sl_app_may_produce(const sl_app_t *app);
  * records of tasks dropped or rebuilt since are left out.  Called when a
  * commit has returned. */
 void sl_app_outbox_replay(sl_app_t *app);
+/* The producer's kept handle of topic name when it is one of the
+ * pipelines' own topics (output, changelog, overflow, DLQ), else NULL.
+ * Producing through it skips librdkafka's lookup of the topic by name,
+ * which takes the client's write lock for every record. */
+rd_kafka_topic_t *sl_app_topic(const sl_app_t *app, const char *name);
 
 /* The msg_opaque of a produced record: bit 0, sent alone to test a
  * suspect; bit 1, tracked (op->delivered wants its offset), with the

@@ -634,6 +634,37 @@ static uint64_t rec_refused_id(const sl_outbox_rec_t *r) {
                              r->value, r->valuelen);
 }
 
+/* The produce arguments of r: through the producer's kept handle of its
+ * topic when it is a pipeline's own (sl_app_topic), else by name. */
+#define SL_SEND_ARGS 8
+static void app_send_args(sl_app_t *app, const sl_outbox_rec_t *r, int replayed,
+                          int isolated, rd_kafka_vu_t *vu) {
+        rd_kafka_topic_t *rkt = sl_app_topic(app, r->topic);
+        if (rkt) {
+                vu[0].vtype = RD_KAFKA_VTYPE_RKT;
+                vu[0].u.rkt = rkt;
+        } else {
+                vu[0].vtype = RD_KAFKA_VTYPE_TOPIC;
+                vu[0].u.cstr = r->topic;
+        }
+        vu[1].vtype = RD_KAFKA_VTYPE_PARTITION;
+        vu[1].u.i32 = r->partition;
+        vu[2].vtype = RD_KAFKA_VTYPE_KEY;
+        vu[2].u.mem.ptr = (void *)r->key;
+        vu[2].u.mem.size = r->keylen;
+        vu[3].vtype = RD_KAFKA_VTYPE_VALUE;
+        vu[3].u.mem.ptr = (void *)r->value;
+        vu[3].u.mem.size = r->valuelen;
+        vu[4].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
+        vu[4].u.i = RD_KAFKA_MSG_F_COPY;
+        vu[5].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+        vu[5].u.i64 = replayed ? r->decided_ms : 0;
+        vu[6].vtype = RD_KAFKA_VTYPE_HEADERS;
+        vu[6].u.headers = r->hdrs;
+        vu[7].vtype = RD_KAFKA_VTYPE_OPAQUE;
+        vu[7].u.ptr = (void *)(r->flags | (isolated ? SL_MSG_ISOLATED : 0));
+}
+
 /*
  * Sends one record into the open transaction (opening it).  A suspect
  * (refused.h) goes alone: the records in flight are delivered first, then
@@ -644,6 +675,7 @@ static uint64_t rec_refused_id(const sl_outbox_rec_t *r) {
  * record itself; r->hdrs is consumed either way.
  */
 static int app_send(sl_app_t *app, const sl_outbox_rec_t *r, int replayed) {
+        rd_kafka_vu_t vu[SL_SEND_ARGS];
         rd_kafka_resp_err_t err;
         int64_t until = 0;
         uint64_t id = 0;
@@ -666,18 +698,14 @@ static int app_send(sl_app_t *app, const sl_outbox_rec_t *r, int replayed) {
                 isolated = 1;
                 sl_txn_drain(app->txn, isolate_ms);
         }
+        app_send_args(app, r, replayed, isolated, vu);
         for (;;) {
-                err = rd_kafka_producev(
-                    app->producer, RD_KAFKA_V_TOPIC(r->topic),
-                    RD_KAFKA_V_PARTITION(r->partition),
-                    RD_KAFKA_V_KEY((void *)r->key, r->keylen),
-                    RD_KAFKA_V_VALUE((void *)r->value, r->valuelen),
-                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_TIMESTAMP(replayed ? r->decided_ms : 0),
-                    RD_KAFKA_V_HEADERS(r->hdrs),
-                    RD_KAFKA_V_OPAQUE(
-                        (void *)(r->flags | (isolated ? SL_MSG_ISOLATED : 0))),
-                    RD_KAFKA_V_END);
+                rd_kafka_error_t *error =
+                    rd_kafka_produceva(app->producer, vu, SL_SEND_ARGS);
+                err = error ? rd_kafka_error_code(error)
+                            : RD_KAFKA_RESP_ERR_NO_ERROR;
+                if (error)
+                        rd_kafka_error_destroy(error);
                 if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
                         break;
                 /* The producer's queue is full: serve its delivery reports
