@@ -176,26 +176,38 @@ section_debounce_ingest() {
     bench_sluice_stop "$name"
 }
 
+# _db_lateness_start NAME PORT — a fresh pipeline NAME for the lateness
+# sections (idle = 500ms), metrics on PORT, started and ready.
+_db_lateness_start() {
+    bench_topic "$BENCH_ID.$1.in" 4
+    bench_topic "$BENCH_ID.$1.out" 4
+    _db_conf "$1" "$2" idle=500ms max_age=30s max_items=1000
+    "$SLUICE_BIN" topics apply -c "$BENCH_WORK/$1.ini" >/dev/null ||
+        bench_fail "topics apply failed"
+    _db_start "$1" "$2" >/dev/null
+}
+
+# _db_lateness_reader NAME COUNT — in the background (the caller waits for
+# $!), reads COUNT batches of NAME's output into $BENCH_WORK/NAME.consume.
+# Started before the load: arrival times are when each batch became
+# visible.  It asks often (fetch.wait.max.ms 5, as delay_lateness's does):
+# the figure is when a batch became visible, not how long an idle reader's
+# fetch waited at the broker.
+_db_lateness_reader() {
+    bench_consume "$BENCH_ID.$1.out" "$2" \
+        --lateness-header sluice-due -X fetch.wait.max.ms="${BENCH_DBLAT_FETCH_WAIT:-5}" \
+        ${BENCH_LATENESS_DUMP:+--dump "$BENCH_LATENESS_DUMP.$1"} \
+        >"$BENCH_WORK/$1.consume"
+}
+
 # _db_lateness_run NAME ROUNDS [warmup] — ROUNDS rounds, 1.5 s apart, of
 # 5,000 items over 1,000 groups into a fresh pipeline (idle = 500ms); the
 # figures, unless it is a warm-up.
 _db_lateness_run() {
     local name=$1 rounds=$2 warmup=${3:-} port line per=5000 groups=1000 cpid
     port=$(_db_free_port)
-    bench_topic "$BENCH_ID.$name.in" 4
-    bench_topic "$BENCH_ID.$name.out" 4
-    _db_conf "$name" "$port" idle=500ms max_age=30s max_items=1000
-    "$SLUICE_BIN" topics apply -c "$BENCH_WORK/$name.ini" >/dev/null ||
-        bench_fail "topics apply failed"
-    _db_start "$name" "$port" >/dev/null
-    # The reader runs before the load: arrival times are when each batch
-    # became visible.  It asks often (fetch.wait.max.ms 5, as
-    # delay_lateness's does): the figure is when a batch became visible,
-    # not how long an idle reader's fetch waited at the broker.
-    bench_consume "$BENCH_ID.$name.out" $((rounds * groups)) \
-        --lateness-header sluice-due -X fetch.wait.max.ms="${BENCH_DBLAT_FETCH_WAIT:-5}" \
-        ${BENCH_LATENESS_DUMP:+--dump "$BENCH_LATENESS_DUMP.$name"} \
-        >"$BENCH_WORK/$name.consume" &
+    _db_lateness_start "$name" "$port"
+    _db_lateness_reader "$name" $((rounds * groups)) &
     cpid=$!
     for ((r = 0; r < rounds; r++)); do
         bench_load "$BENCH_ID.$name.in" "$per" 100 --keys "$groups" \
@@ -217,14 +229,19 @@ _db_lateness_run() {
         "$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.5)" ms
     bench_figure debounce "(info) deadline → produced p99 (sluice histogram)" \
         "$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.99)" ms
-    # What a batch waits for once produced: the commit it goes in (after
-    # the one in flight), then the coordinator writing that commit's
-    # markers.
-    bench_figure debounce "(info) commit time p50 / p99 (sluice_txn_commit_seconds)" \
-        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_commit_seconds)" ms
-    bench_figure debounce "(info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
-        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_markers_seconds)" ms
+    _db_commit_figures "$port" ""
     bench_sluice_stop "$name"
+}
+
+# _db_commit_figures PORT INDENT — what a batch waits for once produced:
+# the commit it goes in (after the one in flight), then the coordinator
+# writing that commit's markers (n/a when no transaction was opened while
+# the coordinator was still at it).
+_db_commit_figures() {
+    bench_figure debounce "$2(info) commit time p50 / p99 (sluice_txn_commit_seconds)" \
+        "$(bench_histogram_p50_p99_ms "$1" sluice_txn_commit_seconds)" ms
+    bench_figure debounce "$2(info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
+        "$(bench_histogram_p50_p99_ms "$1" sluice_txn_markers_seconds)" ms
 }
 
 section_debounce_lateness() {
@@ -248,17 +265,8 @@ _db_steady_run() {
     n=$((rate * secs))
     batches=$((n / 5))
     port=$(_db_free_port)
-    bench_topic "$BENCH_ID.$name.in" 4
-    bench_topic "$BENCH_ID.$name.out" 4
-    _db_conf "$name" "$port" idle=500ms max_age=30s max_items=1000
-    "$SLUICE_BIN" topics apply -c "$BENCH_WORK/$name.ini" >/dev/null ||
-        bench_fail "topics apply failed"
-    _db_start "$name" "$port" >/dev/null
-    # As debounce_lateness's reader: started first, asks every 5 ms.
-    bench_consume "$BENCH_ID.$name.out" "$batches" \
-        --lateness-header sluice-due -X fetch.wait.max.ms="${BENCH_DBLAT_FETCH_WAIT:-5}" \
-        ${BENCH_LATENESS_DUMP:+--dump "$BENCH_LATENESS_DUMP.$name"} \
-        >"$BENCH_WORK/$name.consume" &
+    _db_lateness_start "$name" "$port"
+    _db_lateness_reader "$name" "$batches" &
     cpid=$!
     lline=$(bench_load "$BENCH_ID.$name.in" "$n" 100 --key-run 5 \
         --rate "$rate" --header-seq sluice-item)
@@ -276,10 +284,7 @@ _db_steady_run() {
         "$(bench_field "$line" lateness_p50_ms)/$(bench_field "$line" lateness_max_ms)" ms
     bench_figure debounce "  (info) deadline → produced p50 / p99 (sluice histogram)" \
         "$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.5)/$(_db_hist_q "$port" sluice_debounce_flush_lateness_seconds "$name" 0.99)" ms
-    bench_figure debounce "  (info) commit time p50 / p99 (sluice_txn_commit_seconds)" \
-        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_commit_seconds)" ms
-    bench_figure debounce "  (info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
-        "$(bench_histogram_p50_p99_ms "$port" sluice_txn_markers_seconds)" ms
+    _db_commit_figures "$port" "  "
     bench_figure debounce "  (info) load rate / transactions committed" \
         "$(bench_field "$lline" rate)/$(bench_metric "$port" sluice_transactions_total 'result="commit"')" ""
     bench_sluice_stop "$name"
