@@ -698,10 +698,11 @@ static int app_send(sl_app_t *app, const sl_outbox_rec_t *r, int replayed) {
                 isolated = 1;
                 sl_txn_drain(app->txn, isolate_ms);
         }
-        app_send_args(app, r, replayed, isolated, vu);
         for (;;) {
-                rd_kafka_error_t *error =
-                    rd_kafka_produceva(app->producer, vu, SL_SEND_ARGS);
+                rd_kafka_error_t *error;
+                /* Each try: draining below serves the producer's events. */
+                app_send_args(app, r, replayed, isolated, vu);
+                error = rd_kafka_produceva(app->producer, vu, SL_SEND_ARGS);
                 err = error ? rd_kafka_error_code(error)
                             : RD_KAFKA_RESP_ERR_NO_ERROR;
                 if (error)
