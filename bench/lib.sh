@@ -77,11 +77,18 @@ _bench_broker() {
 }
 
 # bench_broker_start — a fresh single-node broker on $BENCH_PORT.  When one
-# already answers there (a broker someone else started), it is reused and
-# bench_broker_stop leaves it running.
+# already answers there (a broker someone else started, or one an earlier
+# run kept with --keep-broker), it is reused and bench_broker_stop leaves it
+# running.  A reused broker still holds every earlier run's topics, and its
+# figures drift from a fresh one's (they rose run after run in one test), so
+# the reuse is said loudly and printed above the figures.
 bench_broker_start() {
     if _bench_broker status; then
         bench_log "broker: reusing the one on $BENCH_BOOTSTRAP"
+        echo "bench: WARNING: reusing a running broker on $BENCH_BOOTSTRAP:" \
+            "it keeps earlier runs' topics, so figures are not those of a" \
+            "fresh broker; stop it with" \
+            "'SLUICE_TEST_KAFKA_PORT=$BENCH_PORT $BENCH_BROKER_SH stop'" >&2
         echo reused >"$BENCH_WORK/broker.reused"
         return 0
     fi
@@ -516,6 +523,9 @@ bench_figures_print() {
     cp "$BENCH_WORK/figures.tsv" "$BENCH_OUT/figures.tsv"
     {
         echo "== sluice bench figures: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, broker $BENCH_BOOTSTRAP =="
+        if [ -f "$BENCH_WORK/broker.reused" ]; then
+            echo "== WARNING: the broker was reused, not fresh (see bench/README.md) =="
+        fi
         awk -F'\t' '
             BEGIN { printf "%-14s %-46s %13s %-6s %6s  %s\n", "section", "figure", "value", "unit", "ratio", "target" }
             { printf "%-14s %-46s %13s %-6s %6s  %s\n", $1, $2, $3, $4, ($5 == "" ? "-" : $5), $6 }
