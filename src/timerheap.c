@@ -492,6 +492,14 @@ void sl_timerheap_prefetch(const sl_timerheap_t *h, uint64_t hash) {
                 __builtin_prefetch(&h->heap[h->cnt], 1);
 }
 
+void sl_timerheap_prefetch_chain(const sl_timerheap_t *h, uint64_t hash) {
+        const sl_timer_t *t = *bucket_at(h, hash);
+        if (t) {
+                __builtin_prefetch(t, 0);
+                __builtin_prefetch(t->buf + 16, 0);
+        }
+}
+
 const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h) {
         sl_assert(h);
         return h->cnt ? h->heap[0] : NULL;

@@ -89,6 +89,12 @@ const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
  * it changes nothing. */
 void sl_timerheap_prefetch(const sl_timerheap_t *h, uint64_t hash);
 
+/* The second stage, some work after sl_timerheap_prefetch() of the same
+ * hash: brings in the first timer of the key's chain (its length, key and
+ * link), which a lookup compares next.  It reads the bucket, so it only
+ * pays once the first stage has had time to bring that in.  A hint too. */
+void sl_timerheap_prefetch_chain(const sl_timerheap_t *h, uint64_t hash);
+
 /* Cancels the timer with this key: 1 if it was removed (and freed), 0 if no
  * timer has this key. */
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen);

@@ -163,6 +163,75 @@ static void test_delay_extreme_timers_fire(void **state) {
         assert_int_equal(bad, 0);
 }
 
+/* Appends one framed delay changelog record: a timer due long ago under
+ * key id with nhdr headers, or a tombstone of id (target NULL). */
+static size_t timer_record(uint8_t *buf, const char *id, const char *target,
+                           size_t nhdr) {
+        Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
+        Sluice__V1__Header hs[16], *hp[16];
+        size_t n = 0, len, idlen = strlen(id);
+
+        buf[n++] = target ? 0 : 4; /* changelog record, or its tombstone */
+        buf[n++] = (uint8_t)idlen;
+        buf[n++] = 0;
+        memcpy(buf + n, id, idlen);
+        n += idlen;
+        if (!target)
+                return n;
+        tm.due_ms = 1000;
+        tm.seq = 1;
+        tm.target_topic = (char *)target;
+        tm.payload.data = (uint8_t *)"p";
+        tm.payload.len = 1;
+        for (size_t i = 0; i < nhdr && i < 16; i++) {
+                sluice__v1__header__init(&hs[i]);
+                hs[i].name = (char *)"h";
+                hs[i].value.data = (uint8_t *)"v";
+                hs[i].value.len = 1;
+                hp[i] = &hs[i];
+        }
+        tm.n_headers = nhdr < 16 ? nhdr : 16;
+        tm.headers = hp;
+        len = sluice__v1__timer__get_packed_size(&tm);
+        buf[n++] = (uint8_t)(len & 0xff);
+        buf[n++] = (uint8_t)(len >> 8);
+        sluice__v1__timer__pack(&tm, buf + n);
+        return n + len;
+}
+
+/* A rebuild applies its records a few behind reading them (op_delay.c,
+ * RESTORE_LAG): the order still decides.  40 timers, the even ones
+ * removed, one of those set again after its tombstone and one tombstone
+ * of a key never set; a key longer than the slot keeps (64 bytes) and a
+ * timer with 12 headers among them.  Each live timer fires once (its
+ * record and its tombstone), and none of the removed ones. */
+static void test_delay_restore_order(void **state) {
+        static uint8_t buf[16384];
+        uint8_t hdr[8] = {0, 0, 0, 0, 0, 0, 2, 0};
+        char id[80];
+        size_t n = sizeof(hdr);
+        uint64_t bad;
+        (void)state;
+
+        memcpy(buf, hdr, sizeof(hdr));
+        for (int i = 0; i < 40; i++) {
+                snprintf(id, sizeof(id), "timer-%d", i);
+                n += timer_record(buf + n, id, "out.a", i == 7 ? 12 : 0);
+        }
+        for (int i = 0; i < 40; i += 2) {
+                snprintf(id, sizeof(id), "timer-%d", i);
+                n += timer_record(buf + n, id, NULL, 0);
+        }
+        n += timer_record(buf + n, "timer-4", "out.a", 0);
+        n += timer_record(buf + n, "never-set", NULL, 0);
+        memset(id, 'k', 64);
+        id[64] = 0;
+        n += timer_record(buf + n, id, "out.a", 0);
+        /* 20 odd, timer-4 again, the long key: 22 timers, 2 records each. */
+        assert_int_equal(run_input(0, &sl_op_delay, buf, n, &bad), 44);
+        assert_int_equal(bad, 0);
+}
+
 /* Two framed overflow records (second source) of key "k", due now, one
  * with an empty value and one with a null value that (corruptly) carries
  * bytes too.  Header: 3 wake-ups. */
@@ -318,6 +387,7 @@ int main(void) {
             cmocka_unit_test(test_replay_throttle),
             cmocka_unit_test(test_delay_internal_target_skipped),
             cmocka_unit_test(test_delay_extreme_timers_fire),
+            cmocka_unit_test(test_delay_restore_order),
             cmocka_unit_test(test_throttle_drain_values),
             cmocka_unit_test(test_throttle_key_time_clamped),
             cmocka_unit_test(test_debounce_item_times_clamped),
