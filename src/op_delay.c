@@ -120,7 +120,7 @@ typedef struct delay_pipeline_s {
 /* Rebuild pipelining.  A rebuild applies 250k+ changelog records per
  * partition to a heap far larger than the CPU's caches, and each lookup
  * of a key was two cache misses in a row: the bucket, then the first
- * timer of its chain (a third of the rebuild's CPU in one profile).  So a
+ * timer of its chain (22 % of the rebuild's CPU in one profile).  So a
  * record is decoded and its key hashed when it is read, and applied
  * RESTORE_LAG records later; meanwhile its bucket is prefetched at once
  * and its chain's first timer RESTORE_NEAR records on.  Records are
