@@ -464,10 +464,12 @@ static void restore_slot_clear(restore_slot_t *s) {
 static void restore_apply_one(delay_state_t *st) {
         restore_slot_t *s = &st->restore[st->restore_head];
         if (s->blob)
-                sl_timerheap_upsert(st->heap, s->key, s->keylen, s->due_ms,
-                                    s->seq, s->blob, s->bloblen);
+                sl_timerheap_upsert_hashed(st->heap, s->hash, s->key, s->keylen,
+                                           s->due_ms, s->seq, s->blob,
+                                           s->bloblen);
         else
-                sl_timerheap_remove(st->heap, s->key, s->keylen);
+                sl_timerheap_remove_hashed(st->heap, s->hash, s->key,
+                                           s->keylen);
         restore_slot_clear(s);
         st->restore_head = (st->restore_head + 1) % RESTORE_LAG;
         st->restore_cnt--;

@@ -418,13 +418,21 @@ int sl_timerheap_add_hashed(sl_timerheap_t *h, uint64_t hash, const void *key,
 int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
                         int64_t due_ms, int64_t seq, const void *data,
                         size_t datalen) {
+        sl_assert(h && (key || !keylen));
+        return sl_timerheap_upsert_hashed(h, sl_hash(key, keylen), key, keylen,
+                                          due_ms, seq, data, datalen);
+}
+
+int sl_timerheap_upsert_hashed(sl_timerheap_t *h, uint64_t hash,
+                               const void *key, size_t keylen, int64_t due_ms,
+                               int64_t seq, const void *data, size_t datalen) {
         sl_timer_t **link, *old, *t;
 
         sl_assert(h && (key || !keylen) && (data || !datalen));
         if (keylen >= MAX_FIELD_BYTES || datalen >= MAX_FIELD_BYTES)
                 return -1;
 
-        link = find_link(h, key, keylen);
+        link = find_link_hashed(h, hash, key, keylen);
         old = *link;
         if (old) {
                 h->bytes -= old->datalen;
@@ -451,10 +459,16 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
 }
 
 int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen) {
+        sl_assert(h && (key || !keylen));
+        return sl_timerheap_remove_hashed(h, sl_hash(key, keylen), key, keylen);
+}
+
+int sl_timerheap_remove_hashed(sl_timerheap_t *h, uint64_t hash,
+                               const void *key, size_t keylen) {
         sl_timer_t *t;
 
         sl_assert(h && (key || !keylen));
-        t = *find_link(h, key, keylen);
+        t = *find_link_hashed(h, hash, key, keylen);
         if (!t)
                 return 0;
         detach(h, t);

@@ -82,6 +82,13 @@ int sl_timerheap_add_hashed(sl_timerheap_t *h, uint64_t hash, const void *key,
 const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
                                            uint64_t hash, const void *key,
                                            size_t keylen);
+/* sl_timerheap_upsert() and sl_timerheap_remove() with the key's sl_hash()
+ * given, under the same rule. */
+int sl_timerheap_upsert_hashed(sl_timerheap_t *h, uint64_t hash,
+                               const void *key, size_t keylen, int64_t due_ms,
+                               int64_t seq, const void *data, size_t datalen);
+int sl_timerheap_remove_hashed(sl_timerheap_t *h, uint64_t hash,
+                               const void *key, size_t keylen);
 
 /* Asks the CPU to bring in, while the caller does other work, what adding
  * a timer of this sl_hash() will write (its bucket, the heap's next slot):
