@@ -156,6 +156,7 @@ struct sl_app_s {
         int warm_cnt;
         sl_refused_t refused;
         uint32_t epoch_counter; /* task epochs (task.h) */
+        uint64_t reader_batch;  /* batches taken from reader_q so far */
         int has_tracking;       /* some operator tracks deliveries */
 
         sl_metrics_t *metrics;

@@ -106,6 +106,7 @@ static void task_reader_unassign(sl_task_t *t) {
         rd_kafka_topic_partition_list_destroy(l);
         t->reader_topic = NULL;
         t->fetch_topic = NULL;
+        t->reader_moved = t->app->reader_batch;
 }
 
 /* Points the reader at (topic, t->partition) from offset on, in place of
@@ -131,6 +132,7 @@ static int task_reader_assign(sl_task_t *t, const char *topic, int64_t offset) {
                 return -1;
         }
         t->reader_topic = topic;
+        t->reader_moved = t->app->reader_batch;
         sl_kwatch_kick(t->app->reader_w);
         return 0;
 }
@@ -425,7 +427,7 @@ void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
                         t->pl->op->restore_source(t, m);
                         t->rebuild_source_records++;
                 }
-                sl_counter_inc(t->pl->metrics->rebuild_records);
+                sl_counter_inc_owner(t->pl->metrics->rebuild_records);
                 if (m->offset + 1 < t->rebuild_end)
                         return;
         }

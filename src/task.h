@@ -180,6 +180,9 @@ struct sl_task_s {
         const char *reader_topic;       /* what the reader reads for this task
                                            (changelog, source or fetch), or NULL */
         const char *fetch_topic; /* sl_task_fetch() in progress, or NULL */
+        /* app->reader_batch when the reader last moved for this task:
+         * records of that batch are from before the move. */
+        uint64_t reader_moved;
 
         uv_timer_t wake;
         int64_t wake_at;   /* ms, 0 = not armed */
