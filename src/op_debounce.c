@@ -450,7 +450,7 @@ static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         debounce_state_t *st = t->state_data;
         const char *why = NULL;
         if (sl_debounce_restore_record(st->win, m->key, m->key_len, m->payload,
-                                       m->len, sl_now_ms(), &why) < 0)
+                                       m->len, sl_app_now_ms(t->app), &why) < 0)
                 debounce_restore_bad(t, m, why);
 }
 

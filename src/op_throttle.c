@@ -496,8 +496,9 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         if (!m->payload) {
                 /* Gone: a fresh key (full bucket, nothing drained), which
                  * the next sweep drops. */
-                sl_bkey_t *k = sl_backlog_restore_key(
-                    st->bl, key + 2, m->key_len - 2, 0, HUGE_VAL, sl_now_ms());
+                sl_bkey_t *k =
+                    sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2, 0,
+                                           HUGE_VAL, sl_app_now_ms(t->app));
                 if (k)
                         *sl_bkey_opflags(k) &= ~OPF_HAS_RECORD;
                 return;
@@ -515,7 +516,8 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                  * ahead of now (a corrupt record, or another instance's
                  * clock) would hold the refill until then, one before the
                  * epoch would overflow it. */
-                updated = SL_MAX(0, SL_MIN(r->updated_ms, sl_now_ms()));
+                updated =
+                    SL_MAX(0, SL_MIN(r->updated_ms, sl_app_now_ms(t->app)));
                 k = sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2,
                                            r->drained_to, r->tokens, updated);
                 if (k)
@@ -541,7 +543,7 @@ static void throttle_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
         }
         if (sl_backlog_rebuild_append(st->bl, m->key, m->key_len, m->offset,
                                       deadline, m->payload, (uint32_t)m->len,
-                                      sl_now_ms()) == -1)
+                                      sl_app_now_ms(t->app)) == -1)
                 log_bad(t, "overflow record out of order", m->offset);
 }
 
