@@ -1640,22 +1640,40 @@ static void sb_str(sbuf_t *b, const char *s) {
         sb_put(b, s, strlen(s));
 }
 
-/* What snprintf's "%lld" writes, without its format parsing: two per
- * item in every JSON batch. */
+/* What snprintf's "%lld" writes, without its format parsing, two digits
+ * per division: two per item in every JSON batch. */
 static void sb_i64(sbuf_t *b, int64_t v) {
+        static const char d2[] = "00010203040506070809"
+                                 "10111213141516171819"
+                                 "20212223242526272829"
+                                 "30313233343536373839"
+                                 "40414243444546474849"
+                                 "50515253545556575859"
+                                 "60616263646566676869"
+                                 "70717273747576777879"
+                                 "80818283848586878889"
+                                 "90919293949596979899";
         char tmp[24], *e = tmp + sizeof(tmp), *q = e;
         uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-        do {
-                *--q = (char)('0' + u % 10);
-                u /= 10;
-        } while (u);
+        while (u >= 100) {
+                q -= 2;
+                memcpy(q, d2 + 2 * (u % 100), 2);
+                u /= 100;
+        }
+        if (u >= 10) {
+                q -= 2;
+                memcpy(q, d2 + 2 * u, 2);
+        } else {
+                *--q = (char)('0' + u);
+        }
         if (v < 0)
                 *--q = '-';
         sb_put(b, q, (size_t)(e - q));
 }
 
-/* A JSON string of UTF-8 text; invalid bytes become U+FFFD. */
-static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
+/* A JSON string of UTF-8 text; invalid bytes become U+FFFD, or, when
+ * strict, stop it: 0 then, and b holds part of the string. */
+static int sb_jstr_in(sbuf_t *b, const void *p, size_t n, int strict) {
         static const char hex[] = "0123456789abcdef";
         const unsigned char *s = p;
         size_t i = 0, run = 0;
@@ -1674,6 +1692,8 @@ static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
                         i += l;
                         continue;
                 }
+                if (!l && strict)
+                        return 0;
                 sb_put(b, s + i - run, run);
                 run = 0;
                 if (!l) {
@@ -1696,6 +1716,11 @@ static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
         }
         sb_put(b, s + i - run, run);
         sb_put(b, "\"", 1);
+        return 1;
+}
+
+static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
+        sb_jstr_in(b, p, n, 0);
 }
 
 /* Base64 in slices of 48 bytes (64 characters): no buffer per payload. */
@@ -1732,7 +1757,7 @@ static int json_ok(const char *p, size_t n) {
 
 static void sb_payload(sbuf_t *b, const sl_debounce_item_t *it) {
         const char *p = it->payload;
-        size_t n = it->payload_len;
+        size_t n = it->payload_len, at;
 
         while (n && is_ws((unsigned char)p[0])) {
                 p++;
@@ -1740,17 +1765,19 @@ static void sb_payload(sbuf_t *b, const sl_debounce_item_t *it) {
         }
         while (n && is_ws((unsigned char)p[n - 1]))
                 n--;
+        sb_str(b, "\"payload\":");
         if (json_ok(p, n)) {
-                sb_str(b, "\"payload\":");
                 sb_put(b, p, n);
-        } else if (utf8_ok(it->payload, it->payload_len, 1)) {
-                sb_str(b, "\"payload\":");
-                sb_jstr(b, it->payload, it->payload_len);
-        } else {
-                sb_str(b, "\"payload\":");
-                sb_base64(b, it->payload, it->payload_len);
-                sb_str(b, ",\"payload_encoding\":\"base64\"");
+                return;
         }
+        /* UTF-8 text as a string, in one pass: the string stops at the
+         * first invalid sequence, and base64 replaces what it wrote. */
+        at = b->len;
+        if (sb_jstr_in(b, it->payload, it->payload_len, 1))
+                return;
+        b->len = at;
+        sb_base64(b, it->payload, it->payload_len);
+        sb_str(b, ",\"payload_encoding\":\"base64\"");
 }
 
 char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp) {

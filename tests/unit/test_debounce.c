@@ -4,6 +4,7 @@
  * batch id determinism, rebuild giving the same deadlines, the JSON and
  * protobuf encodings, and memory per pending item.
  */
+#include <inttypes.h>
 #include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -765,6 +766,46 @@ static void test_item_pack(void **state) {
         free(theirs);
 }
 
+/* The batch's times are written two digits at a time: every digit count,
+ * both signs, and the digit pairs at each end come out as the number. */
+static void test_json_times(void **state) {
+        static const int64_t times[] = {
+            0,   1,   9,    10,   11,     99,           100,
+            101, 999, 1000, 1009, 12345,  9876543210,   T0,
+            -1,  -9,  -10,  -100, -12345, INT64_MAX / 4};
+        (void)state;
+        for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+                sl_debounce_t *d = mk(1000, 10000, 10, 1 << 20);
+                sl_debounce_batch_t *b;
+                json_error_t err;
+                json_t *j, *it;
+                size_t len;
+                char *js;
+
+                assert_int_equal(up(d, "G", "i", "x", times[i], 1), 0);
+                b = take(d, NULL, times[i] + 5000);
+                assert_non_null(b);
+                js = sl_debounce_batch_json(b, &len);
+                j = json_loadb(js, len, 0, &err);
+                if (!j)
+                        fail_msg("%" PRId64 ": invalid JSON (%s)", times[i],
+                                 err.text);
+                it = json_array_get(json_object_get(j, "items"), 0);
+                assert_true(json_integer_value(
+                                json_object_get(j, "opened_at")) == times[i]);
+                assert_true(json_integer_value(json_object_get(
+                                j, "flushed_at")) == times[i] + 5000);
+                assert_true(json_integer_value(
+                                json_object_get(it, "first_seen")) == times[i]);
+                assert_true(json_integer_value(json_object_get(
+                                it, "last_update")) == times[i]);
+                json_decref(j);
+                free(js);
+                sl_debounce_batch_free(b);
+                sl_debounce_destroy(d);
+        }
+}
+
 static void test_json_string_words(void **state) {
         (void)state;
         static const struct {
@@ -1494,6 +1535,7 @@ int main(void) {
             cmocka_unit_test(test_json),
             cmocka_unit_test(test_json_payload_kinds),
             cmocka_unit_test(test_item_pack),
+            cmocka_unit_test(test_json_times),
             cmocka_unit_test(test_json_string_words),
             cmocka_unit_test(test_protobuf),
             cmocka_unit_test(test_text_ok),
