@@ -22,13 +22,7 @@
 
 #include "config.h"
 
-#define CHECK(cond)                                                            \
-        do {                                                                   \
-                if (!(cond)) {                                                 \
-                        fprintf(stderr, "check failed: %s\n", #cond);          \
-                        abort();                                               \
-                }                                                              \
-        } while (0)
+#include "check.inc"
 
 #define MAX_ENV 8
 

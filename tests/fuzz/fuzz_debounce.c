@@ -34,13 +34,7 @@
 #include "debounce.h"
 #include "sluice.pb-c.h"
 
-#define CHECK(cond)                                                            \
-        do {                                                                   \
-                if (!(cond)) {                                                 \
-                        fprintf(stderr, "check failed: %s\n", #cond);          \
-                        abort();                                               \
-                }                                                              \
-        } while (0)
+#include "check.inc"
 
 static void check_batch(const sl_debounce_batch_t *b) {
         json_error_t jerr;

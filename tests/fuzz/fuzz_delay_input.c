@@ -34,13 +34,7 @@
 
 #include "delay_input.h"
 
-#define CHECK(cond)                                                            \
-        do {                                                                   \
-                if (!(cond)) {                                                 \
-                        fprintf(stderr, "check failed: %s\n", #cond);          \
-                        abort();                                               \
-                }                                                              \
-        } while (0)
+#include "check.inc"
 
 #define MAX_HDRS 64
 

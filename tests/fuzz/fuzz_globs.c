@@ -15,13 +15,7 @@
 
 #include "parse.h"
 
-#define CHECK(cond)                                                            \
-        do {                                                                   \
-                if (!(cond)) {                                                 \
-                        fprintf(stderr, "check failed: %s\n", #cond);          \
-                        abort();                                               \
-                }                                                              \
-        } while (0)
+#include "check.inc"
 
 /* Whether c is in the set of the bracket at p ('['); *after is past it.
  * -1 when not closed (then '[' is a literal). */

@@ -15,13 +15,7 @@
 
 #include "jsontext.h"
 
-#define CHECK(cond)                                                            \
-        do {                                                                   \
-                if (!(cond)) {                                                 \
-                        fprintf(stderr, "check failed: %s\n", #cond);          \
-                        abort();                                               \
-                }                                                              \
-        } while (0)
+#include "check.inc"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -21,13 +21,7 @@
 #include "parse.h"
 #include "rates.h"
 
-#define CHECK(cond)                                                            \
-        do {                                                                   \
-                if (!(cond)) {                                                 \
-                        fprintf(stderr, "check failed: %s\n", #cond);          \
-                        abort();                                               \
-                }                                                              \
-        } while (0)
+#include "check.inc"
 
 #define MAX_KEYS 256
 
