@@ -74,6 +74,7 @@
 #include "sluice.pb-c.h"
 #include "task.h"
 #include "timerheap.h"
+#include "timerpb.h"
 #include "util.h"
 
 /* Timers fired per wake-up before yielding to the loop. */
@@ -584,8 +585,9 @@ static const char *restore_target_refused(const delay_pipeline_t *dp,
 static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
-        Sluice__V1__Timer *tm;
+        sl_timerpb_t tm;
         blob_t b = {0};
+        char target[SL_TOPIC_MAX + 1];
         const char *why;
 
         if (!m->key || !m->key_len) {
@@ -596,29 +598,34 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 restore_push(st, m->key, m->key_len, 0, 0, NULL);
                 return;
         }
-        tm = sluice__v1__timer__unpack(NULL, m->len, m->payload);
-        if (!tm || !tm->target_topic || !*tm->target_topic) {
+        if (sl_timerpb_read(&tm, m->payload, m->len) < 0 ||
+            !tm.target_topic_len) {
                 sl_counter_inc(dp->m_restore_bad);
                 sl_log(LOG_WARNING, "REBUILD",
                        "%s [%d] @%" PRId64 ": undecodable timer record skipped",
                        t->pl->conf->name, t->partition, m->offset);
-                if (tm)
-                        sluice__v1__timer__free_unpacked(tm, NULL);
+                sl_timerpb_free(&tm);
                 return;
         }
-        why = restore_target_refused(dp, tm->target_topic);
+        if (tm.target_topic_len > SL_TOPIC_MAX) {
+                why = "not a topic name (empty or too long)";
+        } else {
+                memcpy(target, tm.target_topic, tm.target_topic_len);
+                target[tm.target_topic_len] = '\0';
+                why = restore_target_refused(dp, target);
+        }
         if (why) {
                 sl_counter_inc(dp->m_restore_bad);
                 sl_log(LOG_WARNING, "REBUILD",
                        "%s [%d] @%" PRId64
                        ": timer record skipped: its target is %s",
                        t->pl->conf->name, t->partition, m->offset, why);
-                sluice__v1__timer__free_unpacked(tm, NULL);
+                sl_timerpb_free(&tm);
                 return;
         }
         {
-                size_t n = tm->n_headers;
-                int64_t due = tm->due_ms;
+                size_t n = tm.n_headers;
+                int64_t due = tm.due_ms;
                 uint8_t flags = 0;
                 /* A timer's headers: most have none or a few. */
                 const char *hn_s[8];
@@ -630,15 +637,13 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 const void **hv = few ? hv_s : sl_calloc(n + 1, sizeof(void *));
                 size_t *hvl = few ? hvl_s : sl_calloc(n + 1, sizeof(size_t));
                 for (size_t i = 0; i < n; i++) {
-                        Sluice__V1__Header *h = tm->headers[i];
-                        hn[i] = h->name ? h->name : "";
-                        hnl[i] = strlen(hn[i]);
-                        hv[i] =
-                            h->null_value
-                                ? NULL
-                                : (h->value.data ? (const void *)h->value.data
-                                                 : "");
-                        hvl[i] = h->value.len;
+                        const sl_timerpb_hdr_t *h = &tm.headers[i];
+                        hn[i] = h->name;
+                        hnl[i] = h->name_len;
+                        hv[i] = h->null_value
+                                    ? NULL
+                                    : (h->value ? (const void *)h->value : "");
+                        hvl[i] = h->value_len;
                 }
                 if (due < SL_DELAY_DUE_MIN_MS || due > SL_DELAY_DUE_MAX_MS) {
                         /* Written before input was range-checked: keep
@@ -650,19 +655,18 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                                "%s [%d] @%" PRId64 ": timer due at %" PRId64
                                " clamped to %" PRId64,
                                t->pl->conf->name, t->partition, m->offset,
-                               tm->due_ms, due);
+                               tm.due_ms, due);
                 }
-                if (tm->due_ms < tm->created_ms)
+                if (tm.due_ms < tm.created_ms)
                         flags |= SL_BLOB_DUE_ON_ARRIVAL;
-                if (tm->null_target_key)
+                if (tm.null_target_key)
                         flags |= SL_BLOB_NULL_KEY;
-                if (delay_blob(dp, &b, flags, tm->target_topic,
-                               strlen(tm->target_topic), tm->target_partition,
-                               tm->has_target_key && !tm->null_target_key,
-                               tm->target_key.data, tm->target_key.len, n, hn,
-                               hnl, hv, hvl, tm->payload.data,
-                               tm->payload.len) == 0)
-                        restore_push(st, m->key, m->key_len, due, tm->seq, &b);
+                if (delay_blob(dp, &b, flags, target, tm.target_topic_len,
+                               tm.target_partition,
+                               tm.has_target_key && !tm.null_target_key,
+                               tm.target_key, tm.target_key_len, n, hn, hnl, hv,
+                               hvl, tm.payload, tm.payload_len) == 0)
+                        restore_push(st, m->key, m->key_len, due, tm.seq, &b);
                 else
                         sl_counter_inc(dp->m_restore_bad);
                 if (!few) {
@@ -673,7 +677,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 }
         }
         free(b.buf);
-        sluice__v1__timer__free_unpacked(tm, NULL);
+        sl_timerpb_free(&tm);
 }
 
 static void delay_arm(sl_task_t *t) {

@@ -1,0 +1,259 @@
+/*
+ * timerpb.c — the Timer record read in place (see timerpb.h).
+ *
+ * DESIGN
+ *
+ * One pass over the fields, as protobuf-c's scan reads them: a tag of at
+ * most 5 bytes (a first byte without tag bits is refused), then by wire
+ * type a varint of at most 10 bytes, 8 or 4 bytes, or a length of at most
+ * 5 bytes and that many bytes; any other wire type (groups) is refused, as
+ * is anything that runs past the end.  A known field must come with its
+ * own wire type.  Varint values are taken as protobuf-c takes them: the
+ * low 64 bits (an int64), the low 32 (a sint32, then unzigzagged).  A bool
+ * takes any wire type and is true when any byte after its tag has one of
+ * its low 7 bits set, the length of a length-delimited one included.
+ */
+#include "timerpb.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+enum { WT_VARINT = 0, WT_64 = 1, WT_LEN = 2, WT_32 = 5 };
+
+typedef struct field_s {
+        uint32_t tag;
+        unsigned wt;
+        const uint8_t *val; /* the varint, the fixed bytes, or the data */
+        size_t len;         /* of val */
+        const uint8_t *raw; /* all after the tag: the data's length too */
+        size_t raw_len;
+} field_t;
+
+/* The field at p[0..rem): its size, or 0 when it is malformed. */
+static size_t next_field(const uint8_t *p, size_t rem, field_t *f) {
+        size_t used, max, i;
+        uint32_t tag;
+        unsigned shift = 4;
+
+        if (!rem || (p[0] & 0xf8) == 0)
+                return 0;
+        f->wt = p[0] & 7;
+        tag = (p[0] & 0x7f) >> 3;
+        if (p[0] & 0x80) {
+                max = rem < 5 ? rem : 5;
+                for (used = 1; used < max; used++) {
+                        tag |= (uint32_t)(p[used] & 0x7f) << shift;
+                        shift += 7;
+                        if (!(p[used] & 0x80))
+                                break;
+                }
+                if (used == max)
+                        return 0;
+                used++;
+        } else {
+                used = 1;
+        }
+        f->tag = tag;
+        p += used;
+        rem -= used;
+        f->raw = p;
+        switch (f->wt) {
+        case WT_VARINT:
+                max = rem < 10 ? rem : 10;
+                for (i = 0; i < max && (p[i] & 0x80); i++)
+                        ;
+                if (i == max)
+                        return 0;
+                f->val = p;
+                f->raw_len = f->len = i + 1;
+                return used + f->len;
+        case WT_64:
+        case WT_32:
+                f->len = f->wt == WT_64 ? 8 : 4;
+                if (rem < f->len)
+                        return 0;
+                f->val = p;
+                f->raw_len = f->len;
+                return used + f->len;
+        case WT_LEN: {
+                uint64_t n = 0;
+                max = rem < 5 ? rem : 5;
+                for (i = 0; i < max; i++) {
+                        n |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+                        if (!(p[i] & 0x80))
+                                break;
+                }
+                if (i == max || n > INT32_MAX || i + 1 + n > rem)
+                        return 0;
+                f->val = p + i + 1;
+                f->len = (size_t)n;
+                f->raw_len = i + 1 + f->len;
+                return used + f->raw_len;
+        }
+        default:
+                return 0;
+        }
+}
+
+static uint64_t varint_u64(const field_t *f) {
+        uint64_t v = 0;
+        for (size_t i = 0; i < f->len; i++)
+                v |= (uint64_t)(f->val[i] & 0x7f) << (7 * i);
+        return v;
+}
+
+/* A bool, of any wire type (protobuf-c checks none for a bool): true when
+ * any byte after the tag has one of its low 7 bits set. */
+static int field_bool(const field_t *f) {
+        for (size_t i = 0; i < f->raw_len; i++)
+                if (f->raw[i] & 0x7f)
+                        return 1;
+        return 0;
+}
+
+static int32_t varint_sint32(const field_t *f) {
+        uint32_t v = (uint32_t)varint_u64(f);
+        return (int32_t)((v >> 1) ^ (~(v & 1) + 1));
+}
+
+/* A string field: up to its first NUL. */
+static size_t str_len(const field_t *f) {
+        const void *nul = memchr(f->val, '\0', f->len);
+        return nul ? (size_t)((const uint8_t *)nul - f->val) : f->len;
+}
+
+static int read_header(sl_timerpb_hdr_t *h, const uint8_t *p, size_t len) {
+        field_t f;
+        size_t used;
+        memset(h, 0, sizeof(*h));
+        h->name = "";
+        for (; len; p += used, len -= used) {
+                if (!(used = next_field(p, len, &f)))
+                        return -1;
+                switch (f.tag) {
+                case 1:
+                        if (f.wt != WT_LEN)
+                                return -1;
+                        h->name = (const char *)f.val;
+                        h->name_len = str_len(&f);
+                        break;
+                case 2:
+                        if (f.wt != WT_LEN)
+                                return -1;
+                        h->value = f.val;
+                        h->value_len = f.len;
+                        break;
+                case 3:
+                        h->null_value = field_bool(&f);
+                        break;
+                default:
+                        break; /* unknown: skipped */
+                }
+        }
+        return 0;
+}
+
+static sl_timerpb_hdr_t *header_slot(sl_timerpb_t *t) {
+        if (t->n_headers == t->hdr_cap) {
+                size_t cap = t->hdr_cap * 2;
+                sl_timerpb_hdr_t *h;
+                if (t->headers == t->hdr_in) {
+                        h = sl_malloc(cap * sizeof(*h));
+                        memcpy(h, t->hdr_in, sizeof(t->hdr_in));
+                } else {
+                        h = sl_realloc(t->headers, cap * sizeof(*h));
+                }
+                t->headers = h;
+                t->hdr_cap = cap;
+        }
+        return &t->headers[t->n_headers++];
+}
+
+int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len) {
+        const uint8_t *p = buf;
+        field_t f;
+        size_t used;
+
+        memset(t, 0, offsetof(sl_timerpb_t, hdr_in));
+        t->target_topic = "";
+        t->headers = t->hdr_in;
+        t->hdr_cap = SL_TIMERPB_HDRS;
+        for (; len; p += used, len -= used) {
+                unsigned want;
+                if (!(used = next_field(p, len, &f)))
+                        return -1;
+                switch (f.tag) {
+                case 4:
+                case 7:
+                case 11:
+                        want = f.wt; /* a bool: any */
+                        break;
+                case 1:
+                case 5:
+                case 9:
+                case 10:
+                        want = WT_VARINT;
+                        break;
+                case 2:
+                case 3:
+                case 6:
+                case 8:
+                        want = WT_LEN;
+                        break;
+                default:
+                        continue; /* unknown: skipped */
+                }
+                if (f.wt != want)
+                        return -1;
+                switch (f.tag) {
+                case 1:
+                        t->due_ms = (int64_t)varint_u64(&f);
+                        break;
+                case 2:
+                        t->target_topic = (const char *)f.val;
+                        t->target_topic_len = str_len(&f);
+                        break;
+                case 3:
+                        t->target_key = f.val;
+                        t->target_key_len = f.len;
+                        break;
+                case 4:
+                        t->has_target_key = field_bool(&f);
+                        break;
+                case 5:
+                        t->target_partition = varint_sint32(&f);
+                        break;
+                case 6:
+                        t->payload = f.val;
+                        t->payload_len = f.len;
+                        break;
+                case 7:
+                        t->null_payload = field_bool(&f);
+                        break;
+                case 8:
+                        if (read_header(header_slot(t), f.val, f.len) < 0)
+                                return -1;
+                        break;
+                case 9:
+                        t->seq = (int64_t)varint_u64(&f);
+                        break;
+                case 10:
+                        t->created_ms = (int64_t)varint_u64(&f);
+                        break;
+                case 11:
+                        t->null_target_key = field_bool(&f);
+                        break;
+                }
+        }
+        return 0;
+}
+
+void sl_timerpb_free(sl_timerpb_t *t) {
+        if (t->headers && t->headers != t->hdr_in)
+                free(t->headers);
+        t->headers = t->hdr_in;
+        t->hdr_cap = SL_TIMERPB_HDRS;
+        t->n_headers = 0;
+}
