@@ -124,32 +124,57 @@ static size_t str_len(const field_t *f) {
         return nul ? (size_t)((const uint8_t *)nul - f->val) : f->len;
 }
 
+/* What each known field of a message takes (0: an unknown field). */
+enum { K_UNKNOWN = 0, K_VARINT, K_LEN, K_BOOL /* any wire type */ };
+
+static const unsigned char timer_kinds[] = {
+    [1] = K_VARINT, [2] = K_LEN,     [3] = K_LEN,   [4] = K_BOOL,
+    [5] = K_VARINT, [6] = K_LEN,     [7] = K_BOOL,  [8] = K_LEN,
+    [9] = K_VARINT, [10] = K_VARINT, [11] = K_BOOL,
+};
+static const unsigned char header_kinds[] = {
+    [1] = K_LEN,
+    [2] = K_LEN,
+    [3] = K_BOOL,
+};
+
+/* 1: f is a known field of its wire type; 0: unknown (skipped); -1: a
+ * known field of another wire type (protobuf-c refuses the record). */
+static int field_known(const unsigned char *kinds, size_t n, const field_t *f) {
+        unsigned k = f->tag < n ? kinds[f->tag] : K_UNKNOWN;
+        if (k == K_UNKNOWN)
+                return 0;
+        if ((k == K_VARINT && f->wt != WT_VARINT) ||
+            (k == K_LEN && f->wt != WT_LEN))
+                return -1;
+        return 1;
+}
+
 static int read_header(sl_timerpb_hdr_t *h, const uint8_t *p, size_t len) {
         field_t f;
         size_t used;
+        int known;
         memset(h, 0, sizeof(*h));
         h->name = "";
         for (; len; p += used, len -= used) {
-                if (!(used = next_field(p, len, &f)))
+                if (!(used = next_field(p, len, &f)) ||
+                    (known = field_known(header_kinds, sizeof(header_kinds),
+                                         &f)) < 0)
                         return -1;
+                if (!known)
+                        continue;
                 switch (f.tag) {
                 case 1:
-                        if (f.wt != WT_LEN)
-                                return -1;
                         h->name = (const char *)f.val;
                         h->name_len = str_len(&f);
                         break;
                 case 2:
-                        if (f.wt != WT_LEN)
-                                return -1;
                         h->value = f.val;
                         h->value_len = f.len;
                         break;
                 case 3:
                         h->null_value = field_bool(&f);
                         break;
-                default:
-                        break; /* unknown: skipped */
                 }
         }
         return 0;
@@ -181,32 +206,13 @@ int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len) {
         t->headers = t->hdr_in;
         t->hdr_cap = SL_TIMERPB_HDRS;
         for (; len; p += used, len -= used) {
-                unsigned want;
-                if (!(used = next_field(p, len, &f)))
+                int known;
+                if (!(used = next_field(p, len, &f)) ||
+                    (known =
+                         field_known(timer_kinds, sizeof(timer_kinds), &f)) < 0)
                         return -1;
-                switch (f.tag) {
-                case 4:
-                case 7:
-                case 11:
-                        want = f.wt; /* a bool: any */
-                        break;
-                case 1:
-                case 5:
-                case 9:
-                case 10:
-                        want = WT_VARINT;
-                        break;
-                case 2:
-                case 3:
-                case 6:
-                case 8:
-                        want = WT_LEN;
-                        break;
-                default:
-                        continue; /* unknown: skipped */
-                }
-                if (f.wt != want)
-                        return -1;
+                if (!known)
+                        continue;
                 switch (f.tag) {
                 case 1:
                         t->due_ms = (int64_t)varint_u64(&f);
