@@ -88,6 +88,7 @@
 
 #include "hash.h"
 #include "jsontext.h"
+#include "logpb.h"
 #include "sluice.pb-c.h"
 #include "timerheap.h"
 #include "util.h"
@@ -896,34 +897,42 @@ static int64_t clamp_time(int64_t v, int64_t now) {
         return SL_MAX(0, SL_MIN(v, now));
 }
 
+/* Items of a chunk read in one pass; a larger chunk is read again. */
+#define RESTORE_CHUNK_ITEMS 32
+
+static int restore_chunk_item(sl_debounce_t *d, const char *key, size_t gl,
+                              const sl_dbitem_t *it, int64_t now) {
+        if (!it->id_len)
+                return 0; /* never written: item ids are not empty */
+        /* The item's times were now when it was written: one outside
+         * [epoch, now] (a corrupt record, or another instance's clock)
+         * would overflow the deadline and age arithmetic. */
+        return item_set(d, key, gl, it->id, it->id_len, it->payload,
+                        it->payload_len, clamp_time(it->first_seen_ms, now),
+                        clamp_time(it->last_update_ms, now), it->seq, 0,
+                        SRC_CHUNK) >= 0;
+}
+
 static int restore_chunk(sl_debounce_t *d, const char *key, size_t gl,
                          uint32_t no, const void *value, size_t len,
                          int64_t now, const char **why) {
-        Sluice__V1__DebounceChunk *ch;
+        sl_dbitem_t items[RESTORE_CHUNK_ITEMS], it;
+        size_t set = 0, pos = 0;
         group_t *g;
-        size_t set = 0;
+        long n;
 
-        ch = sluice__v1__debounce_chunk__unpack(NULL, len, value);
-        if (!ch) {
+        n = sl_dbchunk_read(value, len, items, RESTORE_CHUNK_ITEMS);
+        if (n < 0) {
                 *why = "undecodable DebounceChunk";
                 return -1;
         }
-        for (size_t i = 0; i < ch->n_items; i++) {
-                const Sluice__V1__DebounceItem *it = ch->items[i];
-                if (!it->id.len)
-                        continue; /* never written: item ids are not empty */
-                /* The item's times were now when it was written: one
-                 * outside [epoch, now] (a corrupt record, or another
-                 * instance's clock) would overflow the deadline and age
-                 * arithmetic. */
-                if (item_set(d, key, gl, it->id.data, it->id.len,
-                             it->payload.data, it->payload.len,
-                             clamp_time(it->first_seen_ms, now),
-                             clamp_time(it->last_update_ms, now), it->seq, 0,
-                             SRC_CHUNK) >= 0)
-                        set++;
+        if (n <= RESTORE_CHUNK_ITEMS) {
+                for (long i = 0; i < n; i++)
+                        set += restore_chunk_item(d, key, gl, &items[i], now);
+        } else {
+                while (sl_dbchunk_next(value, len, &pos, &it))
+                        set += restore_chunk_item(d, key, gl, &it, now);
         }
-        sluice__v1__debounce_chunk__free_unpacked(ch, NULL);
         if (set && (g = group_find(d, key, gl)))
                 chunk_note(g, no);
         return 0;
@@ -934,7 +943,7 @@ int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
                                const char **why) {
         const char *k = key, *sep;
         size_t gl, rest;
-        Sluice__V1__DebounceItem *it;
+        sl_dbitem_t it;
         const sl_timer_t *t;
         group_t *g;
         int r;
@@ -971,16 +980,14 @@ int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
                         item_remove(d, k, gl, g, t, 0);
                 return 0;
         }
-        it = sluice__v1__debounce_item__unpack(NULL, len, value);
-        if (!it) {
+        if (sl_dbitem_read(&it, value, len) < 0) {
                 *why = "undecodable DebounceItem";
                 return -1;
         }
-        r = sl_debounce_restore(
-            d, k, gl, sep + 1, rest, it->payload.data, it->payload.len,
-            clamp_time(it->first_seen_ms, now_ms),
-            clamp_time(it->last_update_ms, now_ms), it->seq);
-        sluice__v1__debounce_item__free_unpacked(it, NULL);
+        r = sl_debounce_restore(d, k, gl, sep + 1, rest, it.payload,
+                                it.payload_len,
+                                clamp_time(it.first_seen_ms, now_ms),
+                                clamp_time(it.last_update_ms, now_ms), it.seq);
         if (r < 0) {
                 *why = "item too large";
                 return -1;

@@ -70,11 +70,11 @@
 #include "hash.h"
 #include "kafka.h"
 #include "log.h"
+#include "logpb.h"
 #include "metrics.h"
 #include "sluice.pb-c.h"
 #include "task.h"
 #include "timerheap.h"
-#include "timerpb.h"
 #include "util.h"
 
 /* Timers fired per wake-up before yielding to the loop. */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "logpb.h"
 #include "sluice.pb-c.h"
-#include "timerpb.h"
 
 #include "check.inc"
 

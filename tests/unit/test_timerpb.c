@@ -1,5 +1,5 @@
 /*
- * test_timerpb.c — the Timer record read in place (timerpb.h), against
+ * test_timerpb.c — the Timer record read in place (logpb.h), against
  * what protobuf-c packs: every field, headers past the inline ones, and
  * the cases where protobuf-c's reading is not the obvious one (a string
  * up to its NUL, a repeated scalar's last value, a bool of another wire
@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
+#include "logpb.h"
 #include "sluice.pb-c.h"
-#include "timerpb.h"
 
 static size_t pack(const Sluice__V1__Timer *tm, uint8_t **out) {
         size_t n = sluice__v1__timer__get_packed_size(tm);

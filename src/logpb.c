@@ -1,5 +1,5 @@
 /*
- * timerpb.c — the Timer record read in place (see timerpb.h).
+ * logpb.c — changelog records read in place (see logpb.h).
  *
  * DESIGN
  *
@@ -12,8 +12,12 @@
  * low 64 bits (an int64), the low 32 (a sint32, then unzigzagged).  A bool
  * takes any wire type and is true when any byte after its tag has one of
  * its low 7 bits set, the length of a length-delimited one included.
+ * An embedded message (a Header, a chunk's DebounceItem) is read the same
+ * way, and anything wrong in it refuses the record that holds it.  Each
+ * message's known fields and their wire types are one table (*_kinds);
+ * next_known() walks a message field by field and skips unknown ones.
  */
-#include "timerpb.h"
+#include "logpb.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +141,13 @@ static const unsigned char header_kinds[] = {
     [2] = K_LEN,
     [3] = K_BOOL,
 };
+static const unsigned char dbitem_kinds[] = {
+    [1] = K_LEN,    [2] = K_VARINT, [3] = K_VARINT, [4] = K_VARINT,
+    [5] = K_VARINT, [6] = K_LEN,    [7] = K_LEN,
+};
+static const unsigned char dbchunk_kinds[] = {
+    [1] = K_LEN,
+};
 
 /* 1: f is a known field of its wire type; 0: unknown (skipped); -1: a
  * known field of another wire type (protobuf-c refuses the record). */
@@ -150,19 +161,30 @@ static int field_known(const unsigned char *kinds, size_t n, const field_t *f) {
         return 1;
 }
 
+/* The message's next known field from *pos (unknown ones are skipped): 1
+ * with *f set, 0 at the end, -1 when protobuf-c refuses the message. */
+static int next_known(const uint8_t *buf, size_t len, size_t *pos,
+                      const unsigned char *kinds, size_t n, field_t *f) {
+        while (*pos < len) {
+                size_t used = next_field(buf + *pos, len - *pos, f);
+                int known;
+                if (!used || (known = field_known(kinds, n, f)) < 0)
+                        return -1;
+                *pos += used;
+                if (known)
+                        return 1;
+        }
+        return 0;
+}
+
 static int read_header(sl_timerpb_hdr_t *h, const uint8_t *p, size_t len) {
+        size_t pos = 0;
         field_t f;
-        size_t used;
-        int known;
+        int r;
         memset(h, 0, sizeof(*h));
         h->name = "";
-        for (; len; p += used, len -= used) {
-                if (!(used = next_field(p, len, &f)) ||
-                    (known = field_known(header_kinds, sizeof(header_kinds),
-                                         &f)) < 0)
-                        return -1;
-                if (!known)
-                        continue;
+        while ((r = next_known(p, len, &pos, header_kinds, sizeof(header_kinds),
+                               &f)) == 1) {
                 switch (f.tag) {
                 case 1:
                         h->name = (const char *)f.val;
@@ -177,7 +199,7 @@ static int read_header(sl_timerpb_hdr_t *h, const uint8_t *p, size_t len) {
                         break;
                 }
         }
-        return 0;
+        return r;
 }
 
 static sl_timerpb_hdr_t *header_slot(sl_timerpb_t *t) {
@@ -197,22 +219,16 @@ static sl_timerpb_hdr_t *header_slot(sl_timerpb_t *t) {
 }
 
 int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len) {
-        const uint8_t *p = buf;
+        size_t pos = 0;
         field_t f;
-        size_t used;
+        int r;
 
         memset(t, 0, offsetof(sl_timerpb_t, hdr_in));
         t->target_topic = "";
         t->headers = t->hdr_in;
         t->hdr_cap = SL_TIMERPB_HDRS;
-        for (; len; p += used, len -= used) {
-                int known;
-                if (!(used = next_field(p, len, &f)) ||
-                    (known =
-                         field_known(timer_kinds, sizeof(timer_kinds), &f)) < 0)
-                        return -1;
-                if (!known)
-                        continue;
+        while ((r = next_known(buf, len, &pos, timer_kinds, sizeof(timer_kinds),
+                               &f)) == 1) {
                 switch (f.tag) {
                 case 1:
                         t->due_ms = (int64_t)varint_u64(&f);
@@ -253,7 +269,7 @@ int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len) {
                         break;
                 }
         }
-        return 0;
+        return r;
 }
 
 void sl_timerpb_free(sl_timerpb_t *t) {
@@ -262,4 +278,68 @@ void sl_timerpb_free(sl_timerpb_t *t) {
         t->headers = t->hdr_in;
         t->hdr_cap = SL_TIMERPB_HDRS;
         t->n_headers = 0;
+}
+
+int sl_dbitem_read(sl_dbitem_t *it, const void *buf, size_t len) {
+        sl_timerpb_hdr_t h;
+        size_t pos = 0;
+        field_t f;
+        int r;
+
+        memset(it, 0, sizeof(*it));
+        while ((r = next_known(buf, len, &pos, dbitem_kinds,
+                               sizeof(dbitem_kinds), &f)) == 1) {
+                switch (f.tag) {
+                case 1:
+                        it->payload = f.len ? f.val : NULL;
+                        it->payload_len = f.len;
+                        break;
+                case 2:
+                        it->first_seen_ms = (int64_t)varint_u64(&f);
+                        break;
+                case 3:
+                        it->last_update_ms = (int64_t)varint_u64(&f);
+                        break;
+                case 4:
+                        it->seq = (int64_t)varint_u64(&f);
+                        break;
+                case 5:
+                        it->group_opened_ms = (int64_t)varint_u64(&f);
+                        break;
+                case 6:
+                        if (read_header(&h, f.val, f.len) < 0)
+                                return -1;
+                        it->n_headers++;
+                        break;
+                case 7:
+                        it->id = f.len ? f.val : NULL;
+                        it->id_len = f.len;
+                        break;
+                }
+        }
+        return r;
+}
+
+long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
+                     size_t cap) {
+        sl_dbitem_t it;
+        size_t pos = 0, n = 0;
+        field_t f;
+        int r;
+        while ((r = next_known(buf, len, &pos, dbchunk_kinds,
+                               sizeof(dbchunk_kinds), &f)) == 1) {
+                if (sl_dbitem_read(n < cap ? &items[n] : &it, f.val, f.len) < 0)
+                        return -1;
+                n++;
+        }
+        return r < 0 ? -1 : (long)n;
+}
+
+int sl_dbchunk_next(const void *buf, size_t len, size_t *pos, sl_dbitem_t *it) {
+        field_t f;
+        if (next_known(buf, len, pos, dbchunk_kinds, sizeof(dbchunk_kinds),
+                       &f) != 1 ||
+            sl_dbitem_read(it, f.val, f.len) < 0)
+                return 0;
+        return 1;
 }

@@ -1,0 +1,95 @@
+/*
+ * logpb.h — changelog records read in place (proto/sluice.proto): delay's
+ * Timer, debounce's DebounceItem and DebounceChunk.
+ *
+ * A rebuild reads every pending timer or item from its changelog.  Through
+ * protobuf-c each record was a descriptor-driven unpack plus an allocation
+ * for every string, bytes field, header and item, all freed right after
+ * the record was copied into the operator's state: in perf profiles of
+ * bench delay_rebuild ~10 % of the process, of debounce_rebuild_pending
+ * ~13 % plus the allocator.  These readers allocate nothing (below nine
+ * headers of a Timer) and point into the record.
+ *
+ * The answer must stay protobuf-c 1.4's (sluice__v1__timer__unpack() and
+ * friends): the same records refused (a tag, varint or length that does
+ * not end in the record, a known field with another wire type, a group,
+ * anything wrong in an embedded message), unknown fields skipped, the last
+ * value of a repeated scalar kept, a bool true when any of its varint's
+ * bits is, a string up to its first NUL (what strlen() of protobuf-c's
+ * copy gives).  tests/fuzz/fuzz_timerpb.c and fuzz_dbitem.c hold the two
+ * to the same answer on any bytes.
+ *
+ * Pure functions; any thread.
+ */
+#ifndef SL_LOGPB_H
+#define SL_LOGPB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Headers kept in the record itself; more go to the heap. */
+#define SL_TIMERPB_HDRS 8
+
+typedef struct sl_timerpb_hdr_s {
+        const char *name; /* not NUL-terminated */
+        size_t name_len;
+        const uint8_t *value; /* NULL or not when value_len is 0 */
+        size_t value_len;
+        int null_value;
+} sl_timerpb_hdr_t;
+
+typedef struct sl_timerpb_s {
+        int64_t due_ms;
+        const char *target_topic; /* not NUL-terminated */
+        size_t target_topic_len;
+        const uint8_t *target_key;
+        size_t target_key_len;
+        int has_target_key;
+        int32_t target_partition;
+        const uint8_t *payload;
+        size_t payload_len;
+        int null_payload;
+        int64_t seq;
+        int64_t created_ms;
+        int null_target_key;
+        size_t n_headers;
+        sl_timerpb_hdr_t *headers; /* hdr_in, or the heap */
+        sl_timerpb_hdr_t hdr_in[SL_TIMERPB_HDRS];
+        size_t hdr_cap;
+} sl_timerpb_t;
+
+/* Reads the Timer record buf[0..len) into *t, pointing into buf: 0, or -1
+ * when protobuf-c would refuse it.  Call sl_timerpb_free() after either. */
+int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len);
+
+void sl_timerpb_free(sl_timerpb_t *t);
+
+/* A DebounceItem: what a rebuild takes of it (its headers are checked,
+ * counted and skipped). */
+typedef struct sl_dbitem_s {
+        const uint8_t *payload; /* NULL when payload_len is 0 */
+        size_t payload_len;
+        int64_t first_seen_ms;
+        int64_t last_update_ms;
+        int64_t seq;
+        int64_t group_opened_ms;
+        const uint8_t *id; /* NULL when id_len is 0 */
+        size_t id_len;
+        size_t n_headers;
+} sl_dbitem_t;
+
+/* Reads the DebounceItem record buf[0..len) into *it, pointing into buf:
+ * 0, or -1 when protobuf-c would refuse it. */
+int sl_dbitem_read(sl_dbitem_t *it, const void *buf, size_t len);
+
+/* Reads the DebounceChunk record buf[0..len), every item as above, the
+ * first cap of them into items[]: how many it holds, or -1 when protobuf-c
+ * would refuse it.  Past cap, take them with sl_dbchunk_next(). */
+long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
+                     size_t cap);
+
+/* The next item of a chunk that sl_dbchunk_read() took, from *pos (0 at
+ * the start): 1 with *it set, or 0 after the last. */
+int sl_dbchunk_next(const void *buf, size_t len, size_t *pos, sl_dbitem_t *it);
+
+#endif
