@@ -97,7 +97,7 @@ static double run(int which, const uint8_t *rec, size_t len, int64_t n) {
                 }
                 case 1: {
                         sl_dbitem_t items[32];
-                        long m = sl_dbchunk_read(rec, len, items, 32);
+                        long m = sl_dbchunk_read(rec, len, items, 32, NULL);
                         if (m < 0)
                                 bench_die(prog, "chunk refused");
                         for (long j = 0; j < m; j++)

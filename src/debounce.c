@@ -897,7 +897,8 @@ static int64_t clamp_time(int64_t v, int64_t now) {
         return SL_MAX(0, SL_MIN(v, now));
 }
 
-/* Items of a chunk read in one pass; a larger chunk is read again. */
+/* Items of a chunk kept from the pass that checks it; the rest of a larger
+ * chunk are read again after the check. */
 #define RESTORE_CHUNK_ITEMS 32
 
 static int restore_chunk_item(sl_debounce_t *d, const char *key, size_t gl,
@@ -921,18 +922,15 @@ static int restore_chunk(sl_debounce_t *d, const char *key, size_t gl,
         group_t *g;
         long n;
 
-        n = sl_dbchunk_read(value, len, items, RESTORE_CHUNK_ITEMS);
+        n = sl_dbchunk_read(value, len, items, RESTORE_CHUNK_ITEMS, &pos);
         if (n < 0) {
                 *why = "undecodable DebounceChunk";
                 return -1;
         }
-        if (n <= RESTORE_CHUNK_ITEMS) {
-                for (long i = 0; i < n; i++)
-                        set += restore_chunk_item(d, key, gl, &items[i], now);
-        } else {
-                while (sl_dbchunk_next(value, len, &pos, &it))
-                        set += restore_chunk_item(d, key, gl, &it, now);
-        }
+        for (long i = 0; i < n && i < RESTORE_CHUNK_ITEMS; i++)
+                set += restore_chunk_item(d, key, gl, &items[i], now);
+        while (sl_dbchunk_next(value, len, &pos, &it))
+                set += restore_chunk_item(d, key, gl, &it, now);
         if (set && (g = group_find(d, key, gl)))
                 chunk_note(g, no);
         return 0;

@@ -321,16 +321,19 @@ int sl_dbitem_read(sl_dbitem_t *it, const void *buf, size_t len) {
 }
 
 long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
-                     size_t cap) {
+                     size_t cap, size_t *rest) {
         sl_dbitem_t it;
         size_t pos = 0, n = 0;
         field_t f;
         int r;
+        if (rest)
+                *rest = len;
         while ((r = next_known(buf, len, &pos, dbchunk_kinds,
                                sizeof(dbchunk_kinds), &f)) == 1) {
                 if (sl_dbitem_read(n < cap ? &items[n] : &it, f.val, f.len) < 0)
                         return -1;
-                n++;
+                if (++n == cap && rest)
+                        *rest = pos;
         }
         return r < 0 ? -1 : (long)n;
 }

@@ -84,12 +84,13 @@ int sl_dbitem_read(sl_dbitem_t *it, const void *buf, size_t len);
 
 /* Reads the DebounceChunk record buf[0..len), every item as above, the
  * first cap of them into items[]: how many it holds, or -1 when protobuf-c
- * would refuse it.  Past cap, take them with sl_dbchunk_next(). */
+ * would refuse it.  *rest (when not NULL) is where the item after those
+ * cap starts: the rest come from sl_dbchunk_next() from there. */
 long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
-                     size_t cap);
+                     size_t cap, size_t *rest);
 
 /* The next item of a chunk that sl_dbchunk_read() took, from *pos (0 at
- * the start): 1 with *it set, or 0 after the last. */
+ * the start, or its *rest): 1 with *it set, or 0 after the last. */
 int sl_dbchunk_next(const void *buf, size_t len, size_t *pos, sl_dbitem_t *it);
 
 #endif

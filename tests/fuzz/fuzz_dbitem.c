@@ -48,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Sluice__V1__DebounceChunk *pch =
             sluice__v1__debounce_chunk__unpack(NULL, size, data);
         sl_dbitem_t it, first[SL_FZ_FIRST];
+        size_t rest;
         long n;
 
         if (!pi) {
@@ -58,8 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 sluice__v1__debounce_item__free_unpacked(pi, NULL);
         }
 
-        /* The first items into the array, all of them again one by one. */
-        n = sl_dbchunk_read(data, size, first, SL_FZ_FIRST);
+        /* The first items into the array, then the rest from where they
+         * end, and all of them again one by one from the start. */
+        n = sl_dbchunk_read(data, size, first, SL_FZ_FIRST, &rest);
         if (!pch) {
                 CHECK(n == -1);
                 return 0;
@@ -67,6 +69,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(n >= 0 && (size_t)n == pch->n_items);
         for (size_t i = 0; i < (size_t)n && i < SL_FZ_FIRST; i++)
                 check_item(&first[i], pch->items[i]);
+        {
+                size_t i = SL_FZ_FIRST;
+                while (sl_dbchunk_next(data, size, &rest, &it)) {
+                        CHECK(i < pch->n_items);
+                        check_item(&it, pch->items[i]);
+                        i++;
+                }
+                CHECK(pch->n_items <= SL_FZ_FIRST || i == pch->n_items);
+        }
         {
                 size_t pos = 0, i = 0;
                 while (sl_dbchunk_next(data, size, &pos, &it)) {

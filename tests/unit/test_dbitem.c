@@ -84,7 +84,7 @@ static void test_chunk(void **state) {
         ch.items = ip;
         n = sluice__v1__debounce_chunk__pack(&ch, buf);
 
-        assert_int_equal(sl_dbchunk_read(buf, n, NULL, 0), 3);
+        assert_int_equal(sl_dbchunk_read(buf, n, NULL, 0, NULL), 3);
         while (sl_dbchunk_next(buf, n, &pos, &r)) {
                 assert_int_equal(r.id_len, strlen(ids[i]));
                 assert_memory_equal(r.id, ids[i], r.id_len);
@@ -93,27 +93,33 @@ static void test_chunk(void **state) {
                 i++;
         }
         assert_int_equal(i, 3);
+        /* One kept from the check, the other two from where it ends. */
+        assert_int_equal(sl_dbchunk_read(buf, n, &r, 1, &pos), 3);
+        assert_memory_equal(r.id, ids[0], r.id_len);
+        for (i = 1; sl_dbchunk_next(buf, n, &pos, &r); i++)
+                assert_memory_equal(r.id, ids[i], r.id_len);
+        assert_int_equal(i, 3);
 
         /* Unknown fields, in the chunk and in an item, are skipped. */
         memcpy(more, "\x48\x05", 2); /* field 9, varint 5 */
         memcpy(more + 2, buf, n);
         memcpy(more + 2 + n, "\x7a\x01z", 3); /* field 15, 1 byte */
-        assert_int_equal(sl_dbchunk_read(more, n + 5, NULL, 0), 3);
+        assert_int_equal(sl_dbchunk_read(more, n + 5, NULL, 0, NULL), 3);
 
         /* items with another wire type: the whole chunk is refused. */
         memcpy(more + n, "\x08\x01", 2); /* field 1, varint */
         memcpy(more, buf, n);
-        assert_int_equal(sl_dbchunk_read(more, n + 2, NULL, 0), -1);
+        assert_int_equal(sl_dbchunk_read(more, n + 2, NULL, 0, NULL), -1);
         /* An item that is not a DebounceItem (its seq as bytes) refuses
          * the chunk, even after good ones. */
         memcpy(more, buf, n);
         memcpy(more + n, "\x0a\x03\x22\x01x", 5);
-        assert_int_equal(sl_dbchunk_read(more, n + 5, NULL, 0), -1);
+        assert_int_equal(sl_dbchunk_read(more, n + 5, NULL, 0, NULL), -1);
         /* So does a header that is not a Header. */
         memcpy(more + n, "\x0a\x04\x32\x02\x08\x01", 6);
-        assert_int_equal(sl_dbchunk_read(more, n + 6, NULL, 0), -1);
+        assert_int_equal(sl_dbchunk_read(more, n + 6, NULL, 0, NULL), -1);
         /* A chunk with no items is no error. */
-        assert_int_equal(sl_dbchunk_read(buf, 0, NULL, 0), 0);
+        assert_int_equal(sl_dbchunk_read(buf, 0, NULL, 0, NULL), 0);
         pos = 0;
         assert_int_equal(sl_dbchunk_next(buf, 0, &pos, &r), 0);
 }
