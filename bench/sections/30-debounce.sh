@@ -60,10 +60,15 @@ print(s.getsockname()[1])'
 }
 
 # _db_conf NAME PORT [key=value ...] — $BENCH_WORK/NAME.ini: its own app_id,
-# metrics on PORT, a debounce pipeline NAME on $BENCH_ID.NAME.{in,out}.
+# metrics on PORT, a debounce pipeline NAME on $BENCH_ID.NAME.{in,out} with
+# the changelog $BENCH_ID.NAME.changelog unless a changelog= is given (a
+# reused broker keeps earlier runs' topics: a changelog named after the
+# pipeline alone would be rebuilt from their state).
 _db_conf() {
-    local name=$1 port=$2 conf=$BENCH_WORK/$1.ini kv
+    local name=$1 port=$2 conf=$BENCH_WORK/$1.ini kv changelog
     shift 2
+    changelog=$BENCH_ID.$name.changelog
+    for kv in "$@"; do [ "${kv%%=*}" != changelog ] || changelog=${kv#*=}; done
     bench_conf "$conf"
     sed -i "s/^app_id = .*/app_id = $BENCH_ID.$name/; s/^metrics_listen =.*/metrics_listen = 127.0.0.1:$port/" "$conf"
     {
@@ -71,9 +76,12 @@ _db_conf() {
         echo "type = debounce"
         echo "input = $BENCH_ID.$name.in"
         echo "output = $BENCH_ID.$name.out"
+        echo "changelog = $changelog"
         echo "dlq = none"
         echo "catchup_rate = 0"
-        for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
+        for kv in "$@"; do
+            [ "${kv%%=*}" = changelog ] || echo "${kv%%=*} = ${kv#*=}"
+        done
     } >>"$conf"
 }
 
