@@ -465,15 +465,16 @@ bench_metric_is() {
     [ "$(bench_metric "$1" "$2" "${4:-}" 2>/dev/null)" = "$3" ]
 }
 
-# bench_histogram_quantile PORT NAME Q — quantile Q (0..1) of Prometheus
-# histogram NAME (buckets summed over label sets), interpolated linearly
-# inside the bucket as Prometheus's histogram_quantile() does; in seconds
-# when the histogram is.  "n/a" when it is empty.
+# bench_histogram_quantile PORT NAME Q [LABEL_TEXT] — quantile Q (0..1) of
+# Prometheus histogram NAME (buckets summed over the label sets that hold
+# LABEL_TEXT, e.g. phase="end"; all of them without it), interpolated
+# linearly inside the bucket as Prometheus's histogram_quantile() does; in
+# seconds when the histogram is.  "n/a" when it is empty.
 bench_histogram_quantile() {
     local m
     m=$(bench_metrics "$1") || return 1
-    awk -v n="$2_bucket" -v q="$3" '
-        index($1, n "{") == 1 && match($1, /le="[^"]*"/) {
+    awk -v n="$2_bucket" -v q="$3" -v l="${4:-}" '
+        index($1, n "{") == 1 && (l == "" || index($1, l)) && match($1, /le="[^"]*"/) {
             le = substr($1, RSTART + 4, RLENGTH - 5)
             if (!(le in c)) les[nb++] = le
             c[le] += $NF
@@ -496,12 +497,24 @@ bench_histogram_quantile() {
         }' <<<"$m"
 }
 
-# bench_histogram_p50_p99_ms PORT NAME — "P50/P99" of histogram NAME (in
-# seconds) as milliseconds with one decimal, "n/a" for an empty one.
+# bench_histogram_p50_p99_ms PORT NAME [LABEL_TEXT] — "P50/P99" of histogram
+# NAME (in seconds; LABEL_TEXT as for bench_histogram_quantile) as
+# milliseconds with one decimal, "n/a" for an empty one.
 bench_histogram_p50_p99_ms() {
     local q
-    for q in 0.5 0.99; do bench_histogram_quantile "$1" "$2" "$q"; done |
+    for q in 0.5 0.99; do bench_histogram_quantile "$1" "$2" "$q" "${3:-}"; done |
         awk '{ v[NR] = ($1 == "n/a" ? $1 : sprintf("%.1f", $1 * 1000)) } END { print v[1] "/" v[2] }'
+}
+
+# bench_commit_phases_ms PORT — sluice_txn_commit_phase_seconds's phases as
+# "P50/P99" in milliseconds, in order: flush, offsets, deliver, end (each
+# "n/a" when empty; offsets is, when every transaction held them already).
+bench_commit_phases_ms() {
+    local p out=()
+    for p in flush offsets deliver end; do
+        out+=("$(bench_histogram_p50_p99_ms "$1" sluice_txn_commit_phase_seconds "phase=\"$p\"")")
+    done
+    echo "${out[*]}"
 }
 
 # ---- figures --------------------------------------------------------------

@@ -93,6 +93,10 @@ typedef struct job_s {
         /* COMMIT, after it succeeded: the next transaction begun (1), and
          * what failed while opening it. */
         int64_t committed_us; /* when commit_transaction returned */
+        /* Where the commit's time went (mono µs, 0: not reached): the
+         * worker took the job, send_offsets_to_transaction returned (or
+         * was not needed), the transaction's records were delivered. */
+        int64_t taken_us, offsets_us, delivered_us;
         int64_t next_open_us; /* when the coordinator took the next one */
         int next_begun;
         rd_kafka_error_t *next_error;
@@ -162,6 +166,9 @@ struct sl_txn_s {
         sl_gauge_t *m_state;
         sl_histogram_t *m_commit_seconds;
         sl_histogram_t *m_markers_seconds;
+        /* sluice_txn_commit_phase_seconds, by phase. */
+        sl_histogram_t *m_phase_flush, *m_phase_offsets, *m_phase_deliver,
+            *m_phase_end;
 };
 
 static void txn_enter_recovering(sl_txn_t *txn);
@@ -395,13 +402,30 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
         }
 }
 
+/* Waits, in short slices, until every record of the transaction is
+ * delivered, as commit_transaction would do first: done here, the commit's
+ * delivery wait and its EndTxn are measured apart.  Gives up quietly after
+ * SL_TXN_CALL_MS (or when cancelled): commit_transaction then goes on
+ * waiting, with its retries, as it always did. */
+static void worker_deliver(sl_txn_t *txn) {
+        int64_t end = sl_now_ms() + SL_TXN_CALL_MS;
+        while (rd_kafka_flush(txn->producer, 100) ==
+                   RD_KAFKA_RESP_ERR__TIMED_OUT &&
+               !txn->cancel && sl_now_ms() < end)
+                ;
+}
+
 static void worker_commit(sl_txn_t *txn, job_t *job) {
+        job->taken_us = sl_mono_us();
         if (job->offsets && !job->offsets_in) {
                 job->error = worker_retrying(
                     txn, job, "send_offsets_to_transaction", call_send_offsets);
                 if (job->error)
                         return;
         }
+        job->offsets_us = sl_mono_us();
+        worker_deliver(txn);
+        job->delivered_us = sl_mono_us();
         if (txn->test_commit_pause_ms)
                 usleep((useconds_t)txn->test_commit_pause_ms * 1000);
         job->error =
@@ -1051,6 +1075,23 @@ static void txn_done_create(sl_txn_t *txn, job_t *job) {
                                  txn->consumer);
 }
 
+/* A committed job's phases, each from the end of the one before. */
+static void txn_observe_phases(sl_txn_t *txn, const job_t *job) {
+        sl_histogram_observe(txn->m_phase_flush,
+                             (double)(job->taken_us - txn->commit_start_us) /
+                                 1e6);
+        if (job->offsets && !job->offsets_in)
+                sl_histogram_observe(txn->m_phase_offsets,
+                                     (double)(job->offsets_us - job->taken_us) /
+                                         1e6);
+        sl_histogram_observe(txn->m_phase_deliver,
+                             (double)(job->delivered_us - job->offsets_us) /
+                                 1e6);
+        sl_histogram_observe(txn->m_phase_end,
+                             (double)(job->committed_us - job->delivered_us) /
+                                 1e6);
+}
+
 static void txn_done_commit(sl_txn_t *txn, job_t *job) {
         char why[512];
         if (!job->error) {
@@ -1058,6 +1099,7 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
                 sl_histogram_observe(
                     txn->m_commit_seconds,
                     (double)(job->committed_us - txn->commit_start_us) / 1e6);
+                txn_observe_phases(txn, job);
                 if (job->next_open_us)
                         sl_histogram_observe(
                             txn->m_markers_seconds,
@@ -1168,6 +1210,10 @@ static void txn_on_done(uv_async_t *async) {
 /* ------------------------------------------------------------------ */
 /* Life.                                                                */
 
+/* Phases are often below a millisecond. */
+static const double phase_bounds[] = {0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01,
+                                      0.02,   0.03,   0.05,  0.075, 0.1,   0.15,
+                                      0.25,   0.5,    1,     2.5,   5,     10};
 static const double commit_bounds[] = {0.002, 0.005, 0.01, 0.02, 0.03,
                                        0.05,  0.075, 0.1,  0.15, 0.25,
                                        0.5,   1,     2.5,  5,    10};
@@ -1236,6 +1282,27 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
             "transaction's records only once its markers are written.",
             commit_bounds, sizeof(commit_bounds) / sizeof(commit_bounds[0]),
             NULL);
+        {
+                static const char help[] =
+                    "Where a commit's time goes (sluice_txn_commit_seconds "
+                    "is their sum): flush, from asking for the commit until "
+                    "the worker takes it (waiting for deliveries before "
+                    "checkpoints, where an operator writes them); offsets, "
+                    "send_offsets_to_transaction (when the transaction does "
+                    "not hold them yet); deliver, until Kafka acknowledged "
+                    "the transaction's last records; end, "
+                    "commit_transaction's EndTxn.";
+                sl_histogram_t **h[] = {
+                    &txn->m_phase_flush, &txn->m_phase_offsets,
+                    &txn->m_phase_deliver, &txn->m_phase_end};
+                const char *names[] = {"flush", "offsets", "deliver", "end"};
+                for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+                        *h[i] = sl_metrics_histogram(
+                            metrics, "sluice_txn_commit_phase_seconds", help,
+                            phase_bounds,
+                            sizeof(phase_bounds) / sizeof(phase_bounds[0]),
+                            "phase", names[i], NULL);
+        }
         txn->m_state = sl_metrics_gauge(
             metrics, "sluice_transaction_state",
             "State of the transaction state machine (0 creating, 1 ready, "

@@ -367,6 +367,8 @@ _delay_lateness_run() {
     done
     bench_figure delay_lateness "  commit time p50 / p99 (sluice_txn_commit_seconds)" \
         "$(bench_histogram_p50_p99_ms "$port" sluice_txn_commit_seconds)" ms
+    bench_figure delay_lateness "  commit phases p50/p99: flush, offsets, deliver, end" \
+        "$(bench_commit_phases_ms "$port")" ms
     bench_figure delay_lateness "  coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
         "$(bench_histogram_p50_p99_ms "$port" sluice_txn_markers_seconds)" ms
     bench_figure delay_lateness "  records decided during a commit (sent after it)" \

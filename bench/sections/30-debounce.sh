@@ -248,6 +248,8 @@ _db_lateness_run() {
 _db_commit_figures() {
     bench_figure debounce "$2(info) commit time p50 / p99 (sluice_txn_commit_seconds)" \
         "$(bench_histogram_p50_p99_ms "$1" sluice_txn_commit_seconds)" ms
+    bench_figure debounce "$2(info) commit phases p50/p99: flush, offsets, deliver, end" \
+        "$(bench_commit_phases_ms "$1")" ms
     bench_figure debounce "$2(info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds)" \
         "$(bench_histogram_p50_p99_ms "$1" sluice_txn_markers_seconds)" ms
 }

@@ -105,6 +105,26 @@ n = sum(1 for l in open(sys.argv[1]) if l.strip() and not l.startswith("#"))
 print(f"# /metrics: {n} series, {len(bad)} malformed lines")
 sys.exit(1 if bad else 0)
 PY
+# Every commit's time is split into its phases: flush, deliver and end
+# are observed once per commit, offsets at most once, and together they
+# add up to sluice_txn_commit_seconds.
+python3 - "$WORK/metrics.txt" <<'PY' || fail "sluice_txn_commit_phase_seconds disagrees with sluice_txn_commit_seconds"
+import re, sys
+v = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'^(sluice_txn_commit(?:_phase)?_seconds_(?:sum|count))(?:\{phase="(\w+)"\})? (\S+)$', l)
+    if m:
+        v[(m.group(1), m.group(2))] = float(m.group(3))
+n = v.get(("sluice_txn_commit_seconds_count", None), 0)
+total = v.get(("sluice_txn_commit_seconds_sum", None), 0)
+cnt = {p: v.get(("sluice_txn_commit_phase_seconds_count", p)) for p in ("flush", "offsets", "deliver", "end")}
+parts = sum(v.get(("sluice_txn_commit_phase_seconds_sum", p), 0) for p in cnt)
+print(f"# commits {n:.0f} ({total * 1000:.1f} ms), phases {cnt} ({parts * 1000:.1f} ms)")
+ok = n > 0 and all(cnt[p] == n for p in ("flush", "deliver", "end")) and cnt["offsets"] is not None and cnt["offsets"] <= n
+# Offsets a transaction held already are not observed: a few µs each.
+ok = ok and parts <= total + 1e-6 and total - parts <= 0.001 * n
+sys.exit(0 if ok else 1)
+PY
 for path in /healthz /readyz; do
     code=$(http_status "$base$path")
     [ "$code" = 200 ] || fail "GET $path answered $code after the run, expected 200"
