@@ -405,13 +405,15 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
 /* Waits, in short slices, until every record of the transaction is
  * delivered, as commit_transaction would do first: done here, the commit's
  * delivery wait and its EndTxn are measured apart.  Gives up quietly after
- * SL_TXN_CALL_MS (or when cancelled): commit_transaction then goes on
+ * SL_TXN_CALL_MS, when cancelled, or at a fatal error of the producer
+ * (commit_transaction reports it at once): commit_transaction then goes on
  * waiting, with its retries, as it always did. */
 static void worker_deliver(sl_txn_t *txn) {
         int64_t end = sl_now_ms() + SL_TXN_CALL_MS;
         while (rd_kafka_flush(txn->producer, 100) ==
                    RD_KAFKA_RESP_ERR__TIMED_OUT &&
-               !txn->cancel && sl_now_ms() < end)
+               !txn->cancel && sl_now_ms() < end &&
+               !rd_kafka_fatal_error(txn->producer, NULL, 0))
                 ;
 }
 
