@@ -74,6 +74,11 @@ const char *sl_txn_state_name(sl_txn_state_t s) {
 
 typedef enum { JOB_NONE, JOB_CREATE, JOB_COMMIT, JOB_ABORT } job_kind_t;
 
+/* A commit's phases (sluice_txn_commit_phase_seconds), in their order. */
+enum { PHASE_FLUSH, PHASE_OFFSETS, PHASE_DELIVER, PHASE_END, PHASE_CNT };
+static const char *const phase_names[PHASE_CNT] = {"flush", "offsets",
+                                                   "deliver", "end"};
+
 typedef struct job_s {
         job_kind_t kind;
         int64_t deadline_ms; /* 0: none */
@@ -93,10 +98,11 @@ typedef struct job_s {
         /* COMMIT, after it succeeded: the next transaction begun (1), and
          * what failed while opening it. */
         int64_t committed_us; /* when commit_transaction returned */
-        /* Where the commit's time went (mono µs, 0: not reached): the
-         * worker took the job, send_offsets_to_transaction returned (or
-         * was not needed), the transaction's records were delivered. */
+        /* Where the commit's time went (mono µs): the worker took the
+         * job, send_offsets_to_transaction returned (or was not needed:
+         * offsets_sent 0), the transaction's records were delivered. */
         int64_t taken_us, offsets_us, delivered_us;
+        int offsets_sent;
         int64_t next_open_us; /* when the coordinator took the next one */
         int next_begun;
         rd_kafka_error_t *next_error;
@@ -166,9 +172,7 @@ struct sl_txn_s {
         sl_gauge_t *m_state;
         sl_histogram_t *m_commit_seconds;
         sl_histogram_t *m_markers_seconds;
-        /* sluice_txn_commit_phase_seconds, by phase. */
-        sl_histogram_t *m_phase_flush, *m_phase_offsets, *m_phase_deliver,
-            *m_phase_end;
+        sl_histogram_t *m_phase[PHASE_CNT];
 };
 
 static void txn_enter_recovering(sl_txn_t *txn);
@@ -424,6 +428,7 @@ static void worker_commit(sl_txn_t *txn, job_t *job) {
                     txn, job, "send_offsets_to_transaction", call_send_offsets);
                 if (job->error)
                         return;
+                job->offsets_sent = 1;
         }
         job->offsets_us = sl_mono_us();
         worker_deliver(txn);
@@ -1077,21 +1082,15 @@ static void txn_done_create(sl_txn_t *txn, job_t *job) {
                                  txn->consumer);
 }
 
-/* A committed job's phases, each from the end of the one before. */
+/* A committed job's phases, each from the end of the one before;
+ * offsets only when they were sent. */
 static void txn_observe_phases(sl_txn_t *txn, const job_t *job) {
-        sl_histogram_observe(txn->m_phase_flush,
-                             (double)(job->taken_us - txn->commit_start_us) /
-                                 1e6);
-        if (job->offsets && !job->offsets_in)
-                sl_histogram_observe(txn->m_phase_offsets,
-                                     (double)(job->offsets_us - job->taken_us) /
-                                         1e6);
-        sl_histogram_observe(txn->m_phase_deliver,
-                             (double)(job->delivered_us - job->offsets_us) /
-                                 1e6);
-        sl_histogram_observe(txn->m_phase_end,
-                             (double)(job->committed_us - job->delivered_us) /
-                                 1e6);
+        int64_t at[] = {txn->commit_start_us, job->taken_us, job->offsets_us,
+                        job->delivered_us, job->committed_us};
+        for (int i = 0; i < PHASE_CNT; i++)
+                if (i != PHASE_OFFSETS || job->offsets_sent)
+                        sl_histogram_observe(txn->m_phase[i],
+                                             (double)(at[i + 1] - at[i]) / 1e6);
 }
 
 static void txn_done_commit(sl_txn_t *txn, job_t *job) {
@@ -1294,16 +1293,12 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
                     "not hold them yet); deliver, until Kafka acknowledged "
                     "the transaction's last records; end, "
                     "commit_transaction's EndTxn.";
-                sl_histogram_t **h[] = {
-                    &txn->m_phase_flush, &txn->m_phase_offsets,
-                    &txn->m_phase_deliver, &txn->m_phase_end};
-                const char *names[] = {"flush", "offsets", "deliver", "end"};
-                for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
-                        *h[i] = sl_metrics_histogram(
+                for (int i = 0; i < PHASE_CNT; i++)
+                        txn->m_phase[i] = sl_metrics_histogram(
                             metrics, "sluice_txn_commit_phase_seconds", help,
                             phase_bounds,
                             sizeof(phase_bounds) / sizeof(phase_bounds[0]),
-                            "phase", names[i], NULL);
+                            "phase", phase_names[i], NULL);
         }
         txn->m_state = sl_metrics_gauge(
             metrics, "sluice_transaction_state",
