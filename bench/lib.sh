@@ -291,7 +291,15 @@ bench_baseline() {
                 "$(bench_field "$tuned" rate)" rec/s "$(bench_ratio "$(bench_field "$tuned" rate)")"
             bench_figure "$name" "(info) eos_copy CPU µs per record, jemalloc + queued.min.messages=250000" \
                 "$(bench_field "$tuned" cpu_us_per_record)" µs
-            echo "$(bench_field "$tuned" rate) $(bench_field "$tuned" cpu_us_per_record)" >"$BENCH_WORK/baseline.tuned"
+            # Its main thread consumes and produces; the rest is
+            # librdkafka's threads (beside sluice's loop thread and the
+            # rest in debounce_ingest).
+            local tmain tcpu
+            tmain=$(bench_field "$tuned" cpu_us_per_record_main)
+            tcpu=$(bench_field "$tuned" cpu_us_per_record)
+            bench_figure "$name" "(info) of which on its main thread / on librdkafka's threads" \
+                "$tmain/$(awk -v a="$tcpu" -v b="$tmain" 'BEGIN { printf "%.2f", a - b }')" µs
+            echo "$(bench_field "$tuned" rate) $tcpu $tmain" >"$BENCH_WORK/baseline.tuned"
         fi
     fi
     bench_field "$line" rate
@@ -324,11 +332,14 @@ bench_peak_rss() {
 
 # ---- CPU -------------------------------------------------------------------
 
-# bench_cpu_ticks PID — user + system CPU of the whole process PID (every
-# thread) so far, in clock ticks (/proc/PID/stat fields 14 and 15).
+# bench_cpu_ticks PID [TID] — user + system CPU of the whole process PID
+# (every thread) so far, or of its thread TID alone (the main thread's TID
+# is PID), in clock ticks (/proc/PID/stat fields 14 and 15).
 bench_cpu_ticks() {
+    local stat=/proc/$1/stat
+    [ -z "${2:-}" ] || stat=/proc/$1/task/$2/stat
     # The command name (field 2) may hold spaces: count from after its ")".
-    sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+    sed 's/.*) //' "$stat" | awk '{ print $12 + $13 }'
 }
 
 # bench_cpu_us_per TICKS0 TICKS1 RECORDS — CPU µs per record over a span

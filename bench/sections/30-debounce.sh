@@ -159,8 +159,10 @@ section_debounce_ingest() {
     }
     bench_wait_until 180 _in_done || bench_fail "sluice did not read $n records within 180 s"
     t1=$(date +%s%N)
-    local c1
-    c1=$(bench_cpu_ticks "$(bench_sluice_pid "$name")")
+    local c1 l1 pid
+    pid=$(bench_sluice_pid "$name")
+    c1=$(bench_cpu_ticks "$pid")
+    l1=$(bench_cpu_ticks "$pid" "$pid")
     line=$(bench_consume "$BENCH_ID.$name.out" "$batches")
     t2=$(date +%s%N)
     bench_log "debounce_ingest: $line"
@@ -176,6 +178,14 @@ section_debounce_ingest() {
     # rebuild of an empty changelog are in it, the flushes are not.
     bench_cpu_figure debounce "ingest: CPU µs per item (exec → all read)" \
         "$(bench_cpu_us_per 0 "$c1" "$n")"
+    # Where it went: the loop thread (input, state, the produce calls) and
+    # the other threads (librdkafka's broker threads above all, the
+    # transaction worker), beside the copy's main thread and the rest.
+    local note=""
+    [ -f "$BENCH_WORK/baseline.tuned" ] &&
+        note="eos_copy as sluice: $(awk '{ if (NF >= 3) printf "%s/%.2f", $3, $2 - $3; else print "n/a" }' "$BENCH_WORK/baseline.tuned")"
+    bench_figure debounce "(info) of which on the loop thread / on the other threads" \
+        "$(bench_cpu_us_per 0 "$l1" "$n")/$(bench_cpu_us_per "$l1" "$c1" "$n")" µs "" "$note"
     secs=$(awk -v a="$t0" -v b="$t2" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
     rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
     bench_figure debounce "(info) end to end: items/s until the last of $batches batches is visible" \
