@@ -294,12 +294,14 @@ bench_baseline() {
             # Its main thread consumes and produces; the rest is
             # librdkafka's threads (beside sluice's loop thread and the
             # rest in debounce_ingest).
-            local tmain tcpu
-            tmain=$(bench_field "$tuned" cpu_us_per_record_main)
+            # baseline.tuned: rate, CPU per record, and that split as
+            # MAIN/REST (debounce_ingest prints it beside its own).
+            local tcpu split
             tcpu=$(bench_field "$tuned" cpu_us_per_record)
-            bench_figure "$name" "(info) of which on its main thread / on librdkafka's threads" \
-                "$tmain/$(awk -v a="$tcpu" -v b="$tmain" 'BEGIN { printf "%.2f", a - b }')" µs
-            echo "$(bench_field "$tuned" rate) $tcpu $tmain" >"$BENCH_WORK/baseline.tuned"
+            split=$(awk -v a="$tcpu" -v b="$(bench_field "$tuned" cpu_us_per_record_main)" \
+                'BEGIN { printf "%.2f/%.2f", b, a - b }')
+            bench_figure "$name" "(info) of which on its main thread / on librdkafka's threads" "$split" µs
+            echo "$(bench_field "$tuned" rate) $tcpu $split" >"$BENCH_WORK/baseline.tuned"
         fi
     fi
     bench_field "$line" rate
