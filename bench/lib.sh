@@ -549,6 +549,9 @@ bench_figures_print() {
     cp "$BENCH_WORK/figures.tsv" "$BENCH_OUT/figures.tsv"
     {
         echo "== sluice bench figures: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores, broker $BENCH_BOOTSTRAP =="
+        # Which librdkafka both sides loaded (LD_LIBRARY_PATH may name
+        # another one: bench/rdkafka-nospin.sh).
+        echo "== librdkafka: $(ldd "$SLUICE_BIN" 2>/dev/null | awk '/librdkafka/ { print $3; exit }') =="
         if [ -f "$BENCH_WORK/broker.reused" ]; then
             echo "== WARNING: the broker was reused, not fresh (see bench/README.md) =="
         fi
