@@ -291,11 +291,10 @@ bench_baseline() {
                 "$(bench_field "$tuned" rate)" rec/s "$(bench_ratio "$(bench_field "$tuned" rate)")"
             bench_figure "$name" "(info) eos_copy CPU µs per record, jemalloc + queued.min.messages=250000" \
                 "$(bench_field "$tuned" cpu_us_per_record)" µs
-            # Its main thread consumes and produces; the rest is
-            # librdkafka's threads (beside sluice's loop thread and the
-            # rest in debounce_ingest).
-            # baseline.tuned: rate, CPU per record, and that split as
-            # MAIN/REST (debounce_ingest prints it beside its own).
+            # baseline.tuned: rate, CPU per record, and its split as
+            # MAIN/REST: the main thread consumes and produces, the rest is
+            # librdkafka's threads (debounce_ingest prints it beside its
+            # loop thread and the rest).
             local tcpu split
             tcpu=$(bench_field "$tuned" cpu_us_per_record)
             split=$(awk -v a="$tcpu" -v b="$(bench_field "$tuned" cpu_us_per_record_main)" \

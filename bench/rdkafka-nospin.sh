@@ -22,7 +22,7 @@
 # load the library LD_LIBRARY_PATH names; the figures block says which.
 #
 # Not used by the build, the tests or the product.  Needs the network
-# (deb.debian.org) and a C toolchain; takes a few minutes on 2 cores.
+# (deb.debian.org) and a C toolchain; about a minute on 2 cores.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,12 +63,13 @@ build plain
 # idempotent producer's maximum of messages in flight.
 f=src/rdkafka_broker.c
 old='rkb->rkb_state == RD_KAFKA_BROKER_STATE_UP ? next_wakeup'
+new='rkb->rkb_state == RD_KAFKA_BROKER_STATE_UP \&\& !(rd_kafka_is_idempotent(rkb->rkb_rk) \&\& rd_atomic32_get(\&rktp->rktp_msgs_inflight) >= RD_KAFKA_IDEMP_MAX_INFLIGHT) ? next_wakeup'
 [ "$(grep -cF "$old" "$f")" = 1 ] || {
     echo "rdkafka-nospin: the line to change is not in $f once" >&2
     exit 1
 }
-sed -i "s/rkb->rkb_state == RD_KAFKA_BROKER_STATE_UP ? next_wakeup/rkb->rkb_state == RD_KAFKA_BROKER_STATE_UP \&\& !(rd_kafka_is_idempotent(rkb->rkb_rk) \&\& rd_atomic32_get(\&rktp->rktp_msgs_inflight) >= RD_KAFKA_IDEMP_MAX_INFLIGHT) ? next_wakeup/" "$f"
-grep -qF 'RD_KAFKA_IDEMP_MAX_INFLIGHT) ? next_wakeup' "$f"
+sed -i "s/$old/$new/" "$f"
+grep -qF "${new//\\/}" "$f"
 
 build nospin
 echo "built: $out/plain/librdkafka.so.1 and $out/nospin/librdkafka.so.1"
