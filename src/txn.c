@@ -46,6 +46,8 @@
 
 /* The bound of one blocking librdkafka call on the worker. */
 #define SL_TXN_CALL_MS 5000
+/* One slice of rd_kafka_flush() while FLUSHING (JOB_DELIVER). */
+#define SL_TXN_DELIVER_MS 100
 /* Pause between retries of a retriable call. */
 #define SL_TXN_RETRY_MS 200
 /* Describes of the group that must show no other owner of our
@@ -72,7 +74,13 @@ const char *sl_txn_state_name(sl_txn_state_t s) {
         return s < SL_TXN_STATE_CNT ? state_names[s] : "?";
 }
 
-typedef enum { JOB_NONE, JOB_CREATE, JOB_COMMIT, JOB_ABORT } job_kind_t;
+typedef enum {
+        JOB_NONE,
+        JOB_CREATE,
+        JOB_DELIVER,
+        JOB_COMMIT,
+        JOB_ABORT
+} job_kind_t;
 
 /* A commit's phases (sluice_txn_commit_phase_seconds), in their order. */
 enum { PHASE_FLUSH, PHASE_OFFSETS, PHASE_DELIVER, PHASE_END, PHASE_CNT };
@@ -458,6 +466,11 @@ static void *worker_main(void *arg) {
                 case JOB_CREATE:
                         worker_create(txn, job);
                         break;
+                case JOB_DELIVER:
+                        /* One slice; the loop posts the next while records
+                         * are still on their way (txn_flush_check). */
+                        rd_kafka_flush(txn->producer, SL_TXN_DELIVER_MS);
+                        break;
                 case JOB_COMMIT:
                         worker_commit(txn, job);
                         break;
@@ -556,18 +569,21 @@ static int txn_serve_cb(void *opaque, int budget) {
         return sl_txn_serve(opaque, budget);
 }
 
+/* librdkafka sends a batch before linger.ms only while a flush is under
+ * way, and a flush here can only wait for the reports this thread serves:
+ * short flushes and the reports, in turn. */
 int sl_txn_drain(sl_txn_t *txn, int timeout_ms) {
         int64_t end = sl_now_ms() + timeout_ms;
         while (txn->producer && txn->pq) {
                 rd_kafka_event_t *ev;
-                int64_t left;
                 if (rd_kafka_outq_len(txn->producer) == 0)
                         return 0;
-                left = end - sl_now_ms();
-                if (left <= 0)
+                if (sl_now_ms() >= end)
                         return -1;
-                ev = rd_kafka_queue_poll(txn->pq, (int)SL_MIN(left, 10));
-                if (ev)
+                rd_kafka_flush(txn->producer, 1);
+                /* An event may end the clients (a fatal error): pq is
+                 * looked at again each time. */
+                while (txn->pq && (ev = rd_kafka_queue_poll(txn->pq, 0)))
                         txn_on_event(txn, ev);
         }
         return -1;
@@ -734,9 +750,12 @@ static void txn_start_commit_job(sl_txn_t *txn) {
 }
 
 /* FLUSHING: once every record of the transaction is delivered, operators
- * write their checkpoints, then the commit goes to the worker. */
+ * write their checkpoints, then the commit goes to the worker.  Meanwhile
+ * the worker flushes the producer in slices (JOB_DELIVER): librdkafka
+ * sends a batch before linger.ms only while someone flushes.  A slice in
+ * flight is waited for; txn_on_done() comes back here when it ends. */
 static void txn_flush_check(sl_txn_t *txn) {
-        if (txn->state != SL_TXN_FLUSHING)
+        if (txn->state != SL_TXN_FLUSHING || txn->job)
                 return;
         if (txn->doomed) {
                 uv_timer_stop(&txn->flush_timer);
@@ -744,9 +763,15 @@ static void txn_flush_check(sl_txn_t *txn) {
                 return;
         }
         if (rd_kafka_outq_len(txn->producer) > 0) {
-                if (sl_now_ms() - txn->state_since_ms > txn->txn_timeout_ms)
+                job_t *job;
+                if (sl_now_ms() - txn->state_since_ms > txn->txn_timeout_ms) {
                         sl_txn_doom(txn, "records not delivered within "
                                          "transaction_timeout");
+                        return;
+                }
+                job = sl_calloc(1, sizeof(*job));
+                job->kind = JOB_DELIVER;
+                txn_post(txn, job);
                 return;
         }
         uv_timer_stop(&txn->flush_timer);
@@ -1193,6 +1218,10 @@ static void txn_on_done(uv_async_t *async) {
         switch (job->kind) {
         case JOB_CREATE:
                 txn_done_create(txn, job);
+                break;
+        case JOB_DELIVER:
+                if (!txn->recover_pending)
+                        txn_flush_check(txn);
                 break;
         case JOB_COMMIT:
                 txn_done_commit(txn, job);

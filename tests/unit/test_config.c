@@ -528,6 +528,26 @@ static void test_bad_kafka(void **state) {
                       "commits offsets in its transactions)\n");
 }
 
+/* A linger.ms at or above the message timeout: librdkafka makes the
+ * client, then refuses every record's topic. */
+static void test_linger_over_timeout(void **state) {
+        sl_conf_t *conf;
+        (void)state;
+        expect_errors("[kafka]\nlinger.ms = 10000\n" DELAY_OK, 1,
+                      "CFG:2: linger.ms: 10000 ms is not below "
+                      "transaction_timeout (10000 ms): librdkafka would "
+                      "refuse every record\n");
+        expect_errors("[sluice]\ntransaction_timeout = 1m\n[kafka]\n"
+                      "message.timeout.ms = 5000\n"
+                      "queue.buffering.max.ms = 5000\n" DELAY_OK,
+                      1,
+                      "CFG:5: queue.buffering.max.ms: 5000 ms is not below "
+                      "message.timeout.ms (5000 ms): librdkafka would "
+                      "refuse every record\n");
+        conf = load_ok("[kafka]\nlinger.ms = 9999\n" DELAY_OK, 0);
+        sl_conf_destroy(conf);
+}
+
 static void test_idle_over_max_age(void **state) {
         (void)state;
         expect_errors("[pipeline b]\ntype = debounce\ninput = a\noutput = b\n"
@@ -1260,6 +1280,7 @@ int main(void) {
             cmocka_unit_test(test_duplicate_input),
             cmocka_unit_test(test_internal_topic_as_output),
             cmocka_unit_test(test_bad_kafka),
+            cmocka_unit_test(test_linger_over_timeout),
             cmocka_unit_test(test_idle_over_max_age),
             cmocka_unit_test(test_default_target_not_allowed),
             cmocka_unit_test(test_misc_errors),

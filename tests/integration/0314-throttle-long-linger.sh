@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# 0314-throttle-long-linger — a commit never waits for linger.ms.
+#
+# Nothing sluice produces is visible before its commit, and each commit
+# sends what is left at once: throttle's wait for its deliveries before
+# its checkpoints (FLUSHING) flushes the producer on the txn worker, and a
+# suspect record sent alone flushes while it waits for its report.  With
+# linger.ms at 8 s here (transaction_timeout is 10 s), 100 records under
+# their rate are visible within 4 s, and a record the output refuses (over
+# its max.message.bytes) reaches the DLQ with reason output-refused within
+# 10 s, the record behind it
+# sent exactly once, in order.
+source "$(dirname "$0")/lib.sh"
+
+in=$PFX.in
+out=$PFX.out
+conf=$WORK/sluice.ini
+
+base_conf "$conf"
+cat >>"$conf" <<EOF
+linger.ms = 8000
+
+[pipeline $PFX]
+type = throttle
+input = $in
+input_partitions = 1
+output = $out
+default_rate = 1000/s burst=1000
+EOF
+"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 \
+    --config max.message.bytes=300 >/dev/null
+"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+
+port=$(free_port)
+SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
+sluice_wait_ready main "$port" 30
+echo "sluice ready on $in -> $out (linger.ms = 8000)"
+
+t0=$(now_ms)
+seq -f 'A:a-%02g' 0 99 | produce "$in" -K: || fail "kcat failed"
+wait_records "$out" 100 4 ||
+    fail "only $(count_records "$out") of 100 visible within 4 s: the commit waited for linger.ms"
+note "100 records visible $(($(now_ms) - t0)) ms after they were produced"
+
+t0=$(now_ms)
+python3 -c "
+print('B:big-' + 'x' * 2000)
+print('B:b-after')" | produce "$in" -K: || fail "kcat failed"
+wait_records "$PFX.dlq" 1 10 ||
+    fail "the refused record is not in the DLQ within 10 s"
+wait_records "$out" 101 10 || fail "the record behind the refused one is not out"
+note "refused record in the DLQ and the next one out $(($(now_ms) - t0)) ms after they were produced"
+sluice_alive main || fail "sluice exited"
+
+consume_json "$out" >"$WORK/out.json"
+consume_json "$PFX.dlq" >"$WORK/dlq.json"
+python3 - "$WORK/out.json" "$WORK/dlq.json" <<'PY' || fail "check failed"
+import json, sys
+load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+out, dlq = load(sys.argv[1]), load(sys.argv[2])
+want = [f"a-{i:02d}" for i in range(100)] + ["b-after"]
+got = [r["payload"] for r in out]
+if got != want:
+    sys.exit(f"output is not the 101 records once each, in order: {got[:5]}... ({len(got)})")
+if len(dlq) != 1 or not dlq[0]["payload"].startswith("big-"):
+    sys.exit(f"DLQ: expected the one refused record, got {len(dlq)}")
+h = dict(zip(dlq[0]["headers"][::2], dlq[0]["headers"][1::2]))
+if h.get("sluice-error") != "output-refused":
+    sys.exit(f"DLQ reason: {h.get('sluice-error')}")
+print("# output: 101 records once each, in order; DLQ: 1 record, output-refused")
+PY
+echo "PASS"
