@@ -6,7 +6,8 @@
  * DESIGN
  *
  * The worker.  One thread, one job at a time: CREATE (destroy the old
- * clients if any, make new ones, init_transactions), COMMIT
+ * clients if any, make new ones, init_transactions), DELIVER (flush the
+ * producer for a moment while FLUSHING waits for its reports), COMMIT
  * (send_offsets_to_transaction, then commit_transaction) and ABORT
  * (abort_transaction).  Each librdkafka call is given SL_TXN_CALL_MS; a
  * retriable error (a timeout, the coordinator moving, a broker away) calls
