@@ -1393,12 +1393,22 @@ static void check_linger(loader_t *ld, const sl_conf_t *conf) {
                         limit_name = kv->key;
                 }
         }
-        if (linger && strtod(linger->value, NULL) >= limit)
-                err_at(ld, linger->line > 0 ? linger->line : -1, NULL,
-                       linger->key,
+        if (linger && strtod(linger->value, NULL) >= limit) {
+                char env[128] = "";
+                if (linger->line <= 0) {
+                        int n = snprintf(env, sizeof(env), "SLUICE_KAFKA_%s",
+                                         linger->key);
+                        for (int i = 13; i < n && env[i]; i++)
+                                env[i] =
+                                    env[i] == '.'
+                                        ? '_'
+                                        : (char)toupper((unsigned char)env[i]);
+                }
+                err_at(ld, linger->line, *env ? env : NULL, linger->key,
                        "%s ms is not below %s (%.0f ms): librdkafka would "
                        "refuse every record",
                        linger->value, limit_name, limit);
+        }
 }
 
 static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,

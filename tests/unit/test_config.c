@@ -546,6 +546,19 @@ static void test_linger_over_timeout(void **state) {
                       "refuse every record\n");
         conf = load_ok("[kafka]\nlinger.ms = 9999\n" DELAY_OK, 0);
         sl_conf_destroy(conf);
+        /* From the environment: named by its variable. */
+        setenv("SLUICE_KAFKA_LINGER_MS", "15000", 1);
+        {
+                char *errs;
+                assert_int_equal(load(DELAY_OK, 1, &conf, &errs), 1);
+                assert_string_equal(
+                    errs, "env SLUICE_KAFKA_LINGER_MS: linger.ms: 15000 ms "
+                          "is not below transaction_timeout (10000 ms): "
+                          "librdkafka would refuse every record\n");
+                assert_null(conf);
+                free(errs);
+        }
+        unsetenv("SLUICE_KAFKA_LINGER_MS");
 }
 
 static void test_idle_over_max_age(void **state) {
