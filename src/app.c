@@ -24,7 +24,9 @@
  * transaction as soon as the commit returns (app_committed), before any
  * other commit may start; a commit asked for meanwhile follows at once
  * (commit_wanted).  While the
- * outbox is full, the last deliveries of a commit are awaited (FLUSHING) or
+ * outbox is full, the reports of a commit's tracked records are awaited
+ * (FLUSHING: throttle's overflow appends, whose offsets its checkpoint
+ * needs) or
  * an abort is in flight, operators may not produce: input records are held
  * (up to SL_HELD_MAX, then the consumer is simply not polled), wake-ups are
  * deferred, and both resume when the transaction settles.  An aborted
@@ -254,6 +256,8 @@ static void app_on_delivery(void *opaque, const rd_kafka_message_t *m) {
         uint64_t id;
         char why[256];
 
+        if ((flags & SL_MSG_TRACKED) && app->tracked_inflight > 0)
+                app->tracked_inflight--;
         if (!m->err) {
                 if (flags & SL_MSG_TRACKED)
                         app_delivered(app, m, flags);
@@ -348,8 +352,14 @@ static rd_kafka_topic_partition_list_t *app_offsets(void *opaque, int all) {
         return offs;
 }
 
+/* A precommit needs the reports of the tracked records alone. */
+static int app_reports_pending(void *opaque) {
+        const sl_app_t *app = opaque;
+        return app->tracked_inflight > 0;
+}
+
 /* Operators with a precommit hook write their checkpoints, once every
- * record of the transaction was delivered. */
+ * tracked record of the transaction was delivered. */
 static void app_precommit(void *opaque) {
         sl_app_t *app = opaque;
         for (int i = 0; i < app->pipeline_cnt; i++) {
@@ -1654,6 +1664,7 @@ static void task_destroy_cb(sl_task_t *t) {
 
 static void app_clients_lost(void *opaque) {
         sl_app_t *app = opaque;
+        app->tracked_inflight = 0; /* their reports went with the clients */
         app_held_clear(app);
         sl_outbox_clear(app->outbox);
         app->commit_wanted = 0;
@@ -2003,8 +2014,10 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         for (int i = 0; i < conf->pipeline_cnt; i++)
                 if (app->pipelines[i].op->delivered)
                         app->has_tracking = 1;
-        if (app->has_tracking)
+        if (app->has_tracking) {
                 hooks.precommit = app_precommit;
+                hooks.reports_pending = app_reports_pending;
+        }
         for (int i = 0; i < conf->pipeline_cnt; i++)
                 if (app->pipelines[i].op->seal)
                         hooks.seal = app_seal;

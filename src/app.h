@@ -158,6 +158,10 @@ struct sl_app_s {
         uint32_t epoch_counter; /* task epochs (task.h) */
         uint64_t reader_batch;  /* batches taken from reader_q so far */
         int has_tracking;       /* some operator tracks deliveries */
+        /* Tracked records sent whose delivery report is not served yet:
+         * a commit waits for them before the precommit hooks (txn.h,
+         * reports_pending), and for nothing else. */
+        int64_t tracked_inflight;
 
         sl_metrics_t *metrics;
         sl_http_t *http;

@@ -37,12 +37,13 @@
  *
  * Overflow appends are produced with sl_task_produce_tracked(); the
  * delivery report gives each its offset (sl_backlog_acked).  Before each
- * commit the runtime flushes the producer, so every report of the
- * transaction has come, then calls precommit(): the "c/" record if the
- * checkpoint moved, the "k/" records of the dirty keys, then the sweep's
- * tombstones.  Outputs, DLQ records, overflow appends, these changelog
- * records and the input offsets all commit in one transaction, so a crash
- * at any moment replays from a consistent state: a message is either sent
+ * commit the runtime flushes the producer until the report of every
+ * tracked record of the transaction has come (the other records are
+ * waited for by the commit itself), then calls precommit(): the "c/"
+ * record if the checkpoint moved, the "k/" records of the dirty keys, then
+ * the sweep's tombstones.  Outputs, DLQ records, overflow appends, these
+ * changelog records and the input offsets all commit in one transaction, so a
+ * crash at any moment replays from a consistent state: a message is either sent
  * and its key's drained_to past it, or neither.
  *
  * DRAINING

@@ -721,6 +721,8 @@ static int app_send(sl_app_t *app, const sl_outbox_rec_t *r, int replayed) {
         }
         if (!err) {
                 sl_txn_produced(app->txn);
+                if (r->flags & SL_MSG_TRACKED)
+                        app->tracked_inflight++;
                 if (isolated && sl_txn_drain(app->txn, isolate_ms) == 0 &&
                     sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
                         SL_REFUSED_SUSPECT)

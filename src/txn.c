@@ -173,6 +173,8 @@ struct sl_txn_s {
         /* Set by the loop when a record was deferred during the commit in
          * flight; read by the worker once the commit is done. */
         atomic_int open_next;
+        /* Set by the loop when a JOB_DELIVER slice may end early. */
+        atomic_int deliver_stop;
         /* Offsets worker_open_next sent into the open transaction (loop
          * side; NULL: none, or a rebalance since). */
         rd_kafka_topic_partition_list_t *open_offsets;
@@ -430,6 +432,17 @@ static void worker_deliver(sl_txn_t *txn) {
                 ;
 }
 
+/* One slice of FLUSHING (JOB_DELIVER): flushes until every record is
+ * delivered, the loop needs no more (deliver_stop) or SL_TXN_DELIVER_MS
+ * passed; the loop posts the next slice while reports are awaited. */
+static void worker_deliver_slice(sl_txn_t *txn) {
+        int64_t end = sl_now_ms() + SL_TXN_DELIVER_MS;
+        while (!atomic_load(&txn->deliver_stop) && !txn->cancel &&
+               sl_now_ms() < end &&
+               rd_kafka_flush(txn->producer, 5) == RD_KAFKA_RESP_ERR__TIMED_OUT)
+                ;
+}
+
 static void worker_commit(sl_txn_t *txn, job_t *job) {
         job->taken_us = sl_mono_us();
         if (job->offsets && !job->offsets_in) {
@@ -468,9 +481,7 @@ static void *worker_main(void *arg) {
                         worker_create(txn, job);
                         break;
                 case JOB_DELIVER:
-                        /* One slice; the loop posts the next while records
-                         * are still on their way (txn_flush_check). */
-                        rd_kafka_flush(txn->producer, SL_TXN_DELIVER_MS);
+                        worker_deliver_slice(txn);
                         break;
                 case JOB_COMMIT:
                         worker_commit(txn, job);
@@ -750,20 +761,32 @@ static void txn_start_commit_job(sl_txn_t *txn) {
         uv_timer_start(&txn->deferring_timer, txn_on_deferring, 0, 0);
 }
 
-/* FLUSHING: once every record of the transaction is delivered, operators
- * write their checkpoints, then the commit goes to the worker.  Meanwhile
- * the worker flushes the producer in slices (JOB_DELIVER): librdkafka
- * sends a batch before linger.ms only while someone flushes.  A slice in
- * flight is waited for; txn_on_done() comes back here when it ends. */
+/* FLUSHING: once the reports the precommit hooks need have come (every
+ * record's without reports_pending), operators write their checkpoints,
+ * then the commit goes to the worker.  Meanwhile the worker flushes the
+ * producer in slices (JOB_DELIVER): librdkafka sends a batch before
+ * linger.ms only while someone flushes.  A slice in flight is told to end
+ * once nothing is awaited any more; txn_on_done() comes back here. */
 static void txn_flush_check(sl_txn_t *txn) {
-        if (txn->state != SL_TXN_FLUSHING || txn->job)
+        int pending;
+        if (txn->state != SL_TXN_FLUSHING)
                 return;
+        /* (Nothing left in the producer: every report was served,
+         * whatever the hook counts.) */
+        pending = !txn->doomed && rd_kafka_outq_len(txn->producer) > 0 &&
+                  (!txn->hooks.reports_pending ||
+                   txn->hooks.reports_pending(txn->hooks.opaque));
+        if (txn->job) {
+                if (!pending)
+                        atomic_store(&txn->deliver_stop, 1);
+                return;
+        }
         if (txn->doomed) {
                 uv_timer_stop(&txn->flush_timer);
                 txn_start_abort(txn, txn->doom_why);
                 return;
         }
-        if (rd_kafka_outq_len(txn->producer) > 0) {
+        if (pending) {
                 job_t *job;
                 if (sl_now_ms() - txn->state_since_ms > txn->txn_timeout_ms) {
                         sl_txn_doom(txn, "records not delivered within "
@@ -772,6 +795,7 @@ static void txn_flush_check(sl_txn_t *txn) {
                 }
                 job = sl_calloc(1, sizeof(*job));
                 job->kind = JOB_DELIVER;
+                atomic_store(&txn->deliver_stop, 0);
                 txn_post(txn, job);
                 return;
         }

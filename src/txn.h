@@ -104,9 +104,14 @@ typedef struct sl_txn_hooks_s {
          * running task's next offset when all, else those that moved.  The
          * list is owned by the txn from here on. */
         rd_kafka_topic_partition_list_t *(*offsets)(void *opaque, int all);
-        /* Before a commit, after every record was delivered: produce
+        /* Before a commit, once reports_pending says 0: produce
          * checkpoints (operator precommit hooks). */
         void (*precommit)(void *opaque);
+        /* 1 while a record whose delivery report precommit needs is in
+         * flight (FLUSHING waits for those alone; the rest of the
+         * transaction's records are waited for by the commit itself, while
+         * input goes on).  NULL: every record of the transaction. */
+        int (*reports_pending)(void *opaque);
         /* Right before a commit takes the input offsets: operators write
          * what they gathered for the transaction (operator seal hooks).
          * May produce; a refusal dooms the transaction.  May be NULL. */
