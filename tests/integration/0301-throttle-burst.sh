@@ -42,6 +42,10 @@ echo "produced 200 records for A and 500 for B"
 
 wait_records "$out" 700 60 || fail "only $(count_records "$out") of 700 records out within 60 s"
 sluice_alive main || fail "sluice exited"
+# A commit's checkpoints are written once every overflow append's report
+# has come (FLUSHING waits for those, and only those).
+! log_has main "without a delivery report" ||
+    fail "a commit's checkpoint was written before its overflow appends' reports"
 fw=$(metric_value "$port" "sluice_throttle_forwarded_total{pipeline=\"$PFX\"}")
 dr=$(metric_value "$port" "sluice_throttle_drained_total{pipeline=\"$PFX\"}")
 note "forwarded directly: $fw, drained from the backlog: $dr"

@@ -56,6 +56,10 @@ done_all() {
 }
 wait_until 120 done_all || fail "not drained within 120 s: forwarded $(m forwarded_total), drained $(m drained_total), backlog $(m backlog_messages)"
 sluice_alive main || fail "sluice exited"
+# A commit's checkpoints are written once every overflow append's report
+# has come (FLUSHING waits for those, and only those).
+! log_has main "without a delivery report" ||
+    fail "a commit's checkpoint was written before its overflow appends' reports"
 hwm=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
 note "peak backlog $peak_backlog messages; RSS peak sampled $((peak / 1024)) MB, VmHWM $((hwm / 1024)) MB"
 note "cache hits $(m cache_hits_total), heads re-read $(m rereads_total), overflow records re-read $(m overflow_read_records_total)"
