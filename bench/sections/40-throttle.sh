@@ -5,7 +5,9 @@
 #                     ready, as eos_copy is from its first record, until
 #                     every record is visible), as a ratio to the baseline
 #                     copy; start → visible as info; CPU µs per record
-#                     (utime + stime of sluice over ready → visible)
+#                     (utime + stime of sluice over ready → visible); as
+#                     info, how long commits held the input (FLUSHING)
+#                     and each commit phase's p50/p99
 #   throttle_drain    10,000 keys at 2/s (burst 1) with 60 messages each
 #                     loaded at once: the drain rate in two 10 s windows
 #                     (output record timestamps from the first drained
@@ -105,6 +107,15 @@ section_throttle_pass() {
     bench_figure throttle_pass "  (info) start → all visible (group join, rebuild)" "$srate" rec/s "$(bench_ratio "$srate")"
     bench_figure throttle_pass "  (info) appended to the backlog" "$(_thr_m "$port" appended_total)" ""
     bench_figure throttle_pass "  (info) peak RSS" "$(bench_peak_rss "$(bench_sluice_pid "$name")")" kB
+    # The input is held while a commit waits for the reports its
+    # checkpoints need (FLUSHING, the "flush" phase); the rest of a commit
+    # runs on the worker while input goes on.
+    local held
+    held=$(bench_metric "$port" sluice_txn_commit_phase_seconds_sum 'phase="flush"' || echo 0)
+    bench_figure throttle_pass "  (info) input held for commits (FLUSHING), in all" \
+        "$(awk -v s="$held" 'BEGIN { printf "%.3f", s }')" s
+    bench_figure throttle_pass "  (info) commit phases p50/p99: flush, offsets, deliver, end" \
+        "$(bench_commit_phases_ms "$port")" ms
     bench_sluice_stop "$name"
 }
 
