@@ -361,7 +361,7 @@ static const struct {
  * fell by 8-18 % (likely because FLUSHING, with the input held, then
  * sends the whole interval's records) and delay's due → visible p99 at
  * 2k timers/s rose from 44-46 to 54-57 ms in the two steadier pairs
- * (README, Benchmarks).  queue.buffering.max.messages 1M: a
+ * (bench/NOTES.md).  queue.buffering.max.messages 1M: a
  * million timers may fall
  * due at once.  retry.backoff.ms 5: the next transaction is opened right
  * after a commit (txn.c, worker_open_next) and its AddOffsetsToTxn meets

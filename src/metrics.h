@@ -90,8 +90,8 @@ void sl_gauge_add(sl_gauge_t *g, double delta);
  * loop thread's per-record figures).  A plain load and store instead of a
  * locked read-modify-write: that lock drains the store buffer, where the
  * record's state writes still wait for their cache lines, and took ~7 % of
- * a debounce item's CPU (A/B pairs of bench debounce_ingest, README
- * Benchmarks).
+ * a debounce item's CPU (A/B pairs of bench debounce_ingest,
+ * bench/NOTES.md).
  * Readers on other threads still see whole values; a second writer would
  * lose updates, so a series is updated either only by its owner or only
  * through the functions above. */
