@@ -509,6 +509,13 @@ bench_histogram_quantile() {
         }' <<<"$m"
 }
 
+# bench_histogram_count PORT NAME — how many observations histogram NAME
+# holds (over all its label sets), 0 when it has none: a quantile of a few
+# is one bucket's interpolation, and the figure should say so.
+bench_histogram_count() {
+    bench_metric "$1" "$2_count" || echo 0
+}
+
 # bench_histogram_p50_p99_ms PORT NAME [LABEL_TEXT] — "P50/P99" of histogram
 # NAME (in seconds; LABEL_TEXT as for bench_histogram_quantile) as
 # milliseconds with one decimal, "n/a" for an empty one.

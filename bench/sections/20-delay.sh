@@ -369,7 +369,7 @@ _delay_lateness_run() {
         "$(bench_histogram_p50_p99_ms "$port" sluice_txn_commit_seconds)" ms
     bench_figure delay_lateness "  commit phases p50/p99: flush, offsets, deliver, end" \
         "$(bench_commit_phases_ms "$port")" ms
-    bench_figure delay_lateness "  coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds, $(bench_metric "$port" sluice_txn_markers_seconds_count || echo 0) observed)" \
+    bench_figure delay_lateness "  coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds, $(bench_histogram_count "$port" sluice_txn_markers_seconds) observed)" \
         "$(bench_histogram_p50_p99_ms "$port" sluice_txn_markers_seconds)" ms
     bench_figure delay_lateness "  records decided during a commit (sent after it)" \
         "$(bench_metric "$port" sluice_txn_deferred_records_total)" ""

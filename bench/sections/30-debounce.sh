@@ -260,11 +260,11 @@ _db_lateness_run() {
 # records waiting, which in debounce_lateness is one or two of its commits,
 # and a quantile of so few is a bucket's interpolation, not a distribution.
 _db_commit_figures() {
-    bench_figure debounce "$2(info) commit time p50 / p99 (sluice_txn_commit_seconds, $(bench_metric "$1" sluice_txn_commit_seconds_count || echo 0) commits)" \
+    bench_figure debounce "$2(info) commit time p50 / p99 (sluice_txn_commit_seconds, $(bench_histogram_count "$1" sluice_txn_commit_seconds) commits)" \
         "$(bench_histogram_p50_p99_ms "$1" sluice_txn_commit_seconds)" ms
     bench_figure debounce "$2(info) commit phases p50/p99: flush, offsets, deliver, end" \
         "$(bench_commit_phases_ms "$1")" ms
-    bench_figure debounce "$2(info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds, $(bench_metric "$1" sluice_txn_markers_seconds_count || echo 0) observed)" \
+    bench_figure debounce "$2(info) coordinator finishing a commit p50 / p99 (sluice_txn_markers_seconds, $(bench_histogram_count "$1" sluice_txn_markers_seconds) observed)" \
         "$(bench_histogram_p50_p99_ms "$1" sluice_txn_markers_seconds)" ms
 }
 
