@@ -19,7 +19,10 @@
 # Environment: SLUICE_TEST_KAFKA_PORT (default 39092), SLUICE_TEST_KAFKA_DIR
 # (runtime dir: data, log and pid; default /tmp/sluice-test-kafka-$PORT),
 # SLUICE_TEST_KAFKA_JVM_OPTS (more JVM options for the broker, e.g.
-# -Xlog:gc:file=/tmp/gc.log to see its pauses).
+# -Xlog:gc:file=/tmp/gc.log to see its pauses), SLUICE_TEST_KAFKA_PROPS
+# (more server.properties lines, space-separated key=value, appended last so
+# they win; e.g. transaction.partition.verification.enable=false to measure
+# what Kafka's transaction verification costs, bench/NOTES.md).
 #
 # The log cleaner is tuned to act within seconds so tests can watch compaction.
 set -euo pipefail
@@ -85,6 +88,9 @@ log.cleaner.dedupe.buffer.size=33554432
 transaction.abort.timed.out.transaction.cleanup.interval.ms=2000
 transaction.remove.expired.transaction.cleanup.interval.ms=10000
 EOF
+    # shellcheck disable=SC2086 # word-split on purpose: key=value pairs
+    [ -z "${SLUICE_TEST_KAFKA_PROPS:-}" ] ||
+        printf '%s\n' $SLUICE_TEST_KAFKA_PROPS >>"$dir/server.properties"
     cat >"$dir/log4j.properties" <<EOF
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender
