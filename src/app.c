@@ -860,6 +860,17 @@ static void app_group_tick(sl_app_t *app, int64_t now) {
         }
 }
 
+/* The allocator's figures, beside the state's own (sluice_*_memory_bytes):
+ * what RSS holds that no pending state explains. */
+static void app_malloc_gauges(sl_app_t *app) {
+        int64_t allocated, resident;
+        sl_mem_stats(&allocated, &resident);
+        if (app->m_malloc_allocated && allocated >= 0)
+                sl_gauge_set(app->m_malloc_allocated, (double)allocated);
+        if (app->m_malloc_resident && resident >= 0)
+                sl_gauge_set(app->m_malloc_resident, (double)resident);
+}
+
 static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();
@@ -885,6 +896,7 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         }
         if (app->consumer)
                 app_trim_after_burst(app, now, lag_all, read);
+        app_malloc_gauges(app);
         sl_parts_tick(app, now);
         app_group_tick(app, now);
         if (!app->probe_inflight && now >= app->probe_next_ms &&
@@ -2087,6 +2099,25 @@ static int app_run(sl_conf_t *conf) {
             "Times this member left and rejoined the group because input "
             "partitions had no owner for 15 s.",
             NULL);
+        {
+                /* Only the figures this allocator gives. */
+                static const char help[] =
+                    "What malloc holds (every thread's, librdkafka's too): "
+                    "allocated = handed out and not freed; resident = its "
+                    "pages in RAM, freed ones not yet given back and its "
+                    "metadata included (jemalloc only). Every second.";
+                int64_t allocated, resident;
+                sl_mem_stats(&allocated, &resident);
+                if (allocated >= 0)
+                        app->m_malloc_allocated = sl_metrics_gauge(
+                            app->metrics, "sluice_malloc_bytes", help, "kind",
+                            "allocated", NULL);
+                if (resident >= 0)
+                        app->m_malloc_resident = sl_metrics_gauge(
+                            app->metrics, "sluice_malloc_bytes", help, "kind",
+                            "resident", NULL);
+                app_malloc_gauges(app);
+        }
         app->m_deferred = sl_metrics_counter(
             app->metrics, "sluice_txn_deferred_records_total",
             "Records decided while a commit was in flight, sent into the "

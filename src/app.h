@@ -172,6 +172,7 @@ struct sl_app_s {
         sl_gauge_t *m_ready;
         sl_gauge_t *m_unowned;
         sl_counter_t *m_group_rejoins;
+        sl_gauge_t *m_malloc_allocated, *m_malloc_resident;
 };
 
 /* Runtime internals shared by app.c and task.c. */

@@ -91,6 +91,38 @@ void sl_mem_trim(void) {
         malloc_trim(0);
 }
 
+#ifdef __SANITIZE_ADDRESS__
+/* ASan's runtime (gcc ships no header for it). */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
+
+void sl_mem_stats(int64_t *allocated, int64_t *resident) {
+        *allocated = *resident = -1;
+        if (mallctl) {
+                /* Statistics are a snapshot taken at the last epoch. */
+                uint64_t epoch = 1;
+                size_t v, len = sizeof(epoch);
+                if (mallctl("epoch", &epoch, &len, &epoch, len))
+                        return;
+                len = sizeof(v);
+                if (!mallctl("stats.allocated", &v, &len, NULL, 0))
+                        *allocated = (int64_t)v;
+                len = sizeof(v);
+                if (!mallctl("stats.resident", &v, &len, NULL, 0))
+                        *resident = (int64_t)v;
+                return;
+        }
+#ifdef __SANITIZE_ADDRESS__
+        /* ./sluice-asan: ASan's allocator serves every malloc. */
+        *allocated = (int64_t)__sanitizer_get_current_allocated_bytes();
+#else
+        {
+                struct mallinfo2 mi = mallinfo2();
+                *allocated = (int64_t)(mi.uordblks + mi.hblkhd);
+        }
+#endif
+}
+
 const char *sl_mem_allocator(char *buf, size_t size) {
         const char *v = NULL;
         size_t len = sizeof(v);

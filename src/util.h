@@ -42,6 +42,11 @@ char *sl_strdup(const char *s);
 void sl_mem_trim(void);
 /* "jemalloc 5.3.0" or "glibc malloc" in buf (size bytes); returns buf. */
 const char *sl_mem_allocator(char *buf, size_t size);
+/* What the allocator holds: *allocated, the bytes handed out and not
+ * freed; *resident, the bytes of its pages in RAM (live blocks, pages freed
+ * and not yet given back, its own metadata), or -1 where it does not say
+ * (glibc's malloc).  Both -1 when neither can be read. */
+void sl_mem_stats(int64_t *allocated, int64_t *resident);
 
 /* A reusable buffer for per-record scratch (packing a record, a key): one
  * allocation serves every record instead of a malloc and free each.  It

@@ -37,8 +37,6 @@
 #                               (consume --dump: partition, offset, due,
 #                               timestamp, visible), to see which records
 #                               were late and with which others
-#   BENCH_DELAY_GDB=0           skip the (info) live-heap figures, which
-#                               attach gdb to sluice to call malloc_stats()
 
 bench_register delay_rebuild 150 "delay: memory per pending timer (1M), changelog rebuild of 1M timers"
 bench_register delay_fire 150 "delay: timers fired/s, 1M due at once"
@@ -84,24 +82,13 @@ _delay_start() {
     }
 }
 
-# _delay_heap_inuse PID LOG — bytes malloc has handed out and not had back
-# (malloc_stats()'s "in use", all arenas and mmaps), asked of the live
-# process through gdb; the report goes to the process's stderr, i.e. LOG.
-# Fails when gdb is missing, disabled or cannot attach.
-_delay_heap_inuse() {
-    local pid=$1 log=$2 before
-    [ "${BENCH_DELAY_GDB:-1}" = 1 ] && command -v gdb >/dev/null || return 1
-    before=$(wc -l <"$log")
-    # gdb exits 1 after a successful call when it cannot restore the
-    # thread's extended (AVX) register state; the thread sits in
-    # epoll_wait, whose caller keeps nothing in those registers.  Whether
-    # the call ran is told by the report appearing in the log.
-    timeout 60 gdb -nx -q -p "$pid" -batch -ex 'call (void)malloc_stats()' \
-        >"$BENCH_WORK/gdb-$pid.out" 2>&1 || true
-    tail -n +"$((before + 1))" "$log" | awk '
-        /^Total \(incl. mmap\):/ { t = 1; next }
-        t && /^in use bytes/ { v = $NF }
-        END { if (v == "") exit 1; print v }'
+# _delay_malloc PORT — "ALLOCATED RESIDENT" from sluice_malloc_bytes (bytes;
+# "n/a" for a figure the allocator does not give).
+_delay_malloc() {
+    local a r
+    a=$(bench_metric "$1" sluice_malloc_bytes 'kind="allocated"') || a=n/a
+    r=$(bench_metric "$1" sluice_malloc_bytes 'kind="resident"') || r=n/a
+    echo "$a $r"
 }
 
 # _delay_cpu_s STATFILE — user + system CPU seconds from a /proc stat file.
@@ -152,7 +139,7 @@ _delay_build_id() {
 
 section_delay_rebuild() {
     local name=drebuild t=$BENCH_ID.drebuild n=${BENCH_DELAY_TIMERS:-1000000}
-    local port pid rss0 rss1 heap0="" heap1="" t0 t1 line secs per kp bytes
+    local port pid rss0 rss1 heap0 heap1 t0 t1 line secs per kp bytes
     local ready_ms recs maxs rate rssb hwmb log last cpu_loop cpu_all mem
     kp=$((DELAY_KEY_LEN + DELAY_PAYLOAD))
 
@@ -165,7 +152,7 @@ section_delay_rebuild() {
     pid=$(bench_sluice_pid "${name}_a")
     sleep 1
     rss0=$(bench_rss "$pid")
-    heap0=$(_delay_heap_inuse "$pid" "$BENCH_WORK/sluice-${name}_a.log") || heap0=""
+    heap0=$(_delay_malloc "$port")
     bench_log "delay_rebuild: ready with 0 pending: VmRSS ${rss0} kB"
 
     t0=$(date +%s%N)
@@ -190,7 +177,7 @@ section_delay_rebuild() {
     bytes=$(bench_metric "$port" sluice_timers_pending_bytes)
     mem=$(bench_metric "$port" sluice_timers_memory_bytes) || mem=""
     bench_log "delay_rebuild: $n pending (lag 0) after ${secs}s: VmRSS ${rss1} kB, pending_bytes $bytes"
-    heap1=$(_delay_heap_inuse "$pid" "$BENCH_WORK/sluice-${name}_a.log") || heap1=""
+    heap1=$(_delay_malloc "$port")
 
     rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
     bench_figure delay_rebuild "(info) timers scheduled/s (load → all pending)" "$rate" rec/s "$(bench_ratio "$rate")"
@@ -206,13 +193,15 @@ section_delay_rebuild() {
     [ -z "$mem" ] ||
         bench_figure delay_rebuild "  (info) sluice_timers_memory_bytes/timer beyond k+p" \
             "$(awk -v m="$mem" -v n="$n" -v kp="$kp" 'BEGIN { printf "%.1f", m / n - kp }')" B
-    if [ -n "$heap0" ] && [ -n "$heap1" ]; then
-        # The timers live in mmap'd slabs, outside malloc: this is what
-        # the rest of the process (librdkafka, buffers) kept in malloc.
-        bench_figure delay_rebuild "  (info) malloc heap in use growth/timer (slabs apart)" \
-            "$(awk -v a="$heap0" -v b="$heap1" -v n="$n" \
-                'BEGIN { printf "%.1f", (b - a) / n }')" B
-    fi
+    # The timers live in mmap'd slabs, outside malloc: this is what the
+    # rest of the process (librdkafka, buffers, the heap and hash arrays)
+    # took from malloc, handed out and held in RAM (sluice_malloc_bytes).
+    bench_figure delay_rebuild "  (info) malloc allocated / resident growth per timer" \
+        "$(awk -v a="$heap0" -v b="$heap1" -v n="$n" 'BEGIN {
+            split(a, x, " "); split(b, y, " ")
+            for (i = 1; i <= 2; i++)
+                f[i] = (x[i] == "n/a" || y[i] == "n/a") ? "n/a" : sprintf("%.1f", (y[i] - x[i]) / n)
+            print f[1] "/" f[2] }')" B
 
     # --- rebuild: SIGTERM, start again, time to /readyz ---------------------
     bench_sluice_stop "${name}_a"

@@ -158,6 +158,28 @@ static void test_scratch(void **state) {
 
 /* Base64: RFC 4648's vectors, a round trip of every length to 300 bytes
  * (URL alphabet and missing padding decode too), and what is refused. */
+/* What the allocator says it holds moves with what is allocated (the unit
+ * tests run on glibc's malloc, or ASan's; ./sluice links jemalloc). */
+static void test_mem_stats(void **state) {
+        const size_t n = (size_t)8 << 20;
+        int64_t a0, r0, a1, r1;
+        char *p;
+        (void)state;
+        sl_mem_stats(&a0, &r0);
+        p = malloc(n);
+        assert_non_null(p);
+        memset(p, 1, n);
+        sl_mem_stats(&a1, &r1);
+        if (a0 >= 0) {
+                assert_true(a1 >= 0);
+                assert_true(a1 - a0 >= (int64_t)n);
+        }
+        assert_true((r0 < 0) == (r1 < 0));
+        if (r1 >= 0)
+                assert_true(r1 >= a1);
+        free(p);
+}
+
 static void test_base64(void **state) {
         static const char *vec[][2] = {{"", ""},
                                        {"f", "Zg=="},
@@ -199,6 +221,7 @@ static void test_base64(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_mem_stats),
             cmocka_unit_test(test_base64),
             cmocka_unit_test(test_printable_kept),
             cmocka_unit_test(test_newlines_and_controls),
