@@ -306,19 +306,26 @@ _streams_memory() {
     # The last transaction committed, the producer idle.
     sleep 2
     rss1=$(_delay_rss_settled "$pid")
-    [ "$kind" = sluice ] || disk=$(du -sk "$BENCH_WORK/streams-$name.state" | cut -f1)
-    bench_log "streams_delay_memory: $kind: VmRSS ${rss0} kB with 0, ${rss1} kB with $n pending${disk:+, state dir $disk kB}"
+    # sluice: what its timers occupy themselves (slabs, heap and hash
+    # arrays), the rest of the growth being the process's (in place of
+    # the state dir's size).
+    if [ "$kind" = sluice ]; then
+        disk=$(bench_metric "$port" sluice_timers_memory_bytes) || disk=""
+    else
+        disk=$(du -sk "$BENCH_WORK/streams-$name.state" | cut -f1)
+    fi
+    bench_log "streams_delay_memory: $kind: VmRSS ${rss0} kB with 0, ${rss1} kB with $n pending${disk:+, state dir kB (Streams) or timer memory bytes (sluice) $disk}"
     bench_sluice_stop "$name"
     echo "$rss0 $rss1 $disk"
 }
 
 section_streams_delay_memory() {
     local n=${BENCH_STREAMS_PENDING:-500000} kp=$((DELAY_KEY_LEN + DELAY_PAYLOAD))
-    local s k s0 s1 k0 k1 kd ps pk
+    local s k s0 s1 sm k0 k1 kd ps pk
     _streams_ready_or_skip streams_delay_memory || return 0
     s=$(_streams_memory sluice)
     k=$(_streams_memory streams)
-    read -r s0 s1 _ <<<"$s"
+    read -r s0 s1 sm <<<"$s"
     read -r k0 k1 kd <<<"$k"
     bench_figure streams_delay_memory "sluice: VmRSS with $n pending timers" "$s1" kB "$(_streams_vs "$s1" "$k1")"
     bench_figure streams_delay_memory "Kafka Streams: VmRSS with $n pending timers" "$k1" kB
@@ -326,6 +333,9 @@ section_streams_delay_memory() {
     ps=$(awk -v a="$s0" -v b="$s1" -v n="$n" -v kp="$kp" 'BEGIN { printf "%.0f", (b - a) * 1024 / n - kp }')
     pk=$(awk -v a="$k0" -v b="$k1" -v n="$n" -v kp="$kp" 'BEGIN { printf "%.0f", (b - a) * 1024 / n - kp }')
     bench_figure streams_delay_memory "sluice: RSS growth per pending timer beyond key+payload" "$ps" B "" "<= 64 B"
+    [ -z "$sm" ] ||
+        bench_figure streams_delay_memory "  (info) sluice: of which its timers' own (sluice_timers_memory_bytes)" \
+            "$(awk -v m="$sm" -v n="$n" -v kp="$kp" 'BEGIN { printf "%.1f", m / n - kp }')" B
     bench_figure streams_delay_memory "Kafka Streams: RSS growth per pending timer beyond key+payload" "$pk" B
     bench_figure streams_delay_memory "  (info) Kafka Streams state dir (RocksDB) on disk" "$kd" kB
 }
