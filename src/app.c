@@ -2116,7 +2116,11 @@ static int app_run(sl_conf_t *conf) {
                         app->m_malloc_resident = sl_metrics_gauge(
                             app->metrics, "sluice_malloc_bytes", help, "kind",
                             "resident", NULL);
-                app_malloc_gauges(app);
+                if (app->m_malloc_allocated)
+                        sl_gauge_set(app->m_malloc_allocated,
+                                     (double)allocated);
+                if (app->m_malloc_resident)
+                        sl_gauge_set(app->m_malloc_resident, (double)resident);
         }
         app->m_deferred = sl_metrics_counter(
             app->metrics, "sluice_txn_deferred_records_total",

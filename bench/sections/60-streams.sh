@@ -283,7 +283,7 @@ section_streams_delay_lateness() {
 # hour), each read once it stopped moving; prints "RSS0 RSS1" in kB, plus
 # the peer's state directory in kB for streams.
 _streams_memory() {
-    local kind=$1 n=${BENCH_STREAMS_PENDING:-500000} name port pid t rss0 rss1 line disk=""
+    local kind=$1 n=${BENCH_STREAMS_PENDING:-500000} name port pid t rss0 rss1 line extra=""
     name=sxmem
     [ "$kind" = sluice ] || name=sxmem_ks
     _streams_delay_side "$kind" "$name" "$n"
@@ -306,17 +306,18 @@ _streams_memory() {
     # The last transaction committed, the producer idle.
     sleep 2
     rss1=$(_delay_rss_settled "$pid")
-    # sluice: what its timers occupy themselves (slabs, heap and hash
-    # arrays), the rest of the growth being the process's (in place of
-    # the state dir's size).
+    # The third figure: for sluice what its timers occupy themselves
+    # (bytes: slabs, heap and hash arrays; the rest of the growth is the
+    # process's), for Streams its state dir on disk (kB).
     if [ "$kind" = sluice ]; then
-        disk=$(bench_metric "$port" sluice_timers_memory_bytes) || disk=""
+        extra=$(bench_metric "$port" sluice_timers_memory_bytes) || extra=""
+        bench_log "streams_delay_memory: sluice: VmRSS ${rss0} kB with 0, ${rss1} kB with $n pending${extra:+, timer memory $extra B}"
     else
-        disk=$(du -sk "$BENCH_WORK/streams-$name.state" | cut -f1)
+        extra=$(du -sk "$BENCH_WORK/streams-$name.state" | cut -f1)
+        bench_log "streams_delay_memory: streams: VmRSS ${rss0} kB with 0, ${rss1} kB with $n pending, state dir $extra kB"
     fi
-    bench_log "streams_delay_memory: $kind: VmRSS ${rss0} kB with 0, ${rss1} kB with $n pending${disk:+, state dir kB (Streams) or timer memory bytes (sluice) $disk}"
     bench_sluice_stop "$name"
-    echo "$rss0 $rss1 $disk"
+    echo "$rss0 $rss1 $extra"
 }
 
 section_streams_delay_memory() {

@@ -156,8 +156,6 @@ static void test_scratch(void **state) {
         sl_scratch_free(&sc); /* twice is harmless */
 }
 
-/* Base64: RFC 4648's vectors, a round trip of every length to 300 bytes
- * (URL alphabet and missing padding decode too), and what is refused. */
 /* What the allocator says it holds moves with what is allocated (the unit
  * tests run on glibc's malloc, or ASan's; ./sluice links jemalloc). */
 static void test_mem_stats(void **state) {
@@ -180,6 +178,8 @@ static void test_mem_stats(void **state) {
         free(p);
 }
 
+/* Base64: RFC 4648's vectors, a round trip of every length to 300 bytes
+ * (URL alphabet and missing padding decode too), and what is refused. */
 static void test_base64(void **state) {
         static const char *vec[][2] = {{"", ""},
                                        {"f", "Zg=="},
