@@ -708,27 +708,32 @@ static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
  * reasons) and the probe; every second. */
 /* A burst of input leaves pages malloc has freed but keeps (the consumer's
  * prefetched batches, freed as the records were handled, between long-lived
- * state): once the input is caught up, give them back — at most every
- * SL_TRIM_EVERY_MS and only after SL_TRIM_AFTER_RECORDS were read, as after
- * a rebuild (task.c).  With lag 0 there is no burst left to serve. */
+ * state), and the outbox's chunks kept for the next burst of commits (up to
+ * 4 MiB, which 500k pending timers would otherwise share): once the input
+ * is caught up, give them back — at most every SL_TRIM_EVERY_MS and only
+ * after SL_TRIM_AFTER_RECORDS were read, as after a rebuild (task.c).  With
+ * lag 0 there is no burst left to serve. */
 #define SL_TRIM_EVERY_MS      10000
 #define SL_TRIM_AFTER_RECORDS 100000
 
 static void app_trim_after_burst(sl_app_t *app, int64_t now, int64_t lag,
                                  int64_t read) {
         int64_t t0;
+        size_t spare;
         if (read < app->trim_read) /* partitions left: count afresh */
                 app->trim_read = read;
         if (lag > 0 || read - app->trim_read < SL_TRIM_AFTER_RECORDS ||
             now - app->trim_last_ms < SL_TRIM_EVERY_MS)
                 return;
         t0 = sl_mono_us();
+        spare = sl_outbox_trim(app->outbox);
         sl_mem_trim();
         app->trim_read = read;
         app->trim_last_ms = now;
         sl_log(LOG_DEBUG, "MEMORY",
-               "input caught up: freed pages given back in %.1f ms",
-               (double)(sl_mono_us() - t0) / 1000.0);
+               "input caught up: freed pages (%zu B of outbox chunks among "
+               "them) given back in %.1f ms",
+               spare, (double)(sl_mono_us() - t0) / 1000.0);
 }
 
 /* ------------------------------------------------------------------ */

@@ -9,7 +9,8 @@
  * appended to the last chunk (a new one when it is full) and taken from the
  * first; a chunk whose every record was taken is kept for reuse (up to 16)
  * or freed on the next pop, so the record returned last stays readable
- * until then.
+ * until then.  The kept chunks are freed by sl_outbox_trim() once a burst
+ * is over.
  */
 #include "outbox.h"
 
@@ -87,15 +88,23 @@ void sl_outbox_clear(sl_outbox_t *ob) {
         ob_free_spent(ob);
 }
 
+size_t sl_outbox_trim(sl_outbox_t *ob) {
+        size_t freed = 0;
+        while (ob->spare) {
+                ob_chunk_t *c = ob->spare;
+                ob->spare = c->next;
+                freed += sizeof(*c) + c->size;
+                free(c);
+        }
+        ob->spare_cnt = 0;
+        return freed;
+}
+
 void sl_outbox_destroy(sl_outbox_t *ob) {
         if (!ob)
                 return;
         sl_outbox_clear(ob);
-        while (ob->spare) {
-                ob_chunk_t *c = ob->spare;
-                ob->spare = c->next;
-                free(c);
-        }
+        sl_outbox_trim(ob);
         free(ob);
 }
 

@@ -20,7 +20,8 @@
  *
  * Memory: records are laid end to end in chunks of SL_OUTBOX_CHUNK bytes (a
  * larger record gets a chunk of its own); emptied chunks are reused (a few
- * are kept) or freed, so an outbox costs no allocation per record.
+ * are kept, until sl_outbox_trim()) or freed, so an outbox costs no
+ * allocation per record.
  *
  * Pure but for rd_kafka_headers_t, which it holds (owned) and never reads.
  * Loop thread only.
@@ -70,6 +71,11 @@ int sl_outbox_pop(sl_outbox_t *ob, sl_outbox_rec_t *rec);
 
 /* Drops every record (and its headers). */
 void sl_outbox_clear(sl_outbox_t *ob);
+
+/* Frees the emptied chunks kept for reuse (up to 4 MiB that a burst of
+ * commits left behind; records waiting are not touched) and returns how
+ * many bytes that was.  The next pushes allocate again. */
+size_t sl_outbox_trim(sl_outbox_t *ob);
 
 /* 1 while the outbox is under both bounds. */
 int sl_outbox_room(const sl_outbox_t *ob);

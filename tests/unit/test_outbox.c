@@ -1,7 +1,7 @@
 /*
  * test_outbox.c — records decided during a commit: order kept across
  * chunks, null and empty keys and values told apart, headers handed over,
- * records larger than a chunk, the bounds, clear and reuse.
+ * records larger than a chunk, the bounds, clear and reuse, trim.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -205,6 +205,45 @@ static void test_interleaved(void **state) {
         sl_outbox_destroy(ob);
 }
 
+/* A burst leaves emptied chunks kept for reuse; trim frees them (at most
+ * 16 of them, 4 MiB), leaves waiting records alone, and the outbox works
+ * on after it. */
+static void test_trim(void **state) {
+        (void)state;
+        sl_outbox_t *ob = sl_outbox_new(SIZE_MAX, INT64_MAX);
+        sl_outbox_rec_t r;
+        char value[1000];
+        size_t freed;
+        memset(value, 'v', sizeof(value) - 1);
+        value[sizeof(value) - 1] = '\0';
+        assert_int_equal(sl_outbox_trim(ob), 0);
+        for (int i = 0; i < 10000; i++) { /* ~10 MB: ~40 chunks */
+                r = rec("t", 0, "k", value);
+                sl_outbox_push(ob, &r);
+        }
+        for (int i = 0; i < 9000; i++)
+                assert_int_equal(sl_outbox_pop(ob, &r), 1);
+        freed = sl_outbox_trim(ob);
+        assert_true(freed >= 16 * (size_t)SL_OUTBOX_CHUNK);
+        assert_true(freed < 17 * (size_t)SL_OUTBOX_CHUNK);
+        assert_int_equal(sl_outbox_trim(ob), 0);
+        assert_int_equal(sl_outbox_count(ob), 1000);
+        for (int i = 0; i < 5; i++) {
+                r = rec("t", 0, "k", "after");
+                sl_outbox_push(ob, &r);
+        }
+        for (int i = 0; i < 1000; i++) {
+                assert_int_equal(sl_outbox_pop(ob, &r), 1);
+                assert_int_equal(r.valuelen, sizeof(value) - 1);
+        }
+        for (int i = 0; i < 5; i++) {
+                assert_int_equal(sl_outbox_pop(ob, &r), 1);
+                assert_memory_equal(r.value, "after", 5);
+        }
+        assert_int_equal(sl_outbox_pop(ob, &r), 0);
+        sl_outbox_destroy(ob);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_order_across_chunks),
@@ -213,6 +252,7 @@ int main(void) {
             cmocka_unit_test(test_large_record),
             cmocka_unit_test(test_bounds),
             cmocka_unit_test(test_interleaved),
+            cmocka_unit_test(test_trim),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
