@@ -128,9 +128,9 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
          * waits for its once-a-second scan of unknown topics (librdkafka
          * 2.0) before the record can leave, while rd_kafka_topic_new()
          * asks for the topic's leaders at once (non-blocking). */
-        if (!err && cnt > 0 && app->producer) {
+        for (int i = 0; !err && cnt > 0 && i < app->producer_cnt; i++) {
                 rd_kafka_topic_t *rkt =
-                    rd_kafka_topic_new(app->producer, topic, NULL);
+                    rd_kafka_topic_new(app->producers[i], topic, NULL);
                 if (rkt)
                         rd_kafka_topic_destroy(rkt);
         }
@@ -1513,22 +1513,24 @@ static int app_kafka_defaults(sl_app_t *app, rd_kafka_conf_t *kc,
         return 0;
 }
 
-/* The transactional producer.  A stable transactional.id (from the static
- * instance id) lets a restarted instance fence its predecessor and abort
- * its open transaction at once. */
-static rd_kafka_conf_t *app_producer_conf(void *opaque, char *errstr,
+/* The transactional producers.  A stable transactional.id (from the
+ * static instance id) lets a restarted instance fence its predecessor and
+ * abort its open transaction at once.  The second producer's id is the
+ * first's with "#2" after it. */
+static rd_kafka_conf_t *app_producer_conf(void *opaque, int idx, char *errstr,
                                           size_t errstr_size) {
         sl_app_t *app = opaque;
         rd_kafka_conf_t *kc;
         char txnid[512], buf[64];
+        const char *suffix = idx ? "#2" : "";
         if (!(kc = app_kconf(app, errstr, errstr_size)))
                 return NULL;
         if (app->conf->instance_id && *app->conf->instance_id)
-                snprintf(txnid, sizeof(txnid), "%s-%s", app->conf->app_id,
-                         app->conf->instance_id);
+                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->conf->app_id,
+                         app->conf->instance_id, suffix);
         else
-                snprintf(txnid, sizeof(txnid), "%s-%s", app->conf->app_id,
-                         app->client_id);
+                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->conf->app_id,
+                         app->client_id, suffix);
         SET(kc, "transactional.id", txnid);
         snprintf(buf, sizeof(buf), "%lld",
                  (long long)app->conf->transaction_timeout_ms);
@@ -1592,29 +1594,46 @@ static rd_kafka_conf_t *app_reader_conf(sl_app_t *app, char *errstr,
 }
 #undef SET
 
-/* The producer learns each topic it will write to now, not at the first
+/* The producers learn each topic they will write to now, not at the first
  * record (which would wait for the next metadata refresh): the handles are
- * kept while the producer lives, so librdkafka keeps the topics known. */
+ * kept while the producers live, so librdkafka keeps the topics known. */
 static void app_warm_topics(sl_app_t *app) {
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 const sl_pipeline_conf_t *pc = app->pipelines[i].conf;
                 const char *names[] = {pc->changelog, pc->dlq, pc->output,
                                        pc->overflow};
                 for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
-                        rd_kafka_topic_t *rkt;
+                        rd_kafka_topic_t *rkt[2] = {NULL, NULL};
+                        int k;
                         if (!names[j])
                                 continue;
                         topic_cache_get(app, names[j]);
-                        rkt = rd_kafka_topic_new(app->producer, names[j], NULL);
-                        if (!rkt)
+                        for (k = 0; k < app->producer_cnt; k++)
+                                if (!(rkt[k] = rd_kafka_topic_new(
+                                          app->producers[k], names[j], NULL)))
+                                        break;
+                        if (k < app->producer_cnt) {
+                                while (k-- > 0)
+                                        rd_kafka_topic_destroy(rkt[k]);
                                 continue;
+                        }
                         app->warm = sl_realloc(app->warm,
                                                sizeof(*app->warm) *
                                                    (size_t)(app->warm_cnt + 1));
                         app->warm[app->warm_cnt].name = names[j];
-                        app->warm[app->warm_cnt++].rkt = rkt;
+                        memcpy(app->warm[app->warm_cnt++].rkt, rkt,
+                               sizeof(rkt));
                 }
         }
+}
+
+/* Drops the warm handles (before the producers go). */
+static void app_cool_topics(sl_app_t *app) {
+        for (int i = 0; i < app->warm_cnt; i++)
+                for (int k = 0; k < 2; k++)
+                        if (app->warm[i].rkt[k])
+                                rd_kafka_topic_destroy(app->warm[i].rkt[k]);
+        app->warm_cnt = 0;
 }
 
 rd_kafka_topic_t *sl_app_topic(const sl_app_t *app, const char *name) {
@@ -1622,10 +1641,10 @@ rd_kafka_topic_t *sl_app_topic(const sl_app_t *app, const char *name) {
          * from the outbox carries a copy. */
         for (int i = 0; i < app->warm_cnt; i++)
                 if (app->warm[i].name == name)
-                        return app->warm[i].rkt;
+                        return app->warm[i].rkt[app->turn];
         for (int i = 0; i < app->warm_cnt; i++)
                 if (!strcmp(app->warm[i].name, name))
-                        return app->warm[i].rkt;
+                        return app->warm[i].rkt[app->turn];
         return NULL;
 }
 
@@ -1645,13 +1664,17 @@ static void app_fetch_full_at(sl_app_t *app) {
                 app->fetch_full_at = (size_t)v - (size_t)v / 10;
 }
 
-static void app_clients_ready(void *opaque, rd_kafka_t *producer,
-                              rd_kafka_t *consumer) {
+static void app_clients_ready(void *opaque, rd_kafka_t *const *producers,
+                              int producer_cnt, rd_kafka_t *consumer) {
         sl_app_t *app = opaque;
         rd_kafka_resp_err_t err;
         char errstr[256];
 
-        app->producer = producer;
+        app->producer_cnt = SL_MIN(producer_cnt, 2);
+        for (int i = 0; i < app->producer_cnt; i++)
+                app->producers[i] = producers[i];
+        app->turn = 0;
+        app->producer = producers[0];
         app->consumer = consumer;
         rd_kafka_poll_set_consumer(consumer);
         app->consumer_q = rd_kafka_queue_get_consumer(consumer);
@@ -1672,6 +1695,15 @@ static void app_clients_ready(void *opaque, rd_kafka_t *producer,
                app->conf->instance_id && *app->conf->instance_id ? " as " : "",
                app->conf->instance_id ? app->conf->instance_id : "");
         sl_app_update_ready(app);
+}
+
+/* The next transaction is on producers[idx]. */
+static void app_turn(void *opaque, int idx) {
+        sl_app_t *app = opaque;
+        if (idx < app->producer_cnt) {
+                app->turn = idx;
+                app->producer = app->producers[idx];
+        }
 }
 
 static void task_destroy_cb(sl_task_t *t) {
@@ -1697,11 +1729,11 @@ static void app_clients_lost(void *opaque) {
         if (app->consumer_q)
                 rd_kafka_queue_destroy(app->consumer_q);
         app->consumer_q = NULL;
-        for (int i = 0; i < app->warm_cnt; i++)
-                rd_kafka_topic_destroy(app->warm[i].rkt);
-        app->warm_cnt = 0;
+        app_cool_topics(app);
         app->consumer = NULL;
-        app->producer = NULL;
+        app->producer = app->producers[0] = app->producers[1] = NULL;
+        app->producer_cnt = 0;
+        app->turn = 0;
         app->assigned = 0;
         app->rejoin_at_ms = 0; /* the new consumer subscribes anyway */
         app->groupcheck.gap_since_ms = 0;
@@ -1892,12 +1924,13 @@ static void app_destroy(sl_app_t *app) {
         app->consumer_w = app->reader_w = NULL;
         if (app->consumer_q)
                 rd_kafka_queue_destroy(app->consumer_q);
-        for (int i = 0; i < app->warm_cnt; i++)
-                rd_kafka_topic_destroy(app->warm[i].rkt);
+        app_cool_topics(app);
         free(app->warm);
         /* The clients go with the txn; the rebalance callback ignores a
          * consumer that is no longer app->consumer. */
         app->consumer = app->producer = NULL;
+        app->producers[0] = app->producers[1] = NULL;
+        app->producer_cnt = 0;
         sl_txn_destroy(app->txn);
         topic_cache_destroy(app);
         for (int i = 0; i < app->pipeline_cnt; i++) {
@@ -1974,6 +2007,7 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
             .producer_conf = app_producer_conf,
             .consumer_conf = app_consumer_conf,
             .clients_ready = app_clients_ready,
+            .turn = app_turn,
             .clients_lost = app_clients_lost,
             .offsets = app_offsets,
             .committed = app_committed,
@@ -2043,6 +2077,7 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         tc.client_id = app->client_id;
         tc.transaction_timeout_ms = conf->transaction_timeout_ms;
         tc.recovery_timeout_ms = conf->recovery_timeout_ms;
+        tc.producers = (int)conf->transaction_producers;
         tc.session_timeout_ms = 45000; /* librdkafka's default */
         for (int i = 0; i < conf->kafka_cnt; i++)
                 if (!strcmp(conf->kafka[i].key, "session.timeout.ms"))

@@ -61,11 +61,16 @@ struct sl_app_s {
         sl_conf_t *conf;
         uv_loop_t *loop;
 
-        /* The producer and the consumer belong to txn (re-created after a
-         * fatal error); these mirror it and are NULL while it has none. */
+        /* The producers and the consumer belong to txn (re-created after a
+         * fatal error); these mirror it and are NULL while it has none.
+         * producer is producers[turn], the one whose transaction records
+         * go to (the producers take turns, txn.h). */
         sl_txn_t *txn;
         rd_kafka_t *consumer;
         rd_kafka_t *producer;
+        rd_kafka_t *producers[2];
+        int producer_cnt;
+        int turn;
         rd_kafka_t *reader; /* lives as long as the process */
         rd_kafka_queue_t *consumer_q;
         rd_kafka_queue_t *reader_q;
@@ -147,11 +152,11 @@ struct sl_app_s {
         int64_t rejoin_at_ms;
 
         sl_topic_cache_t *topics; /* metadata cache for operator targets */
-        /* The producer's handles of the pipelines' own topics, kept while
-         * it lives (app_warm_topics), by the configured name. */
+        /* Each producer's handles of the pipelines' own topics, kept
+         * while it lives (app_warm_topics), by the configured name. */
         struct {
                 const char *name;
-                rd_kafka_topic_t *rkt;
+                rd_kafka_topic_t *rkt[2]; /* by producer */
         } * warm;
         int warm_cnt;
         sl_refused_t refused;

@@ -155,6 +155,11 @@ static const conf_key_t conf_keys[] = {
      "15m", 0, SLUICE(transaction_timeout_ms),
      "Kafka transaction timeout (transaction.timeout.ms); the broker aborts "
      "a transaction left open longer."},
+    {SECT_SLUICE, 0, "transaction_producers", KT_INT, NULL, "2", "1", "2", 0,
+     SLUICE(transaction_producers),
+     "Transactional producers taking turns: with 2 the next transaction "
+     "opens while Kafka still writes the last one's commit markers (ids "
+     "app_id-instance and app_id-instance#2); 1 waits for them."},
 
     {SECT_SLUICE, 0, "api_listen", KT_HOSTPORT, NULL, "", NULL, NULL, 0,
      SLUICE(api_listen),

@@ -134,6 +134,7 @@ typedef struct sl_conf_s {
         int64_t commit_interval_ms;
         int64_t shutdown_grace_ms;
         int64_t transaction_timeout_ms;
+        int transaction_producers; /* 1, or 2 taking turns */
         int64_t recovery_timeout_ms;
         int64_t loop_stall_timeout_ms;
         char *api_listen;      /* "host:port"; NULL = no API */

@@ -223,14 +223,10 @@ static void parts_drop(sl_parts_t *ps, int i) {
 
 static void parts_check(sl_parts_t *ps);
 
-/* The producer learns the co-partitioned topics' new partition counts: a
+/* A producer learns the co-partitioned topics' new partition counts: a
  * metadata request that does not wait for its answer (timeout 0), whose
  * answer updates the producer's cache when it comes. */
-static int parts_nudge_producer(sl_parts_t *ps) {
-        rd_kafka_t *producer = ps->app->producer;
-
-        if (!producer)
-                return -1;
+static int parts_nudge_one(sl_parts_t *ps, rd_kafka_t *producer) {
         for (int i = 1; i < ps->name_cnt; i++) {
                 const struct rd_kafka_metadata *md = NULL;
                 rd_kafka_topic_t *rkt =
@@ -243,6 +239,16 @@ static int parts_nudge_producer(sl_parts_t *ps) {
                         rd_kafka_metadata_destroy(md);
                 rd_kafka_topic_destroy(rkt);
         }
+        return 0;
+}
+
+/* Every producer learns them. */
+static int parts_nudge_producer(sl_parts_t *ps) {
+        if (!ps->app->producer_cnt)
+                return -1;
+        for (int k = 0; k < ps->app->producer_cnt; k++)
+                if (parts_nudge_one(ps, ps->app->producers[k]) == -1)
+                        return -1;
         return 0;
 }
 

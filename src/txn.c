@@ -26,6 +26,12 @@
  * long re-creating the clients may keep failing before the process gives
  * up and exits 1.
  *
+ * Turns.  With two producers, a COMMIT job that opens the next transaction
+ * (worker_open_next) begins it on the other producer, and the loop moves
+ * the turn there when the job is done (txn_done_commit); every other job
+ * names the producer it works on (job->rk), so the worker never reads
+ * whose turn it is.  An abort stays on its producer.
+ *
  * Aborts in a row back off (0, 0.25 s, 0.5 s ... 30 s) before every task is
  * rebuilt, so a record that keeps failing cannot spin the process; each
  * abort is counted.
@@ -55,6 +61,8 @@
  * instance_id before a fenced instance re-creates its clients. */
 #define SL_TXN_OWNER_CHECKS   5
 #define SL_TXN_OWNER_CHECK_MS 1000
+/* At most this many producers take turns. */
+#define SL_TXN_PRODUCERS_MAX 2
 /* How long a recovery waits for the old clients to be destroyed. */
 #define SL_TXN_REAP_MS 10000
 /* A commit or abort slower than this shows on /readyz. */
@@ -91,9 +99,13 @@ static const char *const phase_names[PHASE_CNT] = {"flush", "offsets",
 typedef struct job_s {
         job_kind_t kind;
         int64_t deadline_ms; /* 0: none */
+        /* DELIVER, COMMIT, ABORT: the producer whose turn it is. */
+        rd_kafka_t *rk;
         /* CREATE */
-        rd_kafka_t *old_producer, *old_consumer;
-        rd_kafka_conf_t *pconf, *cconf;
+        rd_kafka_t *old_producers[SL_TXN_PRODUCERS_MAX], *old_consumer;
+        rd_kafka_conf_t *pconfs[SL_TXN_PRODUCERS_MAX], *cconf;
+        int producer_cnt;
+        int init_idx; /* the producer init_transactions is called for */
         /* COMMIT */
         rd_kafka_topic_partition_list_t *offsets;
         rd_kafka_consumer_group_metadata_t *cgmd;
@@ -101,7 +113,7 @@ typedef struct job_s {
          * sent them, and no input moved them since): not sent again. */
         int offsets_in;
         /* Results. */
-        rd_kafka_t *producer, *consumer;
+        rd_kafka_t *producers[SL_TXN_PRODUCERS_MAX], *consumer;
         rd_kafka_error_t *error; /* NULL: done */
         char call[40];           /* the call that failed */
         /* COMMIT, after it succeeded: the next transaction begun (1), and
@@ -114,6 +126,8 @@ typedef struct job_s {
         int offsets_sent;
         int64_t next_open_us; /* when the coordinator took the next one */
         int next_begun;
+        int next_turn;       /* the producer the next one is begun on */
+        rd_kafka_t *next_rk; /* (its handle) */
         rd_kafka_error_t *next_error;
         char next_call[48];
 } job_t;
@@ -128,9 +142,13 @@ struct sl_txn_s {
 
         sl_txn_state_t state;
         int64_t state_since_ms;
+        /* producer: producers[turn], the one records go to. */
         rd_kafka_t *producer, *consumer;
-        rd_kafka_queue_t *pq;
-        sl_kwatch_t *pw;
+        rd_kafka_t *producers[SL_TXN_PRODUCERS_MAX];
+        int producer_cnt; /* configured: 1 or 2 */
+        int turn;
+        rd_kafka_queue_t *pqs[SL_TXN_PRODUCERS_MAX]; /* their main queues */
+        sl_kwatch_t *pws[SL_TXN_PRODUCERS_MAX];
         int64_t records; /* produced in the open transaction */
         int doomed;
         char doom_why[160];
@@ -262,22 +280,23 @@ static rd_kafka_error_t *worker_retrying(sl_txn_t *txn, job_t *job,
 
 static rd_kafka_error_t *call_init(sl_txn_t *txn, job_t *job, int tmo) {
         (void)txn;
-        return rd_kafka_init_transactions(job->producer, tmo);
+        return rd_kafka_init_transactions(job->producers[job->init_idx], tmo);
 }
 
 static rd_kafka_error_t *call_send_offsets(sl_txn_t *txn, job_t *job, int tmo) {
-        return rd_kafka_send_offsets_to_transaction(txn->producer, job->offsets,
+        (void)txn;
+        return rd_kafka_send_offsets_to_transaction(job->rk, job->offsets,
                                                     job->cgmd, tmo);
 }
 
 static rd_kafka_error_t *call_commit(sl_txn_t *txn, job_t *job, int tmo) {
-        (void)job;
-        return rd_kafka_commit_transaction(txn->producer, tmo);
+        (void)txn;
+        return rd_kafka_commit_transaction(job->rk, tmo);
 }
 
 static rd_kafka_error_t *call_abort(sl_txn_t *txn, job_t *job, int tmo) {
-        (void)job;
-        return rd_kafka_abort_transaction(txn->producer, tmo);
+        (void)txn;
+        return rd_kafka_abort_transaction(job->rk, tmo);
 }
 
 /* The old clients of a recovery, destroyed on a thread of their own: a
@@ -285,7 +304,7 @@ static rd_kafka_error_t *call_abort(sl_txn_t *txn, job_t *job, int tmo) {
  * fenced in the middle of send_offsets_to_transaction) must not keep the
  * new clients from being made.  Whoever finishes last frees it. */
 typedef struct reap_s {
-        rd_kafka_t *producer, *consumer;
+        rd_kafka_t *producers[SL_TXN_PRODUCERS_MAX], *consumer;
         pthread_mutex_t lock;
         int done, abandoned;
 } reap_t;
@@ -296,10 +315,12 @@ static void *reaper_main(void *arg) {
         if (r->consumer)
                 rd_kafka_destroy_flags(r->consumer,
                                        RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-        if (r->producer) {
-                rd_kafka_purge(r->producer, RD_KAFKA_PURGE_F_QUEUE |
-                                                RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_destroy(r->producer);
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++) {
+                if (!r->producers[i])
+                        continue;
+                rd_kafka_purge(r->producers[i], RD_KAFKA_PURGE_F_QUEUE |
+                                                    RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_destroy(r->producers[i]);
         }
         pthread_mutex_lock(&r->lock);
         r->done = 1;
@@ -314,16 +335,18 @@ static void *reaper_main(void *arg) {
 }
 
 /* Destroys the old clients, waiting at most SL_TXN_REAP_MS. */
-static void worker_reap(rd_kafka_t *producer, rd_kafka_t *consumer) {
+static void worker_reap(rd_kafka_t *const *producers, rd_kafka_t *consumer) {
         reap_t *r;
         pthread_t th;
         pthread_attr_t attr;
         int64_t end = sl_now_ms() + SL_TXN_REAP_MS;
-        int done = 0;
-        if (!producer && !consumer)
+        int done = 0, any = consumer != NULL;
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++)
+                any |= producers[i] != NULL;
+        if (!any)
                 return;
         r = sl_calloc(1, sizeof(*r));
-        r->producer = producer;
+        memcpy(r->producers, producers, sizeof(r->producers));
         r->consumer = consumer;
         pthread_mutex_init(&r->lock, NULL);
         pthread_attr_init(&attr);
@@ -357,20 +380,24 @@ static void worker_reap(rd_kafka_t *producer, rd_kafka_t *consumer) {
 
 static void worker_create(sl_txn_t *txn, job_t *job) {
         char errstr[512];
-        /* The old clients first (the new producer fences the old one
+        /* The old clients first (the new producers fence the old ones
          * anyway), but never waiting on them for long. */
-        worker_reap(job->old_producer, job->old_consumer);
-        job->old_consumer = job->old_producer = NULL;
+        worker_reap(job->old_producers, job->old_consumer);
+        memset(job->old_producers, 0, sizeof(job->old_producers));
+        job->old_consumer = NULL;
 
-        job->producer =
-            rd_kafka_new(RD_KAFKA_PRODUCER, job->pconf, errstr, sizeof(errstr));
-        if (!job->producer) {
-                job->error = rd_kafka_error_new(RD_KAFKA_RESP_ERR__INVALID_ARG,
-                                                "producer: %s", errstr);
-                snprintf(job->call, sizeof(job->call), "rd_kafka_new");
-                return;
+        for (int i = 0; i < job->producer_cnt; i++) {
+                job->producers[i] = rd_kafka_new(
+                    RD_KAFKA_PRODUCER, job->pconfs[i], errstr, sizeof(errstr));
+                if (!job->producers[i]) {
+                        job->error =
+                            rd_kafka_error_new(RD_KAFKA_RESP_ERR__INVALID_ARG,
+                                               "producer: %s", errstr);
+                        snprintf(job->call, sizeof(job->call), "rd_kafka_new");
+                        return;
+                }
+                job->pconfs[i] = NULL;
         }
-        job->pconf = NULL;
         job->consumer =
             rd_kafka_new(RD_KAFKA_CONSUMER, job->cconf, errstr, sizeof(errstr));
         if (!job->consumer) {
@@ -380,25 +407,35 @@ static void worker_create(sl_txn_t *txn, job_t *job) {
                 return;
         }
         job->cconf = NULL;
-        job->error = worker_retrying(txn, job, "init_transactions", call_init);
+        for (job->init_idx = 0; job->init_idx < job->producer_cnt;
+             job->init_idx++) {
+                job->error =
+                    worker_retrying(txn, job, "init_transactions", call_init);
+                if (job->error)
+                        return;
+        }
 }
 
 /* Opens the transaction after a commit, for records deferred during it.
  * Kafka's coordinator still writes the markers of the commit after
- * commit_transaction returned, and refuses to add partitions to the next
- * transaction meanwhile (CONCURRENT_TRANSACTIONS), which librdkafka 2.0.2
- * answers with a fixed 20 ms back-off: deferred records replayed at once
- * would wait that long before they were even sent.  Re-sending the offsets
- * just committed is a no-op for the group but is retried every
- * retry.backoff.ms until the coordinator is done, so once it returns the
- * records go straight in (the wait, to within that back-off, is
- * sluice_txn_markers_seconds).  Those partitions are still ours: the
- * runtime never asks for this during the commit a revocation waits for. */
+ * commit_transaction returned, and refuses to add partitions to the same
+ * producer's next transaction meanwhile (CONCURRENT_TRANSACTIONS), which
+ * librdkafka 2.0.2 answers with a fixed 20 ms back-off.  With two
+ * producers the next transaction is begun on the other one (job->next_rk),
+ * which the coordinator takes at once: the deferred records go straight
+ * in.  With one, deferred records replayed at once would wait that back-off
+ * before they were even sent: re-sending the offsets just committed is a
+ * no-op for the group but is retried every retry.backoff.ms until the
+ * coordinator is done, so once it returns the records go straight in (the
+ * wait, to within that back-off, is sluice_txn_markers_seconds).  Those
+ * partitions are still ours: the runtime never asks for this during the
+ * commit a revocation waits for. */
 static void worker_open_next(sl_txn_t *txn, job_t *job) {
         rd_kafka_error_t *error;
-        if (!job->offsets || !atomic_exchange(&txn->open_next, 0))
+        if (!atomic_exchange(&txn->open_next, 0) ||
+            (job->next_rk == job->rk && !job->offsets))
                 return;
-        error = rd_kafka_begin_transaction(txn->producer);
+        error = rd_kafka_begin_transaction(job->next_rk);
         if (error) {
                 job->next_error = error;
                 snprintf(job->next_call, sizeof(job->next_call),
@@ -406,6 +443,8 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
                 return;
         }
         job->next_begun = 1;
+        if (job->next_rk != job->rk)
+                return;
         error = worker_retrying(txn, job, "send_offsets_to_transaction",
                                 call_send_offsets);
         if (!error) {
@@ -423,23 +462,22 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
  * SL_TXN_CALL_MS, when cancelled, or at a fatal error of the producer
  * (commit_transaction reports it at once): commit_transaction then goes on
  * waiting, with its retries, as it always did. */
-static void worker_deliver(sl_txn_t *txn) {
+static void worker_deliver(sl_txn_t *txn, job_t *job) {
         int64_t end = sl_now_ms() + SL_TXN_CALL_MS;
-        while (rd_kafka_flush(txn->producer, 100) ==
-                   RD_KAFKA_RESP_ERR__TIMED_OUT &&
+        while (rd_kafka_flush(job->rk, 100) == RD_KAFKA_RESP_ERR__TIMED_OUT &&
                !txn->cancel && sl_now_ms() < end &&
-               !rd_kafka_fatal_error(txn->producer, NULL, 0))
+               !rd_kafka_fatal_error(job->rk, NULL, 0))
                 ;
 }
 
 /* One slice of FLUSHING (JOB_DELIVER): flushes until every record is
  * delivered, the loop needs no more (deliver_stop) or SL_TXN_DELIVER_MS
  * passed; the loop posts the next slice while reports are awaited. */
-static void worker_deliver_slice(sl_txn_t *txn) {
+static void worker_deliver_slice(sl_txn_t *txn, job_t *job) {
         int64_t end = sl_now_ms() + SL_TXN_DELIVER_MS;
         while (!atomic_load(&txn->deliver_stop) && !txn->cancel &&
                sl_now_ms() < end &&
-               rd_kafka_flush(txn->producer, 5) == RD_KAFKA_RESP_ERR__TIMED_OUT)
+               rd_kafka_flush(job->rk, 5) == RD_KAFKA_RESP_ERR__TIMED_OUT)
                 ;
 }
 
@@ -453,7 +491,7 @@ static void worker_commit(sl_txn_t *txn, job_t *job) {
                 job->offsets_sent = 1;
         }
         job->offsets_us = sl_mono_us();
-        worker_deliver(txn);
+        worker_deliver(txn, job);
         job->delivered_us = sl_mono_us();
         if (txn->test_commit_pause_ms)
                 usleep((useconds_t)txn->test_commit_pause_ms * 1000);
@@ -481,7 +519,7 @@ static void *worker_main(void *arg) {
                         worker_create(txn, job);
                         break;
                 case JOB_DELIVER:
-                        worker_deliver_slice(txn);
+                        worker_deliver_slice(txn, job);
                         break;
                 case JOB_COMMIT:
                         worker_commit(txn, job);
@@ -503,6 +541,7 @@ static void *worker_main(void *arg) {
 
 static void txn_post(sl_txn_t *txn, job_t *job) {
         sl_assert(!txn->job);
+        job->rk = txn->producer;
         txn->job = job;
         pthread_mutex_lock(&txn->lock);
         txn->job_in = job;
@@ -519,12 +558,14 @@ static void job_free(job_t *job) {
                 rd_kafka_topic_partition_list_destroy(job->offsets);
         if (job->cgmd)
                 rd_kafka_consumer_group_metadata_destroy(job->cgmd);
-        if (job->pconf)
-                rd_kafka_conf_destroy(job->pconf);
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++) {
+                if (job->pconfs[i])
+                        rd_kafka_conf_destroy(job->pconfs[i]);
+                if (job->producers[i])
+                        rd_kafka_destroy(job->producers[i]);
+        }
         if (job->cconf)
                 rd_kafka_conf_destroy(job->cconf);
-        if (job->producer)
-                rd_kafka_destroy(job->producer);
         if (job->consumer)
                 rd_kafka_destroy_flags(job->consumer,
                                        RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
@@ -534,18 +575,20 @@ static void job_free(job_t *job) {
 /* ------------------------------------------------------------------ */
 /* Producer events.                                                     */
 
-static void txn_on_producer_error(sl_txn_t *txn, rd_kafka_event_t *ev) {
+static void txn_on_producer_error(sl_txn_t *txn, rd_kafka_t *rk,
+                                  rd_kafka_event_t *ev) {
         rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
         char buf[256];
         if (rd_kafka_event_error_is_fatal(ev)) {
-                err = rd_kafka_fatal_error(txn->producer, buf, sizeof(buf));
+                err = rd_kafka_fatal_error(rk, buf, sizeof(buf));
                 sl_txn_fatal(txn, "producer", buf, sl_txn_err_is_fencing(err));
                 return;
         }
         sl_kafka_log_error("producer", err, rd_kafka_event_error_string(ev));
 }
 
-static void txn_on_event(sl_txn_t *txn, rd_kafka_event_t *ev) {
+/* An event of producers[i]. */
+static void txn_on_event(sl_txn_t *txn, int i, rd_kafka_event_t *ev) {
         const rd_kafka_message_t *m;
         switch (rd_kafka_event_type(ev)) {
         case RD_KAFKA_EVENT_DR:
@@ -553,7 +596,7 @@ static void txn_on_event(sl_txn_t *txn, rd_kafka_event_t *ev) {
                         txn->hooks.delivery(txn->hooks.opaque, m);
                 break;
         case RD_KAFKA_EVENT_ERROR:
-                txn_on_producer_error(txn, ev);
+                txn_on_producer_error(txn, txn->producers[i], ev);
                 break;
         default:
                 break;
@@ -565,13 +608,17 @@ static void txn_flush_check(sl_txn_t *txn);
 
 int sl_txn_serve(sl_txn_t *txn, int budget) {
         int n = 0;
-        while (n < budget && txn->pq) {
-                rd_kafka_event_t *ev = rd_kafka_queue_poll(txn->pq, 0);
-                if (!ev)
-                        break;
-                n += SL_MAX(1, (int)rd_kafka_event_message_count(ev));
-                txn_on_event(txn, ev);
-        }
+        /* An event may end the clients (a fatal error): the queues are
+         * looked at again each time. */
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++)
+                while (n < budget && txn->pqs[i]) {
+                        rd_kafka_event_t *ev =
+                            rd_kafka_queue_poll(txn->pqs[i], 0);
+                        if (!ev)
+                                break;
+                        n += SL_MAX(1, (int)rd_kafka_event_message_count(ev));
+                        txn_on_event(txn, i, ev);
+                }
         if (txn->state == SL_TXN_FLUSHING)
                 txn_flush_check(txn);
         return n;
@@ -586,7 +633,7 @@ static int txn_serve_cb(void *opaque, int budget) {
  * short flushes and the reports, in turn. */
 int sl_txn_drain(sl_txn_t *txn, int timeout_ms) {
         int64_t end = sl_now_ms() + timeout_ms;
-        while (txn->producer && txn->pq) {
+        while (txn->producer && txn->pqs[0]) {
                 rd_kafka_event_t *ev;
                 if (rd_kafka_outq_len(txn->producer) == 0)
                         return 0;
@@ -595,8 +642,10 @@ int sl_txn_drain(sl_txn_t *txn, int timeout_ms) {
                 rd_kafka_flush(txn->producer, 1);
                 /* An event may end the clients (a fatal error): pq is
                  * looked at again each time. */
-                while (txn->pq && (ev = rd_kafka_queue_poll(txn->pq, 0)))
-                        txn_on_event(txn, ev);
+                for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++)
+                        while (txn->pqs[i] &&
+                               (ev = rd_kafka_queue_poll(txn->pqs[i], 0)))
+                                txn_on_event(txn, i, ev);
         }
         return -1;
 }
@@ -739,6 +788,8 @@ static void txn_start_commit_job(sl_txn_t *txn) {
         }
         job = sl_calloc(1, sizeof(*job));
         job->kind = JOB_COMMIT;
+        job->next_turn = (txn->turn + 1) % txn->producer_cnt;
+        job->next_rk = txn->producers[job->next_turn];
         /* No deadline: a commit call that timed out goes on inside
          * librdkafka, and only the same call may be made until it ends (an
          * abort would conflict with it).  It ends when the broker answers:
@@ -891,14 +942,22 @@ static void txn_post_create(sl_txn_t *txn) {
         char errstr[512];
         txn_forget_open_offsets(txn);
         job->kind = JOB_CREATE;
-        job->old_producer = txn->producer;
+        memcpy(job->old_producers, txn->producers, sizeof(job->old_producers));
         job->old_consumer = txn->consumer;
+        memset(txn->producers, 0, sizeof(txn->producers));
         txn->producer = txn->consumer = NULL;
         if (txn->recovery_timeout_ms && txn->recover_since_ms)
                 job->deadline_ms =
                     txn->recover_since_ms + txn->recovery_timeout_ms;
-        if (!(job->pconf = txn->hooks.producer_conf(txn->hooks.opaque, errstr,
-                                                    sizeof(errstr))) ||
+        job->producer_cnt = txn->producer_cnt;
+        for (int i = 0; i < job->producer_cnt; i++) {
+                if (!(job->pconfs[i] = txn->hooks.producer_conf(
+                          txn->hooks.opaque, i, errstr, sizeof(errstr))))
+                        break;
+                rd_kafka_conf_set_events(
+                    job->pconfs[i], RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
+        }
+        if (!job->pconfs[job->producer_cnt - 1] ||
             !(job->cconf = txn->hooks.consumer_conf(txn->hooks.opaque, errstr,
                                                     sizeof(errstr)))) {
                 sl_log(LOG_CRIT, "TXN", "client configuration: %s", errstr);
@@ -907,8 +966,6 @@ static void txn_post_create(sl_txn_t *txn) {
                 txn->hooks.exit(txn->hooks.opaque, SL_EXIT_FAIL);
                 return;
         }
-        rd_kafka_conf_set_events(job->pconf,
-                                 RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
         txn_set_state(txn, SL_TXN_CREATING);
         txn_post(txn, job);
 }
@@ -1022,7 +1079,18 @@ static void txn_owner_check(sl_txn_t *txn) {
         }
 }
 
-/* Every task is dropped and both clients handed to the worker to be
+/* The producers' queues are no longer served. */
+static void txn_unwatch_producers(sl_txn_t *txn) {
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++) {
+                sl_kwatch_close(txn->pws[i]);
+                txn->pws[i] = NULL;
+                if (txn->pqs[i])
+                        rd_kafka_queue_destroy(txn->pqs[i]);
+                txn->pqs[i] = NULL;
+        }
+}
+
+/* Every task is dropped and the clients handed to the worker to be
  * destroyed and made anew. */
 static void txn_enter_recovering(sl_txn_t *txn) {
         int64_t delay;
@@ -1034,11 +1102,7 @@ static void txn_enter_recovering(sl_txn_t *txn) {
         uv_timer_stop(&txn->backoff_timer);
         txn_set_state(txn, SL_TXN_RECOVERING);
         txn->hooks.clients_lost(txn->hooks.opaque);
-        sl_kwatch_close(txn->pw);
-        txn->pw = NULL;
-        if (txn->pq)
-                rd_kafka_queue_destroy(txn->pq);
-        txn->pq = NULL;
+        txn_unwatch_producers(txn);
         if (!txn->recover_since_ms)
                 txn->recover_since_ms = sl_now_ms();
         if (txn->recovery_timeout_ms &&
@@ -1105,22 +1169,30 @@ static void txn_done_create(sl_txn_t *txn, job_t *job) {
                         return;
                 }
                 /* Keep what was made: the next attempt destroys it. */
-                txn->producer = job->producer;
+                memcpy(txn->producers, job->producers, sizeof(txn->producers));
+                memset(job->producers, 0, sizeof(job->producers));
+                txn->producer = txn->producers[0];
                 txn->consumer = job->consumer;
-                job->producer = job->consumer = NULL;
+                job->consumer = NULL;
                 sl_log(LOG_ERR, "TXN", "creating the clients: %s", errstr);
                 txn->recover_pending = 1;
                 txn->recover_fenced |=
                     sl_txn_err_is_fencing(rd_kafka_error_code(job->error));
                 return;
         }
-        txn->producer = job->producer;
+        memcpy(txn->producers, job->producers, sizeof(txn->producers));
+        memset(job->producers, 0, sizeof(job->producers));
+        txn->turn = 0;
+        txn->producer = txn->producers[0];
         txn->consumer = job->consumer;
-        job->producer = job->consumer = NULL;
-        txn->pq = rd_kafka_queue_get_main(txn->producer);
-        txn->pw = sl_kwatch_new(txn->loop, txn->pq, txn_serve_cb, txn, errstr,
-                                sizeof(errstr));
-        sl_assert(txn->pw);
+        job->consumer = NULL;
+        for (int i = 0; i < txn->producer_cnt; i++) {
+                txn->pqs[i] = rd_kafka_queue_get_main(txn->producers[i]);
+                txn->pws[i] =
+                    sl_kwatch_new(txn->loop, txn->pqs[i], txn_serve_cb, txn,
+                                  errstr, sizeof(errstr));
+                sl_assert(txn->pws[i]);
+        }
         if (txn->recover_since_ms)
                 sl_log(LOG_NOTICE, "TXN",
                        "Kafka clients re-created after %.1f s",
@@ -1128,8 +1200,8 @@ static void txn_done_create(sl_txn_t *txn, job_t *job) {
         txn->recover_since_ms = 0;
         txn->records = 0;
         txn_set_state(txn, SL_TXN_READY);
-        txn->hooks.clients_ready(txn->hooks.opaque, txn->producer,
-                                 txn->consumer);
+        txn->hooks.clients_ready(txn->hooks.opaque, txn->producers,
+                                 txn->producer_cnt, txn->consumer);
 }
 
 /* A committed job's phases, each from the end of the one before;
@@ -1143,9 +1215,22 @@ static void txn_observe_phases(sl_txn_t *txn, const job_t *job) {
                                              (double)(at[i + 1] - at[i]) / 1e6);
 }
 
+/* The next transaction is on producers[idx]. */
+static void txn_take_turn(sl_txn_t *txn, int idx) {
+        if (idx == txn->turn)
+                return;
+        txn->turn = idx;
+        txn->producer = txn->producers[idx];
+        if (txn->hooks.turn)
+                txn->hooks.turn(txn->hooks.opaque, idx);
+}
+
 static void txn_done_commit(sl_txn_t *txn, job_t *job) {
         char why[512];
         if (!job->error) {
+                /* Kafka decided this transaction: the next one is the other
+                 * producer's (when it was begun, it is begun there). */
+                txn_take_turn(txn, job->next_turn);
                 sl_counter_inc(txn->m_commits);
                 sl_histogram_observe(
                     txn->m_commit_seconds,
@@ -1288,6 +1373,8 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
         txn->recovery_timeout_ms = conf->recovery_timeout_ms;
         txn->session_timeout_ms =
             conf->session_timeout_ms > 0 ? conf->session_timeout_ms : 45000;
+        txn->producer_cnt =
+            SL_MAX(1, SL_MIN(conf->producers, SL_TXN_PRODUCERS_MAX));
         txn->state = SL_TXN_CREATING;
         txn->state_since_ms = sl_now_ms();
         if (getenv("SLUICE_TEST_COMMIT_PAUSE_MS")) {
@@ -1406,22 +1493,27 @@ void sl_txn_destroy(sl_txn_t *txn) {
                 job_free(txn->job_in);
         if (txn->job_done)
                 job_free(txn->job_done);
-        sl_kwatch_close(txn->pw);
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++)
+                sl_kwatch_close(txn->pws[i]);
         uv_close((uv_handle_t *)&txn->done_async, txn_on_close);
         uv_close((uv_handle_t *)&txn->retry_timer, txn_on_close);
         uv_close((uv_handle_t *)&txn->flush_timer, txn_on_close);
         uv_close((uv_handle_t *)&txn->backoff_timer, txn_on_close);
         uv_close((uv_handle_t *)&txn->deferring_timer, txn_on_close);
         uv_run(txn->loop, UV_RUN_NOWAIT);
-        if (txn->pq)
-                rd_kafka_queue_destroy(txn->pq);
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++)
+                if (txn->pqs[i])
+                        rd_kafka_queue_destroy(txn->pqs[i]);
         if (txn->consumer)
                 rd_kafka_destroy_flags(txn->consumer,
                                        RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-        if (txn->producer) {
-                rd_kafka_purge(txn->producer, RD_KAFKA_PURGE_F_QUEUE |
-                                                  RD_KAFKA_PURGE_F_INFLIGHT);
-                rd_kafka_destroy(txn->producer);
+        for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++) {
+                if (!txn->producers[i])
+                        continue;
+                rd_kafka_purge(txn->producers[i],
+                               RD_KAFKA_PURGE_F_QUEUE |
+                                   RD_KAFKA_PURGE_F_INFLIGHT);
+                rd_kafka_destroy(txn->producers[i]);
         }
         txn_forget_open_offsets(txn);
         pthread_mutex_destroy(&txn->lock);

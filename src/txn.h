@@ -37,6 +37,17 @@
  * transaction dooms it: it will be aborted and every task rebuilt, never
  * committed.
  *
+ * Two producers take turns (sl_txn_conf_t producers, 2 by default): the
+ * transaction after a commit is opened on the other one.  Kafka's
+ * coordinator writes a commit's markers after commit_transaction returned
+ * and until then refuses the same producer's next transaction; the other
+ * producer's is taken at once.  Still only one transaction is open or
+ * committing at any time, so everything above holds as with one: a
+ * transaction is opened only once the one before it committed (Kafka
+ * decided it: its markers follow whatever happens), its records follow the
+ * committed ones in every partition, and read_committed readers see them
+ * after those.  A fatal error of either producer recovers both.
+ *
  * Blocking librdkafka calls (init_transactions, send_offsets_to_transaction,
  * commit_transaction, abort_transaction, creating and destroying clients)
  * run on a worker thread of this module, one at a time, each call bounded by
@@ -88,15 +99,20 @@ const char *sl_txn_state_name(sl_txn_state_t s);
 typedef struct sl_txn_hooks_s {
         void *opaque;
         /* New client configurations (the worker thread calls rd_kafka_new
-         * with them).  NULL with errstr on failure. */
-        rd_kafka_conf_t *(*producer_conf)(void *opaque, char *errstr,
+         * with them).  NULL with errstr on failure.  idx: which of the
+         * producers (0 or 1), each with a transactional.id of its own. */
+        rd_kafka_conf_t *(*producer_conf)(void *opaque, int idx, char *errstr,
                                           size_t errstr_size);
         rd_kafka_conf_t *(*consumer_conf)(void *opaque, char *errstr,
                                           size_t errstr_size);
         /* New clients are ready (init_transactions done): watch the
-         * consumer's queue and subscribe. */
-        void (*clients_ready)(void *opaque, rd_kafka_t *producer,
-                              rd_kafka_t *consumer);
+         * consumer's queue and subscribe.  producers[0] is the one records
+         * go to first. */
+        void (*clients_ready)(void *opaque, rd_kafka_t *const *producers,
+                              int producer_cnt, rd_kafka_t *consumer);
+        /* The next transaction is on producers[idx] (of clients_ready):
+         * records go there from now on.  May be NULL. */
+        void (*turn)(void *opaque, int idx);
         /* The clients are about to be destroyed: drop every task and stop
          * watching the consumer.  Nothing may use either client after. */
         void (*clients_lost)(void *opaque);
@@ -139,6 +155,7 @@ typedef struct sl_txn_conf_s {
         int64_t transaction_timeout_ms;
         int64_t recovery_timeout_ms; /* 0: never give up */
         int64_t session_timeout_ms;  /* the consumer's session.timeout.ms */
+        int producers;               /* 1 or 2 (taking turns); 0: 1 */
 } sl_txn_conf_t;
 
 /* Creates the state machine (and its worker thread); clients are created
@@ -177,7 +194,8 @@ void sl_txn_deferred(sl_txn_t *txn);
  * metadata of now. */
 void sl_txn_rebalanced(sl_txn_t *txn);
 
-/* The clients, or NULL while there are none (CREATING, RECOVERING). */
+/* The clients, or NULL while there are none (CREATING, RECOVERING): the
+ * producer whose turn it is. */
 rd_kafka_t *sl_txn_producer(const sl_txn_t *txn);
 rd_kafka_t *sl_txn_consumer(const sl_txn_t *txn);
 

@@ -33,9 +33,11 @@ static rd_kafka_conf_t *conf_new(void *opaque, char *errstr, size_t size) {
         return c;
 }
 
-static rd_kafka_conf_t *pconf(void *opaque, char *errstr, size_t size) {
+static rd_kafka_conf_t *pconf(void *opaque, int idx, char *errstr,
+                              size_t size) {
         rd_kafka_conf_t *c = conf_new(opaque, errstr, size);
-        rd_kafka_conf_set(c, "transactional.id", "test-txn", errstr, size);
+        rd_kafka_conf_set(c, "transactional.id",
+                          idx ? "test-txn#2" : "test-txn", errstr, size);
         return c;
 }
 
@@ -45,8 +47,8 @@ static rd_kafka_conf_t *cconf(void *opaque, char *errstr, size_t size) {
         return c;
 }
 
-static void h_ready(void *o, rd_kafka_t *p, rd_kafka_t *c) {
-        (void)o, (void)p, (void)c;
+static void h_ready(void *o, rd_kafka_t *const *p, int n, rd_kafka_t *c) {
+        (void)o, (void)p, (void)n, (void)c;
         hook_calls++;
 }
 static void h_void(void *o) {
@@ -82,7 +84,8 @@ static void test_no_broker(void **state) {
         sl_txn_conf_t tc = {.group_id = "g",
                             .instance_id = "",
                             .client_id = "test",
-                            .transaction_timeout_ms = 10000};
+                            .transaction_timeout_ms = 10000,
+                            .producers = 2};
         sl_txn_hooks_t hooks = {.producer_conf = pconf,
                                 .consumer_conf = cconf,
                                 .clients_ready = h_ready,
