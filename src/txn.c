@@ -289,6 +289,15 @@ static rd_kafka_error_t *call_send_offsets(sl_txn_t *txn, job_t *job, int tmo) {
                                                     job->cgmd, tmo);
 }
 
+/* The offsets just committed, into the next transaction (worker_open_next):
+ * on the producer it was begun on. */
+static rd_kafka_error_t *call_send_offsets_next(sl_txn_t *txn, job_t *job,
+                                                int tmo) {
+        (void)txn;
+        return rd_kafka_send_offsets_to_transaction(job->next_rk, job->offsets,
+                                                    job->cgmd, tmo);
+}
+
 static rd_kafka_error_t *call_commit(sl_txn_t *txn, job_t *job, int tmo) {
         (void)txn;
         return rd_kafka_commit_transaction(job->rk, tmo);
@@ -416,20 +425,22 @@ static void worker_create(sl_txn_t *txn, job_t *job) {
         }
 }
 
-/* Opens the transaction after a commit, for records deferred during it.
- * Kafka's coordinator still writes the markers of the commit after
- * commit_transaction returned, and refuses to add partitions to the same
- * producer's next transaction meanwhile (CONCURRENT_TRANSACTIONS), which
- * librdkafka 2.0.2 answers with a fixed 20 ms back-off.  With two
+/* Opens the transaction after a commit, for records deferred during it,
+ * and sends it the offsets just committed (a no-op for the group): when no
+ * input moves them before its own commit, that commit need not send them
+ * again (offsets_in), and the transaction carries the group's generation
+ * for fencing from the start.  Kafka's coordinator still writes the
+ * markers of the commit after commit_transaction returned, and refuses the
+ * same producer's next transaction meanwhile (CONCURRENT_TRANSACTIONS),
+ * which librdkafka 2.0.2 answers with a fixed 20 ms back-off.  With two
  * producers the next transaction is begun on the other one (job->next_rk),
- * which the coordinator takes at once: the deferred records go straight
- * in.  With one, deferred records replayed at once would wait that back-off
- * before they were even sent: re-sending the offsets just committed is a
- * no-op for the group but is retried every retry.backoff.ms until the
- * coordinator is done, so once it returns the records go straight in (the
- * wait, to within that back-off, is sluice_txn_markers_seconds).  Those
- * partitions are still ours: the runtime never asks for this during the
- * commit a revocation waits for. */
+ * which the coordinator takes at once, over a connection with nothing in
+ * flight.  With one, deferred records replayed at once would wait that
+ * back-off before they were even sent, while the offsets are retried every
+ * retry.backoff.ms until the coordinator is done: once they are in, the
+ * records go straight in (the wait, to within that back-off, is
+ * sluice_txn_markers_seconds).  Those partitions are still ours: the
+ * runtime never asks for this during the commit a revocation waits for. */
 static void worker_open_next(sl_txn_t *txn, job_t *job) {
         rd_kafka_error_t *error;
         if (!atomic_exchange(&txn->open_next, 0) ||
@@ -443,10 +454,10 @@ static void worker_open_next(sl_txn_t *txn, job_t *job) {
                 return;
         }
         job->next_begun = 1;
-        if (job->next_rk != job->rk)
+        if (!job->offsets)
                 return;
         error = worker_retrying(txn, job, "send_offsets_to_transaction",
-                                call_send_offsets);
+                                call_send_offsets_next);
         if (!error) {
                 job->next_open_us = sl_mono_us();
         } else {
@@ -1236,7 +1247,7 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
                     txn->m_commit_seconds,
                     (double)(job->committed_us - txn->commit_start_us) / 1e6);
                 txn_observe_phases(txn, job);
-                if (job->next_open_us)
+                if (job->next_open_us && job->next_rk == job->rk)
                         sl_histogram_observe(
                             txn->m_markers_seconds,
                             (double)(job->next_open_us - job->committed_us) /
