@@ -1603,7 +1603,7 @@ static void app_warm_topics(sl_app_t *app) {
                 const char *names[] = {pc->changelog, pc->dlq, pc->output,
                                        pc->overflow};
                 for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
-                        rd_kafka_topic_t *rkt[2] = {NULL, NULL};
+                        rd_kafka_topic_t *rkt[SL_TXN_PRODUCERS_MAX] = {NULL};
                         int k;
                         if (!names[j])
                                 continue;
@@ -1670,7 +1670,7 @@ static void app_clients_ready(void *opaque, rd_kafka_t *const *producers,
         rd_kafka_resp_err_t err;
         char errstr[256];
 
-        app->producer_cnt = SL_MIN(producer_cnt, 2);
+        app->producer_cnt = SL_MIN(producer_cnt, SL_TXN_PRODUCERS_MAX);
         for (int i = 0; i < app->producer_cnt; i++)
                 app->producers[i] = producers[i];
         app->turn = 0;

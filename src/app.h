@@ -68,7 +68,7 @@ struct sl_app_s {
         sl_txn_t *txn;
         rd_kafka_t *consumer;
         rd_kafka_t *producer;
-        rd_kafka_t *producers[2];
+        rd_kafka_t *producers[SL_TXN_PRODUCERS_MAX];
         int producer_cnt;
         int turn;
         rd_kafka_t *reader; /* lives as long as the process */
@@ -156,7 +156,7 @@ struct sl_app_s {
          * while it lives (app_warm_topics), by the configured name. */
         struct {
                 const char *name;
-                rd_kafka_topic_t *rkt[2]; /* by producer */
+                rd_kafka_topic_t *rkt[SL_TXN_PRODUCERS_MAX]; /* by producer */
         } * warm;
         int warm_cnt;
         sl_refused_t refused;

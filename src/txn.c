@@ -61,8 +61,6 @@
  * instance_id before a fenced instance re-creates its clients. */
 #define SL_TXN_OWNER_CHECKS   5
 #define SL_TXN_OWNER_CHECK_MS 1000
-/* At most this many producers take turns. */
-#define SL_TXN_PRODUCERS_MAX 2
 /* How long a recovery waits for the old clients to be destroyed. */
 #define SL_TXN_REAP_MS 10000
 /* A commit or abort slower than this shows on /readyz. */

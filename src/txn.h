@@ -79,6 +79,10 @@
 #include "kquery.h"
 #include "metrics.h"
 
+/* At most this many transactional producers take turns (the
+ * transaction_producers key allows 1..this). */
+#define SL_TXN_PRODUCERS_MAX 2
+
 typedef struct sl_txn_s sl_txn_t;
 
 typedef enum {
