@@ -73,6 +73,7 @@ typedef struct {
 #define F_REQUIRED 0x1 /* a pipeline must set it */
 #define F_NONEMPTY 0x2 /* "" is an error */
 #define F_NONE     0x4 /* the word "none" stores NULL */
+#define F_TXNID    0x8 /* names a transactional id: may not end in "#2" */
 
 typedef enum {
         SECT_NONE = 0, /* pairs before any section header */
@@ -125,10 +126,10 @@ static const conf_key_t conf_keys[] = {
      F_NONEMPTY, SLUICE(app_id),
      "Consumer group id and transactional id prefix; instances with the "
      "same app_id share the work."},
-    {SECT_SLUICE, 0, "instance_id", KT_STRING, NULL, "", NULL, NULL, 0,
+    {SECT_SLUICE, 0, "instance_id", KT_STRING, NULL, "", NULL, NULL, F_TXNID,
      SLUICE(instance_id),
      "Static group membership id (group.instance.id), e.g. the pod name; "
-     "empty = dynamic membership."},
+     "empty = dynamic membership. May not end in #2."},
     {SECT_SLUICE, 0, "metrics_listen", KT_HOSTPORT, NULL, "127.0.0.1:9464",
      NULL, NULL, 0, SLUICE(metrics_listen),
      "Address of the HTTP server for /metrics, /healthz and /readyz; empty "
@@ -586,6 +587,14 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
         }
         if (!*value && k->flags & F_NONEMPTY)
                 return vfail(errstr, errstr_size, "must not be empty");
+        /* Instance a's second producer is app_id-a#2: an instance named
+         * a#2 would share its transactional id, and each would fence the
+         * other. */
+        if (k->flags & F_TXNID && strlen(value) >= 2 &&
+            !strcmp(value + strlen(value) - 2, "#2"))
+                return vfail(errstr, errstr_size,
+                             "may not end in \"#2\" (the transactional id "
+                             "of another instance's second producer)");
 
         if ((k->type == KT_STRING || k->type == KT_HOSTPORT) &&
             (why_not = ini_value_problem(value)))

@@ -352,6 +352,20 @@ static void test_key_for_wrong_type(void **state) {
                       "throttle, debounce)\n");
 }
 
+/* Instance a's second transactional producer is app_id-a#2, so no
+ * instance may be called a#2. */
+static void test_instance_id_suffix(void **state) {
+        sl_conf_t *conf;
+        (void)state;
+        expect_errors("[sluice]\ninstance_id = pod-0#2\n" DELAY_OK, 1,
+                      "CFG:2: instance_id: may not end in \"#2\" (the "
+                      "transactional id of another instance's second "
+                      "producer)\n");
+        conf = load_ok("[sluice]\ninstance_id = pod#2-0\n" DELAY_OK, 0);
+        assert_string_equal(conf->instance_id, "pod#2-0");
+        sl_conf_destroy(conf);
+}
+
 static void test_bad_duration(void **state) {
         (void)state;
         expect_errors("[sluice]\ncommit_interval = 5x\n" DELAY_OK, 1,
@@ -1283,6 +1297,7 @@ int main(void) {
             cmocka_unit_test(test_unknown_key),
             cmocka_unit_test(test_key_for_wrong_type),
             cmocka_unit_test(test_bad_duration),
+            cmocka_unit_test(test_instance_id_suffix),
             cmocka_unit_test(test_bad_size),
             cmocka_unit_test(test_bad_rate),
             cmocka_unit_test(test_int_out_of_bounds),
