@@ -519,10 +519,14 @@ void sl_app_commit_soon(sl_app_t *app) {
         uv_timer_start(&app->soon_timer, app_on_commit_timer, 0, 0);
 }
 
+static int app_catching_up(sl_app_t *app);
+
 static void app_on_commit_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         if (timer == &app->soon_timer)
                 app->soon_armed = 0;
+        else if (app_catching_up(app))
+                return; /* the regular commit waits */
         if (app->phase == SL_RUN_RUNNING && app->txn &&
             sl_txn_commit(app->txn) == -1)
                 app->commit_wanted = 1; /* right after the one in flight */
@@ -704,6 +708,98 @@ static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
         app_set_kafka_up(app, !err, rd_kafka_err2str(err));
 }
 
+/* The records a pipeline's input holds beyond what its tasks have read,
+ * from the consumer's cached watermarks (as of the last fetch); with
+ * running_only, over the partitions being read (not rebuilding, not
+ * paused for a cap or a lookup).  *read, when given, gets the sum of the
+ * tasks' next offsets. */
+static int64_t app_pipeline_lag(sl_app_t *app, sl_pipeline_t *pl,
+                                int running_only, int64_t *read) {
+        int64_t lag = 0;
+        for (int p = 0; p < pl->partition_cnt; p++) {
+                sl_task_t *t = pl->tasks[p];
+                int64_t lo, hi;
+                if (!t || t->next_offset < 0)
+                        continue;
+                if (running_only &&
+                    (t->state != SL_TASK_RUNNING || t->revoking ||
+                     t->cap_wait || t->lookup_wait))
+                        continue;
+                if (read)
+                        *read += t->next_offset;
+                if (rd_kafka_get_watermark_offsets(
+                        app->consumer, pl->conf->input, p, &lo, &hi) ||
+                    hi < 0)
+                        continue;
+                if (hi > t->next_offset)
+                        lag += hi - t->next_offset;
+        }
+        return lag;
+}
+
+/* Catching up.  A transaction costs the same few round trips however much
+ * it holds, and debounce writes one chunk record per group a transaction
+ * touched (then one tombstone per chunk when the group flushes): at 100
+ * ms, a backlog spread over many groups is written ten times over in small
+ * pieces.  So while the input is behind, the regular commit waits up to
+ * backlog_commit_interval (never below commit_interval, at most half the
+ * transaction timeout).  Behind: the lag of the partitions being read
+ * would take SL_CATCHUP_BEHIND_MS (or commit_interval) or more to read at
+ * the pace of the last SL_CATCHUP_TICKS ticks of the commit timer (about a
+ * second: a shorter window sees the bursts in which librdkafka hands over
+ * what it fetched); caught up again once it would take less than one
+ * commit_interval, or nothing was read.  A record read then waits longer
+ * for its commit, but less than the backlog already made it wait.
+ * Commits asked for by operators (due timers, debounce deadlines), by a
+ * transaction grown past SL_TXN_MAX_RECORDS, a rebalance or a shutdown do
+ * not wait.  Called at every tick of the commit timer; returns 1 when this
+ * one should not commit. */
+#define SL_CATCHUP_BEHIND_MS 250
+
+static int app_catching_up(sl_app_t *app) {
+        const sl_conf_t *c = app->conf;
+        int64_t now = sl_mono_us(),
+                hold_ms = SL_MIN(SL_MAX(c->backlog_commit_interval_ms,
+                                        c->commit_interval_ms),
+                                 c->transaction_timeout_ms / 2),
+                need_ms = app->catching_up ? c->commit_interval_ms
+                                           : SL_MAX(SL_CATCHUP_BEHIND_MS,
+                                                    c->commit_interval_ms),
+                span_us, read, lag = 0;
+        int i = (int)(app->catch_tick % SL_CATCHUP_TICKS), o, catching = 0;
+
+        /* The window: from the oldest tick kept (the first ever, until
+         * the ring is full) to this one. */
+        o = app->catch_us[i] ? i : 0;
+        app->catch_tick++;
+        span_us = app->catch_us[o] ? now - app->catch_us[o] : 0;
+        read = app->read_cnt - app->catch_read[o];
+        app->catch_us[i] = now;
+        app->catch_read[i] = app->read_cnt;
+
+        if (hold_ms > c->commit_interval_ms && read > 0 && span_us > 0 &&
+            app->consumer && app->phase == SL_RUN_RUNNING) {
+                for (int k = 0; k < app->pipeline_cnt; k++)
+                        lag +=
+                            app_pipeline_lag(app, &app->pipelines[k], 1, NULL);
+                /* lag / (read / span) >= need */
+                catching = (double)lag * (double)span_us >=
+                           (double)read * (double)need_ms * 1000.0;
+        }
+        if (catching != app->catching_up) {
+                app->catching_up = catching;
+                sl_gauge_set(app->m_catching_up, catching);
+                sl_log(LOG_INFO, "COMMIT",
+                       "input %s (lag %" PRId64 " records, %" PRId64
+                       " read in the last %" PRId64
+                       " ms): committing every %" PRId64 " ms",
+                       catching ? "behind" : "caught up", lag, read,
+                       span_us / 1000,
+                       catching ? hold_ms : c->commit_interval_ms);
+        }
+        return catching && now - app->last_commit_us < hold_ms * 1000;
+}
+
 /* Lag from the consumer's cached watermarks, readiness (time-based
  * reasons) and the probe; every second. */
 /* A burst of input leaves pages malloc has freed but keeps (the consumer's
@@ -882,20 +978,7 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         int64_t lag_all = 0, read = 0;
         for (int i = 0; i < app->pipeline_cnt && app->consumer; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
-                int64_t lag = 0;
-                for (int p = 0; p < pl->partition_cnt; p++) {
-                        sl_task_t *t = pl->tasks[p];
-                        int64_t lo, hi;
-                        if (!t || t->next_offset < 0)
-                                continue;
-                        read += t->next_offset;
-                        if (rd_kafka_get_watermark_offsets(
-                                app->consumer, pl->conf->input, p, &lo, &hi) ||
-                            hi < 0)
-                                continue;
-                        if (hi > t->next_offset)
-                                lag += hi - t->next_offset;
-                }
+                int64_t lag = app_pipeline_lag(app, pl, 0, &read);
                 sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
                 lag_all += lag;
         }
@@ -1057,8 +1140,10 @@ static void app_consumer_fatal(sl_app_t *app) {
 static void app_input(sl_app_t *app, const rd_kafka_message_t *m) {
         sl_task_t *t =
             app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
-        if (t && !t->revoking)
+        if (t && !t->revoking) {
                 sl_task_on_input(t, m);
+                app->read_cnt++;
+        }
         if (app->txn && sl_txn_records(app->txn) >= SL_TXN_MAX_RECORDS)
                 sl_app_commit_soon(app);
 }
@@ -2162,6 +2247,11 @@ static int app_run(sl_conf_t *conf) {
                 if (app->m_malloc_resident)
                         sl_gauge_set(app->m_malloc_resident, (double)resident);
         }
+        app->m_catching_up = sl_metrics_gauge(
+            app->metrics, "sluice_catching_up",
+            "1 while the input is behind and the regular commit waits "
+            "backlog_commit_interval instead of commit_interval.",
+            NULL);
         app->m_deferred = sl_metrics_counter(
             app->metrics, "sluice_txn_deferred_records_total",
             "Records decided while a commit was in flight, sent into the "

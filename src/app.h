@@ -40,6 +40,10 @@
 
 typedef struct sl_topic_cache_s sl_topic_cache_t;
 
+/* Ticks of the commit timer over which app_catching_up() measures the
+ * pace of reading. */
+#define SL_CATCHUP_TICKS 10
+
 /* Where a SIGTERM shutdown stands. */
 typedef enum {
         SL_RUN_RUNNING,
@@ -124,6 +128,12 @@ struct sl_app_s {
         int64_t trim_read;       /* input offsets summed at the last trim */
         int64_t trim_last_ms;    /* when (app_trim_after_burst) */
         int64_t last_commit_us;
+        int64_t read_cnt; /* input records handed to tasks */
+        /* app_catching_up(): read_cnt and the time at each of the last
+         * SL_CATCHUP_TICKS ticks of the commit timer (a ring). */
+        int64_t catch_read[SL_CATCHUP_TICKS], catch_us[SL_CATCHUP_TICKS];
+        uint64_t catch_tick;
+        int catching_up; /* app_catching_up() said so last time */
 
         /* Lifecycle. */
         sl_run_phase_t phase;
@@ -173,6 +183,7 @@ struct sl_app_s {
         sl_api_t *api; /* NULL unless api_listen is set */
         sl_counter_t *m_rebalances;
         sl_counter_t *m_deferred; /* records sent from the outbox */
+        sl_gauge_t *m_catching_up;
         sl_gauge_t *m_kafka_up;
         sl_gauge_t *m_ready;
         sl_gauge_t *m_unowned;

@@ -140,6 +140,14 @@ static const conf_key_t conf_keys[] = {
      "60s", 0, SLUICE(commit_interval_ms),
      "How often the open transaction is committed: the bound on added "
      "latency."},
+    {SECT_SLUICE, 0, "backlog_commit_interval", KT_DURATION, NULL, "1s", "1ms",
+     "60s", 0, SLUICE(backlog_commit_interval_ms),
+     "While the input is behind (its lag would take 250 ms or more, or "
+     "commit_interval, to read at the pace of the last second), the "
+     "regular commit waits this long instead: fewer, larger transactions "
+     "catch up sooner. Never below commit_interval, at most half of "
+     "transaction_timeout; due timers and debounce deadlines still commit "
+     "at once."},
     {SECT_SLUICE, 0, "shutdown_grace", KT_DURATION, NULL, "30s", "1s", "1h", 0,
      SLUICE(shutdown_grace_ms),
      "On SIGTERM, time allowed to commit the open transaction and leave the "

@@ -132,6 +132,7 @@ typedef struct sl_conf_s {
         char *metrics_listen; /* "host:port"; NULL or "" = no HTTP server */
         int log_level;        /* syslog level */
         int64_t commit_interval_ms;
+        int64_t backlog_commit_interval_ms;
         int64_t shutdown_grace_ms;
         int64_t transaction_timeout_ms;
         int transaction_producers; /* 1, or 2 taking turns */
