@@ -743,18 +743,23 @@ static int64_t app_pipeline_lag(sl_app_t *app, sl_pipeline_t *pl,
  * ms, a backlog spread over many groups is written ten times over in small
  * pieces.  So while the input is behind, the regular commit waits up to
  * backlog_commit_interval (never below commit_interval, at most half the
- * transaction timeout).  Behind: the lag of the partitions being read
- * would take SL_CATCHUP_BEHIND_MS (or commit_interval) or more to read at
- * the pace of the last SL_CATCHUP_TICKS ticks of the commit timer (about a
- * second: a shorter window sees the bursts in which librdkafka hands over
- * what it fetched); caught up again once it would take less than one
- * commit_interval, or nothing was read.  A record read then waits longer
- * for its commit, but less than the backlog already made it wait.
- * Commits asked for by operators (due timers, debounce deadlines), by a
- * transaction grown past SL_TXN_MAX_RECORDS, a rebalance or a shutdown do
- * not wait.  Called at every tick of the commit timer; returns 1 when this
- * one should not commit. */
-#define SL_CATCHUP_BEHIND_MS 250
+ * transaction timeout).
+ *
+ * Behind: at every tick of the commit timer for SL_CATCHUP_PERSIST_MS, the
+ * lag of the partitions being read would have taken SL_CATCHUP_BEHIND_MS
+ * (or commit_interval) or more to read at the pace of the last
+ * SL_CATCHUP_TICKS ticks (about a second).  A burst that sluice reads in
+ * a few ms meets that at one tick at most, and steady traffic, read as it
+ * comes, never.  Caught up again once the lag would take less than one
+ * commit_interval to read, or nothing was read.  A record read meanwhile
+ * waits longer for its commit, but less than the backlog already made it
+ * wait.  Commits asked for by operators (due timers, debounce deadlines),
+ * by a transaction grown past SL_TXN_MAX_RECORDS, a rebalance or a
+ * shutdown do not wait.  Called at every tick of the commit timer;
+ * returns 1 when this one should not commit. */
+#define SL_CATCHUP_BEHIND_MS  250
+#define SL_CATCHUP_PERSIST_MS 100
+#define SL_CATCHUP_QUIET_MS   10000
 
 static int app_catching_up(sl_app_t *app) {
         const sl_conf_t *c = app->conf;
@@ -766,10 +771,10 @@ static int app_catching_up(sl_app_t *app) {
                                            : SL_MAX(SL_CATCHUP_BEHIND_MS,
                                                     c->commit_interval_ms),
                 span_us, read, lag = 0;
-        int i = (int)(app->catch_tick % SL_CATCHUP_TICKS), o, catching = 0;
+        int i = (int)(app->catch_tick % SL_CATCHUP_TICKS), o, behind = 0;
 
-        /* The window: from the oldest tick kept (the first ever, until
-         * the ring is full) to this one. */
+        /* The pace's window: from the oldest tick kept (the first ever,
+         * until the ring is full) to this one. */
         o = app->catch_us[i] ? i : 0;
         app->catch_tick++;
         span_us = app->catch_us[o] ? now - app->catch_us[o] : 0;
@@ -783,21 +788,37 @@ static int app_catching_up(sl_app_t *app) {
                         lag +=
                             app_pipeline_lag(app, &app->pipelines[k], 1, NULL);
                 /* lag / (read / span) >= need */
-                catching = (double)lag * (double)span_us >=
-                           (double)read * (double)need_ms * 1000.0;
+                behind = (double)lag * (double)span_us >=
+                         (double)read * (double)need_ms * 1000.0;
         }
-        if (catching != app->catching_up) {
-                app->catching_up = catching;
-                sl_gauge_set(app->m_catching_up, catching);
-                sl_log(LOG_INFO, "COMMIT",
+        if (!behind)
+                app->behind_since_us = 0;
+        else if (!app->behind_since_us)
+                app->behind_since_us = now;
+        if (!app->catching_up)
+                behind = behind && now - app->behind_since_us >=
+                                       SL_CATCHUP_PERSIST_MS * 1000;
+        if (behind != app->catching_up) {
+                /* A backlog that comes back within SL_CATCHUP_QUIET_MS of
+                 * the last one's end (a saturated input) logs its start
+                 * and end at debug level. */
+                if (behind)
+                        app->catch_quiet =
+                            app->catch_end_us && now - app->catch_end_us <
+                                                     SL_CATCHUP_QUIET_MS * 1000;
+                else
+                        app->catch_end_us = now;
+                app->catching_up = behind;
+                sl_gauge_set(app->m_catching_up, behind);
+                sl_log(app->catch_quiet ? LOG_DEBUG : LOG_INFO, "COMMIT",
                        "input %s (lag %" PRId64 " records, %" PRId64
                        " read in the last %" PRId64
                        " ms): committing every %" PRId64 " ms",
-                       catching ? "behind" : "caught up", lag, read,
+                       behind ? "behind" : "caught up", lag, read,
                        span_us / 1000,
-                       catching ? hold_ms : c->commit_interval_ms);
+                       behind ? hold_ms : c->commit_interval_ms);
         }
-        return catching && now - app->last_commit_us < hold_ms * 1000;
+        return behind && now - app->last_commit_us < hold_ms * 1000;
 }
 
 /* Lag from the consumer's cached watermarks, readiness (time-based

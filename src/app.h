@@ -133,7 +133,10 @@ struct sl_app_s {
          * SL_CATCHUP_TICKS ticks of the commit timer (a ring). */
         int64_t catch_read[SL_CATCHUP_TICKS], catch_us[SL_CATCHUP_TICKS];
         uint64_t catch_tick;
-        int catching_up; /* app_catching_up() said so last time */
+        int64_t behind_since_us; /* first of the ticks that found it behind */
+        int64_t catch_end_us;    /* when the last backlog was caught up */
+        int catching_up;         /* app_catching_up() said so last time */
+        int catch_quiet;         /* this backlog logs at debug level */
 
         /* Lifecycle. */
         sl_run_phase_t phase;

@@ -142,9 +142,9 @@ static const conf_key_t conf_keys[] = {
      "latency."},
     {SECT_SLUICE, 0, "backlog_commit_interval", KT_DURATION, NULL, "1s", "1ms",
      "60s", 0, SLUICE(backlog_commit_interval_ms),
-     "While the input is behind (its lag would take 250 ms or more, or "
-     "commit_interval, to read at the pace of the last second), the "
-     "regular commit waits this long instead: fewer, larger transactions "
+     "While the input is behind (for 100 ms its lag would have taken 250 ms "
+     "or more, or commit_interval, to read at the pace of the last second), "
+     "the regular commit waits this long instead: fewer, larger transactions "
      "catch up sooner. Never below commit_interval, at most half of "
      "transaction_timeout; due timers and debounce deadlines still commit "
      "at once."},
