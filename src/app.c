@@ -75,8 +75,13 @@
  * the rebalance callback runs, consumer errors come back as messages). */
 #define SL_CONSUME_BATCH 64
 
-/* Commit early when a transaction grows past this many records. */
-#define SL_TXN_MAX_RECORDS 50000
+/* Commit early when a transaction grows past this many records, or when
+ * this many input bytes were read since the last commit: what an operator
+ * keeps for its transaction (debounce's journal of new items, a copy of
+ * each) grows with the input read, and while catching up a transaction
+ * may last backlog_commit_interval. */
+#define SL_TXN_MAX_RECORDS     50000
+#define SL_TXN_MAX_INPUT_BYTES (64 << 20)
 /* Kafka probe: how often, and how long it may take. */
 #define SL_PROBE_EVERY_MS 2000
 #define SL_PROBE_TMO_MS   3000
@@ -435,6 +440,7 @@ static void app_committed(void *opaque,
                         t->committed_offset = offs->elems[i].offset;
         }
         app->last_commit_us = sl_mono_us();
+        app->read_bytes = 0;
         /* Revoked partitions whose work this commit carried go first, so
          * nothing they decided since is sent: their next owner does it. */
         if (app->revoking && app->revoke_commit_started)
@@ -1164,8 +1170,10 @@ static void app_input(sl_app_t *app, const rd_kafka_message_t *m) {
         if (t && !t->revoking) {
                 sl_task_on_input(t, m);
                 app->read_cnt++;
+                app->read_bytes += (int64_t)(m->len + m->key_len);
         }
-        if (app->txn && sl_txn_records(app->txn) >= SL_TXN_MAX_RECORDS)
+        if (app->txn && (sl_txn_records(app->txn) >= SL_TXN_MAX_RECORDS ||
+                         app->read_bytes >= SL_TXN_MAX_INPUT_BYTES))
                 sl_app_commit_soon(app);
 }
 

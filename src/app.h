@@ -128,7 +128,8 @@ struct sl_app_s {
         int64_t trim_read;       /* input offsets summed at the last trim */
         int64_t trim_last_ms;    /* when (app_trim_after_burst) */
         int64_t last_commit_us;
-        int64_t read_cnt; /* input records handed to tasks */
+        int64_t read_cnt;   /* input records handed to tasks */
+        int64_t read_bytes; /* their keys and values since the last commit */
         /* app_catching_up(): read_cnt and the time at each of the last
          * SL_CATCHUP_TICKS ticks of the commit timer (a ring). */
         int64_t catch_read[SL_CATCHUP_TICKS], catch_us[SL_CATCHUP_TICKS];
