@@ -827,8 +827,6 @@ static int app_catching_up(sl_app_t *app) {
         return behind && now - app->last_commit_us < hold_ms * 1000;
 }
 
-/* Lag from the consumer's cached watermarks, readiness (time-based
- * reasons) and the probe; every second. */
 /* A burst of input leaves pages malloc has freed but keeps (the consumer's
  * prefetched batches, freed as the records were handled, between long-lived
  * state), and the outbox's chunks kept for the next burst of commits (up to
@@ -999,6 +997,8 @@ static void app_malloc_gauges(sl_app_t *app) {
                 sl_gauge_set(app->m_malloc_resident, (double)resident);
 }
 
+/* Lag from the consumer's cached watermarks, readiness (time-based
+ * reasons) and the probe; every second. */
 static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();

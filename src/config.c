@@ -139,7 +139,7 @@ static const conf_key_t conf_keys[] = {
     {SECT_SLUICE, 0, "commit_interval", KT_DURATION, NULL, "100ms", "1ms",
      "60s", 0, SLUICE(commit_interval_ms),
      "How often the open transaction is committed: the bound on added "
-     "latency."},
+     "latency (while the input is behind: backlog_commit_interval)."},
     {SECT_SLUICE, 0, "backlog_commit_interval", KT_DURATION, NULL, "1s", "1ms",
      "60s", 0, SLUICE(backlog_commit_interval_ms),
      "While the input is behind (for 100 ms its lag would have taken 250 ms "
