@@ -470,6 +470,7 @@ static void app_aborted(void *opaque) {
         app_held_clear(app);
         sl_outbox_clear(app->outbox);
         app->commit_wanted = 0;
+        app->read_bytes = 0; /* the input is read again from the commit */
         app_for_each_task(app, task_restart_cb);
         sl_app_update_ready(app);
         if (app->phase != SL_RUN_RUNNING)
