@@ -1637,7 +1637,7 @@ static rd_kafka_conf_t *app_producer_conf(void *opaque, int idx, char *errstr,
         sl_app_t *app = opaque;
         rd_kafka_conf_t *kc;
         char txnid[512], buf[64];
-        const char *suffix = idx ? "#2" : "";
+        const char *suffix = idx ? SL_TXNID_SECOND_SUFFIX : "";
         if (!(kc = app_kconf(app, errstr, errstr_size)))
                 return NULL;
         if (app->conf->instance_id && *app->conf->instance_id)

@@ -73,7 +73,7 @@ typedef struct {
 #define F_REQUIRED 0x1 /* a pipeline must set it */
 #define F_NONEMPTY 0x2 /* "" is an error */
 #define F_NONE     0x4 /* the word "none" stores NULL */
-#define F_TXNID    0x8 /* names a transactional id: may not end in "#2" */
+#define F_TXNID    0x8 /* in a transactional id: no SL_TXNID_SECOND_SUFFIX end */
 
 typedef enum {
         SECT_NONE = 0, /* pairs before any section header */
@@ -598,11 +598,14 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
         /* Instance a's second producer is app_id-a#2: an instance named
          * a#2 would share its transactional id, and each would fence the
          * other. */
-        if (k->flags & F_TXNID && strlen(value) >= 2 &&
-            !strcmp(value + strlen(value) - 2, "#2"))
+        if (k->flags & F_TXNID &&
+            strlen(value) >= strlen(SL_TXNID_SECOND_SUFFIX) &&
+            !strcmp(value + strlen(value) - strlen(SL_TXNID_SECOND_SUFFIX),
+                    SL_TXNID_SECOND_SUFFIX))
                 return vfail(errstr, errstr_size,
-                             "may not end in \"#2\" (the transactional id "
-                             "of another instance's second producer)");
+                             "may not end in \"" SL_TXNID_SECOND_SUFFIX
+                             "\" (the transactional id of another "
+                             "instance's second producer)");
 
         if ((k->type == KT_STRING || k->type == KT_HOSTPORT) &&
             (why_not = ini_value_problem(value)))

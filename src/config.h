@@ -170,6 +170,11 @@ typedef struct sl_conf_s {
 int sl_conf_load(const char *path, int use_env, sl_conf_t **confp,
                  FILE *errout);
 
+/* The second transactional producer's id is the first's
+ * (<app_id>-<instance_id>) with this after it; so no instance_id may end
+ * in it (the loader refuses one that does). */
+#define SL_TXNID_SECOND_SUFFIX "#2"
+
 /* Flags of sl_conf_load_flags(). */
 #define SL_CONF_ENV 0x1 /* apply the environment overrides */
 #define SL_CONF_NO_PIPES                                                       \
