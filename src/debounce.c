@@ -1097,6 +1097,7 @@ int sl_debounce_seal(sl_debounce_t *d) {
                         const jent_t *e = jent_at(d, at);
                         const sl_timer_t *t, **v;
                         int stale = g->jstale;
+                        size_t need = e->need;
                         at = e->next;
                         if (stale) {
                                 const char *id =
@@ -1104,10 +1105,14 @@ int sl_debounce_seal(sl_debounce_t *d) {
                                 t = group_item(g, id, e->idlen);
                                 if (!t || item_src(t) != SRC_UNSAVED)
                                         continue;
+                                /* An upsert since may have made it larger
+                                 * than when its entry was written. */
+                                need = chunk_entry_max(t->keylen,
+                                                       t->datalen - ITEM_HDR);
                         } else {
                                 t = e->t;
                         }
-                        if (used && used + e->need > room) {
+                        if (used && used + need > room) {
                                 int r = seal_emit(d, key, keylen, g, buf, used,
                                                   seq);
                                 written +=
@@ -1116,7 +1121,7 @@ int sl_debounce_seal(sl_debounce_t *d) {
                         }
                         if (!n)
                                 seq = stale ? t->seq : e->seq;
-                        buf = sl_scratch_grow(&d->vbuf, used + e->need);
+                        buf = sl_scratch_grow(&d->vbuf, used + need);
                         if (stale) {
                                 used += seal_pack(g, t, buf + used);
                                 /* Packed, not yet saved: the journal may

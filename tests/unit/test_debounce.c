@@ -1453,6 +1453,45 @@ static void test_changelog_chunks(void **state) {
         clog_free(&c);
 }
 
+/* An item that grows in the transaction that brought it (upserted before
+ * the seal with a larger payload): the seal packs it at its new size, in
+ * a buffer made for that size (it once wrote past one made for the size
+ * its journal entry had), and the log rebuilds the state. */
+static void test_changelog_unsaved_grows(void **state) {
+        sl_debounce_params_t p = {1000, 5000, 100, 1 << 30, "pl"};
+        sl_debounce_t *d = sl_debounce_new(&p);
+        clog_t c = {0};
+        unsigned rnd = 3;
+        static char big[40000];
+        (void)state;
+        memset(big, 'b', sizeof(big));
+        sl_debounce_set_writer(
+            d, &(sl_debounce_writer_t){clog_write, clog_dropped, &c});
+        up(d, "G", "a", "1", T0, 1);
+        up(d, "G", "z", "2", T0, 2);
+        assert_int_equal(
+            sl_debounce_upsert(d, "G", 1, "a", 1, big, sizeof(big), T0 + 1, 3),
+            1);
+        assert_int_equal(sl_debounce_seal(d), 1);
+        assert_int_equal(c.n, 1);
+        assert_true(c.v[0].len > sizeof(big));
+        check_rebuilds(d, &c, &p, &rnd);
+        /* Grown past what one chunk takes: the chunk is cut before it. */
+        up(d, "H", "a", "1", T0, 4);
+        up(d, "H", "b", "2", T0, 5);
+        assert_int_equal(
+            sl_debounce_upsert(d, "H", 1, "a", 1, big, 40000, T0 + 1, 6), 1);
+        assert_int_equal(
+            sl_debounce_upsert(d, "H", 1, "b", 1, big, 40000, T0 + 1, 7), 1);
+        assert_int_equal(sl_debounce_seal(d), 2);
+        for (size_t i = 1; i < c.n; i++)
+                assert_true(c.v[i].keylen + c.v[i].len <=
+                            SL_DEBOUNCE_CHUNK_MAX);
+        check_rebuilds(d, &c, &p, &rnd);
+        sl_debounce_destroy(d);
+        clog_free(&c);
+}
+
 /* A chunk Kafka refuses goes as item records; an item whose record is
  * refused too leaves the state through dropped(), and the log still
  * rebuilds the state. */
@@ -1548,6 +1587,7 @@ int main(void) {
             cmocka_unit_test(test_changelog_chunks),
             cmocka_unit_test(test_changelog_refused),
             cmocka_unit_test(test_changelog_seal_refused),
+            cmocka_unit_test(test_changelog_unsaved_grows),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
