@@ -16,14 +16,17 @@
  * the line a control record whose sluice-control value is the rest of the
  * id ("\x04flush": a flush), "\x04\x02" a null one, "\x04\x04..." given
  * twice; a payload of "\x01" alone is a null value (a removal);
- * max_record_bytes is 64 KiB.
+ * max_record_bytes is 64 KiB.  An empty line is a commit: the state seals
+ * (writes its chunk records) into an in-memory changelog.
  *
  * Checks: a control record is never an item, and a flush empties its
  * group in batches of reason "requested"; every JSON batch is JSON (as jansson
  * reads it, integers too big for it read as reals, which is how debounce.c
  * decides a payload is JSON) holding the batch's items; every protobuf batch
  * unpacks to the same key, id and items; a split keeps all items; a take
- * empties the state eventually; item counts add up.
+ * empties the state eventually; item counts add up; after each seal, a
+ * state rebuilt from the changelog written so far holds as many items,
+ * bytes and groups as the live one.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -78,6 +81,67 @@ static void check_batch(const sl_debounce_batch_t *b) {
         free(bin);
 }
 
+/* The changelog the state writes, in memory. */
+typedef struct rec_s {
+        char *key, *val; /* val NULL: a tombstone */
+        size_t keylen, len;
+} rec_t;
+
+typedef struct clog_s {
+        rec_t *v;
+        size_t n, cap;
+} clog_t;
+
+static int clog_write(void *opaque, const void *key, size_t keylen,
+                      const void *value, size_t len, int64_t seq, int must) {
+        clog_t *c = opaque;
+        rec_t *r;
+        (void)seq;
+        (void)must;
+        CHECK(keylen > 0);
+        if (c->n == c->cap) {
+                c->cap = c->cap ? 2 * c->cap : 64;
+                c->v = realloc(c->v, c->cap * sizeof(*c->v));
+                CHECK(c->v != NULL);
+        }
+        r = &c->v[c->n++];
+        r->key = malloc(keylen);
+        memcpy(r->key, key, keylen);
+        r->keylen = keylen;
+        r->val = NULL;
+        r->len = len;
+        if (value) {
+                r->val = malloc(len ? len : 1);
+                if (len)
+                        memcpy(r->val, value, len);
+        }
+        return 0;
+}
+
+/* A rebuild from every record written so far matches the live state. */
+static void check_rebuild(const sl_debounce_t *live, const clog_t *c,
+                          const sl_debounce_params_t *p, int64_t now) {
+        sl_debounce_t *d = sl_debounce_new(p);
+        for (size_t i = 0; i < c->n; i++) {
+                const char *why = NULL;
+                CHECK(sl_debounce_restore_record(d, c->v[i].key, c->v[i].keylen,
+                                                 c->v[i].val, c->v[i].len, now,
+                                                 &why) == 0);
+        }
+        CHECK(sl_debounce_items(d) == sl_debounce_items(live));
+        CHECK(sl_debounce_bytes(d) == sl_debounce_bytes(live));
+        CHECK(sl_debounce_groups(d) == sl_debounce_groups(live));
+        sl_debounce_destroy(d);
+}
+
+static void clog_free(clog_t *c) {
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->v[i].key);
+                free(c->v[i].val);
+        }
+        free(c->v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -90,12 +154,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sl_debounce_batch_t *b, *half;
         int64_t now = 1767225600000LL, seq = 0;
         size_t added = 0, taken = 0;
+        clog_t clog = {0};
 
         if (size < 1)
                 return 0;
         p.max_items = max_items[data[0] & 3];
         p.max_bytes = max_bytes[(data[0] >> 2) & 3];
         d = sl_debounce_new(&p);
+        sl_debounce_set_writer(
+            d, &(sl_debounce_writer_t){clog_write, NULL, &clog});
 
         for (s = data + 1; s < end;) {
                 const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
@@ -113,6 +180,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 seq++;
                 now += data[0] >> 4; /* time moves on, or not */
                 s = le + 1;
+                if ((const char *)le == key) {
+                        /* An empty line: the commit. */
+                        CHECK(sl_debounce_seal(d) >= 0);
+                        check_rebuild(d, &clog, &p, now);
+                        continue;
+                }
                 nids = 0;
                 id = NULL;
                 idlen = 0;
@@ -206,6 +279,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 CHECK(sl_debounce_items(d) == added - taken);
         }
 
+        CHECK(sl_debounce_seal(d) >= 0);
+        check_rebuild(d, &clog, &p, now);
         /* Everything flushes once old enough; split the odd batch. */
         now += 3600000;
         while (sl_debounce_take(d, NULL, 0, now, &b)) {
@@ -224,5 +299,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(sl_debounce_items(d) == 0 && sl_debounce_groups(d) == 0);
         CHECK(taken == added);
         sl_debounce_destroy(d);
+        clog_free(&clog);
         return 0;
 }
