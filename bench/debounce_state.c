@@ -4,7 +4,7 @@
  * is sluice's own data structure, measured without a broker and the other
  * processes of the machine in it.
  *
- *   build/bench/debounce_state [--json] [ITEMS [GROUPS [RUNS]]]
+ *   build/bench/debounce_state [--json] [--seal N] [ITEMS [GROUPS [RUNS]]]
  *
  * Feeds ITEMS items (default 1000000) of 100 bytes over GROUPS groups
  * (default 2500: one partition of the debounce_ingest section) with keys
@@ -44,7 +44,7 @@ static void take_all(sl_debounce_t *d, const char *key, size_t keylen,
 }
 
 /* One run: CPU ns per item. */
-static double run(int64_t n, int64_t groups, int json) {
+static double run(int64_t n, int64_t groups, int json, int64_t seal) {
         sl_debounce_params_t p = {60000, 120000, 100, 1 << 30, "dbin"};
         sl_debounce_t *d = sl_debounce_new(&p);
         char payload[100];
@@ -80,10 +80,9 @@ static double run(int64_t n, int64_t groups, int json) {
                         bench_die(prog, "upsert %lld failed", (long long)i);
                 take_all(d, key, kl, now, &batches);
                 (void)sl_debounce_due_bound(d);
-                /* A commit every 25,000 records (about what one holds in
-                 * debounce_ingest): the seal packs the chunk records
-                 * (written nowhere here). */
-                if (i % 25000 == 24999)
+                /* A commit every seal records: the seal packs the chunk
+                 * records (written nowhere here). */
+                if (i % seal == seal - 1)
                         sl_debounce_seal(d);
         }
         t0 = cpu_seconds() - t0;
@@ -102,17 +101,28 @@ static int cmp_dbl(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-        int64_t n = 1000000, groups = 2500, runs = 3;
+        int64_t n = 1000000, groups = 2500, runs = 3, seal = 25000;
         int json = 0;
         double ns[15];
 
-        if (argc > 1 && !strcmp(argv[1], "--json")) {
-                json = 1;
-                argv++;
-                argc--;
+        for (;;) {
+                if (argc > 1 && !strcmp(argv[1], "--json")) {
+                        json = 1;
+                        argv++;
+                        argc--;
+                } else if (argc > 2 && !strcmp(argv[1], "--seal")) {
+                        seal = bench_parse_int(prog, "--seal", argv[2], 1,
+                                               100000000);
+                        argv += 2;
+                        argc -= 2;
+                } else {
+                        break;
+                }
         }
         if (argc > 4 || (argc > 1 && argv[1][0] == '-')) {
-                fprintf(stderr, "usage: %s [--json] [ITEMS [GROUPS [RUNS]]]\n",
+                fprintf(stderr,
+                        "usage: %s [--json] [--seal N] [ITEMS [GROUPS "
+                        "[RUNS]]]\n",
                         prog);
                 return 1;
         }
@@ -123,14 +133,14 @@ int main(int argc, char **argv) {
         if (argc > 3)
                 runs = bench_parse_int(prog, "RUNS", argv[3], 1, 15);
         for (int64_t r = 0; r < runs; r++) {
-                ns[r] = run(n, groups, json);
+                ns[r] = run(n, groups, json, seal);
                 printf("run %lld: %.0f ns CPU per item\n", (long long)r + 1,
                        ns[r]);
         }
         qsort(ns, (size_t)runs, sizeof(*ns), cmp_dbl);
-        printf("debounce_state items=%lld groups=%lld payload=%s "
+        printf("debounce_state items=%lld groups=%lld payload=%s seal=%lld "
                "ns_per_item=%.0f\n",
                (long long)n, (long long)groups, json ? "json" : "text",
-               ns[runs / 2]);
+               (long long)seal, ns[runs / 2]);
         return 0;
 }
