@@ -1352,6 +1352,11 @@ static void model_run(unsigned seed, int ops, size_t *records, size_t *items) {
                         if (rand_r(&rnd) % 200 == 0) {
                                 v = big; /* an item record of its own */
                                 pl = sizeof(big);
+                        } else if (rand_r(&rnd) % 40 == 0) {
+                                /* Larger than the others, often an upsert
+                                 * of an item not yet sealed. */
+                                v = big;
+                                pl = 100 + (size_t)(rand_r(&rnd) % 3000);
                         }
                         /* A due group flushes first, as the operator does. */
                         while (sl_debounce_take(d, g, strlen(g), now, &b))
