@@ -55,6 +55,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -715,31 +716,91 @@ static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
         app_set_kafka_up(app, !err, rd_kafka_err2str(err));
 }
 
+/* The input's end of a waiting partition, for the lag.  A partition
+ * paused for a cap or a lookup is not fetched, so librdkafka's cached
+ * watermark stands still (or is missing, when it paused before its first
+ * fetch): while it waits, its end is looked up every SL_INPUT_END_EVERY_MS,
+ * with at most SL_INPUT_END_ASKS lookups in flight for the whole process
+ * (they share kquery's workers with the rebuilds' lookups), each answer
+ * starting the next. */
+#define SL_INPUT_END_EVERY_MS 1000
+#define SL_INPUT_END_ASKS     2
+#define SL_INPUT_END_TMO_MS   2000
+
+static int task_waits(const sl_task_t *t) {
+        return t->state == SL_TASK_RUNNING && (t->cap_wait || t->lookup_wait);
+}
+
+static void app_ask_input_ends(sl_app_t *app, int64_t now);
+
+static void app_on_input_end(void *opaque, rd_kafka_resp_err_t err, int64_t lo,
+                             int64_t hi) {
+        struct sl_task_end_s *e = opaque;
+        sl_task_t *t =
+            (sl_task_t *)((char *)e - offsetof(sl_task_t, input_end));
+        e->asking = 0;
+        t->app->input_end_asks--;
+        /* Ends only grow: a lower answer is an older view. */
+        if (!err && hi > e->offset) {
+                e->offset = hi;
+                e->start = lo;
+        }
+        app_ask_input_ends(t->app, sl_now_ms());
+}
+
+static void app_ask_input_ends(sl_app_t *app, int64_t now) {
+        for (int i = 0; i < app->pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->pipelines[i];
+                for (int p = 0; p < pl->partition_cnt; p++) {
+                        sl_task_t *t = pl->tasks[p];
+                        if (app->input_end_asks >= SL_INPUT_END_ASKS)
+                                return;
+                        if (!t || !task_waits(t) || t->input_end.asking ||
+                            now - t->input_end.asked_ms < SL_INPUT_END_EVERY_MS)
+                                continue;
+                        t->input_end.asked_ms = now;
+                        if (sl_kquery_watermarks(app->kq, pl->conf->input, p,
+                                                 SL_INPUT_END_TMO_MS,
+                                                 app_on_input_end,
+                                                 &t->input_end) == 0) {
+                                t->input_end.asking = 1;
+                                app->input_end_asks++;
+                        }
+                }
+        }
+}
+
 /* The records a pipeline's input holds beyond what its tasks have read,
- * from the consumer's cached watermarks (as of the last fetch); with
- * running_only, over the partitions being read (not rebuilding, not
- * paused for a cap or a lookup).  *read, when given, gets the sum of the
- * tasks' next offsets. */
+ * from the consumer's cached watermarks (as of the last fetch), or for a
+ * waiting partition the end looked up above when that is further; a
+ * running partition that has read nothing yet and has no committed offset
+ * reads from the log's first offset.  With running_only, over the
+ * partitions being read (not rebuilding, not paused for a cap or a
+ * lookup).  *read, when given, gets the sum of the tasks' next offsets. */
 static int64_t app_pipeline_lag(sl_app_t *app, sl_pipeline_t *pl,
                                 int running_only, int64_t *read) {
         int64_t lag = 0;
         for (int p = 0; p < pl->partition_cnt; p++) {
                 sl_task_t *t = pl->tasks[p];
-                int64_t lo, hi;
-                if (!t || t->next_offset < 0)
+                int64_t lo, hi, from;
+                if (!t || (t->next_offset < 0 && t->state != SL_TASK_RUNNING))
                         continue;
                 if (running_only &&
                     (t->state != SL_TASK_RUNNING || t->revoking ||
                      t->cap_wait || t->lookup_wait))
                         continue;
-                if (read)
+                if (read && t->next_offset >= 0)
                         *read += t->next_offset;
                 if (rd_kafka_get_watermark_offsets(
-                        app->consumer, pl->conf->input, p, &lo, &hi) ||
-                    hi < 0)
-                        continue;
-                if (hi > t->next_offset)
-                        lag += hi - t->next_offset;
+                        app->consumer, pl->conf->input, p, &lo, &hi))
+                        lo = hi = -1;
+                if (task_waits(t) && t->input_end.offset > hi) {
+                        hi = t->input_end.offset;
+                        lo = t->input_end.start;
+                }
+                from = t->next_offset >= 0 ? t->next_offset : lo;
+                if (from >= 0 && hi > from)
+                        lag += hi - from;
         }
         return lag;
 }
@@ -1004,6 +1065,8 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();
         int64_t lag_all = 0, read = 0;
+        if (app->consumer)
+                app_ask_input_ends(app, now);
         for (int i = 0; i < app->pipeline_cnt && app->consumer; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 int64_t lag = app_pipeline_lag(app, pl, 0, &read);

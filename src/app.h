@@ -147,6 +147,7 @@ struct sl_app_s {
         uv_signal_t sigterm;
         uv_signal_t sigint;
         uv_timer_t stats_timer; /* lag, readiness, Kafka probe */
+        int input_end_asks;     /* lookups of app_ask_input_ends() */
         uv_timer_t stop_timer;  /* drives the shutdown */
 
         /* Is Kafka answering (a probe every two seconds)? */

@@ -362,6 +362,8 @@ sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition) {
         t->partition = partition;
         t->next_offset = -1;
         t->committed_offset = -1;
+        t->input_end.offset = -1;
+        t->input_end.start = -1;
         uv_timer_init(app->loop, &t->wake);
         t->wake.data = t;
         t->state_data = pl->op->state_new(t);
@@ -379,6 +381,9 @@ void sl_task_destroy(sl_task_t *t) {
         if (!t)
                 return;
         sl_kquery_cancel(t->app->kq, t);
+        sl_kquery_cancel(t->app->kq, &t->input_end);
+        if (t->input_end.asking)
+                t->app->input_end_asks--;
         task_reader_unassign(t);
         t->pl->op->state_destroy(t->state_data);
         t->state_data = NULL;

@@ -198,6 +198,19 @@ struct sl_task_s {
          * sl_task_input_full() named during input(). */
         int cap_wait;
         sl_pcap_t *input_full;
+
+        /* The input's end as last looked up for the lag (app.c,
+         * app_ask_input_ends): librdkafka's cached watermark comes from
+         * fetches, which a waiting partition (cap_wait, lookup_wait) does
+         * not make.  offset -1: never looked up; start: the log's first
+         * offset then.  The lookup's opaque is &input_end, so it is
+         * cancelled apart from the rebuild's. */
+        struct sl_task_end_s {
+                int64_t offset;
+                int64_t start;
+                int64_t asked_ms;
+                int asking;
+        } input_end;
 };
 
 /* sl_task_topic_partitions(): the topic is being looked up. */

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# 0126-delay-cap-lag — sluice_consumer_lag keeps counting while the input
+# waits at a cap (README, "Caps": "sluice_consumer_lag growing").
+#
+# max_pending_timers = 20 on a 2-partition input; 60 timers due in an hour
+# pause it with 20 pending.  A paused partition is not fetched, so the
+# consumer's cached high watermark stops where it was: 400 more timers
+# produced while paused must still show in the lag, within seconds, and
+# the lag must reach what the input holds beyond what sluice read.
+source "$(dirname "$0")/lib.sh"
+
+in=$PFX.in
+out=$PFX.out
+conf=$WORK/sluice.ini
+cap=20
+first=60
+more=400
+
+base_conf "$conf"
+cat >>"$conf" <<EOF
+
+[pipeline $PFX]
+type = delay
+input = $in
+input_partitions = 2
+max_pending_timers = $cap
+EOF
+"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
+
+SLUICE_INSTANCE_ID=$PFX-a sluice_start_http main "$conf"
+wait_readyz main 200 30
+
+seq 1 $first | sed 's/.*/a&:p&/' |
+    produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=1h"
+series="{pipeline=\"$PFX\",cap=\"max_pending_timers\"}"
+lag() { sluice_metric main "sluice_consumer_lag{pipeline=\"$PFX\"}"; }
+paused() { [ "$(sluice_metric main "sluice_input_paused$series")" = 1 ]; }
+wait_until 20 paused || fail "the input did not pause at the cap"
+# Both partitions wait once the cap is reached: what is left of the first
+# load is in the lag.
+first_lag() { [ "$(lag)" = $((first - cap)) ]; }
+wait_until 10 first_lag || fail "lag $(lag) at the pause, want $((first - cap))"
+echo "paused at $cap pending, lag $(lag)"
+
+seq 1 $more | sed 's/.*/b&:p&/' |
+    produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=1h"
+echo "produced $more more while paused"
+grown() { [ "$(lag)" = $((first - cap + more)) ]; }
+wait_until 20 grown || fail "lag $(lag) while paused, want $((first - cap + more))"
+paused || fail "the input resumed"
+[ "$(sluice_metric main "sluice_timers_pending{pipeline=\"$PFX\"}")" = $cap ] ||
+    fail "pending timers moved while paused"
+echo "lag while paused: $(lag)"
+note "lag while paused at the cap: $(lag) after $more more records"
