@@ -1406,22 +1406,189 @@ static const sl_delay_params_t *pipe_params(sl_api_t *api, int pi) {
 
 #define HDR_MAX (MAX_USER_HEADERS + 8)
 
+/* A PUT /timers body as the record it becomes: the headers of the header
+ * format (pointing into the JSON document and the two buffers) and the
+ * value (owned: free it). */
+typedef struct timer_body_s {
+        sl_hdr_t hdrs[HDR_MAX];
+        size_t hdr_cnt;
+        char at_buf[32], part_buf[32];
+        char *value;
+        size_t value_len;
+} timer_body_t;
+
+static void body_hdr(timer_body_t *b, const char *name, const char *value,
+                     size_t size) {
+        b->hdrs[b->hdr_cnt].name = name;
+        b->hdrs[b->hdr_cnt].value = value;
+        b->hdrs[b->hdr_cnt].size = size;
+        b->hdr_cnt++;
+}
+
+/* "headers": an object of strings (or nulls), passed through. */
+static int body_user_headers(timer_body_t *b, json_t *v, const char **code,
+                             char *why, size_t why_size) {
+        const char *hn;
+        json_t *hv;
+        *code = "bad-header";
+        if (!json_is_object(v)) {
+                snprintf(why, why_size,
+                         "headers: an object of strings is expected");
+                return -1;
+        }
+        json_object_foreach(v, hn, hv) {
+                if (b->hdr_cnt >= HDR_MAX - 6) {
+                        snprintf(why, why_size, "more than %d headers",
+                                 MAX_USER_HEADERS);
+                        return -1;
+                }
+                if (json_is_null(hv)) {
+                        body_hdr(b, hn, NULL, 0);
+                } else if (json_is_string(hv)) {
+                        body_hdr(b, hn, json_string_value(hv),
+                                 json_string_length(hv));
+                } else {
+                        snprintf(why, why_size,
+                                 "headers: the value of %.100s is not a "
+                                 "string",
+                                 hn);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+/* "value" (a string as is, any other JSON as its compact text) or
+ * "value_base64". */
+static int body_value(timer_body_t *b, const char *name, json_t *v,
+                      const char **code, char *why, size_t why_size) {
+        *code = "bad-body";
+        if (b->value) {
+                snprintf(why, why_size,
+                         "value and value_base64 exclude each other");
+                return -1;
+        }
+        if (!strcmp(name, "value_base64")) {
+                if (!json_is_string(v) ||
+                    !(b->value = sl_base64_decode(json_string_value(v),
+                                                  json_string_length(v),
+                                                  &b->value_len))) {
+                        snprintf(why, why_size, "value_base64: not base64");
+                        return -1;
+                }
+        } else if (json_is_string(v)) {
+                b->value_len = json_string_length(v);
+                b->value = sl_malloc(b->value_len + 1);
+                memcpy(b->value, json_string_value(v), b->value_len);
+        } else {
+                b->value = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+                b->value_len = b->value ? strlen(b->value) : 0;
+        }
+        return 0;
+}
+
+/* One field of the body.  Returns 0, or -1 with the error's code and
+ * message. */
+static int body_field(timer_body_t *b, const char *name, json_t *v,
+                      const char **code, char *why, size_t why_size) {
+        /* The fields that are one string header each. */
+        static const struct {
+                const char *field, *header, *code, *expected;
+        } strings[] = {
+            {"target", "sluice-target", "bad-header",
+             "target: a string is expected"},
+            {"delay", "sluice-delay", "bad-delay",
+             "delay: a duration string such as \"90s\" is expected"},
+            {"key", "sluice-target-key", "bad-header",
+             "key: a string is expected"},
+        };
+        for (size_t i = 0; i < SL_ARRAY_SIZE(strings); i++) {
+                if (strcmp(name, strings[i].field))
+                        continue;
+                if (!json_is_string(v)) {
+                        *code = strings[i].code;
+                        snprintf(why, why_size, "%s", strings[i].expected);
+                        return -1;
+                }
+                body_hdr(b, strings[i].header, json_string_value(v),
+                         json_string_length(v));
+                return 0;
+        }
+        if (!strcmp(name, "at")) {
+                if (json_is_integer(v)) {
+                        snprintf(b->at_buf, sizeof(b->at_buf), "%" PRId64,
+                                 (int64_t)json_integer_value(v));
+                        body_hdr(b, "sluice-at", b->at_buf, strlen(b->at_buf));
+                } else if (json_is_string(v)) {
+                        body_hdr(b, "sluice-at", json_string_value(v),
+                                 json_string_length(v));
+                } else {
+                        *code = "bad-at";
+                        snprintf(why, why_size,
+                                 "at: epoch ms or an RFC 3339 string is "
+                                 "expected");
+                        return -1;
+                }
+                return 0;
+        }
+        if (!strcmp(name, "partition")) {
+                if (!json_is_integer(v)) {
+                        *code = "bad-target-partition";
+                        snprintf(why, why_size,
+                                 "partition: an integer is expected");
+                        return -1;
+                }
+                snprintf(b->part_buf, sizeof(b->part_buf), "%" PRId64,
+                         (int64_t)json_integer_value(v));
+                body_hdr(b, "sluice-target-partition", b->part_buf,
+                         strlen(b->part_buf));
+                return 0;
+        }
+        if (!strcmp(name, "value") || !strcmp(name, "value_base64"))
+                return body_value(b, name, v, code, why, why_size);
+        if (!strcmp(name, "headers"))
+                return body_user_headers(b, v, code, why, why_size);
+        *code = "bad-body";
+        snprintf(why, why_size, "unknown field '%.100s'", name);
+        return -1;
+}
+
+/* The timer's target as the operator will check it when it fires: 0, or
+ * -1 with the error answered (*rc). */
+static int check_target(sl_api_t *api, struct MHD_Connection *c,
+                        const sl_delay_req_t *req, enum MHD_Result *rc) {
+        int cnt = api_partitions(api, req->target);
+        if (cnt == 0)
+                *rc = reply_err(c, 400, "unknown-target",
+                                "target topic %s does not exist", req->target);
+        else if (cnt == SL_META_FORBIDDEN)
+                *rc = reply_err(c, 400, "target-refused",
+                                "Kafka refuses to describe %s", req->target);
+        else if (cnt > 0 && req->target_partition >= cnt)
+                *rc = reply_err(c, 400, "bad-target-partition",
+                                "%s has %d partitions, not %d", req->target,
+                                cnt, req->target_partition + 1);
+        else
+                return 0;
+        return -1;
+}
+
+/* PUT a timer: its JSON body becomes a record of the header format, checked
+ * as the operator will check it, and written to the input partition of its
+ * id; durable when the answer is 200 or 201. */
 static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                        const path_t *pp, const char *body,
                                        size_t bodylen) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
         json_error_t jerr;
         json_t *j = NULL, *v;
-        const char *name;
-        sl_hdr_t hdrs[HDR_MAX];
-        size_t hdr_cnt = 0;
-        char at_buf[32], part_buf[32], detail[300];
-        char *value = NULL;
-        size_t value_len = 0;
+        const char *name, *code;
+        timer_body_t b = {0};
+        char detail[300];
         sl_delay_record_t rec = {0};
         sl_delay_req_t req = {0};
         enum MHD_Result rc = MHD_NO;
-        int reason, cnt;
+        int reason;
         int32_t p;
         look_t l;
         int existed = -1;
@@ -1441,143 +1608,23 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                 json_decref(j);
                 return rc;
         }
-#define ADD_HDR(n, val, sz)                                                    \
-        do {                                                                   \
-                hdrs[hdr_cnt].name = (n);                                      \
-                hdrs[hdr_cnt].value = (val);                                   \
-                hdrs[hdr_cnt].size = (sz);                                     \
-                hdr_cnt++;                                                     \
-        } while (0)
         json_object_foreach(j, name, v) {
-                if (!strcmp(name, "target")) {
-                        if (!json_is_string(v)) {
-                                rc = reply_err(c, 400, "bad-header",
-                                               "target: a string is expected");
-                                goto out;
-                        }
-                        ADD_HDR("sluice-target", json_string_value(v),
-                                json_string_length(v));
-                } else if (!strcmp(name, "at")) {
-                        if (json_is_integer(v)) {
-                                snprintf(at_buf, sizeof(at_buf), "%" PRId64,
-                                         (int64_t)json_integer_value(v));
-                                ADD_HDR("sluice-at", at_buf, strlen(at_buf));
-                        } else if (json_is_string(v)) {
-                                ADD_HDR("sluice-at", json_string_value(v),
-                                        json_string_length(v));
-                        } else {
-                                rc = reply_err(c, 400, "bad-at",
-                                               "at: epoch ms or an RFC 3339 "
-                                               "string is expected");
-                                goto out;
-                        }
-                } else if (!strcmp(name, "delay")) {
-                        if (!json_is_string(v)) {
-                                rc = reply_err(c, 400, "bad-delay",
-                                               "delay: a duration string "
-                                               "such as \"90s\" is expected");
-                                goto out;
-                        }
-                        ADD_HDR("sluice-delay", json_string_value(v),
-                                json_string_length(v));
-                } else if (!strcmp(name, "key")) {
-                        if (!json_is_string(v)) {
-                                rc = reply_err(c, 400, "bad-header",
-                                               "key: a string is expected");
-                                goto out;
-                        }
-                        ADD_HDR("sluice-target-key", json_string_value(v),
-                                json_string_length(v));
-                } else if (!strcmp(name, "partition")) {
-                        if (!json_is_integer(v)) {
-                                rc = reply_err(c, 400, "bad-target-partition",
-                                               "partition: an integer is "
-                                               "expected");
-                                goto out;
-                        }
-                        snprintf(part_buf, sizeof(part_buf), "%" PRId64,
-                                 (int64_t)json_integer_value(v));
-                        ADD_HDR("sluice-target-partition", part_buf,
-                                strlen(part_buf));
-                } else if (!strcmp(name, "value")) {
-                        if (value) {
-                                rc = reply_err(c, 400, "bad-body",
-                                               "value and value_base64 "
-                                               "exclude each other");
-                                goto out;
-                        }
-                        if (json_is_string(v)) {
-                                value_len = json_string_length(v);
-                                value = sl_malloc(value_len + 1);
-                                memcpy(value, json_string_value(v), value_len);
-                        } else {
-                                value = json_dumps(v, JSON_COMPACT |
-                                                          JSON_ENCODE_ANY);
-                                value_len = value ? strlen(value) : 0;
-                        }
-                } else if (!strcmp(name, "value_base64")) {
-                        if (value) {
-                                rc = reply_err(c, 400, "bad-body",
-                                               "value and value_base64 "
-                                               "exclude each other");
-                                goto out;
-                        }
-                        if (!json_is_string(v) ||
-                            !(value = sl_base64_decode(json_string_value(v),
-                                                       json_string_length(v),
-                                                       &value_len))) {
-                                rc = reply_err(c, 400, "bad-body",
-                                               "value_base64: not base64");
-                                goto out;
-                        }
-                } else if (!strcmp(name, "headers")) {
-                        const char *hn;
-                        json_t *hv;
-                        if (!json_is_object(v)) {
-                                rc = reply_err(c, 400, "bad-header",
-                                               "headers: an object of "
-                                               "strings is expected");
-                                goto out;
-                        }
-                        json_object_foreach(v, hn, hv) {
-                                if (hdr_cnt >= HDR_MAX - 6) {
-                                        rc = reply_err(c, 400, "bad-header",
-                                                       "more than %d headers",
-                                                       MAX_USER_HEADERS);
-                                        goto out;
-                                }
-                                if (json_is_null(hv)) {
-                                        ADD_HDR(hn, NULL, 0);
-                                } else if (json_is_string(hv)) {
-                                        ADD_HDR(hn, json_string_value(hv),
-                                                json_string_length(hv));
-                                } else {
-                                        rc = reply_err(c, 400, "bad-header",
-                                                       "headers: the value "
-                                                       "of %.100s is not a "
-                                                       "string",
-                                                       hn);
-                                        goto out;
-                                }
-                        }
-                } else {
-                        rc = reply_err(c, 400, "bad-body",
-                                       "unknown field '%.100s'", name);
+                if (body_field(&b, name, v, &code, detail, sizeof(detail))) {
+                        rc = reply_err(c, 400, code, "%s", detail);
                         goto out;
                 }
         }
-#undef ADD_HDR
-        if (!value)
-                value = sl_strdup("");
+        if (!b.value)
+                b.value = sl_strdup("");
 
         /* The header path's own validation, on the record as it will be
          * written: key = id, the headers above, the value. */
         rec.key = pp->key;
         rec.key_len = pp->keylen;
-        rec.value = value;
-        rec.value_len = value_len;
-        rec.hdrs = hdrs;
-        rec.hdr_cnt = hdr_cnt;
+        rec.value = b.value;
+        rec.value_len = b.value_len;
+        rec.hdrs = b.hdrs;
+        rec.hdr_cnt = b.hdr_cnt;
         rec.partition = 0;
         rec.offset = 0;
         rec.timestamp_ms = sl_now_ms();
@@ -1589,22 +1636,8 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                detail);
                 goto out;
         }
-        /* What the operator checks against metadata when it fires. */
-        cnt = api_partitions(api, req.target);
-        if (cnt == 0) {
-                rc = reply_err(c, 400, "unknown-target",
-                               "target topic %s does not exist", req.target);
+        if (check_target(api, c, &req, &rc) < 0)
                 goto out;
-        } else if (cnt == SL_META_FORBIDDEN) {
-                rc = reply_err(c, 400, "target-refused",
-                               "Kafka refuses to describe %s", req.target);
-                goto out;
-        } else if (cnt > 0 && req.target_partition >= cnt) {
-                rc = reply_err(c, 400, "bad-target-partition",
-                               "%s has %d partitions, not %d", req.target, cnt,
-                               req.target_partition + 1);
-                goto out;
-        }
         if ((p = key_partition(api, c, pc, pc->input, pp->key, pp->keylen,
                                &rc)) < 0)
                 goto out;
@@ -1620,15 +1653,15 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
         existed = l.status == 200 ? 1 : l.status == 404 ? 0 : -1;
         look_free(&l);
 
-        kh = rd_kafka_headers_new(hdr_cnt);
-        for (size_t i = 0; i < hdr_cnt; i++)
-                rd_kafka_header_add(kh, hdrs[i].name, -1, hdrs[i].value,
-                                    (ssize_t)hdrs[i].size);
+        kh = rd_kafka_headers_new(b.hdr_cnt);
+        for (size_t i = 0; i < b.hdr_cnt; i++)
+                rd_kafka_header_add(kh, b.hdrs[i].name, -1, b.hdrs[i].value,
+                                    (ssize_t)b.hdrs[i].size);
         /* The timestamp the due time was computed from: a sluice-delay
          * counts from the record's timestamp, so the owner computes the
          * due this answer states. */
-        err = api_produce(api, pc->input, p, pp->key, pp->keylen, value,
-                          value_len, kh, rec.timestamp_ms, &offset);
+        err = api_produce(api, pc->input, p, pp->key, pp->keylen, b.value,
+                          b.value_len, kh, rec.timestamp_ms, &offset);
         if (err) {
                 rc = produce_failed(c, err, pc->input);
                 goto out;
@@ -1644,7 +1677,7 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
         }
 out:
         sl_delay_req_clear(&req);
-        free(value);
+        free(b.value);
         json_decref(j);
         return rc;
 }
