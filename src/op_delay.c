@@ -891,209 +891,234 @@ static int delay_over_cap(sl_task_t *t, const rd_kafka_message_t *m,
         return 0;
 }
 
-static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
+/* The record's headers as a plain array for the parser: into hdrs_in (n
+ * slots) when they fit, else a new array (*hdrsp; the caller frees it when
+ * it is not hdrs_in).  The names and values point into m.  Returns the
+ * count. */
+static size_t delay_read_headers(const rd_kafka_message_t *m, sl_hdr_t *hdrs_in,
+                                 size_t n, sl_hdr_t **hdrsp) {
+        rd_kafka_headers_t *kh = NULL;
+        sl_hdr_t *hdrs = hdrs_in;
+        size_t cnt, hdr_cnt = 0;
+
+        *hdrsp = hdrs_in;
+        if (rd_kafka_message_headers(m, &kh) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                return 0;
+        cnt = rd_kafka_header_cnt(kh);
+        if (cnt > n)
+                hdrs = sl_calloc(cnt, sizeof(*hdrs));
+        for (size_t i = 0; i < cnt; i++) {
+                const char *name;
+                const void *val;
+                size_t size;
+                if (rd_kafka_header_get_all(kh, i, &name, &val, &size))
+                        break;
+                hdrs[hdr_cnt].name = name;
+                hdrs[hdr_cnt].value = val;
+                hdrs[hdr_cnt].size = size;
+                hdr_cnt++;
+        }
+        *hdrsp = hdrs;
+        return hdr_cnt;
+}
+
+/* A cancel: the timer and its changelog record go, if it is pending. */
+static void delay_cancel(sl_task_t *t, const sl_delay_req_t *req) {
         delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+
+        if (sl_timerheap_remove(st->heap, req->id, req->id_len)) {
+                sl_task_changelog(t, req->id, req->id_len, NULL, 0);
+                sl_counter_inc(dp->m_cancelled);
+                delay_update_gauges(t);
+        } else {
+                sl_counter_inc(dp->m_cancel_unknown);
+        }
+}
+
+/* The timer's target as Kafka has it: 0 when the timer may be scheduled;
+ * -1 when the record went to the DLQ, or waits for the target's lookup
+ * (sl_task_input_retry: the record is seen again). */
+static int delay_check_target(sl_task_t *t, const rd_kafka_message_t *m,
+                              const sl_delay_req_t *req) {
+        const char *target = req->target;
+        char detail[512]; /* a topic name is up to 249 bytes */
+        int parts = sl_task_topic_partitions(t, target);
+
+        if (parts == SL_TOPIC_LOOKING) {
+                /* A target seen for the first time: decide once Kafka said
+                 * whether it exists. */
+                sl_task_input_retry(t);
+                return -1;
+        }
+        if (parts == 0) {
+                snprintf(detail, sizeof(detail),
+                         "target topic %s does not exist", target);
+                sl_task_dlq(t, m, "unknown-target", detail);
+                return -1;
+        }
+        if (parts == SL_TOPIC_FORBIDDEN) {
+                snprintf(detail, sizeof(detail),
+                         "not authorized to write to %s", target);
+                sl_task_dlq(t, m, "target-refused", detail);
+                return -1;
+        }
+        if (req->target_partition >= 0 && parts > 0 &&
+            req->target_partition >= parts) {
+                snprintf(detail, sizeof(detail),
+                         "%s has %d partitions, asked for %d", target, parts,
+                         (int)req->target_partition);
+                sl_task_dlq(t, m, "bad-target-partition", detail);
+                return -1;
+        }
+        return 0;
+}
+
+/* Schedules (or reschedules) the timer of req, read at now: its changelog
+ * record into the transaction, then the heap.  A record Kafka or the blob
+ * refuses goes to the DLQ and leaves the state as it was. */
+static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
+                           sl_delay_req_t *req, int64_t now) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        char detail[256];
+        const char *target = req->target;
+        Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
+        /* Up to SL_DELAY_HDRS_ON_STACK headers need no allocation; the
+         * packed record and the blob are built in the pipeline's
+         * scratch. */
+        Sluice__V1__Header hv_in[SL_DELAY_HDRS_ON_STACK],
+            *hp_in[SL_DELAY_HDRS_ON_STACK];
+        const char *hn_in[SL_DELAY_HDRS_ON_STACK + 1];
+        size_t hnl_in[SL_DELAY_HDRS_ON_STACK + 1],
+            hvl_in[SL_DELAY_HDRS_ON_STACK + 1];
+        const void *hvv_in[SL_DELAY_HDRS_ON_STACK + 1];
+        Sluice__V1__Header *hv = hv_in, **hp = hp_in;
+        uint8_t *packed;
+        size_t plen;
+        blob_t b = {dp->blob.buf, 0, dp->blob.size};
+        int replaced, r;
+        uint8_t flags = 0;
+        const char **hn = hn_in;
+        size_t *hnl = hnl_in, *hvl = hvl_in;
+        const void **hvv = hvv_in;
+
+        if (req->base >= SL_DELAY_BASE_READ_NO_TS)
+                sl_counter_inc(
+                    dp->m_read_base[req->base - SL_DELAY_BASE_READ_NO_TS]);
+
+        /* The changelog record. */
+        tm.due_ms = req->due_ms;
+        tm.target_topic = (char *)target;
+        tm.has_target_key = req->has_target_key;
+        tm.null_target_key = req->null_target_key;
+        tm.target_key.data = (uint8_t *)req->target_key;
+        tm.target_key.len = req->has_target_key ? req->target_key_len : 0;
+        tm.target_partition = req->target_partition;
+        tm.payload.data = (uint8_t *)req->payload;
+        tm.payload.len = req->payload_len;
+        tm.seq = m->offset;
+        tm.created_ms = now;
+        /* The rule delay_restore() applies to the record, so a
+         * rebuild keeps the flag. */
+        if (tm.due_ms < tm.created_ms)
+                flags |= SL_BLOB_DUE_ON_ARRIVAL;
+        if (req->null_target_key)
+                flags |= SL_BLOB_NULL_KEY;
+        tm.n_headers = req->hdr_cnt;
+        if (req->hdr_cnt > SL_DELAY_HDRS_ON_STACK) {
+                hv = sl_calloc(req->hdr_cnt, sizeof(*hv));
+                hp = sl_calloc(req->hdr_cnt, sizeof(*hp));
+                hn = sl_calloc(req->hdr_cnt + 1, sizeof(char *));
+                hnl = sl_calloc(req->hdr_cnt + 1, sizeof(size_t));
+                hvv = sl_calloc(req->hdr_cnt + 1, sizeof(void *));
+                hvl = sl_calloc(req->hdr_cnt + 1, sizeof(size_t));
+        }
+        for (size_t i = 0; i < req->hdr_cnt; i++) {
+                const sl_hdr_t *h = &req->hdrs[i];
+                sluice__v1__header__init(&hv[i]);
+                hv[i].name = (char *)h->name;
+                hv[i].value.data = (uint8_t *)h->value;
+                hv[i].value.len = h->value ? h->size : 0;
+                hv[i].null_value = h->value == NULL;
+                hp[i] = &hv[i];
+                hn[i] = h->name;
+                hnl[i] = strlen(h->name);
+                hvv[i] = h->value;
+                hvl[i] = h->value ? h->size : 0;
+        }
+        tm.headers = hp;
+        plen = sluice__v1__timer__get_packed_size(&tm);
+        packed = sl_scratch_get(&dp->pack, plen);
+        sluice__v1__timer__pack(&tm, packed);
+
+        /* The in-memory form first: a record refused here leaves
+         * the changelog (and an earlier timer of the same id) as
+         * it was. */
+        if (delay_blob(dp, &b, flags, target, strlen(target),
+                       req->target_partition, req->has_target_key,
+                       req->target_key, req->target_key_len, req->hdr_cnt, hn,
+                       hnl, hvv, hvl, req->payload, req->payload_len) == -1) {
+                sl_task_dlq(t, m, "too-many-targets",
+                            "over 65535 distinct targets");
+        } else if ((r = sl_task_produce(t, t->pl->conf->changelog, t->partition,
+                                        req->id, req->id_len, packed, plen,
+                                        NULL)) < 0) {
+                snprintf(detail, sizeof(detail),
+                         "changelog record of %zu bytes refused: %s", plen,
+                         rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                sl_task_dlq(t, m, "oversize", detail);
+        } else {
+                replaced =
+                    sl_timerheap_upsert(st->heap, req->id, req->id_len,
+                                        req->due_ms, m->offset, b.buf, b.len);
+                sl_counter_inc(replaced ? dp->m_rescheduled : dp->m_scheduled);
+                delay_update_gauges(t);
+                sl_task_wake_at(t, req->due_ms > 0 ? req->due_ms : 1);
+        }
+        /* The heap copied the blob, the producer the record. */
+        dp->blob.buf = b.buf;
+        dp->blob.size = b.size;
+        sl_scratch_done(&dp->blob);
+        sl_scratch_done(&dp->pack);
+        if (hv != hv_in) {
+                free(hv);
+                free(hp);
+                free(hn);
+                free(hnl);
+                free(hvv);
+                free(hvl);
+        }
+}
+
+static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_pipeline_t *dp = dp_of(t);
         sl_delay_req_t req = {0};
         sl_delay_record_t rec;
-        sl_hdr_t hdrs_in[64];
-        sl_hdr_t *hdrs = hdrs_in;
-        size_t hdr_cnt = 0;
-        rd_kafka_headers_t *kh = NULL;
+        sl_hdr_t hdrs_in[64], *hdrs;
         char detail[256] = "";
         int64_t now = sl_now_ms();
         int reason;
-
-        /* Headers as a plain array for the parser. */
-        if (rd_kafka_message_headers(m, &kh) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                size_t cnt = rd_kafka_header_cnt(kh);
-                if (cnt > SL_ARRAY_SIZE(hdrs_in))
-                        hdrs = sl_calloc(cnt, sizeof(*hdrs));
-                for (size_t i = 0; i < cnt; i++) {
-                        const char *name;
-                        const void *val;
-                        size_t size;
-                        if (rd_kafka_header_get_all(kh, i, &name, &val, &size))
-                                break;
-                        hdrs[hdr_cnt].name = name;
-                        hdrs[hdr_cnt].value = val;
-                        hdrs[hdr_cnt].size = size;
-                        hdr_cnt++;
-                }
-        }
 
         rec.key = m->key;
         rec.key_len = m->key_len;
         rec.value = m->payload;
         rec.value_len = m->len;
+        rec.hdr_cnt =
+            delay_read_headers(m, hdrs_in, SL_ARRAY_SIZE(hdrs_in), &hdrs);
         rec.hdrs = hdrs;
-        rec.hdr_cnt = hdr_cnt;
         rec.partition = m->partition;
         rec.offset = m->offset;
         rec.timestamp_ms = rd_kafka_message_timestamp(m, NULL);
         reason = sl_delay_input_parse(&dp->params, &rec, now, &req, detail,
                                       sizeof(detail));
-        if (reason) {
+        if (reason)
                 sl_task_dlq(t, m, sl_delay_reason_str(reason), detail);
-                goto out_req;
-        }
-
-        if (req.action == SL_DELAY_CANCEL) {
-                if (sl_timerheap_remove(st->heap, req.id, req.id_len)) {
-                        sl_task_changelog(t, req.id, req.id_len, NULL, 0);
-                        sl_counter_inc(dp->m_cancelled);
-                        delay_update_gauges(t);
-                } else {
-                        sl_counter_inc(dp->m_cancel_unknown);
-                }
-                goto out_req;
-        }
-
-        {
-                const char *target = req.target;
-                int parts;
-                Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
-                /* Up to SL_DELAY_HDRS_ON_STACK headers need no
-                 * allocation; the packed record and the blob are built in
-                 * the pipeline's scratch. */
-                Sluice__V1__Header hv_in[SL_DELAY_HDRS_ON_STACK],
-                    *hp_in[SL_DELAY_HDRS_ON_STACK];
-                const char *hn_in[SL_DELAY_HDRS_ON_STACK + 1];
-                size_t hnl_in[SL_DELAY_HDRS_ON_STACK + 1],
-                    hvl_in[SL_DELAY_HDRS_ON_STACK + 1];
-                const void *hvv_in[SL_DELAY_HDRS_ON_STACK + 1];
-                Sluice__V1__Header *hv = hv_in, **hp = hp_in;
-                uint8_t *packed;
-                size_t plen;
-                blob_t b = {dp->blob.buf, 0, dp->blob.size};
-                int replaced, r;
-                uint8_t flags = 0;
-                const char **hn = hn_in;
-                size_t *hnl = hnl_in, *hvl = hvl_in;
-                const void **hvv = hvv_in;
-
-                parts = sl_task_topic_partitions(t, target);
-                if (parts == SL_TOPIC_LOOKING) {
-                        /* A target seen for the first time: decide once
-                         * Kafka said whether it exists. */
-                        sl_task_input_retry(t);
-                        goto out_req;
-                }
-                if (parts == 0) {
-                        snprintf(detail, sizeof(detail),
-                                 "target topic %s does not exist", target);
-                        sl_task_dlq(t, m, "unknown-target", detail);
-                        goto out_req;
-                }
-                if (parts == SL_TOPIC_FORBIDDEN) {
-                        snprintf(detail, sizeof(detail),
-                                 "not authorized to write to %s", target);
-                        sl_task_dlq(t, m, "target-refused", detail);
-                        goto out_req;
-                }
-                if (req.target_partition >= 0 && parts > 0 &&
-                    req.target_partition >= parts) {
-                        snprintf(detail, sizeof(detail),
-                                 "%s has %d partitions, asked for %d", target,
-                                 parts, (int)req.target_partition);
-                        sl_task_dlq(t, m, "bad-target-partition", detail);
-                        goto out_req;
-                }
-
-                if (delay_over_cap(t, m, &req))
-                        goto out_req;
-                if (req.base >= SL_DELAY_BASE_READ_NO_TS)
-                        sl_counter_inc(
-                            dp->m_read_base[req.base -
-                                            SL_DELAY_BASE_READ_NO_TS]);
-
-                /* The changelog record. */
-                tm.due_ms = req.due_ms;
-                tm.target_topic = (char *)target;
-                tm.has_target_key = req.has_target_key;
-                tm.null_target_key = req.null_target_key;
-                tm.target_key.data = (uint8_t *)req.target_key;
-                tm.target_key.len = req.has_target_key ? req.target_key_len : 0;
-                tm.target_partition = req.target_partition;
-                tm.payload.data = (uint8_t *)req.payload;
-                tm.payload.len = req.payload_len;
-                tm.seq = m->offset;
-                tm.created_ms = now;
-                /* The rule delay_restore() applies to the record, so a
-                 * rebuild keeps the flag. */
-                if (tm.due_ms < tm.created_ms)
-                        flags |= SL_BLOB_DUE_ON_ARRIVAL;
-                if (req.null_target_key)
-                        flags |= SL_BLOB_NULL_KEY;
-                tm.n_headers = req.hdr_cnt;
-                if (req.hdr_cnt > SL_DELAY_HDRS_ON_STACK) {
-                        hv = sl_calloc(req.hdr_cnt, sizeof(*hv));
-                        hp = sl_calloc(req.hdr_cnt, sizeof(*hp));
-                        hn = sl_calloc(req.hdr_cnt + 1, sizeof(char *));
-                        hnl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
-                        hvv = sl_calloc(req.hdr_cnt + 1, sizeof(void *));
-                        hvl = sl_calloc(req.hdr_cnt + 1, sizeof(size_t));
-                }
-                for (size_t i = 0; i < req.hdr_cnt; i++) {
-                        const sl_hdr_t *h = &req.hdrs[i];
-                        sluice__v1__header__init(&hv[i]);
-                        hv[i].name = (char *)h->name;
-                        hv[i].value.data = (uint8_t *)h->value;
-                        hv[i].value.len = h->value ? h->size : 0;
-                        hv[i].null_value = h->value == NULL;
-                        hp[i] = &hv[i];
-                        hn[i] = h->name;
-                        hnl[i] = strlen(h->name);
-                        hvv[i] = h->value;
-                        hvl[i] = h->value ? h->size : 0;
-                }
-                tm.headers = hp;
-                plen = sluice__v1__timer__get_packed_size(&tm);
-                packed = sl_scratch_get(&dp->pack, plen);
-                sluice__v1__timer__pack(&tm, packed);
-
-                /* The in-memory form first: a record refused here leaves
-                 * the changelog (and an earlier timer of the same id) as
-                 * it was. */
-                if (delay_blob(dp, &b, flags, target, strlen(target),
-                               req.target_partition, req.has_target_key,
-                               req.target_key, req.target_key_len, req.hdr_cnt,
-                               hn, hnl, hvv, hvl, req.payload,
-                               req.payload_len) == -1) {
-                        sl_task_dlq(t, m, "too-many-targets",
-                                    "over 65535 distinct targets");
-                } else if ((r = sl_task_produce(
-                                t, t->pl->conf->changelog, t->partition, req.id,
-                                req.id_len, packed, plen, NULL)) < 0) {
-                        snprintf(detail, sizeof(detail),
-                                 "changelog record of %zu bytes refused: %s",
-                                 plen,
-                                 rd_kafka_err2str((rd_kafka_resp_err_t)-r));
-                        sl_task_dlq(t, m, "oversize", detail);
-                } else {
-                        replaced = sl_timerheap_upsert(st->heap, req.id,
-                                                       req.id_len, req.due_ms,
-                                                       m->offset, b.buf, b.len);
-                        sl_counter_inc(replaced ? dp->m_rescheduled
-                                                : dp->m_scheduled);
-                        delay_update_gauges(t);
-                        sl_task_wake_at(t, req.due_ms > 0 ? req.due_ms : 1);
-                }
-                /* The heap copied the blob, the producer the record. */
-                dp->blob.buf = b.buf;
-                dp->blob.size = b.size;
-                sl_scratch_done(&dp->blob);
-                sl_scratch_done(&dp->pack);
-                if (hv != hv_in) {
-                        free(hv);
-                        free(hp);
-                        free(hn);
-                        free(hnl);
-                        free(hvv);
-                        free(hvl);
-                }
-        }
-out_req:
+        else if (req.action == SL_DELAY_CANCEL)
+                delay_cancel(t, &req);
+        else if (delay_check_target(t, m, &req) == 0 &&
+                 !delay_over_cap(t, m, &req))
+                delay_schedule(t, m, &req, now);
         sl_delay_req_clear(&req);
         if (hdrs != hdrs_in)
                 free(hdrs);
