@@ -1436,14 +1436,166 @@ static void check_linger(loader_t *ld, const sl_conf_t *conf) {
         }
 }
 
+/* What finalize() checks of the topics, by role: the internal ones a
+ * pipeline claims for itself, and those it reads or writes. */
+static const char *const internal_roles[] = {"changelog", "overflow", "rates",
+                                             "dlq"};
+static const char *const external_roles[] = {"input", "output",
+                                             "default_target"};
+
+/* Keys a pipeline of its type must set. */
+static void check_required(loader_t *ld, const sl_pipeline_conf_t *p,
+                           const pipe_lines_t *pl) {
+        char a[64];
+        for (int k = 0; k < KEY_CNT; k++) {
+                const conf_key_t *key = &conf_keys[k];
+                /* Without a valid type, only what every type
+                 * requires can be checked. */
+                if (key->section != SECT_PIPELINE ||
+                    !(key->flags & F_REQUIRED) || pl->key_line[k] ||
+                    !(p->type ? key->types & p->type : key->types == ALL_OPS))
+                        continue;
+                if (key->type == KT_ENUM) {
+                        enum_list(key->enums, ", ", a, sizeof(a));
+                        err_at(ld, pl->line, NULL, key->name,
+                               "missing (one of %s)", a);
+                } else if (key->types == ALL_OPS) {
+                        err_at(ld, pl->line, NULL, key->name,
+                               "missing (required)");
+                } else {
+                        err_at(ld, pl->line, NULL, key->name,
+                               "missing (required for type %s)",
+                               sl_op_type_name(p->type));
+                }
+        }
+}
+
+/* Rules between one pipeline's keys. */
+static void check_pipeline_rules(loader_t *ld, const sl_pipeline_conf_t *p,
+                                 const pipe_lines_t *pl) {
+        char a[64], b[64];
+        if (p->replication_factor == 0)
+                err_at(ld, pl_line(pl, "replication_factor"), NULL,
+                       "replication_factor",
+                       "must be -1 (broker default) or at least 1");
+        if (p->input && p->output && !strcmp(p->input, p->output))
+                err_at(ld, pl_line(pl, "output"), NULL, "output",
+                       "same topic as input ('%s')", p->input);
+        if (p->input && p->default_target &&
+            !strcmp(p->input, p->default_target))
+                err_at(ld, pl_line(pl, "default_target"), NULL,
+                       "default_target", "same topic as input ('%s')",
+                       p->input);
+        if (p->type == SL_OP_DEBOUNCE && p->idle_ms > p->max_age_ms) {
+                sl_duration_format(p->idle_ms, a, sizeof(a));
+                sl_duration_format(p->max_age_ms, b, sizeof(b));
+                /* Blame the key the file set (idle if both). */
+                if (pl->key_line[key_find(SECT_PIPELINE, "idle") - conf_keys] ||
+                    !pl->key_line[key_find(SECT_PIPELINE, "max_age") -
+                                  conf_keys])
+                        err_at(ld, pl_line(pl, "idle"), NULL, "idle",
+                               "%s is longer than max_age (%s)", a, b);
+                else
+                        err_at(ld, pl_line(pl, "max_age"), NULL, "max_age",
+                               "%s is shorter than idle (%s)", b, a);
+        }
+        if (p->type == SL_OP_DELAY && p->default_target &&
+            !sl_globs_match(&p->allowed_targets, p->default_target)) {
+                char globs[256];
+                sl_globs_format(&p->allowed_targets, globs, sizeof(globs));
+                err_at(ld, pl_line(pl, "default_target"), NULL,
+                       "default_target",
+                       "'%s' does not match allowed_targets (%s)",
+                       p->default_target, globs);
+        }
+}
+
+/* p's internal topics, each unique across all pipelines: claimed in
+ * claims[*claim_cnt]. */
+static void claim_internal_topics(loader_t *ld, const sl_pipeline_conf_t *p,
+                                  const pipe_lines_t *pl, claim_t *claims,
+                                  int *claim_cnt) {
+        for (size_t r = 0; r < SL_ARRAY_SIZE(internal_roles); r++) {
+                const conf_key_t *key =
+                    key_find(SECT_PIPELINE, internal_roles[r]);
+                const char *topic =
+                    *(char *const *)((const char *)p + key->off);
+                int line = pl_line(pl, internal_roles[r]);
+
+                if (!topic || !(key->types & p->type))
+                        continue;
+                for (int c = 0; c < *claim_cnt; c++) {
+                        if (strcmp(claims[c].topic, topic))
+                                continue;
+                        err_at(ld, line, NULL, internal_roles[r],
+                               "topic '%s' is already the %s topic "
+                               "of pipeline '%s' (line %d)",
+                               topic, claims[c].role, claims[c].p->name,
+                               claims[c].line);
+                        break;
+                }
+                claims[(*claim_cnt)++] =
+                    (claim_t){topic, internal_roles[r], p, line};
+        }
+}
+
+/* Pipeline i's input, output and target: none is an internal topic (of
+ * Kafka or of any pipeline), and no two pipelines read one input. */
+static void check_external_topics(loader_t *ld, const sl_conf_t *conf,
+                                  const pipe_lines_t *pls, int i,
+                                  const claim_t *claims, int claim_cnt) {
+        const sl_pipeline_conf_t *p = &conf->pipelines[i];
+        const pipe_lines_t *pl = &pls[i];
+
+        /* No input, output or target is an internal topic. */
+        for (size_t r = 0; r < SL_ARRAY_SIZE(external_roles); r++) {
+                const conf_key_t *key =
+                    key_find(SECT_PIPELINE, external_roles[r]);
+                const char *topic =
+                    *(char *const *)((const char *)p + key->off);
+                if (!topic)
+                        continue;
+                if (r > 0 && sl_topic_is_kafka_internal(topic)) {
+                        err_at(ld, pl_line(pl, external_roles[r]), NULL,
+                               external_roles[r],
+                               "'%s' is an internal topic of Kafka "
+                               "(\"__*\"); sluice never writes there",
+                               topic);
+                        continue;
+                }
+                for (int c = 0; c < claim_cnt; c++) {
+                        if (strcmp(claims[c].topic, topic))
+                                continue;
+                        err_at(ld, pl_line(pl, external_roles[r]), NULL,
+                               external_roles[r],
+                               "'%s' is the %s topic of pipeline "
+                               "'%s'; sluice's internal topics cannot "
+                               "be used here",
+                               topic, claims[c].role, claims[c].p->name);
+                        break;
+                }
+        }
+        /* Two pipelines may not consume one topic. */
+        for (int j = 0; j < i && p->input; j++) {
+                if (conf->pipelines[j].input &&
+                    !strcmp(conf->pipelines[j].input, p->input)) {
+                        err_at(ld, pl_line(pl, "input"), NULL, "input",
+                               "topic '%s' is already the input of "
+                               "pipeline '%s' (line %d)",
+                               p->input, conf->pipelines[j].name,
+                               pl_line(&pls[j], "input"));
+                        break;
+                }
+        }
+}
+
+/* The rules between keys, once the whole file is read (each error names
+ * the key the file set): the API's TLS keys, then every pipeline's
+ * required keys and rules, then the topics between pipelines. */
 static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
                      int flags) {
-        static const char *internal[] = {"changelog", "overflow", "rates",
-                                         "dlq"};
-        static const char *external[] = {"input", "output", "default_target"};
         claim_t *claims;
         int claim_cnt = 0;
-        char a[64], b[64];
 
         if (!conf->api_tls_cert != !conf->api_tls_key)
                 err_at(ld, -1, NULL,
@@ -1465,144 +1617,13 @@ static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
 
         claims = sl_calloc((size_t)conf->pipeline_cnt * 4, sizeof(*claims));
         for (int i = 0; i < conf->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *p = &conf->pipelines[i];
-                const pipe_lines_t *pl = &pls[i];
-
-                for (int k = 0; k < KEY_CNT; k++) {
-                        const conf_key_t *key = &conf_keys[k];
-                        /* Without a valid type, only what every type
-                         * requires can be checked. */
-                        if (key->section != SECT_PIPELINE ||
-                            !(key->flags & F_REQUIRED) || pl->key_line[k] ||
-                            !(p->type ? key->types & p->type
-                                      : key->types == ALL_OPS))
-                                continue;
-                        {
-                                if (key->type == KT_ENUM) {
-                                        enum_list(key->enums, ", ", a,
-                                                  sizeof(a));
-                                        err_at(ld, pl->line, NULL, key->name,
-                                               "missing (one of %s)", a);
-                                } else if (key->types == ALL_OPS) {
-                                        err_at(ld, pl->line, NULL, key->name,
-                                               "missing (required)");
-                                } else {
-                                        err_at(ld, pl->line, NULL, key->name,
-                                               "missing (required for type "
-                                               "%s)",
-                                               sl_op_type_name(p->type));
-                                }
-                        }
-                }
-                if (p->replication_factor == 0)
-                        err_at(ld, pl_line(pl, "replication_factor"), NULL,
-                               "replication_factor",
-                               "must be -1 (broker default) or at least 1");
-                if (p->input && p->output && !strcmp(p->input, p->output))
-                        err_at(ld, pl_line(pl, "output"), NULL, "output",
-                               "same topic as input ('%s')", p->input);
-                if (p->input && p->default_target &&
-                    !strcmp(p->input, p->default_target))
-                        err_at(ld, pl_line(pl, "default_target"), NULL,
-                               "default_target", "same topic as input ('%s')",
-                               p->input);
-                if (p->type == SL_OP_DEBOUNCE && p->idle_ms > p->max_age_ms) {
-                        sl_duration_format(p->idle_ms, a, sizeof(a));
-                        sl_duration_format(p->max_age_ms, b, sizeof(b));
-                        /* Blame the key the file set (idle if both). */
-                        if (pl->key_line[key_find(SECT_PIPELINE, "idle") -
-                                         conf_keys] ||
-                            !pl->key_line[key_find(SECT_PIPELINE, "max_age") -
-                                          conf_keys])
-                                err_at(ld, pl_line(pl, "idle"), NULL, "idle",
-                                       "%s is longer than max_age (%s)", a, b);
-                        else
-                                err_at(ld, pl_line(pl, "max_age"), NULL,
-                                       "max_age",
-                                       "%s is shorter than idle (%s)", b, a);
-                }
-                if (p->type == SL_OP_DELAY && p->default_target &&
-                    !sl_globs_match(&p->allowed_targets, p->default_target)) {
-                        char globs[256];
-                        sl_globs_format(&p->allowed_targets, globs,
-                                        sizeof(globs));
-                        err_at(ld, pl_line(pl, "default_target"), NULL,
-                               "default_target",
-                               "'%s' does not match allowed_targets (%s)",
-                               p->default_target, globs);
-                }
-
-                /* Internal topics: unique across all pipelines. */
-                for (size_t r = 0; r < SL_ARRAY_SIZE(internal); r++) {
-                        const conf_key_t *key =
-                            key_find(SECT_PIPELINE, internal[r]);
-                        const char *topic =
-                            *(char *const *)((const char *)p + key->off);
-                        int line = pl_line(pl, internal[r]);
-
-                        if (!topic || !(key->types & p->type))
-                                continue;
-                        for (int c = 0; c < claim_cnt; c++) {
-                                if (strcmp(claims[c].topic, topic))
-                                        continue;
-                                err_at(ld, line, NULL, internal[r],
-                                       "topic '%s' is already the %s topic "
-                                       "of pipeline '%s' (line %d)",
-                                       topic, claims[c].role, claims[c].p->name,
-                                       claims[c].line);
-                                break;
-                        }
-                        claims[claim_cnt++] =
-                            (claim_t){topic, internal[r], p, line};
-                }
+                check_required(ld, &conf->pipelines[i], &pls[i]);
+                check_pipeline_rules(ld, &conf->pipelines[i], &pls[i]);
+                claim_internal_topics(ld, &conf->pipelines[i], &pls[i], claims,
+                                      &claim_cnt);
         }
-
-        for (int i = 0; i < conf->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *p = &conf->pipelines[i];
-
-                /* No input, output or target is an internal topic. */
-                for (size_t r = 0; r < SL_ARRAY_SIZE(external); r++) {
-                        const conf_key_t *key =
-                            key_find(SECT_PIPELINE, external[r]);
-                        const char *topic =
-                            *(char *const *)((const char *)p + key->off);
-                        if (!topic)
-                                continue;
-                        if (r > 0 && sl_topic_is_kafka_internal(topic)) {
-                                err_at(ld, pl_line(&pls[i], external[r]), NULL,
-                                       external[r],
-                                       "'%s' is an internal topic of Kafka "
-                                       "(\"__*\"); sluice never writes there",
-                                       topic);
-                                continue;
-                        }
-                        for (int c = 0; c < claim_cnt; c++) {
-                                if (strcmp(claims[c].topic, topic))
-                                        continue;
-                                err_at(ld, pl_line(&pls[i], external[r]), NULL,
-                                       external[r],
-                                       "'%s' is the %s topic of pipeline "
-                                       "'%s'; sluice's internal topics cannot "
-                                       "be used here",
-                                       topic, claims[c].role,
-                                       claims[c].p->name);
-                                break;
-                        }
-                }
-                /* Two pipelines may not consume one topic. */
-                for (int j = 0; j < i && p->input; j++) {
-                        if (conf->pipelines[j].input &&
-                            !strcmp(conf->pipelines[j].input, p->input)) {
-                                err_at(ld, pl_line(&pls[i], "input"), NULL,
-                                       "input",
-                                       "topic '%s' is already the input of "
-                                       "pipeline '%s' (line %d)",
-                                       p->input, conf->pipelines[j].name,
-                                       pl_line(&pls[j], "input"));
-                                break;
-                        }
-                }
-        }
+        for (int i = 0; i < conf->pipeline_cnt; i++)
+                check_external_topics(ld, conf, pls, i, claims, claim_cnt);
         free(claims);
 }
 
