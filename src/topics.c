@@ -759,79 +759,176 @@ static int print_grown(const sl_topic_verdict_t *v,
         return 0;
 }
 
-static int cmd_apply(const topics_opts_t *o) {
-        sl_conf_t *conf = NULL;
-        sl_topics_admin_t *adm = NULL;
-        sl_topicplan_t *plan = NULL;
-        sl_topics_observed_t *obs = NULL;
-        sl_topicplan_eval_t *ev = NULL;
+/* What `topics apply` did, topic by topic (names point into the plan). */
+typedef struct apply_s {
         char **created, **failed, **failed_why, **printed, **grown;
         int *grown_from;
-        int created_cnt = 0, failed_cnt = 0, printed_cnt = 0, attempts = 0;
-        int grown_cnt = 0, problems = 0, existed = 0, would_create = 0;
-        int would_grow = 0, rc;
+        int created_cnt, failed_cnt, printed_cnt, grown_cnt, attempts;
+        int problems, existed, would_create, would_grow;
+} apply_t;
 
-        if ((rc = open_admin("apply", o, &conf, &adm)))
-                return rc;
-        plan = sl_topicplan_new(conf);
-        set_name_width(plan);
-        created = sl_calloc(plan->cnt, sizeof(*created));
-        failed = sl_calloc(plan->cnt, sizeof(*failed));
-        failed_why = sl_calloc(plan->cnt, sizeof(*failed_why));
-        printed = sl_calloc(plan->cnt, sizeof(*printed));
-        grown = sl_calloc(plan->cnt, sizeof(*grown));
-        grown_from = sl_calloc(plan->cnt, sizeof(*grown_from));
-        if ((rc = observe_plan("apply", adm, plan, &obs)))
-                goto done;
-        ev = sl_topicplan_eval(plan, obs);
-
-        /* Create what is missing, inputs first (plan order), and add the
-         * partitions sluice's own topics lack: their partition p only
-         * holds what was written for input partition p, so the new ones
-         * start empty and nothing moves (topicplan.h). */
-        for (int i = 0; i < ev->cnt && !o->dry_run; i++) {
+/* Creates what is missing, inputs first (plan order), and adds the
+ * partitions sluice's own topics lack: their partition p only holds what
+ * was written for input partition p, so the new ones start empty and
+ * nothing moves (topicplan.h).  Stops at a timeout: the cluster is gone. */
+static void apply_changes(apply_t *ap, sl_topics_admin_t *adm,
+                          const sl_topicplan_eval_t *ev,
+                          const sl_topics_observed_t *obs) {
+        for (int i = 0; i < ev->cnt; i++) {
                 const sl_topic_verdict_t *v = &ev->verdicts[i];
-                int create = v->status == SL_TOPIC_MISSING &&
-                             v->create_parts > 0 &&
-                             !in_list(created, created_cnt, v->spec->name);
+                int create =
+                    v->status == SL_TOPIC_MISSING && v->create_parts > 0 &&
+                    !in_list(ap->created, ap->created_cnt, v->spec->name);
                 int grow = v->status == SL_TOPIC_BAD && v->grow_parts > 0 &&
-                           !in_list(grown, grown_cnt, v->spec->name);
+                           !in_list(ap->grown, ap->grown_cnt, v->spec->name);
                 char errstr[512];
                 int r;
 
                 if ((!create && !grow) ||
-                    in_list(failed, failed_cnt, v->spec->name))
+                    in_list(ap->failed, ap->failed_cnt, v->spec->name))
                         continue;
-                attempts++;
+                ap->attempts++;
                 if (create) {
                         r = sl_topics_create_spec(adm, v->spec, v->create_parts,
                                                   errstr, sizeof(errstr));
                 } else {
-                        grown_from[grown_cnt] =
+                        ap->grown_from[ap->grown_cnt] =
                             observed_parts(obs, v->spec->name);
                         r = sl_topics_grow(adm, v->spec->name, v->grow_parts,
                                            errstr, sizeof(errstr));
                 }
                 if (r == 0) {
                         if (create)
-                                created[created_cnt++] = v->spec->name;
+                                ap->created[ap->created_cnt++] = v->spec->name;
                         else
-                                grown[grown_cnt++] = v->spec->name;
+                                ap->grown[ap->grown_cnt++] = v->spec->name;
                         sl_log(LOG_DEBUG, "TOPICS", "%s %s %d partition(s)",
                                v->spec->name,
                                create ? "created with" : "grown to",
                                create ? v->create_parts : v->grow_parts);
                 } else if (!(create && r == -EEXIST)) {
-                        failed[failed_cnt] = v->spec->name;
-                        failed_why[failed_cnt++] = sl_strdup(errstr);
+                        ap->failed[ap->failed_cnt] = v->spec->name;
+                        ap->failed_why[ap->failed_cnt++] = sl_strdup(errstr);
                         if (r == -ETIMEDOUT)
-                                break; /* the cluster is gone: stop here */
+                                break;
                 }
         }
+}
+
+/* One line (or a topic's problems) for verdict v, as the broker now has
+ * it, counted in ap. */
+static void apply_report_one(apply_t *ap, const topics_opts_t *o,
+                             const sl_topic_verdict_t *v,
+                             const sl_topics_observed_t *obs) {
+        const char *name = v->spec->name;
+        int fi = -1;
+
+        for (int j = 0; j < ap->failed_cnt; j++)
+                if (!strcmp(ap->failed[j], name))
+                        fi = j;
+        if (fi >= 0) {
+                char *text;
+                if (asprintf(&text, "%s failed: %s",
+                             v->status == SL_TOPIC_MISSING
+                                 ? "create"
+                                 : "adding partitions",
+                             ap->failed_why[fi]) < 0)
+                        sl_assert(!"out of memory");
+                print_topic("problem", v->spec, 0, text);
+                free(text);
+                ap->problems++;
+        } else if (o->dry_run && v->status == SL_TOPIC_MISSING &&
+                   v->create_parts > 0 && !v->spec->conflict) {
+                char text[64];
+                if (in_list(ap->printed, ap->printed_cnt, name))
+                        return;
+                snprintf(text, sizeof(text),
+                         "would be created with %d partition%s",
+                         v->create_parts, v->create_parts == 1 ? "" : "s");
+                print_topic("missing", v->spec, 0, text);
+                ap->would_create++;
+        } else if (o->dry_run && v->status == SL_TOPIC_BAD &&
+                   v->grow_parts > 0 && v->problem_cnt == 1) {
+                char text[96];
+                if (in_list(ap->printed, ap->printed_cnt, name))
+                        return;
+                snprintf(text, sizeof(text),
+                         "would grow from %d to %d partitions",
+                         observed_parts(obs, name), v->grow_parts);
+                print_topic("grow", v->spec, 0, text);
+                ap->would_grow++;
+        } else if (v->status == SL_TOPIC_OK) {
+                int was_created = in_list(ap->created, ap->created_cnt, name);
+                if (in_list(ap->printed, ap->printed_cnt, name))
+                        return;
+                if (!print_grown(v, obs, ap->grown, ap->grown_from,
+                                 ap->grown_cnt)) {
+                        print_topic(was_created ? "created" : "exists", v->spec,
+                                    observed_parts(obs, name), NULL);
+                        ap->existed += !was_created;
+                }
+        } else {
+                /* Grown, yet some other setting differs. */
+                if (!in_list(ap->printed, ap->printed_cnt, name))
+                        print_grown(v, obs, ap->grown, ap->grown_from,
+                                    ap->grown_cnt);
+                print_problems(v, 1);
+                ap->problems += v->problem_cnt;
+        }
+        if (!in_list(ap->printed, ap->printed_cnt, name))
+                ap->printed[ap->printed_cnt++] = (char *)name;
+}
+
+/* The summary line; the exit code. */
+static int apply_summary(const apply_t *ap, const topics_opts_t *o) {
+        if (ap->problems)
+                printf("apply: %d problem%s; existing topics' configs are "
+                       "never altered\n",
+                       ap->problems, ap->problems == 1 ? "" : "s");
+        else if (o->dry_run)
+                printf("apply: dry run: would create %d topic%s and grow "
+                       "%d\n",
+                       ap->would_create, ap->would_create == 1 ? "" : "s",
+                       ap->would_grow);
+        else if (ap->created_cnt || ap->grown_cnt)
+                printf("apply: created %d topic%s, grew %d, %d existed\n",
+                       ap->created_cnt, ap->created_cnt == 1 ? "" : "s",
+                       ap->grown_cnt, ap->existed);
+        else
+                printf("apply: nothing to change: all %d topics exist as "
+                       "planned\n",
+                       ap->existed);
+        return ap->problems ? SL_EXIT_FAIL : SL_EXIT_OK;
+}
+
+static int cmd_apply(const topics_opts_t *o) {
+        sl_conf_t *conf = NULL;
+        sl_topics_admin_t *adm = NULL;
+        sl_topicplan_t *plan = NULL;
+        sl_topics_observed_t *obs = NULL;
+        sl_topicplan_eval_t *ev = NULL;
+        apply_t ap = {0};
+        int rc;
+
+        if ((rc = open_admin("apply", o, &conf, &adm)))
+                return rc;
+        plan = sl_topicplan_new(conf);
+        set_name_width(plan);
+        ap.created = sl_calloc(plan->cnt, sizeof(*ap.created));
+        ap.failed = sl_calloc(plan->cnt, sizeof(*ap.failed));
+        ap.failed_why = sl_calloc(plan->cnt, sizeof(*ap.failed_why));
+        ap.printed = sl_calloc(plan->cnt, sizeof(*ap.printed));
+        ap.grown = sl_calloc(plan->cnt, sizeof(*ap.grown));
+        ap.grown_from = sl_calloc(plan->cnt, sizeof(*ap.grown_from));
+        if ((rc = observe_plan("apply", adm, plan, &obs)))
+                goto done;
+        ev = sl_topicplan_eval(plan, obs);
+        if (!o->dry_run)
+                apply_changes(&ap, adm, ev, obs);
 
         /* Judge the result as the broker now has it (a topic may also have
          * been created by someone else meanwhile: -EEXIST). */
-        if (attempts) {
+        if (ap.attempts) {
                 sl_topicplan_eval_destroy(ev);
                 sl_topics_observed_destroy(obs);
                 ev = NULL;
@@ -839,96 +936,18 @@ static int cmd_apply(const topics_opts_t *o) {
                         goto done;
                 ev = sl_topicplan_eval(plan, obs);
         }
-
-        for (int i = 0; i < ev->cnt; i++) {
-                const sl_topic_verdict_t *v = &ev->verdicts[i];
-                const char *name = v->spec->name;
-                int fi = -1;
-
-                for (int j = 0; j < failed_cnt; j++)
-                        if (!strcmp(failed[j], name))
-                                fi = j;
-                if (fi >= 0) {
-                        char *text;
-                        if (asprintf(&text, "%s failed: %s",
-                                     v->status == SL_TOPIC_MISSING
-                                         ? "create"
-                                         : "adding partitions",
-                                     failed_why[fi]) < 0)
-                                sl_assert(!"out of memory");
-                        print_topic("problem", v->spec, 0, text);
-                        free(text);
-                        problems++;
-                } else if (o->dry_run && v->status == SL_TOPIC_MISSING &&
-                           v->create_parts > 0 && !v->spec->conflict) {
-                        if (in_list(printed, printed_cnt, name))
-                                continue;
-                        char text[64];
-                        snprintf(text, sizeof(text),
-                                 "would be created with %d partition%s",
-                                 v->create_parts,
-                                 v->create_parts == 1 ? "" : "s");
-                        print_topic("missing", v->spec, 0, text);
-                        would_create++;
-                } else if (o->dry_run && v->status == SL_TOPIC_BAD &&
-                           v->grow_parts > 0 && v->problem_cnt == 1) {
-                        char text[96];
-                        if (in_list(printed, printed_cnt, name))
-                                continue;
-                        snprintf(text, sizeof(text),
-                                 "would grow from %d to %d partitions",
-                                 observed_parts(obs, name), v->grow_parts);
-                        print_topic("grow", v->spec, 0, text);
-                        would_grow++;
-                } else if (v->status == SL_TOPIC_OK) {
-                        int was_created = in_list(created, created_cnt, name);
-                        if (in_list(printed, printed_cnt, name))
-                                continue;
-                        if (!print_grown(v, obs, grown, grown_from,
-                                         grown_cnt)) {
-                                print_topic(was_created ? "created" : "exists",
-                                            v->spec, observed_parts(obs, name),
-                                            NULL);
-                                existed += !was_created;
-                        }
-                } else {
-                        /* Grown, yet some other setting differs. */
-                        if (!in_list(printed, printed_cnt, name))
-                                print_grown(v, obs, grown, grown_from,
-                                            grown_cnt);
-                        print_problems(v, 1);
-                        problems += v->problem_cnt;
-                }
-                if (!in_list(printed, printed_cnt, name))
-                        printed[printed_cnt++] = (char *)name;
-        }
-
-        if (problems)
-                printf("apply: %d problem%s; existing topics' configs are "
-                       "never altered\n",
-                       problems, problems == 1 ? "" : "s");
-        else if (o->dry_run)
-                printf("apply: dry run: would create %d topic%s and grow "
-                       "%d\n",
-                       would_create, would_create == 1 ? "" : "s", would_grow);
-        else if (created_cnt || grown_cnt)
-                printf("apply: created %d topic%s, grew %d, %d existed\n",
-                       created_cnt, created_cnt == 1 ? "" : "s", grown_cnt,
-                       existed);
-        else
-                printf("apply: nothing to change: all %d topics exist as "
-                       "planned\n",
-                       existed);
-        rc = problems ? SL_EXIT_FAIL : SL_EXIT_OK;
+        for (int i = 0; i < ev->cnt; i++)
+                apply_report_one(&ap, o, &ev->verdicts[i], obs);
+        rc = apply_summary(&ap, o);
 done:
-        for (int i = 0; i < failed_cnt; i++)
-                free(failed_why[i]);
-        free(created);
-        free(failed);
-        free(failed_why);
-        free(printed);
-        free(grown);
-        free(grown_from);
+        for (int i = 0; i < ap.failed_cnt; i++)
+                free(ap.failed_why[i]);
+        free(ap.created);
+        free(ap.failed);
+        free(ap.failed_why);
+        free(ap.printed);
+        free(ap.grown);
+        free(ap.grown_from);
         sl_topicplan_eval_destroy(ev);
         sl_topics_observed_destroy(obs);
         sl_topicplan_destroy(plan);
