@@ -63,6 +63,7 @@
 
 #include "cli.h"
 #include "delay_input.h"
+#include "kwatch.h"
 #include "log.h"
 #include "parts.h"
 #include "topiccache.h"

@@ -31,6 +31,7 @@
 #include "http.h"
 #include "kafka.h"
 #include "kquery.h"
+#include "kwatch.h"
 #include "metrics.h"
 #include "outbox.h"
 #include "refused.h"

@@ -68,6 +68,7 @@
 
 #include "groupcheck.h"
 #include "kafka.h"
+#include "kwatch.h"
 #include "log.h"
 #include "util.h"
 

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "kwatch.h"
 #include "log.h"
 #include "util.h"
 

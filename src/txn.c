@@ -48,6 +48,7 @@
 
 #include "cli.h"
 #include "kafka.h"
+#include "kwatch.h"
 #include "log.h"
 #include "util.h"
 
