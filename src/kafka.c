@@ -1,5 +1,5 @@
 /*
- * kafka.c — librdkafka ↔ libuv glue (see kafka.h).
+ * kafka.c — small librdkafka helpers (see kafka.h).
  */
 #include "kafka.h"
 
