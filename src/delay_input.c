@@ -258,6 +258,66 @@ int64_t sl_delay_base_ms(int64_t timestamp_ms, int64_t now_ms, int64_t skew_ms,
         return base == SL_DELAY_BASE_TIMESTAMP ? timestamp_ms : now_ms;
 }
 
+/* An envelope's "countdown": seconds, possibly fractional, rounded to the
+ * ms.  Returns SL_DELAY_OK or a reason. */
+static int read_countdown(json_t *v, int64_t *delay_ms, sl_delay_req_t *req,
+                          char *detail, size_t detail_size) {
+        double ms;
+        if (json_is_integer(v)) {
+                json_int_t s = json_integer_value(v);
+                if (s < 0)
+                        return refuse(req, SL_DELAY_BAD_DELAY, detail,
+                                      detail_size, "countdown: negative");
+                if (s > INT64_MAX / 1000)
+                        return refuse(
+                            req, SL_DELAY_TOO_LONG, detail, detail_size,
+                            "countdown: %" PRId64 " s is too far ahead",
+                            (int64_t)s);
+                *delay_ms = (int64_t)s * 1000;
+                return SL_DELAY_OK;
+        }
+        if (!json_is_real(v))
+                return refuse(req, SL_DELAY_BAD_DELAY, detail, detail_size,
+                              "countdown: not a number");
+        ms = json_real_value(v) * 1000.0;
+        if (ms < 0)
+                return refuse(req, SL_DELAY_BAD_DELAY, detail, detail_size,
+                              "countdown: negative");
+        if (ms >= 9.2e18)
+                return refuse(req, SL_DELAY_TOO_LONG, detail, detail_size,
+                              "countdown: %g s is too far ahead",
+                              json_real_value(v));
+        *delay_ms = llround(ms);
+        return SL_DELAY_OK;
+}
+
+/* An envelope's "at": epoch ms as a number, or a string as in sluice-at.
+ * Returns SL_DELAY_OK or a reason. */
+static int read_env_at(json_t *v, int64_t *at_ms, sl_delay_req_t *req,
+                       char *detail, size_t detail_size) {
+        char err[128], ebuf[ERR_SIZE];
+        if (json_is_integer(v)) {
+                *at_ms = (int64_t)json_integer_value(v);
+        } else if (json_is_real(v)) {
+                double d = json_real_value(v);
+                if (!(d > -9.2e18 && d < 9.2e18))
+                        return refuse(req, SL_DELAY_BAD_AT, detail, detail_size,
+                                      "at: out of range");
+                *at_ms = llround(d);
+        } else if (json_is_string(v)) {
+                if (sl_parse_timestamp_ms_n(json_string_value(v),
+                                            json_string_length(v), at_ms, err,
+                                            sizeof(err)))
+                        return refuse(
+                            req, SL_DELAY_BAD_AT, detail, detail_size, "at: %s",
+                            sl_escape(err, strlen(err), ebuf, sizeof(ebuf)));
+        } else {
+                return refuse(req, SL_DELAY_BAD_AT, detail, detail_size,
+                              "at: not a number or a string");
+        }
+        return SL_DELAY_OK;
+}
+
 /* Reads the one due source into *due_ms; returns a reason. */
 static int parse_due(const sl_delay_params_t *params,
                      const sl_hdr_t *const *ctl, const envelope_t *env,
@@ -311,61 +371,16 @@ static int parse_due(const sl_delay_params_t *params,
                 break;
         }
         case DUE_ENV_COUNTDOWN: {
-                /* Seconds, possibly fractional; rounded to the ms. */
-                json_t *v = env->countdown;
-                double ms;
-                if (json_is_integer(v)) {
-                        json_int_t s = json_integer_value(v);
-                        if (s < 0)
-                                return refuse(req, SL_DELAY_BAD_DELAY, detail,
-                                              detail_size,
-                                              "countdown: negative");
-                        if (s > INT64_MAX / 1000)
-                                return refuse(
-                                    req, SL_DELAY_TOO_LONG, detail, detail_size,
-                                    "countdown: %" PRId64 " s is too far ahead",
-                                    (int64_t)s);
-                        delay_ms = (int64_t)s * 1000;
-                        break;
-                }
-                if (!json_is_real(v))
-                        return refuse(req, SL_DELAY_BAD_DELAY, detail,
-                                      detail_size, "countdown: not a number");
-                ms = json_real_value(v) * 1000.0;
-                if (ms < 0)
-                        return refuse(req, SL_DELAY_BAD_DELAY, detail,
-                                      detail_size, "countdown: negative");
-                if (ms >= 9.2e18)
-                        return refuse(req, SL_DELAY_TOO_LONG, detail,
-                                      detail_size,
-                                      "countdown: %g s is too far ahead",
-                                      json_real_value(v));
-                delay_ms = llround(ms);
+                int r = read_countdown(env->countdown, &delay_ms, req, detail,
+                                       detail_size);
+                if (r != SL_DELAY_OK)
+                        return r;
                 break;
         }
         case DUE_ENV_AT: {
-                /* Epoch ms as a number, or a string as in sluice-at. */
-                json_t *v = env->at;
-                if (json_is_integer(v)) {
-                        at_ms = (int64_t)json_integer_value(v);
-                } else if (json_is_real(v)) {
-                        double d = json_real_value(v);
-                        if (!(d > -9.2e18 && d < 9.2e18))
-                                return refuse(req, SL_DELAY_BAD_AT, detail,
-                                              detail_size, "at: out of range");
-                        at_ms = llround(d);
-                } else if (json_is_string(v)) {
-                        if (sl_parse_timestamp_ms_n(json_string_value(v),
-                                                    json_string_length(v),
-                                                    &at_ms, err, sizeof(err)))
-                                return refuse(req, SL_DELAY_BAD_AT, detail,
-                                              detail_size, "at: %s",
-                                              sl_escape(err, strlen(err), ebuf,
-                                                        sizeof(ebuf)));
-                } else {
-                        return refuse(req, SL_DELAY_BAD_AT, detail, detail_size,
-                                      "at: not a number or a string");
-                }
+                int r = read_env_at(env->at, &at_ms, req, detail, detail_size);
+                if (r != SL_DELAY_OK)
+                        return r;
                 break;
         }
         }
