@@ -47,20 +47,28 @@ wait_until 60 both_own || fail "the two instances do not share the 8 partitions"
 echo "a (API $apa) and b (API $apb) share the partitions"
 
 # 40 timers through a, due in an hour; what each PUT answered is kept.
+# Every tenth id (5, 15, ...) is "id N/ü", percent-encoded in the path: a
+# forwarded lookup must encode it again for the owner.
 : >"$WORK/puts"
 for i in $(seq 0 39); do
+    key=id$i
+    [ $((i % 10)) -ne 5 ] || key="id%20$i%2F%C3%BC"
     code=$(curl -s -o "$WORK/put" -w '%{http_code}' -X PUT -H "Authorization: Bearer $token" \
         --data-binary "{\"target\":\"$out\",\"delay\":\"1h\",\"value\":\"v$i\"}" \
-        "http://127.0.0.1:$apa/v1/pipelines/$PFX/timers/id$i")
-    case "$code" in 201) ;; *) fail "PUT id$i → $code $(cat "$WORK/put") (want 201: a new timer)" ;; esac
+        "http://127.0.0.1:$apa/v1/pipelines/$PFX/timers/$key")
+    case "$code" in 201) ;; *) fail "PUT $key → $code $(cat "$WORK/put") (want 201: a new timer)" ;; esac
     cat "$WORK/put" >>"$WORK/puts"
     echo >>"$WORK/puts"
 done
 
 # Every lookup, asked of a and of b, is answered by the same member.
 python3 - "$apa" "$apb" "$token" "$PFX" "$WORK/puts" "$out" <<'PY' || fail "forwarding check failed"
-import http.client, json, sys, time
+import http.client, json, sys, time, urllib.parse
 apa, apb, token, pfx = sys.argv[1:5]
+def name(i):
+    return f"id {i}/\u00fc" if i % 10 == 5 else f"id{i}"
+def timer_path(i):
+    return f"/v1/pipelines/{pfx}/timers/" + urllib.parse.quote(name(i), safe="")
 puts = {j["id"]: j for j in map(json.loads, filter(str.strip, open(sys.argv[5])))}
 out = sys.argv[6]
 def get(port, path, extra=None):
@@ -74,7 +82,7 @@ def get(port, path, extra=None):
 owners = {}
 deadline = time.time() + 30
 for i in range(40):
-    path = f"/v1/pipelines/{pfx}/timers/id{i}"
+    path = timer_path(i)
     while True:
         sa, ba, _, bodya = get(apa, path)
         sb, bb, _, bodyb = get(apb, path)
@@ -89,8 +97,8 @@ for i in range(40):
     # The same owner's JSON both ways; only the "now"-relative figure moves.
     ja.pop("due_in_ms"), jb.pop("due_in_ms")
     assert ja == jb, (bodya, bodyb)
-    put = puts[f"id{i}"]
-    want = {"id": f"id{i}", "partition": put["partition"], "due_ms": put["due"],
+    put = puts[name(i)]
+    want = {"id": name(i), "partition": put["partition"], "due_ms": put["due"],
             "seq": put["offset"], "target_topic": out, "payload_bytes": len(f"v{i}")}
     bad = {k: (ja.get(k), v) for k, v in want.items() if ja.get(k) != v}
     assert not bad, (path, bad)
@@ -106,7 +114,7 @@ def delete(port, path):
     return r.status
 for owner, ids in owners.items():
     other = apb if owner.endswith(":" + apa) else apa
-    path = f"/v1/pipelines/{pfx}/timers/id{ids[-1]}"
+    path = timer_path(ids[-1])
     assert delete(other, path) == 204, path
     deadline = time.time() + 15
     while True:
@@ -119,7 +127,7 @@ for owner, ids in owners.items():
 # A request already forwarded is answered 503 by a non-owner, not passed on.
 for owner, ids in owners.items():
     other = apb if owner.endswith(":" + apa) else apa
-    s, by, ra, body = get(other, f"/v1/pipelines/{pfx}/timers/id{ids[0]}",
+    s, by, ra, body = get(other, timer_path(ids[0]),
                           {"X-Sluice-Forwarded": "test"})
     assert s == 503 and ra and json.loads(body)["code"] == "not-owner", (s, ra, body)
 print("lookups answered by the owner from both instances, with the owner's JSON "
