@@ -1200,24 +1200,18 @@ static void look_free(look_t *l) {
         free(l->body);
 }
 
-/* Asks whoever owns (pi, partition) what it holds for key. */
-static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
-                   int32_t partition, const char *key, size_t keylen,
-                   look_t *l) {
+/* Fills l from this instance's answer res (api_lookup_local()) and returns
+ * 0, or returns -1 when the partition is owned elsewhere (res is
+ * SL_API_UNOWNED): the caller forwards.  Takes json (FOUND) in l->body. */
+static int lookup_answer_local(sl_api_t *api, int pi, int32_t partition,
+                               int res, char *json, look_t *l) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pi];
-        char *json = NULL, owner[300];
-        int res = api_lookup_local(api, pi, partition, key, keylen, &json);
-        const char *fwd =
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
 
-        memset(l, 0, sizeof(*l));
-        l->status = 503;
-        snprintf(l->answered_by, sizeof(l->answered_by), "%s", api->advertised);
         switch (res) {
         case SL_API_FOUND:
                 l->status = 200;
                 l->body = json;
-                return;
+                return 0;
         case SL_API_ABSENT:
                 l->status = 404;
                 l->code = "not-found";
@@ -1225,38 +1219,91 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
                          "pipeline %s holds nothing for this key "
                          "(partition %d)",
                          pc->name, partition);
-                return;
+                break;
         case SL_API_REBUILDING:
                 l->code = "rebuilding";
                 snprintf(l->msg, sizeof(l->msg),
                          "partition %d of %s is being rebuilt", partition,
                          pc->input);
-                return;
+                break;
         case SL_API_UNSUPPORTED:
                 l->status = 501;
                 l->code = "not-implemented";
                 snprintf(l->msg, sizeof(l->msg),
                          "%s pipelines cannot describe a key yet",
                          sl_op_type_name(pc->type));
-                return;
+                break;
         case -1:
                 l->code = "shutting-down";
                 snprintf(l->msg, sizeof(l->msg), "sluice is shutting down");
-                return;
+                break;
         case -2:
                 l->code = "busy";
                 snprintf(l->msg, sizeof(l->msg), "too many lookups waiting");
-                return;
+                break;
         case -3:
                 l->code = "timeout";
                 snprintf(l->msg, sizeof(l->msg),
                          "the event loop did not answer in time");
-                return;
-        default:
                 break;
+        default: /* SL_API_UNOWNED */
+                free(json);
+                return -1;
         }
-        /* SL_API_UNOWNED */
         free(json);
+        return 0;
+}
+
+/* Percent-encodes s[0..len) into dst (size dsz, NUL-terminated): every
+ * byte but RFC 3986's unreserved ones; stops short rather than overflow. */
+static void pct_encode(const char *s, size_t len, char *dst, size_t dsz) {
+        size_t o = 0;
+        for (size_t i = 0; i < len && o + 4 < dsz; i++) {
+                unsigned char ch = (unsigned char)s[i];
+                if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+                    ch == '.' || ch == '~')
+                        dst[o++] = (char)ch;
+                else
+                        o += (size_t)snprintf(dst + o, 4, "%%%02X", ch);
+        }
+        dst[o] = '\0';
+}
+
+/* The lookup's path for key in pipeline pc, as the owner routes it: the
+ * URL as received is not at hand after libmicrohttpd's parsing. */
+static void lookup_path(const sl_pipeline_conf_t *pc, const char *key,
+                        size_t keylen, char *path, size_t size) {
+        char kesc[700], pesc[300];
+        const char *what = sl_op_type_name(pc->type);
+
+        pct_encode(pc->name, strlen(pc->name), pesc, sizeof(pesc));
+        pct_encode(key, keylen, kesc, sizeof(kesc));
+        snprintf(path, size, "/v1/pipelines/%s/%s/%s", pesc,
+                 !strcmp(what, "delay")      ? "timers"
+                 : !strcmp(what, "throttle") ? "keys"
+                                             : "groups",
+                 kesc);
+}
+
+/* Asks whoever owns (pi, partition) what it holds for key. */
+static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
+                   int32_t partition, const char *key, size_t keylen,
+                   look_t *l) {
+        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pi];
+        char *json = NULL, owner[300], path[1024], why[300];
+        int res = api_lookup_local(api, pi, partition, key, keylen, &json);
+        const char *fwd =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
+        const char *auth;
+        fwd_answer_t a;
+        int tls_failed;
+
+        memset(l, 0, sizeof(*l));
+        l->status = 503;
+        snprintf(l->answered_by, sizeof(l->answered_by), "%s", api->advertised);
+        if (lookup_answer_local(api, pi, partition, res, json, l) == 0)
+                return;
         if (fwd) {
                 l->code = "not-owner";
                 snprintf(l->msg, sizeof(l->msg),
@@ -1272,44 +1319,8 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
                          partition, pc->input);
                 return;
         }
-        fwd_answer_t a;
-        const char *auth =
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        char path[1024];
-        /* Rebuild the request path from the route: the URL as received
-         * is not at hand after libmicrohttpd's parsing. */
-        {
-                char kesc[700], pesc[300];
-                size_t o = 0;
-                const char *src[2] = {pc->name, key};
-                size_t srclen[2] = {strlen(pc->name), keylen};
-                char *dst[2] = {pesc, kesc};
-                size_t dsz[2] = {sizeof(pesc), sizeof(kesc)};
-                for (int k = 0; k < 2; k++) {
-                        o = 0;
-                        for (size_t i = 0; i < srclen[k] && o + 4 < dsz[k];
-                             i++) {
-                                unsigned char ch = (unsigned char)src[k][i];
-                                if ((ch >= 'a' && ch <= 'z') ||
-                                    (ch >= 'A' && ch <= 'Z') ||
-                                    (ch >= '0' && ch <= '9') || ch == '-' ||
-                                    ch == '_' || ch == '.' || ch == '~')
-                                        dst[k][o++] = (char)ch;
-                                else
-                                        o += (size_t)snprintf(dst[k] + o, 4,
-                                                              "%%%02X", ch);
-                        }
-                        dst[k][o] = '\0';
-                }
-                const char *what = sl_op_type_name(pc->type);
-                snprintf(path, sizeof(path), "/v1/pipelines/%s/%s/%s", pesc,
-                         !strcmp(what, "delay")      ? "timers"
-                         : !strcmp(what, "throttle") ? "keys"
-                                                     : "groups",
-                         kesc);
-        }
-        char why[300];
-        int tls_failed;
+        auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        lookup_path(pc, key, keylen, path, sizeof(path));
         if (forward_get(api, owner, path, auth ? auth : "", &a, why,
                         sizeof(why), &tls_failed) == -1) {
                 l->code = tls_failed ? "owner-tls-failed" : "owner-unreachable";
