@@ -730,47 +730,62 @@ static int debounce_over_cap(sl_task_t *t, int open,
         return 1;
 }
 
+/* Reads m's control and sluice-item headers.  A control record is
+ * handled here (flushed, or to the DLQ) and 1 returned; otherwise 0, with
+ * *nids the number of sluice-item headers and *id, *idlen the first one's
+ * value (librdkafka's, valid while m is). */
+static int debounce_read_headers(sl_task_t *t, const rd_kafka_message_t *m,
+                                 int64_t now, const void **id, size_t *idlen,
+                                 int *nids) {
+        rd_kafka_headers_t *hdrs = NULL;
+        const void *v, *ctl = NULL;
+        size_t sz, ctllen = 0;
+        int nctl = 0;
+        const char *reason = NULL;
+        char detail[256];
+
+        if (rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                return 0;
+        while (!rd_kafka_header_get(hdrs, (size_t)nctl,
+                                    SL_DEBOUNCE_CONTROL_HEADER, &v, &sz)) {
+                if (!nctl++) {
+                        ctl = v;
+                        ctllen = v ? sz : 0;
+                }
+        }
+        if (nctl) {
+                if (sl_debounce_check_control(
+                        m->key, m->key_len, nctl, ctl, ctllen, &reason, detail,
+                        sizeof(detail)) == SL_DEBOUNCE_FLUSH)
+                        debounce_control_flush(t, m, now);
+                else
+                        sl_task_dlq(t, m, reason, detail);
+                return 1;
+        }
+        while (
+            !rd_kafka_header_get(hdrs, (size_t)*nids, "sluice-item", &v, &sz)) {
+                if (!(*nids)++) {
+                        *id = v;
+                        *idlen = v ? sz : 0;
+                }
+        }
+        return 0;
+}
+
 static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         debounce_state_t *st = t->state_data;
         debounce_pipeline_t *dp = st->dp;
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        rd_kafka_headers_t *hdrs = NULL;
-        const void *id = NULL, *v;
-        size_t idlen = 0, sz;
+        const void *id = NULL;
+        size_t idlen = 0;
         int nids = 0, r, found, open;
         char idbuf[48], detail[256];
         const char *reason = NULL;
         sl_debounce_item_t old;
         int64_t now = sl_app_now_ms(t->app);
 
-        if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-                const void *ctl = NULL;
-                size_t ctllen = 0;
-                int nctl = 0;
-                while (!rd_kafka_header_get(
-                    hdrs, (size_t)nctl, SL_DEBOUNCE_CONTROL_HEADER, &v, &sz)) {
-                        if (!nctl++) {
-                                ctl = v;
-                                ctllen = v ? sz : 0;
-                        }
-                }
-                if (nctl) {
-                        if (sl_debounce_check_control(
-                                m->key, m->key_len, nctl, ctl, ctllen, &reason,
-                                detail, sizeof(detail)) == SL_DEBOUNCE_FLUSH)
-                                debounce_control_flush(t, m, now);
-                        else
-                                sl_task_dlq(t, m, reason, detail);
-                        return;
-                }
-                while (!rd_kafka_header_get(hdrs, (size_t)nids, "sluice-item",
-                                            &v, &sz)) {
-                        if (!nids++) {
-                                id = v;
-                                idlen = v ? sz : 0;
-                        }
-                }
-        }
+        if (debounce_read_headers(t, m, now, &id, &idlen, &nids))
+                return;
         switch (sl_debounce_check(
             m->key, m->key_len, nids, id, idlen, m->payload == NULL, m->len,
             pc->max_record_bytes, &reason, detail, sizeof(detail))) {
