@@ -73,24 +73,20 @@ static double secs_between(int64_t a, int64_t b) {
         return ((double)b - (double)a) / 1000.0;
 }
 
-/* Reads every partition p of topic from from[p] (NULL: from the
- * beginning) to its end captured at start (read_committed), passing each
- * record to cb.  Returns 0, or -1 with a message on stderr. */
+/* What read_topic() passes each record to. */
 typedef void (*read_cb_t)(int p, const rd_kafka_message_t *m, void *opaque);
 
-static int read_topic(sl_conf_t *conf, const char *topic, int parts,
-                      const int64_t *from, read_cb_t cb, void *opaque) {
+/* A read_committed consumer that assigns partitions itself (never
+ * commits), with conf's [kafka] settings; NULL, said on stderr, when it
+ * cannot be made. */
+static rd_kafka_t *inspect_consumer_new(sl_conf_t *conf) {
         char errstr[512];
         rd_kafka_conf_t *kc = sl_conf_rdkafka(conf, errstr, sizeof(errstr));
         rd_kafka_t *rk;
-        rd_kafka_topic_partition_list_t *l;
-        int64_t *end;
-        int done = 0;
-        int64_t deadline = sl_now_ms() + INSPECT_DEADLINE_MS;
 
         if (!kc) {
                 fprintf(stderr, "sluice inspect: %s\n", errstr);
-                return -1;
+                return NULL;
         }
         rd_kafka_conf_set_log_cb(kc, sl_kafka_log_cb);
         if (sl_kafka_conf_set(kc, "group.id", "sluice-inspect", errstr,
@@ -105,15 +101,31 @@ static int read_topic(sl_conf_t *conf, const char *topic, int parts,
                               sizeof(errstr))) {
                 fprintf(stderr, "sluice inspect: %s\n", errstr);
                 rd_kafka_conf_destroy(kc);
-                return -1;
+                return NULL;
         }
         rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
         if (!rk) {
                 fprintf(stderr, "sluice inspect: %s\n", errstr);
                 rd_kafka_conf_destroy(kc);
-                return -1;
+                return NULL;
         }
         rd_kafka_poll_set_consumer(rk);
+        return rk;
+}
+
+/* Reads every partition p of topic from from[p] (NULL: from the
+ * beginning) to its end captured at start (read_committed), passing each
+ * record to cb.  Returns 0, or -1 with a message on stderr. */
+static int read_topic(sl_conf_t *conf, const char *topic, int parts,
+                      const int64_t *from, read_cb_t cb, void *opaque) {
+        rd_kafka_t *rk = inspect_consumer_new(conf);
+        rd_kafka_topic_partition_list_t *l;
+        int64_t *end;
+        int done = 0;
+        int64_t deadline = sl_now_ms() + INSPECT_DEADLINE_MS;
+
+        if (!rk)
+                return -1;
         end = sl_calloc((size_t)parts, sizeof(*end));
         l = rd_kafka_topic_partition_list_new(parts);
         for (int p = 0; p < parts; p++) {
