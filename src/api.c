@@ -1271,19 +1271,21 @@ static void pct_encode(const char *s, size_t len, char *dst, size_t dsz) {
 }
 
 /* The lookup's path for key in pipeline pc, as the owner routes it: the
- * URL as received is not at hand after libmicrohttpd's parsing. */
+ * URL as received is not at hand after libmicrohttpd's parsing. The
+ * collection segment is that of the one GET route serving pc's type. */
 static void lookup_path(const sl_pipeline_conf_t *pc, const char *key,
                         size_t keylen, char *path, size_t size) {
         char kesc[700], pesc[300];
-        const char *what = sl_op_type_name(pc->type);
+        const char *what = NULL;
 
+        for (int i = 0; i < R_CNT && !what; i++)
+                if (routes[i].what && !strcmp(routes[i].method, "GET") &&
+                    (routes[i].types & (int)pc->type))
+                        what = routes[i].what;
+        sl_assert(what);
         pct_encode(pc->name, strlen(pc->name), pesc, sizeof(pesc));
         pct_encode(key, keylen, kesc, sizeof(kesc));
-        snprintf(path, size, "/v1/pipelines/%s/%s/%s", pesc,
-                 !strcmp(what, "delay")      ? "timers"
-                 : !strcmp(what, "throttle") ? "keys"
-                                             : "groups",
-                 kesc);
+        snprintf(path, size, "/v1/pipelines/%s/%s/%s", pesc, what, kesc);
 }
 
 /* Asks whoever owns (pi, partition) what it holds for key. */
