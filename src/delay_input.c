@@ -472,15 +472,91 @@ static void read_target_key(const sl_hdr_t *h, const sl_delay_record_t *rec,
         }
 }
 
+/* Step 4: finds the control headers (ctl, by CTL_*) among the record's;
+ * *npass counts the others, which pass through. A control header given
+ * twice, or with a null value, is refused. */
+static int read_controls(const sl_delay_record_t *rec,
+                         const sl_hdr_t *ctl[CTL_CNT], size_t *npass,
+                         sl_delay_req_t *req, char *detail,
+                         size_t detail_size) {
+        for (size_t i = 0; i < rec->hdr_cnt; i++) {
+                int c = ctl_index(rec->hdrs[i].name);
+                if (c < 0) {
+                        (*npass)++;
+                        continue;
+                }
+                if (ctl[c])
+                        return refuse(req, SL_DELAY_BAD_HEADER, detail,
+                                      detail_size, "%s: given twice",
+                                      ctl_names[c]);
+                if (!rec->hdrs[i].value)
+                        return refuse(req, SL_DELAY_BAD_HEADER, detail,
+                                      detail_size, "%s: null value",
+                                      ctl_names[c]);
+                ctl[c] = &rec->hdrs[i];
+        }
+        return SL_DELAY_OK;
+}
+
+/* Step 6: req->target from exactly one place: the sluice-target header
+ * (h), the envelope's topic, or the pipeline's default_target. A name
+ * Kafka would refuse is refused here, with the reason of where it came
+ * from. */
+static int read_target(const sl_delay_params_t *params, const sl_hdr_t *h,
+                       const envelope_t *env, sl_delay_req_t *req, char *detail,
+                       size_t detail_size) {
+        static const int reasons[] = {SL_DELAY_BAD_HEADER,
+                                      SL_DELAY_BAD_ENVELOPE,
+                                      SL_DELAY_MISSING_TARGET};
+        static const char *const where[] = {"sluice-target", "topic",
+                                            "default_target"};
+        const char *tname, *why;
+        size_t tlen;
+        int tsrc; /* target from: 0 header, 1 envelope, 2 default */
+        char ex[EXCERPT_SIZE];
+
+        if (h && env->topic)
+                return refuse(req, SL_DELAY_BAD_HEADER, detail, detail_size,
+                              "sluice-target: the envelope has a topic too");
+        if (h) {
+                tname = h->value;
+                tlen = h->size;
+                tsrc = 0;
+        } else if (env->topic) {
+                tname = env->topic;
+                tlen = env->topic_len;
+                tsrc = 1;
+        } else if (params->default_target && *params->default_target) {
+                tname = params->default_target;
+                tlen = strlen(tname);
+                tsrc = 2;
+        } else {
+                return refuse(req, SL_DELAY_MISSING_TARGET, detail, detail_size,
+                              params->input_format == SL_INPUT_JSON_ENVELOPE
+                                  ? "no topic in the envelope, no "
+                                    "sluice-target header and no "
+                                    "default_target"
+                                  : "no sluice-target header and no "
+                                    "default_target");
+        }
+        if ((why = topic_illegal(tname, tlen)))
+                return refuse(req, reasons[tsrc], detail, detail_size,
+                              "%s: %s: '%s'", where[tsrc], why,
+                              sl_escape(tname, tlen, ex, sizeof(ex)));
+        memcpy(req->target, tname, tlen);
+        req->target[tlen] = '\0';
+        return SL_DELAY_OK;
+}
+
 int sl_delay_input_parse(const sl_delay_params_t *params,
                          const sl_delay_record_t *rec, int64_t now_ms,
                          sl_delay_req_t *req, char *detail,
                          size_t detail_size) {
         const sl_hdr_t *ctl[CTL_CNT] = {NULL};
         envelope_t env = {NULL};
-        const char *tname, *why;
-        size_t tlen, npass = 0;
-        int r, tsrc; /* target from: 0 header, 1 envelope, 2 default */
+        const char *why;
+        size_t npass = 0;
+        int r;
         char ex[EXCERPT_SIZE];
 
         sl_assert(params && rec && req && (rec->hdrs || !rec->hdr_cnt));
@@ -507,22 +583,8 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                               rec->value_len, params->max_record_bytes);
 
         /* 4: control headers, each at most once and not null. */
-        for (size_t i = 0; i < rec->hdr_cnt; i++) {
-                int c = ctl_index(rec->hdrs[i].name);
-                if (c < 0) {
-                        npass++;
-                        continue;
-                }
-                if (ctl[c])
-                        return refuse(req, SL_DELAY_BAD_HEADER, detail,
-                                      detail_size, "%s: given twice",
-                                      ctl_names[c]);
-                if (!rec->hdrs[i].value)
-                        return refuse(req, SL_DELAY_BAD_HEADER, detail,
-                                      detail_size, "%s: null value",
-                                      ctl_names[c]);
-                ctl[c] = &rec->hdrs[i];
-        }
+        if ((r = read_controls(rec, ctl, &npass, req, detail, detail_size)))
+                return r;
 
         /* 5: the payload, from the envelope or the value itself. */
         if (params->input_format == SL_INPUT_JSON_ENVELOPE) {
@@ -535,42 +597,9 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
         }
 
         /* 6: the target, from exactly one place. */
-        if (ctl[CTL_TARGET] && env.topic)
-                return refuse(req, SL_DELAY_BAD_HEADER, detail, detail_size,
-                              "sluice-target: the envelope has a topic too");
-        if (ctl[CTL_TARGET]) {
-                tname = ctl[CTL_TARGET]->value;
-                tlen = ctl[CTL_TARGET]->size;
-                tsrc = 0;
-        } else if (env.topic) {
-                tname = env.topic;
-                tlen = env.topic_len;
-                tsrc = 1;
-        } else if (params->default_target && *params->default_target) {
-                tname = params->default_target;
-                tlen = strlen(tname);
-                tsrc = 2;
-        } else {
-                return refuse(req, SL_DELAY_MISSING_TARGET, detail, detail_size,
-                              params->input_format == SL_INPUT_JSON_ENVELOPE
-                                  ? "no topic in the envelope, no "
-                                    "sluice-target header and no "
-                                    "default_target"
-                                  : "no sluice-target header and no "
-                                    "default_target");
-        }
-        if ((why = topic_illegal(tname, tlen))) {
-                static const int reasons[] = {SL_DELAY_BAD_HEADER,
-                                              SL_DELAY_BAD_ENVELOPE,
-                                              SL_DELAY_MISSING_TARGET};
-                static const char *const where[] = {"sluice-target", "topic",
-                                                    "default_target"};
-                return refuse(req, reasons[tsrc], detail, detail_size,
-                              "%s: %s: '%s'", where[tsrc], why,
-                              sl_escape(tname, tlen, ex, sizeof(ex)));
-        }
-        memcpy(req->target, tname, tlen);
-        req->target[tlen] = '\0';
+        if ((r = read_target(params, ctl[CTL_TARGET], &env, req, detail,
+                             detail_size)))
+                return r;
 
         /* 7: when. */
         if ((r = parse_due(params, ctl, &env, rec->timestamp_ms, now_ms, req,
