@@ -531,35 +531,22 @@ static void throttle_print_row(int p, const char *key, size_t keylen,
                sl_escape(key, keylen, kbuf, sizeof(kbuf)));
 }
 
-static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
-                            sl_timerheap_t **maps, int parts, const char *key,
-                            long limit) {
-        throttle_ctx_t c = {0};
-        throttle_rows_t rows = {0};
-        sl_rates_t *rates = sl_rates_new(&pc->default_rate);
-        sl_bcache_t *cache = sl_bcache_new(0);
-        int64_t *from = sl_calloc((size_t)parts, sizeof(*from));
-        int rparts = -1, rc = SL_EXIT_OK;
-        long shown = 0;
+/* The rates topic, whole, into rates; said on stderr when it cannot be
+ * read (the rows then show the default_rate). */
+static void throttle_read_rates(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
+                                sl_rates_t *rates) {
+        char errstr[512];
+        rd_kafka_conf_t *kc = sl_conf_rdkafka(conf, errstr, sizeof(errstr));
+        rd_kafka_t *rk =
+            kc ? rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, sizeof(errstr))
+               : NULL;
+        int rparts = -1;
 
-        c.now = sl_now_ms();
-        c.bls = sl_calloc((size_t)parts, sizeof(*c.bls));
-        c.oldest = sl_calloc((size_t)parts, sizeof(*c.oldest));
-
-        /* The rates topic, whole. */
-        {
-                char errstr[512];
-                rd_kafka_conf_t *kc =
-                    sl_conf_rdkafka(conf, errstr, sizeof(errstr));
-                rd_kafka_t *rk = kc ? rd_kafka_new(RD_KAFKA_PRODUCER, kc,
-                                                   errstr, sizeof(errstr))
-                                    : NULL;
-                if (rk) {
-                        rparts = sl_kafka_partition_count(rk, pc->rates, 10000);
-                        rd_kafka_destroy(rk);
-                } else if (kc) {
-                        rd_kafka_conf_destroy(kc);
-                }
+        if (rk) {
+                rparts = sl_kafka_partition_count(rk, pc->rates, 10000);
+                rd_kafka_destroy(rk);
+        } else if (kc) {
+                rd_kafka_conf_destroy(kc);
         }
         if (rparts > 0 && read_topic(conf, pc->rates, rparts, NULL,
                                      throttle_rates_cb, rates) == -1)
@@ -569,6 +556,44 @@ static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
                         "sluice inspect: rates topic %s not read: rates "
                         "shown are the default_rate\n",
                         pc->rates);
+}
+
+/* The one row of --key: its backlog where a partition holds one, else
+ * its rate alone (partition "-"). */
+static void throttle_print_key(const throttle_ctx_t *c, int parts,
+                               const sl_rates_t *rates, const char *key) {
+        size_t kl = strlen(key);
+        const sl_bkey_t *k = NULL;
+        int kp = -1;
+        sl_rate_t rate;
+
+        for (int p = 0; p < parts && !k; p++)
+                if ((k = sl_backlog_find(c->bls[p], key, kl)))
+                        kp = p;
+        if (k)
+                rate = *sl_bkey_rate(k);
+        else
+                sl_rates_lookup(rates, key, kl, &rate);
+        throttle_print_row(kp, key, kl, &rate, k,
+                           kp >= 0 ? c->oldest[kp] : NULL, c->now);
+}
+
+static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
+                            sl_timerheap_t **maps, int parts, const char *key,
+                            long limit) {
+        throttle_ctx_t c = {0};
+        throttle_rows_t rows = {0};
+        sl_rates_t *rates = sl_rates_new(&pc->default_rate);
+        sl_bcache_t *cache = sl_bcache_new(0);
+        int64_t *from = sl_calloc((size_t)parts, sizeof(*from));
+        int rc = SL_EXIT_OK;
+        long shown = 0;
+
+        c.now = sl_now_ms();
+        c.bls = sl_calloc((size_t)parts, sizeof(*c.bls));
+        c.oldest = sl_calloc((size_t)parts, sizeof(*c.oldest));
+
+        throttle_read_rates(conf, pc, rates);
 
         /* The changelog: checkpoints and key records. */
         for (int p = 0; p < parts; p++) {
@@ -606,19 +631,7 @@ static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
         printf("%-4s %9s %11s %9s  %-22s %8s  %s\n", "PART", "BACKLOG", "BYTES",
                "OLDEST", "RATE", "TOKENS", "KEY");
         if (key) {
-                size_t kl = strlen(key);
-                const sl_bkey_t *k = NULL;
-                int kp = -1;
-                sl_rate_t rate;
-                for (int p = 0; p < parts && !k; p++)
-                        if ((k = sl_backlog_find(c.bls[p], key, kl)))
-                                kp = p;
-                if (k)
-                        rate = *sl_bkey_rate(k);
-                else
-                        sl_rates_lookup(rates, key, kl, &rate);
-                throttle_print_row(kp, key, kl, &rate, k,
-                                   kp >= 0 ? c.oldest[kp] : NULL, c.now);
+                throttle_print_key(&c, parts, rates, key);
                 goto out;
         }
         qsort(rows.a, rows.n, sizeof(*rows.a), throttle_row_cmp);
