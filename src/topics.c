@@ -519,6 +519,52 @@ static const char *sub_help(const char *sub) {
         return NULL;
 }
 
+/* --timeout DURATION: 1 ms to 1 h.  Returns 0, or -1 (said on stderr). */
+static int opt_timeout(const char *sub, const char *arg, topics_opts_t *o) {
+        char err[128];
+        int64_t ms;
+
+        if (sl_parse_duration_ms(arg, &ms, err, sizeof(err)) == -1) {
+                fprintf(stderr, "sluice topics %s: --timeout %s: %s\n", sub,
+                        arg, err);
+                return -1;
+        }
+        if (ms <= 0 || ms > 3600000) {
+                fprintf(stderr,
+                        "sluice topics %s: --timeout %s: must be between 1ms "
+                        "and 1h\n",
+                        sub, arg);
+                return -1;
+        }
+        o->timeout_ms = (int)ms;
+        return 0;
+}
+
+/* --partitions N (1 to 100000) when c is 'p', --replication-factor N (-1
+ * for the broker's default, or 1 to 1000) when 'r'.  Returns 0, or -1
+ * (said on stderr). */
+static int opt_count(const char *sub, int c, const char *arg,
+                     topics_opts_t *o) {
+        char *end;
+        long n;
+
+        errno = 0;
+        n = strtol(arg, &end, 10);
+        if (errno || end == arg || *end ||
+            (c == 'p' && (n < 1 || n > 100000)) ||
+            (c == 'r' && (n < -1 || n == 0 || n > 1000))) {
+                fprintf(stderr, "sluice topics %s: %s: invalid count '%s'\n",
+                        sub, c == 'p' ? "--partitions" : "--replication-factor",
+                        arg);
+                return -1;
+        }
+        if (c == 'p')
+                o->partitions = (int)n;
+        else
+                o->replication_factor = (int)n;
+        return 0;
+}
+
 /* Parses argv (argv[0] is the subcommand).  Returns -1 to exit with
  * SL_EXIT_OK (help printed), 0 to go on, or SL_EXIT_USAGE. */
 static int parse_opts(const char *sub, int argc, char **argv,
@@ -546,10 +592,6 @@ static int parse_opts(const char *sub, int argc, char **argv,
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":c:nt:ap:r:h", longopts, NULL)) !=
                -1) {
-                char err[128], *end;
-                int64_t ms;
-                long n;
-
                 switch (c) {
                 case OPT_CONFIG_KV:
                         /* create: --config KEY=VALUE is a topic config;
@@ -572,42 +614,13 @@ static int parse_opts(const char *sub, int argc, char **argv,
                         o->all = 1;
                         break;
                 case 't':
-                        if (sl_parse_duration_ms(optarg, &ms, err,
-                                                 sizeof(err)) == -1) {
-                                fprintf(stderr,
-                                        "sluice topics %s: --timeout %s: %s\n",
-                                        sub, optarg, err);
+                        if (opt_timeout(sub, optarg, o))
                                 return SL_EXIT_USAGE;
-                        }
-                        if (ms <= 0 || ms > 3600000) {
-                                fprintf(stderr,
-                                        "sluice topics %s: --timeout %s: "
-                                        "must be between 1ms and 1h\n",
-                                        sub, optarg);
-                                return SL_EXIT_USAGE;
-                        }
-                        o->timeout_ms = (int)ms;
                         break;
                 case 'p':
                 case 'r':
-                        errno = 0;
-                        n = strtol(optarg, &end, 10);
-                        if (errno || end == optarg || *end ||
-                            (c == 'p' && (n < 1 || n > 100000)) ||
-                            (c == 'r' && (n < -1 || n == 0 || n > 1000))) {
-                                fprintf(stderr,
-                                        "sluice topics %s: %s: invalid "
-                                        "count '%s'\n",
-                                        sub,
-                                        c == 'p' ? "--partitions"
-                                                 : "--replication-factor",
-                                        optarg);
+                        if (opt_count(sub, c, optarg, o))
                                 return SL_EXIT_USAGE;
-                        }
-                        if (c == 'p')
-                                o->partitions = (int)n;
-                        else
-                                o->replication_factor = (int)n;
                         break;
                 case 'h':
                         fputs(sub_help(sub), stdout);

@@ -130,6 +130,20 @@ rc=0
 rc=0
 "$SLUICE_BIN" topics create -c "$conf" "$PFX-x" >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "create without --partitions exited $rc, want 2"
+# An option's value out of its bounds is named, with the value.
+usage_says() { # WANT ARGS... — exit 2, stderr holding WANT
+    local want=$1 rc=0
+    shift
+    "$SLUICE_BIN" topics "$@" >/dev/null 2>"$WORK/usage.err" || rc=$?
+    [ "$rc" -eq 2 ] || fail "topics $*: exited $rc, want 2"
+    grep -qF -- "$want" "$WORK/usage.err" ||
+        fail "topics $*: stderr '$(cat "$WORK/usage.err")', want '$want'"
+}
+usage_says "--partitions: invalid count '0'" create -c "$conf" --partitions 0 "$PFX-x"
+usage_says "--partitions: invalid count '2x'" create -c "$conf" --partitions 2x "$PFX-x"
+usage_says "--replication-factor: invalid count '0'" create -c "$conf" --partitions 1 --replication-factor 0 "$PFX-x"
+usage_says "--timeout 2h: must be between 1ms and 1h" check -c "$conf" --timeout 2h
+usage_says "--timeout zz:" check -c "$conf" --timeout zz
 "$SLUICE_BIN" topics check --help | grep -q '^usage: sluice topics check' || fail "check --help"
 echo "usage errors exit 2"
 echo "PASS"
