@@ -582,10 +582,47 @@ static void str_set(void *field, const char *value) {
 /* Parses value for row k and stores it in base (a sl_conf_t or a
  * sl_pipeline_conf_t).  On error returns -1 with the reason and leaves the
  * field as it was. */
+/* What no row of type k takes, whatever its type: an empty value where
+ * one is needed, a transactional id that would clash, a string the INI
+ * format cannot hold.  Returns -1 (errstr set) or 0. */
+static int key_value_refused(const conf_key_t *k, const char *value,
+                             char *errstr, size_t errstr_size) {
+        size_t n = strlen(value), sn = strlen(SL_TXNID_SECOND_SUFFIX);
+        const char *why_not;
+
+        if (!*value && k->flags & F_NONEMPTY)
+                return vfail(errstr, errstr_size, "must not be empty");
+        /* Instance a's second producer is app_id-a#2: an instance named
+         * a#2 would share its transactional id, and each would fence the
+         * other. */
+        if (k->flags & F_TXNID && n >= sn &&
+            !strcmp(value + n - sn, SL_TXNID_SECOND_SUFFIX))
+                return vfail(errstr, errstr_size,
+                             "may not end in \"" SL_TXNID_SECOND_SUFFIX
+                             "\" (the transactional id of another "
+                             "instance's second producer)");
+        if ((k->type == KT_STRING || k->type == KT_HOSTPORT) &&
+            (why_not = ini_value_problem(value)))
+                return vfail(errstr, errstr_size,
+                             "the value %s (not possible in a config file)",
+                             why_not);
+        return 0;
+}
+
+/* A boolean's words: 1, 0, or -1 for none of them. */
+static int bool_parse(const char *value) {
+        if (!strcmp(value, "true") || !strcmp(value, "yes") ||
+            !strcmp(value, "on") || !strcmp(value, "1"))
+                return 1;
+        if (!strcmp(value, "false") || !strcmp(value, "no") ||
+            !strcmp(value, "off") || !strcmp(value, "0"))
+                return 0;
+        return -1;
+}
+
 static int key_set(const conf_key_t *k, void *base, const char *value,
                    char *errstr, size_t errstr_size) {
         void *field = (char *)base + k->off;
-        const char *why_not;
         char why[160];
         int64_t v;
 
@@ -593,25 +630,8 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
                 str_set(field, NULL);
                 return 0;
         }
-        if (!*value && k->flags & F_NONEMPTY)
-                return vfail(errstr, errstr_size, "must not be empty");
-        /* Instance a's second producer is app_id-a#2: an instance named
-         * a#2 would share its transactional id, and each would fence the
-         * other. */
-        if (k->flags & F_TXNID &&
-            strlen(value) >= strlen(SL_TXNID_SECOND_SUFFIX) &&
-            !strcmp(value + strlen(value) - strlen(SL_TXNID_SECOND_SUFFIX),
-                    SL_TXNID_SECOND_SUFFIX))
-                return vfail(errstr, errstr_size,
-                             "may not end in \"" SL_TXNID_SECOND_SUFFIX
-                             "\" (the transactional id of another "
-                             "instance's second producer)");
-
-        if ((k->type == KT_STRING || k->type == KT_HOSTPORT) &&
-            (why_not = ini_value_problem(value)))
-                return vfail(errstr, errstr_size,
-                             "the value %s (not possible in a config file)",
-                             why_not);
+        if (key_value_refused(k, value, errstr, errstr_size))
+                return -1;
 
         switch (k->type) {
         case KT_TOPIC:
@@ -648,16 +668,11 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
                 }
                 return 0;
         case KT_BOOL:
-                if (!strcmp(value, "true") || !strcmp(value, "yes") ||
-                    !strcmp(value, "on") || !strcmp(value, "1"))
-                        *(int *)field = 1;
-                else if (!strcmp(value, "false") || !strcmp(value, "no") ||
-                         !strcmp(value, "off") || !strcmp(value, "0"))
-                        *(int *)field = 0;
-                else
+                if ((v = bool_parse(value)) == -1)
                         return vfail(errstr, errstr_size,
                                      "'%s' is not a boolean (true or false)",
                                      value);
+                *(int *)field = (int)v;
                 return 0;
         case KT_RATE:
                 if (sl_parse_rate(value, field, why, sizeof(why)) == -1)

@@ -620,6 +620,31 @@ static void test_misc_errors(void **state) {
                       "debounce\n");
 }
 
+/* A boolean takes true/yes/on/1 and false/no/off/0, nothing else; a
+ * refused word leaves the default. */
+static void test_booleans(void **state) {
+        static const struct {
+                const char *word;
+                int value;
+        } words[] = {{"true", 1},  {"yes", 1}, {"on", 1},  {"1", 1},
+                     {"false", 0}, {"no", 0},  {"off", 0}, {"0", 0}};
+        char ini[256];
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+                sl_conf_t *conf;
+                snprintf(ini, sizeof(ini), DELAY_OK "api = %s\n",
+                         words[i].word);
+                conf = load_ok(ini, 0);
+                assert_int_equal(conf->pipelines[0].api, words[i].value);
+                sl_conf_destroy(conf);
+        }
+        expect_errors(DELAY_OK "api = maybe\n", 1,
+                      "CFG:4: api: 'maybe' is not a boolean (true or false)\n");
+        expect_errors(DELAY_OK "api = TRUE\n", 1,
+                      "CFG:4: api: 'TRUE' is not a boolean (true or false)\n");
+}
+
 static void test_syntax_errors(void **state) {
         (void)state;
         expect_errors(DELAY_OK "just some words\n", 1,
@@ -1321,6 +1346,7 @@ int main(void) {
             cmocka_unit_test(test_dump_roundtrip_values),
             cmocka_unit_test(test_env_roundtrip),
             cmocka_unit_test(test_reference),
+            cmocka_unit_test(test_booleans),
             cmocka_unit_test(test_cmd),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
