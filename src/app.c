@@ -2277,24 +2277,9 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         return 0;
 }
 
-static int app_run(sl_conf_t *conf) {
-        sl_app_t app_s = {0}, *app = &app_s;
-        char errstr[512], host[64] = "host";
-        int rc = SL_EXIT_FAIL;
-
-        app->conf = conf;
-        app->kafka_up = 1;
-        app->loop = sl_malloc(sizeof(uv_loop_t));
-        uv_loop_init(app->loop);
-        /* Unique to this process: how a fenced instance tells its own
-         * membership from another process's (txn.h). */
-        gethostname(host, sizeof(host));
-        host[20] = '\0';
-        snprintf(app->client_id, sizeof(app->client_id), "sluice-%s-%d-%llx",
-                 host, (int)getpid(),
-                 (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
-        app->metrics = sl_metrics_new();
-        topic_cache_new(app);
+/* The app's own metric families (the pipelines', the transaction's and
+ * the watchdog's are registered by their modules). */
+static void app_metrics_init(sl_app_t *app) {
         app->m_rebalances = sl_metrics_counter(
             app->metrics, "sluice_rebalances_total",
             "Rebalance events (assignments and revocations).", NULL);
@@ -2351,6 +2336,27 @@ static int app_run(sl_conf_t *conf) {
             "Records decided while a commit was in flight, sent into the "
             "next transaction when it returned.",
             NULL);
+}
+
+static int app_run(sl_conf_t *conf) {
+        sl_app_t app_s = {0}, *app = &app_s;
+        char errstr[512], host[64] = "host";
+        int rc = SL_EXIT_FAIL;
+
+        app->conf = conf;
+        app->kafka_up = 1;
+        app->loop = sl_malloc(sizeof(uv_loop_t));
+        uv_loop_init(app->loop);
+        /* Unique to this process: how a fenced instance tells its own
+         * membership from another process's (txn.h). */
+        gethostname(host, sizeof(host));
+        host[20] = '\0';
+        snprintf(app->client_id, sizeof(app->client_id), "sluice-%s-%d-%llx",
+                 host, (int)getpid(),
+                 (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
+        app->metrics = sl_metrics_new();
+        topic_cache_new(app);
+        app_metrics_init(app);
         uv_timer_init(app->loop, &app->commit_timer);
         uv_timer_init(app->loop, &app->soon_timer);
         uv_timer_init(app->loop, &app->linger_timer);
