@@ -343,6 +343,17 @@ bench_cpu_ticks() {
     sed 's/.*) //' "$stat" | awk '{ print $12 + $13 }'
 }
 
+# bench_broker_cpu_ticks — the broker JVM's CPU so far, as bench_cpu_ticks;
+# 0 when its pid is not known (a broker someone else started).
+bench_broker_cpu_ticks() {
+    local f=${SLUICE_TEST_KAFKA_DIR:-/tmp/sluice-test-kafka-$BENCH_PORT}/broker.pid pid
+    pid=$(cat "$f" 2>/dev/null) && [ -r "/proc/$pid/stat" ] || {
+        echo 0
+        return 0
+    }
+    bench_cpu_ticks "$pid"
+}
+
 # bench_cpu_us_per TICKS0 TICKS1 RECORDS — CPU µs per record over a span
 # measured with bench_cpu_ticks (tick resolution: 10 ms at 100 Hz).
 bench_cpu_us_per() {

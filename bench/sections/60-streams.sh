@@ -355,9 +355,10 @@ _streams_db_read() {
 # max_items = 100, idle 60 s, max_age 120 s; timed from exec until every
 # item is read (sluice: sluice_records_in_total; the peer: its "in=N"
 # line), then every batch is checked.  Prints "items_per_s=
-# cpu_us_per_item= peak_rss_kb=".
+# cpu_us_per_item= peak_rss_kb= broker_us_per_item=" (the broker's CPU over
+# the same span).
 _streams_ingest() {
-    local kind=$1 n=${BENCH_STREAMS_ITEMS:-1000000} name port pid t line t0 t1 c1 rate hwm
+    local kind=$1 n=${BENCH_STREAMS_ITEMS:-1000000} name port pid t line t0 t1 c1 rate hwm b0 b1
     local batches=$((n / 100)) groups=$((n / 100))
     if [ "$kind" = sluice ]; then
         name=sxdb
@@ -377,6 +378,7 @@ _streams_ingest() {
     # of the backlog: the batches come last.
     line=$(bench_load "$t.in" "$n" 100 --keys "$groups" --header-seq sluice-item)
     bench_log "streams_debounce_ingest: $kind: $line"
+    b0=$(bench_broker_cpu_ticks)
     t0=$(date +%s%N)
     if [ "$kind" = sluice ]; then
         bench_sluice_start "$name" "$BENCH_WORK/$name.ini"
@@ -389,13 +391,15 @@ _streams_ingest() {
     t1=$(date +%s%N)
     pid=$(bench_sluice_pid "$name")
     c1=$(bench_cpu_ticks "$pid")
+    b1=$(bench_broker_cpu_ticks)
     line=$(bench_consume "$t.out" "$batches")
     bench_log "streams_debounce_ingest: $kind: $line"
     [ "$(bench_field "$line" records)" = "$batches" ] || bench_fail "$kind: $t.out: $line"
     hwm=$(bench_peak_rss "$pid")
     bench_sluice_stop "$name"
     rate=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / ((b - a) / 1e9) }')
-    echo "items_per_s=$rate cpu_us_per_item=$(bench_cpu_us_per 0 "$c1" "$n") peak_rss_kb=$hwm"
+    echo "items_per_s=$rate cpu_us_per_item=$(bench_cpu_us_per 0 "$c1" "$n") peak_rss_kb=$hwm" \
+        "broker_us_per_item=$(bench_cpu_us_per "$b0" "$b1" "$n")"
 }
 
 section_streams_debounce_ingest() {
@@ -413,6 +417,8 @@ section_streams_debounce_ingest() {
     bench_figure streams_debounce_ingest "sluice: CPU µs per item (exec → all read)" "$a" µs \
         "$(_streams_vs "$a" "$b")" "<= 3 µs"
     bench_figure streams_debounce_ingest "Kafka Streams: CPU µs per item (exec → all read)" "$b" µs
+    bench_figure streams_debounce_ingest "(info) the broker's CPU µs per item over the ingest, sluice / Streams" \
+        "$(bench_field "$s" broker_us_per_item)/$(bench_field "$k" broker_us_per_item)" µs
     bench_figure streams_debounce_ingest "  peak RSS, sluice / Streams" \
         "$(bench_field "$s" peak_rss_kb)/$(bench_field "$k" peak_rss_kb)" kB
 }
