@@ -344,11 +344,11 @@ bench_cpu_ticks() {
 }
 
 # bench_broker_cpu_ticks — the broker JVM's CPU so far, as bench_cpu_ticks;
-# 0 when its pid is not known (a broker someone else started).
+# n/a when its pid is not known (a broker someone else started).
 bench_broker_cpu_ticks() {
     local f=${SLUICE_TEST_KAFKA_DIR:-/tmp/sluice-test-kafka-$BENCH_PORT}/broker.pid pid
     pid=$(cat "$f" 2>/dev/null) && [ -r "/proc/$pid/stat" ] || {
-        echo 0
+        echo n/a
         return 0
     }
     bench_cpu_ticks "$pid"
@@ -358,7 +358,7 @@ bench_broker_cpu_ticks() {
 # measured with bench_cpu_ticks (tick resolution: 10 ms at 100 Hz).
 bench_cpu_us_per() {
     awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" \
-        'BEGIN { if (n > 0) printf "%.2f\n", (b - a) * 1e6 / hz / n; else print "n/a" }'
+        'BEGIN { if (n > 0 && a != "n/a" && b != "n/a") printf "%.2f\n", (b - a) * 1e6 / hz / n; else print "n/a" }'
 }
 
 # bench_cpu_figure SECTION NAME US_PER_RECORD — a "CPU µs per record" row,
