@@ -422,6 +422,29 @@ sl_gauge_t *sl_metrics_gauge(sl_metrics_t *m, const char *name,
         return s;
 }
 
+void sl_metrics_register(sl_metrics_t *m, const sl_metric_def_t *defs, size_t n,
+                         void *owner, const char *pipeline) {
+        for (size_t i = 0; i < n; i++) {
+                const sl_metric_def_t *d = &defs[i];
+                /* The pairs end at the first NULL name. */
+                const char *k1 = d->label, *v1 = d->value, *k2 = NULL,
+                           *v2 = NULL;
+                void *s;
+
+                if (pipeline) {
+                        k2 = k1;
+                        v2 = v1;
+                        k1 = "pipeline";
+                        v1 = pipeline;
+                }
+                s = d->gauge ? (void *)sl_metrics_gauge(m, d->name, d->help, k1,
+                                                        v1, k2, v2, NULL)
+                             : (void *)sl_metrics_counter(m, d->name, d->help,
+                                                          k1, v1, k2, v2, NULL);
+                memcpy((char *)owner + d->off, &s, sizeof(s));
+        }
+}
+
 sl_histogram_t *sl_metrics_histogram(sl_metrics_t *m, const char *name,
                                      const char *help, const double *bounds,
                                      size_t nbounds, ...) {

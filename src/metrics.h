@@ -71,6 +71,48 @@ sl_histogram_t *sl_metrics_histogram(sl_metrics_t *m, const char *name,
     __attribute__((sentinel));
 
 /*
+ * A module's counters and gauges as a table: one row per series, the
+ * handle stored in the owner's struct at the row's offset.
+ *
+ *   static const sl_metric_def_t defs[] = {
+ *       SL_METRICS_COUNTER(tp_t, m_out, "sluice_records_out_total",
+ *                          "Records produced to outputs/targets."),
+ *       SL_METRICS_COUNTER_L(tp_t, m_dlq_expired, "sluice_records_dlq_total",
+ *                            "Records sent to the DLQ.", "reason", "expired"),
+ *   };
+ *   sl_metrics_register(m, defs, SL_ARRAY_SIZE(defs), tp, pipeline_name);
+ *
+ * The macros check at compile time that the field is an sl_counter_t * or
+ * an sl_gauge_t * as the row says.
+ */
+typedef struct sl_metric_def_s {
+        size_t off;        /* of the handle in the owner's struct */
+        int gauge;         /* 0: counter, 1: gauge */
+        const char *name;  /* the family */
+        const char *help;  /* its help text (the first registration's wins) */
+        const char *label; /* a label pair after "pipeline", or NULL */
+        const char *value;
+} sl_metric_def_t;
+
+#define SL__METRICS_OFF(T, field, H)                                           \
+        (offsetof(T, field) + 0 * sizeof(((T *)0)->field == (H *)0))
+#define SL_METRICS_COUNTER(T, field, name, help)                               \
+        { SL__METRICS_OFF(T, field, sl_counter_t), 0, name, help, NULL, NULL }
+#define SL_METRICS_COUNTER_L(T, field, name, help, label, value)               \
+        { SL__METRICS_OFF(T, field, sl_counter_t), 0, name, help, label, value }
+#define SL_METRICS_GAUGE(T, field, name, help)                                 \
+        { SL__METRICS_OFF(T, field, sl_gauge_t), 1, name, help, NULL, NULL }
+#define SL_METRICS_GAUGE_L(T, field, name, help, label, value)                 \
+        { SL__METRICS_OFF(T, field, sl_gauge_t), 1, name, help, label, value }
+
+/* Gets or creates the n series of defs, in order, each labelled
+ * pipeline="<pipeline>" (no pipeline label when pipeline is NULL) and then
+ * with its row's own pair, and stores each handle into owner.  With m NULL
+ * every handle is NULL.  Any thread; takes the registry mutex. */
+void sl_metrics_register(sl_metrics_t *m, const sl_metric_def_t *defs, size_t n,
+                         void *owner, const char *pipeline);
+
+/*
  * Renders every family in the Prometheus text format 0.0.4: "# HELP" and
  * "# TYPE" once per family, families sorted by name, series in creation
  * order, then process metrics computed now.  Returns a NUL-terminated

@@ -216,6 +216,49 @@ static size_t debounce_chunk_max(sl_pipeline_t *pl) {
         return (size_t)SL_MAX(1, SL_MIN(m / 2, SL_DEBOUNCE_CHUNK_MAX));
 }
 
+/* The pipeline's series (labelled pipeline="<name>"). */
+static const sl_metric_def_t debounce_metrics[] = {
+    SL_METRICS_COUNTER(debounce_pipeline_t, m_out, "sluice_records_out_total",
+                       "Records produced to outputs/targets."),
+    SL_METRICS_COUNTER(debounce_pipeline_t, m_added,
+                       "sluice_debounce_items_added_total",
+                       "Items that joined a pending group (new item ids)."),
+    SL_METRICS_COUNTER(
+        debounce_pipeline_t, m_replaced, "sluice_debounce_items_replaced_total",
+        "Upserts of a pending item (payload replaced, first-seen kept)."),
+    SL_METRICS_COUNTER(debounce_pipeline_t, m_removed,
+                       "sluice_debounce_items_removed_total",
+                       "Pending items removed by a null-value record."),
+    SL_METRICS_COUNTER(debounce_pipeline_t, m_remove_unknown,
+                       "sluice_debounce_remove_unknown_total",
+                       "Removals of items that were not pending (harmless)."),
+    SL_METRICS_COUNTER(
+        debounce_pipeline_t, m_restore_bad,
+        "sluice_changelog_bad_records_total",
+        "Changelog records that could not be decoded (skipped)."),
+    SL_METRICS_COUNTER_L(
+        debounce_pipeline_t, m_flush_flushed,
+        "sluice_debounce_flush_requests_total",
+        "Flush control records read, by result (flushed: the group's items "
+        "went out; empty: the group was not open).",
+        "result", "flushed"),
+    SL_METRICS_COUNTER_L(debounce_pipeline_t, m_flush_empty,
+                         "sluice_debounce_flush_requests_total", "", "result",
+                         "empty"),
+    SL_METRICS_GAUGE(debounce_pipeline_t, m_groups,
+                     "sluice_debounce_open_groups",
+                     "Groups with pending items (open windows)."),
+    SL_METRICS_GAUGE(debounce_pipeline_t, m_items,
+                     "sluice_debounce_pending_items",
+                     "Items waiting in open groups."),
+    SL_METRICS_GAUGE(debounce_pipeline_t, m_bytes,
+                     "sluice_debounce_pending_bytes",
+                     "Payload bytes of the items waiting in open groups."),
+    SL_METRICS_GAUGE(
+        debounce_pipeline_t, m_oldest, "sluice_debounce_oldest_pending_seconds",
+        "Age of the oldest pending item (now minus its first-seen time)."),
+};
+
 static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                   size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
@@ -244,57 +287,13 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
         for (int p = 0; p < pl->partition_cnt; p++)
                 dp->oldest[p] = INT64_MAX;
 
-        dp->m_out = sl_metrics_counter(m, "sluice_records_out_total",
-                                       "Records produced to outputs/targets.",
-                                       "pipeline", name, NULL);
-        dp->m_added = sl_metrics_counter(
-            m, "sluice_debounce_items_added_total",
-            "Items that joined a pending group (new item ids).", "pipeline",
-            name, NULL);
-        dp->m_replaced = sl_metrics_counter(
-            m, "sluice_debounce_items_replaced_total",
-            "Upserts of a pending item (payload replaced, first-seen kept).",
-            "pipeline", name, NULL);
-        dp->m_removed =
-            sl_metrics_counter(m, "sluice_debounce_items_removed_total",
-                               "Pending items removed by a null-value record.",
-                               "pipeline", name, NULL);
-        dp->m_remove_unknown = sl_metrics_counter(
-            m, "sluice_debounce_remove_unknown_total",
-            "Removals of items that were not pending (harmless).", "pipeline",
-            name, NULL);
-        dp->m_restore_bad = sl_metrics_counter(
-            m, "sluice_changelog_bad_records_total",
-            "Changelog records that could not be decoded (skipped).",
-            "pipeline", name, NULL);
+        sl_metrics_register(m, debounce_metrics,
+                            SL_ARRAY_SIZE(debounce_metrics), dp, name);
         for (int r = SL_DEBOUNCE_IDLE; r <= SL_DEBOUNCE_REASON_CNT; r++)
                 dp->m_batches[r] = sl_metrics_counter(
                     m, "sluice_debounce_batches_total",
                     "Batches flushed, by flush reason.", "pipeline", name,
                     "reason", sl_debounce_reason_str(r), NULL);
-        dp->m_flush_flushed = sl_metrics_counter(
-            m, "sluice_debounce_flush_requests_total",
-            "Flush control records read, by result (flushed: the group's "
-            "items went out; empty: the group was not open).",
-            "pipeline", name, "result", "flushed", NULL);
-        dp->m_flush_empty =
-            sl_metrics_counter(m, "sluice_debounce_flush_requests_total", "",
-                               "pipeline", name, "result", "empty", NULL);
-        dp->m_groups =
-            sl_metrics_gauge(m, "sluice_debounce_open_groups",
-                             "Groups with pending items (open windows).",
-                             "pipeline", name, NULL);
-        dp->m_items = sl_metrics_gauge(m, "sluice_debounce_pending_items",
-                                       "Items waiting in open groups.",
-                                       "pipeline", name, NULL);
-        dp->m_bytes = sl_metrics_gauge(
-            m, "sluice_debounce_pending_bytes",
-            "Payload bytes of the items waiting in open groups.", "pipeline",
-            name, NULL);
-        dp->m_oldest = sl_metrics_gauge(
-            m, "sluice_debounce_oldest_pending_seconds",
-            "Age of the oldest pending item (now minus its first-seen time).",
-            "pipeline", name, NULL);
         dp->m_lateness = sl_metrics_histogram(
             m, "sluice_debounce_flush_lateness_seconds",
             "Flush deadline to batch produced (before the transaction "

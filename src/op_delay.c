@@ -325,6 +325,61 @@ static void delay_update_gauges(sl_task_t *t) {
 /* ------------------------------------------------------------------ */
 /* Operator callbacks.                                                 */
 
+#define READ_BASE_HELP                                                         \
+        "Timers whose sluice-delay (or countdown) counted from the read "      \
+        "time, not the record's timestamp: missing, too far in the future "    \
+        "(timestamp_skew) or before 2010."
+
+/* The pipeline's series (labelled pipeline="<name>"). */
+static const sl_metric_def_t delay_metrics[] = {
+    SL_METRICS_COUNTER(delay_pipeline_t, m_out, "sluice_records_out_total",
+                       "Records produced to outputs/targets."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_scheduled,
+                       "sluice_timers_scheduled_total",
+                       "Timers scheduled (new ids)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_rescheduled,
+                       "sluice_timers_rescheduled_total",
+                       "Timers rescheduled (an id seen again while pending)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_cancelled,
+                       "sluice_timers_cancelled_total",
+                       "Pending timers cancelled by a null-value record."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_cancel_unknown,
+                       "sluice_timers_cancel_unknown_total",
+                       "Cancels for ids with no pending timer (harmless)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_restore_bad,
+                       "sluice_changelog_bad_records_total",
+                       "Changelog records that could not be decoded or name a "
+                       "target sluice never writes to (skipped)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_restore_clamped,
+                       "sluice_timers_restore_clamped_total",
+                       "Restored timers whose due time lay outside 1970 to "
+                       "year 9999 (clamped into it)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_due_on_arrival,
+                       "sluice_timers_due_on_arrival_total",
+                       "Timers fired whose due time had passed before they "
+                       "were scheduled (not counted in lateness or drift)."),
+    SL_METRICS_GAUGE(delay_pipeline_t, m_pending, "sluice_timers_pending",
+                     "Timers waiting to fire."),
+    SL_METRICS_GAUGE(delay_pipeline_t, m_pending_bytes,
+                     "sluice_timers_pending_bytes",
+                     "Key and data bytes held by pending timers."),
+    SL_METRICS_GAUGE(delay_pipeline_t, m_memory, "sluice_timers_memory_bytes",
+                     "Memory the pending timers occupy: their slabs (touched "
+                     "chunks) and the heap and hash arrays."),
+    SL_METRICS_GAUGE(delay_pipeline_t, m_drift, "sluice_timer_drift_seconds",
+                     "Now minus the due time of the last fired timer (timers "
+                     "due on arrival excluded)."),
+    SL_METRICS_COUNTER_L(delay_pipeline_t, m_read_base[0],
+                         "sluice_timers_read_time_base_total", READ_BASE_HELP,
+                         "reason", "missing"),
+    SL_METRICS_COUNTER_L(delay_pipeline_t, m_read_base[1],
+                         "sluice_timers_read_time_base_total", READ_BASE_HELP,
+                         "reason", "future"),
+    SL_METRICS_COUNTER_L(delay_pipeline_t, m_read_base[2],
+                         "sluice_timers_read_time_base_total", READ_BASE_HELP,
+                         "reason", "past"),
+};
+
 static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
@@ -356,67 +411,8 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
         dp->params.internal_topics = dp->internal;
         dp->params.internal_cnt = n;
 
-        dp->m_out = sl_metrics_counter(m, "sluice_records_out_total",
-                                       "Records produced to outputs/targets.",
-                                       "pipeline", name, NULL);
-        dp->m_scheduled = sl_metrics_counter(m, "sluice_timers_scheduled_total",
-                                             "Timers scheduled (new ids).",
-                                             "pipeline", name, NULL);
-        dp->m_rescheduled = sl_metrics_counter(
-            m, "sluice_timers_rescheduled_total",
-            "Timers rescheduled (an id seen again while pending).", "pipeline",
-            name, NULL);
-        dp->m_cancelled = sl_metrics_counter(
-            m, "sluice_timers_cancelled_total",
-            "Pending timers cancelled by a null-value record.", "pipeline",
-            name, NULL);
-        dp->m_cancel_unknown = sl_metrics_counter(
-            m, "sluice_timers_cancel_unknown_total",
-            "Cancels for ids with no pending timer (harmless).", "pipeline",
-            name, NULL);
-        dp->m_restore_bad = sl_metrics_counter(
-            m, "sluice_changelog_bad_records_total",
-            "Changelog records that could not be decoded or name a target "
-            "sluice never writes to (skipped).",
-            "pipeline", name, NULL);
-        dp->m_restore_clamped = sl_metrics_counter(
-            m, "sluice_timers_restore_clamped_total",
-            "Restored timers whose due time lay outside 1970 to year 9999 "
-            "(clamped into it).",
-            "pipeline", name, NULL);
-        dp->m_due_on_arrival = sl_metrics_counter(
-            m, "sluice_timers_due_on_arrival_total",
-            "Timers fired whose due time had passed before they were "
-            "scheduled (not counted in lateness or drift).",
-            "pipeline", name, NULL);
-        {
-                static const char *const why[] = {"missing", "future", "past"};
-                for (size_t i = 0; i < SL_ARRAY_SIZE(why); i++)
-                        dp->m_read_base[i] = sl_metrics_counter(
-                            m, "sluice_timers_read_time_base_total",
-                            "Timers whose sluice-delay (or countdown) "
-                            "counted from the read time, not the record's "
-                            "timestamp: missing, too far in the future "
-                            "(timestamp_skew) or before 2010.",
-                            "pipeline", name, "reason", why[i], NULL);
-        }
-        dp->m_pending =
-            sl_metrics_gauge(m, "sluice_timers_pending",
-                             "Timers waiting to fire.", "pipeline", name, NULL);
-        dp->m_pending_bytes =
-            sl_metrics_gauge(m, "sluice_timers_pending_bytes",
-                             "Key and data bytes held by pending timers.",
-                             "pipeline", name, NULL);
-        dp->m_memory = sl_metrics_gauge(
-            m, "sluice_timers_memory_bytes",
-            "Memory the pending timers occupy: their slabs (touched chunks) "
-            "and the heap and hash arrays.",
-            "pipeline", name, NULL);
-        dp->m_drift =
-            sl_metrics_gauge(m, "sluice_timer_drift_seconds",
-                             "Now minus the due time of the last fired timer "
-                             "(timers due on arrival excluded).",
-                             "pipeline", name, NULL);
+        sl_metrics_register(m, delay_metrics, SL_ARRAY_SIZE(delay_metrics), dp,
+                            name);
         dp->m_lateness = sl_metrics_histogram(
             m, "sluice_timer_lateness_seconds",
             "Due time to produced (before the transaction commits; timers "

@@ -338,6 +338,71 @@ static void log_bad(sl_task_t *t, const char *what, int64_t offset) {
 /* ------------------------------------------------------------------ */
 /* Pipeline and partition state.                                       */
 
+/* The pipeline's series (labelled pipeline="<name>"). */
+static const sl_metric_def_t throttle_metrics[] = {
+    SL_METRICS_COUNTER(throttle_pipeline_t, m_out, "sluice_records_out_total",
+                       "Records produced to outputs/targets."),
+    SL_METRICS_COUNTER(
+        throttle_pipeline_t, m_forwarded, "sluice_throttle_forwarded_total",
+        "Messages forwarded at once (key under its rate, no backlog)."),
+    SL_METRICS_COUNTER(throttle_pipeline_t, m_drained,
+                       "sluice_throttle_drained_total",
+                       "Messages sent from the backlog at their key's rate."),
+    SL_METRICS_COUNTER(
+        throttle_pipeline_t, m_appended, "sluice_throttle_appended_total",
+        "Messages over their key's rate appended to the overflow topic."),
+    SL_METRICS_COUNTER(
+        throttle_pipeline_t, m_expired, "sluice_throttle_expired_total",
+        "Messages not sent by their deadline (DLQ reason expired)."),
+    SL_METRICS_COUNTER(
+        throttle_pipeline_t, m_cache_hits, "sluice_throttle_cache_hits_total",
+        "Backlog messages whose payload was in memory when due."),
+    SL_METRICS_COUNTER(
+        throttle_pipeline_t, m_refetches, "sluice_throttle_rereads_total",
+        "Backlog heads re-read from the overflow topic (not cached)."),
+    SL_METRICS_COUNTER(throttle_pipeline_t, m_overflow_reads,
+                       "sluice_throttle_overflow_read_records_total",
+                       "Overflow records read back while running (re-reads)."),
+    SL_METRICS_COUNTER(
+        throttle_pipeline_t, m_rates_rejected,
+        "sluice_throttle_rates_rejected_total",
+        "Malformed records of the rates topic (logged, not applied)."),
+    SL_METRICS_COUNTER(throttle_pipeline_t, m_rates_applied,
+                       "sluice_throttle_rates_applied_total",
+                       "Records of the rates topic applied."),
+    SL_METRICS_COUNTER(
+        throttle_pipeline_t, m_restore_bad,
+        "sluice_changelog_bad_records_total",
+        "Changelog records that could not be decoded (skipped)."),
+    SL_METRICS_COUNTER_L(
+        throttle_pipeline_t, m_dlq_expired, "sluice_records_dlq_total",
+        "Records sent to the DLQ (or dropped without one), by reason.",
+        "reason", "expired"),
+    SL_METRICS_COUNTER_L(
+        throttle_pipeline_t, m_dlq_refused, "sluice_records_dlq_total",
+        "Records sent to the DLQ (or dropped without one), by reason.",
+        "reason", "output-refused"),
+    SL_METRICS_COUNTER(throttle_pipeline_t, m_lost,
+                       "sluice_throttle_lost_total",
+                       "Backlog messages whose overflow record was gone when "
+                       "re-read (deleted by retention): dropped, never sent."),
+    SL_METRICS_GAUGE(throttle_pipeline_t, m_backlog,
+                     "sluice_throttle_backlog_messages",
+                     "Messages buffered in the overflow topic."),
+    SL_METRICS_GAUGE(throttle_pipeline_t, m_backlog_bytes,
+                     "sluice_throttle_backlog_bytes",
+                     "Bytes of the buffered messages (overflow records)."),
+    SL_METRICS_GAUGE(throttle_pipeline_t, m_keys, "sluice_throttle_keys",
+                     "Keys with state in memory."),
+    SL_METRICS_GAUGE(throttle_pipeline_t, m_index_bytes,
+                     "sluice_throttle_index_bytes",
+                     "Memory of the per-message backlog index (SPEC: <= 32 B "
+                     "per buffered message)."),
+    SL_METRICS_GAUGE(
+        throttle_pipeline_t, m_cache_bytes, "sluice_throttle_cache_bytes",
+        "Bytes charged to the payload cache (budget: payload_cache)."),
+};
+
 static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                   size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
@@ -350,80 +415,8 @@ static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
         tp->rates = sl_rates_new(&pc->default_rate);
         tp->cache = sl_bcache_new(pc->payload_cache_bytes);
 
-        tp->m_out = sl_metrics_counter(m, "sluice_records_out_total",
-                                       "Records produced to outputs/targets.",
-                                       "pipeline", name, NULL);
-        tp->m_forwarded = sl_metrics_counter(
-            m, "sluice_throttle_forwarded_total",
-            "Messages forwarded at once (key under its rate, no backlog).",
-            "pipeline", name, NULL);
-        tp->m_drained = sl_metrics_counter(
-            m, "sluice_throttle_drained_total",
-            "Messages sent from the backlog at their key's rate.", "pipeline",
-            name, NULL);
-        tp->m_appended = sl_metrics_counter(
-            m, "sluice_throttle_appended_total",
-            "Messages over their key's rate appended to the overflow topic.",
-            "pipeline", name, NULL);
-        tp->m_expired = sl_metrics_counter(
-            m, "sluice_throttle_expired_total",
-            "Messages not sent by their deadline (DLQ reason expired).",
-            "pipeline", name, NULL);
-        tp->m_cache_hits = sl_metrics_counter(
-            m, "sluice_throttle_cache_hits_total",
-            "Backlog messages whose payload was in memory when due.",
-            "pipeline", name, NULL);
-        tp->m_refetches = sl_metrics_counter(
-            m, "sluice_throttle_rereads_total",
-            "Backlog heads re-read from the overflow topic (not cached).",
-            "pipeline", name, NULL);
-        tp->m_overflow_reads = sl_metrics_counter(
-            m, "sluice_throttle_overflow_read_records_total",
-            "Overflow records read back while running (re-reads).", "pipeline",
-            name, NULL);
-        tp->m_rates_rejected = sl_metrics_counter(
-            m, "sluice_throttle_rates_rejected_total",
-            "Malformed records of the rates topic (logged, not applied).",
-            "pipeline", name, NULL);
-        tp->m_rates_applied = sl_metrics_counter(
-            m, "sluice_throttle_rates_applied_total",
-            "Records of the rates topic applied.", "pipeline", name, NULL);
-        tp->m_restore_bad = sl_metrics_counter(
-            m, "sluice_changelog_bad_records_total",
-            "Changelog records that could not be decoded (skipped).",
-            "pipeline", name, NULL);
-        tp->m_dlq_expired = sl_metrics_counter(
-            m, "sluice_records_dlq_total",
-            "Records sent to the DLQ (or dropped without one), by reason.",
-            "pipeline", name, "reason", "expired", NULL);
-        tp->m_dlq_refused = sl_metrics_counter(
-            m, "sluice_records_dlq_total",
-            "Records sent to the DLQ (or dropped without one), by reason.",
-            "pipeline", name, "reason", "output-refused", NULL);
-        tp->m_lost = sl_metrics_counter(
-            m, "sluice_throttle_lost_total",
-            "Backlog messages whose overflow record was gone when re-read "
-            "(deleted by retention): dropped, never sent.",
-            "pipeline", name, NULL);
-        tp->m_backlog = sl_metrics_gauge(
-            m, "sluice_throttle_backlog_messages",
-            "Messages buffered in the overflow topic.", "pipeline", name, NULL);
-        tp->m_backlog_bytes = sl_metrics_gauge(
-            m, "sluice_throttle_backlog_bytes",
-            "Bytes of the buffered messages (overflow records).", "pipeline",
-            name, NULL);
-        tp->m_keys = sl_metrics_gauge(m, "sluice_throttle_keys",
-                                      "Keys with state in memory.", "pipeline",
-                                      name, NULL);
-        tp->m_index_bytes = sl_metrics_gauge(
-            m, "sluice_throttle_index_bytes",
-            "Memory of the per-message backlog index (SPEC: <= 32 B per "
-            "buffered message).",
-            "pipeline", name, NULL);
-        tp->m_cache_bytes = sl_metrics_gauge(
-            m, "sluice_throttle_cache_bytes",
-            "Bytes charged to the payload cache (budget: payload_cache).",
-            "pipeline", name, NULL);
+        sl_metrics_register(m, throttle_metrics,
+                            SL_ARRAY_SIZE(throttle_metrics), tp, name);
         tp->c_keys = sl_pipeline_cap(pl, "max_backlog_keys", "keys in memory",
                                      pc->max_backlog_keys);
         tp->c_msgs =

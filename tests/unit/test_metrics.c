@@ -205,6 +205,74 @@ static void test_get_or_create(void **state) {
         sl_metrics_destroy(NULL);
 }
 
+/* A table of rows: each handle lands in its field, is the series the
+ * variadic calls name, and the render is that of those calls. */
+typedef struct owner_s {
+        int before;
+        sl_counter_t *out;
+        sl_gauge_t *depth;
+        sl_counter_t *dlq[2];
+        int after;
+} owner_t;
+
+static void test_register_table(void **state) {
+        static const sl_metric_def_t defs[] = {
+            SL_METRICS_COUNTER(owner_t, out, "x_out_total", "Out."),
+            SL_METRICS_GAUGE(owner_t, depth, "x_depth", "Depth."),
+            SL_METRICS_COUNTER_L(owner_t, dlq[0], "x_dlq_total", "DLQ.",
+                                 "reason", "expired"),
+            SL_METRICS_COUNTER_L(owner_t, dlq[1], "x_dlq_total", "", "reason",
+                                 "refused"),
+        };
+        owner_t a = {.before = 7, .after = 9}, b = {0}, none = {0};
+        sl_metrics_t *m = sl_metrics_new();
+        (void)state;
+
+        sl_metrics_register(m, defs, SL_ARRAY_SIZE(defs), &a, "p1");
+        sl_metrics_register(m, defs, SL_ARRAY_SIZE(defs), &b, NULL);
+        assert_int_equal(a.before, 7);
+        assert_int_equal(a.after, 9);
+        assert_ptr_equal(a.out, sl_metrics_counter(m, "x_out_total", "Out.",
+                                                   "pipeline", "p1", NULL));
+        assert_ptr_equal(a.depth, sl_metrics_gauge(m, "x_depth", "Depth.",
+                                                   "pipeline", "p1", NULL));
+        assert_ptr_equal(a.dlq[1],
+                         sl_metrics_counter(m, "x_dlq_total", "", "pipeline",
+                                            "p1", "reason", "refused", NULL));
+        assert_ptr_equal(b.out, sl_metrics_counter(m, "x_out_total", "", NULL));
+        assert_ptr_equal(b.dlq[0],
+                         sl_metrics_counter(m, "x_dlq_total", "", "reason",
+                                            "expired", NULL));
+        assert_ptr_not_equal(a.dlq[0], a.dlq[1]);
+        sl_counter_inc(a.dlq[1]);
+        sl_gauge_set(b.depth, 3);
+        char *text = render_app(m);
+        assert_string_equal(
+            text, "# HELP x_depth Depth.\n"
+                  "# TYPE x_depth gauge\n"
+                  "x_depth{pipeline=\"p1\"} 0\n"
+                  "x_depth 3\n"
+                  "# HELP x_dlq_total DLQ.\n"
+                  "# TYPE x_dlq_total counter\n"
+                  "x_dlq_total{pipeline=\"p1\",reason=\"expired\"} 0\n"
+                  "x_dlq_total{pipeline=\"p1\",reason=\"refused\"} 1\n"
+                  "x_dlq_total{reason=\"expired\"} 0\n"
+                  "x_dlq_total{reason=\"refused\"} 0\n"
+                  "# HELP x_out_total Out.\n"
+                  "# TYPE x_out_total counter\n"
+                  "x_out_total{pipeline=\"p1\"} 0\n"
+                  "x_out_total 0\n");
+        free(text);
+
+        /* No registry: every handle NULL. */
+        none.out = (sl_counter_t *)&none;
+        sl_metrics_register(NULL, defs, SL_ARRAY_SIZE(defs), &none, "p");
+        assert_null(none.out);
+        assert_null(none.depth);
+        assert_null(none.dlq[1]);
+        sl_metrics_destroy(m);
+}
+
 static void test_bucket_edges(void **state) {
         (void)state;
         sl_metrics_t *m = sl_metrics_new();
@@ -405,6 +473,7 @@ int main(void) {
             cmocka_unit_test(test_escaping),
             cmocka_unit_test(test_gauge_values),
             cmocka_unit_test(test_get_or_create),
+            cmocka_unit_test(test_register_table),
             cmocka_unit_test(test_bucket_edges),
             cmocka_unit_test(test_quantile),
             cmocka_unit_test(test_process_metrics),
