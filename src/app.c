@@ -1937,6 +1937,26 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
         return r;
 }
 
+/* Every pipeline's series, whatever its type (labelled pipeline="<name>"). */
+static const sl_metric_def_t pipeline_metrics[] = {
+    SL_METRICS_COUNTER(sl_pipeline_metrics_t, records_in,
+                       "sluice_records_in_total", "Input records read."),
+    SL_METRICS_COUNTER(sl_pipeline_metrics_t, rebuild_records,
+                       "sluice_rebuild_records_total",
+                       "Changelog records applied during rebuilds."),
+    SL_METRICS_GAUGE(sl_pipeline_metrics_t, rebuild_seconds,
+                     "sluice_rebuild_last_seconds",
+                     "Duration of the last partition rebuild."),
+    SL_METRICS_GAUGE_L(sl_pipeline_metrics_t, partitions_running,
+                       "sluice_partitions", "Assigned partitions by state.",
+                       "state", "running"),
+    SL_METRICS_GAUGE_L(sl_pipeline_metrics_t, partitions_rebuilding,
+                       "sluice_partitions", "Assigned partitions by state.",
+                       "state", "rebuilding"),
+    SL_METRICS_GAUGE(sl_pipeline_metrics_t, consumer_lag, "sluice_consumer_lag",
+                     "Input records not yet processed (assigned partitions)."),
+};
+
 static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                               size_t errstr_size) {
         app->pipeline_cnt = app->conf->pipeline_cnt;
@@ -1970,29 +1990,9 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                 pl->partition_cnt = cnt;
                 pl->tasks = sl_calloc(cnt, sizeof(*pl->tasks));
                 pm = pl->metrics = sl_calloc(1, sizeof(*pm));
-                pm->records_in = sl_metrics_counter(
-                    app->metrics, "sluice_records_in_total",
-                    "Input records read.", "pipeline", pc->name, NULL);
-                pm->rebuild_records = sl_metrics_counter(
-                    app->metrics, "sluice_rebuild_records_total",
-                    "Changelog records applied during rebuilds.", "pipeline",
-                    pc->name, NULL);
-                pm->rebuild_seconds = sl_metrics_gauge(
-                    app->metrics, "sluice_rebuild_last_seconds",
-                    "Duration of the last partition rebuild.", "pipeline",
-                    pc->name, NULL);
-                pm->partitions_running = sl_metrics_gauge(
-                    app->metrics, "sluice_partitions",
-                    "Assigned partitions by state.", "pipeline", pc->name,
-                    "state", "running", NULL);
-                pm->partitions_rebuilding = sl_metrics_gauge(
-                    app->metrics, "sluice_partitions",
-                    "Assigned partitions by state.", "pipeline", pc->name,
-                    "state", "rebuilding", NULL);
-                pm->consumer_lag = sl_metrics_gauge(
-                    app->metrics, "sluice_consumer_lag",
-                    "Input records not yet processed (assigned partitions).",
-                    "pipeline", pc->name, NULL);
+                sl_metrics_register(app->metrics, pipeline_metrics,
+                                    SL_ARRAY_SIZE(pipeline_metrics), pm,
+                                    pc->name);
                 pl->parts = sl_parts_new(app, pl);
                 if (pl->op->pipeline_init &&
                     pl->op->pipeline_init(pl, errstr, errstr_size) == -1)
@@ -2277,65 +2277,60 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         return 0;
 }
 
+/* The app's own series (no pipeline label). */
+static const sl_metric_def_t app_metrics[] = {
+    SL_METRICS_COUNTER(sl_app_t, m_rebalances, "sluice_rebalances_total",
+                       "Rebalance events (assignments and revocations)."),
+    SL_METRICS_GAUGE(sl_app_t, m_kafka_up, "sluice_kafka_up",
+                     "1 while Kafka answers (a metadata probe every 2 s), "
+                     "else 0."),
+    SL_METRICS_GAUGE(sl_app_t, m_ready, "sluice_ready",
+                     "1 while /readyz answers 200 (every assigned partition "
+                     "rebuilt, Kafka answering, no transaction trouble), "
+                     "else 0."),
+    SL_METRICS_GAUGE(sl_app_t, m_unowned, "sluice_group_unowned_partitions",
+                     "Input partitions no member of the group owned at the "
+                     "last look (every 5 s) while the group was stable."),
+    SL_METRICS_COUNTER(sl_app_t, m_group_rejoins, "sluice_group_rejoins_total",
+                       "Times this member left and rejoined the group because "
+                       "input partitions had no owner for 15 s."),
+    SL_METRICS_GAUGE(sl_app_t, m_catching_up, "sluice_catching_up",
+                     "1 while the input is behind and the regular commit waits "
+                     "backlog_commit_interval instead of commit_interval."),
+    SL_METRICS_COUNTER(sl_app_t, m_deferred,
+                       "sluice_txn_deferred_records_total",
+                       "Records decided while a commit was in flight, sent "
+                       "into the next transaction when it returned."),
+};
+
 /* The app's own metric families (the pipelines', the transaction's and
- * the watchdog's are registered by their modules). */
+ * the watchdog's are registered by their modules), and malloc's figures
+ * where the allocator gives them. */
 static void app_metrics_init(sl_app_t *app) {
-        app->m_rebalances = sl_metrics_counter(
-            app->metrics, "sluice_rebalances_total",
-            "Rebalance events (assignments and revocations).", NULL);
-        app->m_kafka_up = sl_metrics_gauge(
-            app->metrics, "sluice_kafka_up",
-            "1 while Kafka answers (a metadata probe every 2 s), else 0.",
-            NULL);
+        /* Only the figures this allocator gives. */
+        static const char help[] =
+            "What malloc holds (every thread's, librdkafka's too): "
+            "allocated = handed out and not freed; resident = its "
+            "pages in RAM, freed ones not yet given back and its "
+            "metadata included (jemalloc only). Every second.";
+        int64_t allocated, resident;
+
+        sl_metrics_register(app->metrics, app_metrics,
+                            SL_ARRAY_SIZE(app_metrics), app, NULL);
         sl_gauge_set(app->m_kafka_up, 1);
-        app->m_ready = sl_metrics_gauge(
-            app->metrics, "sluice_ready",
-            "1 while /readyz answers 200 (every assigned partition rebuilt, "
-            "Kafka answering, no transaction trouble), else 0.",
-            NULL);
-        app->m_unowned = sl_metrics_gauge(
-            app->metrics, "sluice_group_unowned_partitions",
-            "Input partitions no member of the group owned at the last look "
-            "(every 5 s) while the group was stable.",
-            NULL);
-        app->m_group_rejoins = sl_metrics_counter(
-            app->metrics, "sluice_group_rejoins_total",
-            "Times this member left and rejoined the group because input "
-            "partitions had no owner for 15 s.",
-            NULL);
-        {
-                /* Only the figures this allocator gives. */
-                static const char help[] =
-                    "What malloc holds (every thread's, librdkafka's too): "
-                    "allocated = handed out and not freed; resident = its "
-                    "pages in RAM, freed ones not yet given back and its "
-                    "metadata included (jemalloc only). Every second.";
-                int64_t allocated, resident;
-                sl_mem_stats(&allocated, &resident);
-                if (allocated >= 0)
-                        app->m_malloc_allocated = sl_metrics_gauge(
-                            app->metrics, "sluice_malloc_bytes", help, "kind",
-                            "allocated", NULL);
-                if (resident >= 0)
-                        app->m_malloc_resident = sl_metrics_gauge(
-                            app->metrics, "sluice_malloc_bytes", help, "kind",
-                            "resident", NULL);
-                if (app->m_malloc_allocated)
-                        sl_gauge_set(app->m_malloc_allocated,
-                                     (double)allocated);
-                if (app->m_malloc_resident)
-                        sl_gauge_set(app->m_malloc_resident, (double)resident);
-        }
-        app->m_catching_up = sl_metrics_gauge(
-            app->metrics, "sluice_catching_up",
-            "1 while the input is behind and the regular commit waits "
-            "backlog_commit_interval instead of commit_interval.",
-            NULL);
-        app->m_deferred = sl_metrics_counter(
-            app->metrics, "sluice_txn_deferred_records_total",
-            "Records decided while a commit was in flight, sent into the "
-            "next transaction when it returned.",
-            NULL);
+        sl_mem_stats(&allocated, &resident);
+        if (allocated >= 0)
+                app->m_malloc_allocated =
+                    sl_metrics_gauge(app->metrics, "sluice_malloc_bytes", help,
+                                     "kind", "allocated", NULL);
+        if (resident >= 0)
+                app->m_malloc_resident =
+                    sl_metrics_gauge(app->metrics, "sluice_malloc_bytes", help,
+                                     "kind", "resident", NULL);
+        if (app->m_malloc_allocated)
+                sl_gauge_set(app->m_malloc_allocated, (double)allocated);
+        if (app->m_malloc_resident)
+                sl_gauge_set(app->m_malloc_resident, (double)resident);
 }
 
 static int app_run(sl_conf_t *conf) {
