@@ -9,7 +9,9 @@
 # backlog drains; a debounce group flushed), so the histograms have samples
 # and the labelled series exist.  Then tests/ops/metric_names.py parses
 # every PromQL expression and checks each selector's metric, labels and
-# label values against the page (see that file).
+# label values against the page (see that file).  Last, every family on the
+# page must be named in the README's metrics table, so none goes
+# undocumented.
 source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -75,6 +77,30 @@ note "20 timers fired, 1 in the DLQ, 20 throttled records drained, 1 debounce ba
 curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$WORK/metrics.txt" || fail "GET /metrics failed"
 "$venv/bin/python" "$root/tests/ops/metric_names.py" --root "$root" "$WORK/metrics.txt" ||
     fail "the dashboard or the alert rules name metrics that /metrics lacks (above)"
+# The README's table abbreviates: `sluice_timers_scheduled_total`,
+# `_rescheduled_total` is sluice_timers_ + "rescheduled_total".
+python3 - "$root/README.md" "$WORK/metrics.txt" <<'PY' || fail "families on /metrics that the README's metrics table lacks (above)"
+import re, sys
+readme, page = (open(f).read() for f in sys.argv[1:3])
+section = readme.split("\n## Metrics and health", 1)[1].split("\n## ", 1)[0]
+named = set()
+for row in section.splitlines():
+    if not row.startswith("| `"):
+        continue
+    prefix = ""
+    for tok in re.findall(r"`([a-z_]+)`", row.split("|")[1]):
+        if tok.startswith("_") and prefix:
+            tok = prefix + tok
+        else:
+            prefix = "_".join(tok.split("_")[:2])
+        named.add(tok)
+families = re.findall(r"^# TYPE (\S+) ", page, re.M)
+missing = [f for f in families if f not in named]
+for f in missing:
+    print("not in the README's metrics table:", f)
+print(f"# {len(families)} families on /metrics, {len(families) - len(missing)} of them in the README")
+sys.exit(1 if missing or not families else 0)
+PY
 rss=$(m process_resident_memory_bytes)
 note "RSS of this sluice (three small pipelines): $((${rss%.*} / 1048576)) MiB"
 sluice_kill main TERM || fail "sluice exited with status $? on SIGTERM"
