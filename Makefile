@@ -104,16 +104,16 @@ $(BUILD)/libsluice.a: $(LIB_OBJS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS) $(shell pkg-config --libs cmocka)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libsluice.a $(LDLIBS) $(shell pkg-config --libs cmocka)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 # Test tools the integration tests drive (tests/tools/*.c).
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
+	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" MALLOC=libc build-asan/sluice $(ASAN_UNIT_BINS)
@@ -209,3 +209,5 @@ clean:
 include tests/fuzz/fuzz.mk
 
 -include $(OBJS:.o=.d)
+# The headers and .inc files each test, benchmark and tool was built from.
+-include $(wildcard $(BUILD)/tests/*.d $(BUILD)/bench/*.d $(BUILD)/tools/*.d)
