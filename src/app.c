@@ -1941,6 +1941,9 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
 static const sl_metric_def_t pipeline_metrics[] = {
     SL_METRICS_COUNTER(sl_pipeline_metrics_t, records_in,
                        "sluice_records_in_total", "Input records read."),
+    SL_METRICS_COUNTER(sl_pipeline_metrics_t, records_out,
+                       "sluice_records_out_total",
+                       "Records produced to outputs/targets."),
     SL_METRICS_COUNTER(sl_pipeline_metrics_t, rebuild_records,
                        "sluice_rebuild_records_total",
                        "Changelog records applied during rebuilds."),

@@ -258,14 +258,4 @@ void sl_pipeline_caps_destroy(sl_pipeline_t *pl);
  * are full into buf as one reason ("" when none); returns how many. */
 int sl_app_caps_reason(sl_app_t *app, char *buf, size_t size);
 
-/* Per-pipeline runtime metrics (created in app.c). */
-typedef struct sl_pipeline_metrics_s {
-        sl_counter_t *records_in;
-        sl_counter_t *rebuild_records;
-        sl_gauge_t *rebuild_seconds;
-        sl_gauge_t *partitions_running;
-        sl_gauge_t *partitions_rebuilding;
-        sl_gauge_t *consumer_lag;
-} sl_pipeline_metrics_t;
-
 #endif

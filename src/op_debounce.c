@@ -106,7 +106,6 @@ typedef struct debounce_pipeline_s {
         int partition_cnt;
         int64_t *oldest; /* by partition: earliest first_seen, or INT64_MAX */
 
-        sl_counter_t *m_out;
         sl_counter_t *m_added;
         sl_counter_t *m_replaced;
         sl_counter_t *m_removed;
@@ -218,8 +217,6 @@ static size_t debounce_chunk_max(sl_pipeline_t *pl) {
 
 /* The pipeline's series (labelled pipeline="<name>"). */
 static const sl_metric_def_t debounce_metrics[] = {
-    SL_METRICS_COUNTER(debounce_pipeline_t, m_out, "sluice_records_out_total",
-                       "Records produced to outputs/targets."),
     SL_METRICS_COUNTER(debounce_pipeline_t, m_added,
                        "sluice_debounce_items_added_total",
                        "Items that joined a pending group (new item ids)."),
@@ -369,10 +366,7 @@ static void debounce_dropped(void *opaque, const void *key, size_t keylen,
         snprintf(detail, sizeof(detail),
                  "changelog record of the item refused: %s",
                  rd_kafka_err2str((rd_kafka_resp_err_t)-err));
-        sl_counter_inc(sl_metrics_counter(
-            sl_app_metrics(t->app), "sluice_records_dlq_total",
-            "Records sent to the DLQ (or dropped without one), by reason.",
-            "pipeline", pc->name, "reason", "oversize", NULL));
+        sl_task_dlq_count(t, "oversize");
         sl_log(LOG_WARNING, "DEBOUNCE",
                "%s [%d] @%" PRId64 ": item of '%s': oversize: %s", pc->name,
                t->partition, it->seq, sl_escape(key, keylen, k, sizeof(k)),
@@ -508,10 +502,7 @@ static void debounce_batch_dlq(sl_task_t *t, const sl_debounce_batch_t *b,
         char key[100];
         int r;
 
-        sl_counter_inc(sl_metrics_counter(
-            sl_app_metrics(t->app), "sluice_records_dlq_total",
-            "Records sent to the DLQ (or dropped without one), by reason.",
-            "pipeline", pc->name, "reason", reason, NULL));
+        sl_task_dlq_count(t, reason);
         sl_log(LOG_WARNING, "DEBOUNCE",
                "%s [%d]: batch %s of '%s' (%zu items, %zu bytes): %s: %s",
                pc->name, t->partition, b->id,
@@ -575,7 +566,7 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
                 debounce_batch_dlq(t, b, value, len,
                                    rd_kafka_err2str((rd_kafka_resp_err_t)-r));
         else
-                sl_counter_inc(dp->m_out);
+                sl_counter_inc_owner(t->pl->metrics->records_out);
         free(value);
 
         /* The items' tombstones went out as they left the state. */

@@ -94,7 +94,6 @@ typedef struct delay_pipeline_s {
         sl_delay_params_t params;
         const char **internal; /* for params.internal_topics */
 
-        sl_counter_t *m_out;
         sl_counter_t *m_scheduled;
         sl_counter_t *m_rescheduled;
         sl_counter_t *m_cancelled;
@@ -332,8 +331,6 @@ static void delay_update_gauges(sl_task_t *t) {
 
 /* The pipeline's series (labelled pipeline="<name>"). */
 static const sl_metric_def_t delay_metrics[] = {
-    SL_METRICS_COUNTER(delay_pipeline_t, m_out, "sluice_records_out_total",
-                       "Records produced to outputs/targets."),
     SL_METRICS_COUNTER(delay_pipeline_t, m_scheduled,
                        "sluice_timers_scheduled_total",
                        "Timers scheduled (new ids)."),
@@ -705,10 +702,7 @@ static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
         rd_kafka_headers_t *hdrs;
         char buf[32], id[100];
 
-        sl_counter_inc(sl_metrics_counter(
-            sl_app_metrics(t->app), "sluice_records_dlq_total",
-            "Records sent to the DLQ (or dropped without one), by reason.",
-            "pipeline", pc->name, "reason", reason, NULL));
+        sl_task_dlq_count(t, reason);
         sl_log(LOG_WARNING, "DELAY", "%s [%d]: timer '%s': %s: %s", pc->name,
                t->partition,
                sl_escape(sl_timer_key(tm), tm->keylen, id, sizeof(id)), reason,
@@ -787,7 +781,7 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
                             t, tm, &v, "target-refused",
                             rd_kafka_err2str((rd_kafka_resp_err_t)-r));
                 else
-                        sl_counter_inc(dp->m_out);
+                        sl_counter_inc_owner(t->pl->metrics->records_out);
         }
         sl_task_changelog(t, sl_timer_key(tm), tm->keylen, NULL, 0);
         /* Due times are within [SL_DELAY_DUE_MIN_MS, SL_DELAY_DUE_MAX_MS]

@@ -109,7 +109,6 @@ typedef struct throttle_pipeline_s {
         sl_rates_t *rates;
         sl_bcache_t *cache;
 
-        sl_counter_t *m_out;
         sl_counter_t *m_forwarded;
         sl_counter_t *m_drained;
         sl_counter_t *m_appended;
@@ -340,8 +339,6 @@ static void log_bad(sl_task_t *t, const char *what, int64_t offset) {
 
 /* The pipeline's series (labelled pipeline="<name>"). */
 static const sl_metric_def_t throttle_metrics[] = {
-    SL_METRICS_COUNTER(throttle_pipeline_t, m_out, "sluice_records_out_total",
-                       "Records produced to outputs/targets."),
     SL_METRICS_COUNTER(
         throttle_pipeline_t, m_forwarded, "sluice_throttle_forwarded_total",
         "Messages forwarded at once (key under its rate, no backlog)."),
@@ -374,14 +371,12 @@ static const sl_metric_def_t throttle_metrics[] = {
         throttle_pipeline_t, m_restore_bad,
         "sluice_changelog_bad_records_total",
         "Changelog records that could not be decoded (skipped)."),
-    SL_METRICS_COUNTER_L(
-        throttle_pipeline_t, m_dlq_expired, "sluice_records_dlq_total",
-        "Records sent to the DLQ (or dropped without one), by reason.",
-        "reason", "expired"),
-    SL_METRICS_COUNTER_L(
-        throttle_pipeline_t, m_dlq_refused, "sluice_records_dlq_total",
-        "Records sent to the DLQ (or dropped without one), by reason.",
-        "reason", "output-refused"),
+    SL_METRICS_COUNTER_L(throttle_pipeline_t, m_dlq_expired,
+                         "sluice_records_dlq_total", SL_DLQ_HELP, "reason",
+                         "expired"),
+    SL_METRICS_COUNTER_L(throttle_pipeline_t, m_dlq_refused,
+                         "sluice_records_dlq_total", SL_DLQ_HELP, "reason",
+                         "output-refused"),
     SL_METRICS_COUNTER(throttle_pipeline_t, m_lost,
                        "sluice_throttle_lost_total",
                        "Backlog messages whose overflow record was gone when "
@@ -652,7 +647,7 @@ static void forward_live(sl_task_t *t, const rd_kafka_message_t *m) {
                             rd_kafka_err2str((rd_kafka_resp_err_t)-r));
                 return;
         }
-        sl_counter_inc(tp->m_out);
+        sl_counter_inc_owner(t->pl->metrics->records_out);
         sl_counter_inc(tp->m_forwarded);
 }
 
@@ -872,7 +867,7 @@ static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
                           tp->m_dlq_refused);
                 return;
         }
-        sl_counter_inc(tp->m_out);
+        sl_counter_inc_owner(t->pl->metrics->records_out);
         sl_counter_inc(tp->m_drained);
 }
 

@@ -874,6 +874,12 @@ void sl_task_dlq_headers(sl_task_t *t, rd_kafka_headers_t *hdrs,
         rd_kafka_header_add(hdrs, "sluice-source-offset", -1, buf, -1);
 }
 
+void sl_task_dlq_count(sl_task_t *t, const char *reason) {
+        sl_counter_inc(sl_metrics_counter(
+            t->app->metrics, "sluice_records_dlq_total", SL_DLQ_HELP,
+            "pipeline", t->pl->conf->name, "reason", reason, NULL));
+}
+
 void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
                  const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
@@ -881,10 +887,7 @@ void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
         char buf[32], esc[512];
         int r;
 
-        sl_counter_inc(sl_metrics_counter(
-            t->app->metrics, "sluice_records_dlq_total",
-            "Records sent to the DLQ (or dropped without one), by reason.",
-            "pipeline", pc->name, "reason", reason, NULL));
+        sl_task_dlq_count(t, reason);
         /* Details may quote input: printable ASCII only, bounded (a
          * detail its caller escaped already is left as it is). */
         if (detail)

@@ -134,6 +134,17 @@ extern const sl_op_t sl_op_delay;
 extern const sl_op_t sl_op_debounce;
 extern const sl_op_t sl_op_throttle;
 
+/* The series every pipeline has (app.c's table registers them). */
+typedef struct sl_pipeline_metrics_s {
+        sl_counter_t *records_in;
+        sl_counter_t *records_out; /* by the operators, on the loop thread */
+        sl_counter_t *rebuild_records;
+        sl_gauge_t *rebuild_seconds;
+        sl_gauge_t *partitions_running;
+        sl_gauge_t *partitions_rebuilding;
+        sl_gauge_t *consumer_lag;
+} sl_pipeline_metrics_t;
+
 /* A pipeline: its configuration, operator and per-pipeline operator data. */
 struct sl_pipeline_s {
         const sl_pipeline_conf_t *conf;
@@ -142,14 +153,14 @@ struct sl_pipeline_s {
         sl_app_t *app;
         int partition_cnt; /* of the input topic */
         sl_task_t **tasks; /* by partition; NULL when not assigned */
-        struct sl_pipeline_metrics_s *metrics; /* runtime's (app.h) */
-        struct sl_parts_s *parts;              /* served partitions (parts.h) */
-        int index;                             /* in the app's pipeline array */
-        int table_ready;    /* the table topic was read to its end once */
-        int64_t *table_end; /* per table partition, captured at start;
-                               INT64_MAX until known, -1 once reached */
-        int64_t *table_pos; /* per table partition: next offset read */
-        void *table_asks;   /* the runtime's end-offset requests */
+        sl_pipeline_metrics_t *metrics;
+        struct sl_parts_s *parts; /* served partitions (parts.h) */
+        int index;                /* in the app's pipeline array */
+        int table_ready;          /* the table topic was read to its end once */
+        int64_t *table_end;       /* per table partition, captured at start;
+                                     INT64_MAX until known, -1 once reached */
+        int64_t *table_pos;       /* per table partition: next offset read */
+        void *table_asks;         /* the runtime's end-offset requests */
         int table_parts;
         sl_pcap_t *caps[SL_PIPELINE_CAPS_MAX]; /* sl_pipeline_cap() */
         int cap_cnt;
@@ -257,6 +268,15 @@ int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
 void sl_task_dlq_headers(sl_task_t *t, rd_kafka_headers_t *hdrs,
                          const char *reason, const char *detail,
                          int64_t source_offset);
+
+/* The help of sluice_records_dlq_total, for the tables that register a
+ * reason's series ahead (op_throttle.c). */
+#define SL_DLQ_HELP                                                            \
+        "Records sent to the DLQ (or dropped without one), by reason."
+
+/* Counts one record of t's pipeline sent to the DLQ, or dropped without one,
+ * in sluice_records_dlq_total{reason} (created on first use).  Loop thread. */
+void sl_task_dlq_count(sl_task_t *t, const char *reason);
 
 /* Sends input record m to the pipeline's DLQ (same partition) with the
  * headers sluice-error = reason, sluice-error-detail = detail (may be NULL),
