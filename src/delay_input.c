@@ -318,6 +318,42 @@ static int read_env_at(json_t *v, int64_t *at_ms, sl_delay_req_t *req,
         return SL_DELAY_OK;
 }
 
+/* Reads the value of due source src (a DUE_* present in ctl or env) into
+ * *value_ms: a delay for sluice-delay and countdown, a time for sluice-at and
+ * at.  Returns SL_DELAY_OK, or the refusal with req and detail filled. */
+static int read_due(int src, const sl_hdr_t *const *ctl, const envelope_t *env,
+                    int64_t *value_ms, sl_delay_req_t *req, char *detail,
+                    size_t detail_size) {
+        char err[128], ebuf[ERR_SIZE];
+        const sl_hdr_t *h;
+        int r;
+
+        switch (src) {
+        case DUE_ENV_COUNTDOWN:
+                return read_countdown(env->countdown, value_ms, req, detail,
+                                      detail_size);
+        case DUE_ENV_AT:
+                return read_env_at(env->at, value_ms, req, detail, detail_size);
+        case DUE_HDR_DELAY:
+                h = ctl[CTL_DELAY];
+                r = sl_parse_duration_ms_n(h->value, h->size, value_ms, err,
+                                           sizeof(err));
+                break;
+        default: /* DUE_HDR_AT */
+                h = ctl[CTL_AT];
+                r = sl_parse_timestamp_ms_n(h->value, h->size, value_ms, err,
+                                            sizeof(err));
+                break;
+        }
+        if (r)
+                return refuse(req,
+                              src == DUE_HDR_DELAY ? SL_DELAY_BAD_DELAY
+                                                   : SL_DELAY_BAD_AT,
+                              detail, detail_size, "%s: %s", due_names[src],
+                              sl_escape(err, strlen(err), ebuf, sizeof(ebuf)));
+        return SL_DELAY_OK;
+}
+
 /* Reads the one due source into *due_ms; returns a reason. */
 static int parse_due(const sl_delay_params_t *params,
                      const sl_hdr_t *const *ctl, const envelope_t *env,
@@ -331,8 +367,7 @@ static int parse_due(const sl_delay_params_t *params,
         };
         int src = -1;
         int64_t delay_ms = 0, at_ms = 0, ahead;
-        int is_delay;
-        char err[128], ebuf[ERR_SIZE];
+        int is_delay, r;
 
         for (int i = 0; i < DUE_CNT; i++) {
                 if (!present[i])
@@ -351,39 +386,10 @@ static int parse_due(const sl_delay_params_t *params,
                                   : "no sluice-delay or sluice-at header");
 
         is_delay = src == DUE_HDR_DELAY || src == DUE_ENV_COUNTDOWN;
-        switch (src) {
-        case DUE_HDR_DELAY:
-        case DUE_HDR_AT: {
-                const sl_hdr_t *h =
-                    src == DUE_HDR_DELAY ? ctl[CTL_DELAY] : ctl[CTL_AT];
-                int r =
-                    src == DUE_HDR_DELAY
-                        ? sl_parse_duration_ms_n(h->value, h->size, &delay_ms,
-                                                 err, sizeof(err))
-                        : sl_parse_timestamp_ms_n(h->value, h->size, &at_ms,
-                                                  err, sizeof(err));
-                if (r)
-                        return refuse(
-                            req,
-                            is_delay ? SL_DELAY_BAD_DELAY : SL_DELAY_BAD_AT,
-                            detail, detail_size, "%s: %s", due_names[src],
-                            sl_escape(err, strlen(err), ebuf, sizeof(ebuf)));
-                break;
-        }
-        case DUE_ENV_COUNTDOWN: {
-                int r = read_countdown(env->countdown, &delay_ms, req, detail,
-                                       detail_size);
-                if (r != SL_DELAY_OK)
-                        return r;
-                break;
-        }
-        case DUE_ENV_AT: {
-                int r = read_env_at(env->at, &at_ms, req, detail, detail_size);
-                if (r != SL_DELAY_OK)
-                        return r;
-                break;
-        }
-        }
+        r = read_due(src, ctl, env, is_delay ? &delay_ms : &at_ms, req, detail,
+                     detail_size);
+        if (r != SL_DELAY_OK)
+                return r;
 
         /* The range first, before any arithmetic on the value; then how
          * far ahead the timer is (a due in the past fires at once). */
