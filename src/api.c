@@ -1566,6 +1566,64 @@ static int body_field(timer_body_t *b, const char *name, json_t *v,
         return -1;
 }
 
+/* Reads a PUT /timers body into b.  Returns the JSON document, which b's
+ * headers point into (json_decref() it after b), or NULL with the error
+ * answered (*rc). */
+static json_t *timer_body_read(struct MHD_Connection *c, const char *body,
+                               size_t bodylen, timer_body_t *b,
+                               enum MHD_Result *rc) {
+        json_error_t jerr;
+        json_t *j, *v;
+        const char *name, *code;
+        char detail[300];
+
+        if (!(j = json_loadb(body, bodylen, 0, &jerr)) || !json_is_object(j)) {
+                *rc = reply_err(c, 400, "bad-body",
+                                "the body must be a JSON object%s%s",
+                                j ? "" : ": ", j ? "" : jerr.text);
+                json_decref(j);
+                return NULL;
+        }
+        json_object_foreach(j, name, v) {
+                if (body_field(b, name, v, &code, detail, sizeof(detail))) {
+                        *rc = reply_err(c, 400, code, "%s", detail);
+                        free(b->value);
+                        b->value = NULL;
+                        json_decref(j);
+                        return NULL;
+                }
+        }
+        if (!b->value)
+                b->value = sl_strdup("");
+        return j;
+}
+
+/* The header path's own validation, on the record as it will be written
+ * (key = id, b's headers and value, timestamp now_ms): 0 with req filled,
+ * or -1 with the error answered (*rc). */
+static int timer_body_check(sl_api_t *api, struct MHD_Connection *c,
+                            const path_t *pp, const timer_body_t *b,
+                            int64_t now_ms, sl_delay_req_t *req,
+                            enum MHD_Result *rc) {
+        sl_delay_record_t rec = {
+            .key = pp->key,
+            .key_len = pp->keylen,
+            .value = b->value,
+            .value_len = b->value_len,
+            .hdrs = b->hdrs,
+            .hdr_cnt = b->hdr_cnt,
+            .timestamp_ms = now_ms,
+        };
+        char detail[300];
+        int reason = sl_delay_input_parse(pipe_params(api, pp->pipeline), &rec,
+                                          now_ms, req, detail, sizeof(detail));
+
+        if (reason == SL_DELAY_OK)
+                return 0;
+        *rc = reply_err(c, 400, sl_delay_reason_str(reason), "%s", detail);
+        return -1;
+}
+
 /* The timer's target as the operator will check it when it fires: 0, or
  * -1 with the error answered (*rc). */
 static int check_target(sl_api_t *api, struct MHD_Connection *c,
@@ -1593,15 +1651,11 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                        const path_t *pp, const char *body,
                                        size_t bodylen) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
-        json_error_t jerr;
-        json_t *j = NULL, *v;
-        const char *name, *code;
+        json_t *j;
         timer_body_t b = {0};
-        char detail[300];
-        sl_delay_record_t rec = {0};
         sl_delay_req_t req = {0};
         enum MHD_Result rc = MHD_NO;
-        int reason;
+        int64_t now_ms = sl_now_ms();
         int32_t p;
         look_t l;
         int existed = -1;
@@ -1614,42 +1668,10 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                  "pipeline %s reads json-envelope input; "
                                  "the API writes the header format only",
                                  pc->name);
-        if (!(j = json_loadb(body, bodylen, 0, &jerr)) || !json_is_object(j)) {
-                rc = reply_err(c, 400, "bad-body",
-                               "the body must be a JSON object%s%s",
-                               j ? "" : ": ", j ? "" : jerr.text);
-                json_decref(j);
+        if (!(j = timer_body_read(c, body, bodylen, &b, &rc)))
                 return rc;
-        }
-        json_object_foreach(j, name, v) {
-                if (body_field(&b, name, v, &code, detail, sizeof(detail))) {
-                        rc = reply_err(c, 400, code, "%s", detail);
-                        goto out;
-                }
-        }
-        if (!b.value)
-                b.value = sl_strdup("");
-
-        /* The header path's own validation, on the record as it will be
-         * written: key = id, the headers above, the value. */
-        rec.key = pp->key;
-        rec.key_len = pp->keylen;
-        rec.value = b.value;
-        rec.value_len = b.value_len;
-        rec.hdrs = b.hdrs;
-        rec.hdr_cnt = b.hdr_cnt;
-        rec.partition = 0;
-        rec.offset = 0;
-        rec.timestamp_ms = sl_now_ms();
-        reason = sl_delay_input_parse(pipe_params(api, pp->pipeline), &rec,
-                                      rec.timestamp_ms, &req, detail,
-                                      sizeof(detail));
-        if (reason != SL_DELAY_OK) {
-                rc = reply_err(c, 400, sl_delay_reason_str(reason), "%s",
-                               detail);
-                goto out;
-        }
-        if (check_target(api, c, &req, &rc) < 0)
+        if (timer_body_check(api, c, pp, &b, now_ms, &req, &rc) < 0 ||
+            check_target(api, c, &req, &rc) < 0)
                 goto out;
         if ((p = key_partition(api, c, pc, pc->input, pp->key, pp->keylen,
                                &rc)) < 0)
@@ -1674,7 +1696,7 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
          * counts from the record's timestamp, so the owner computes the
          * due this answer states. */
         err = api_produce(api, pc->input, p, pp->key, pp->keylen, b.value,
-                          b.value_len, kh, rec.timestamp_ms, &offset);
+                          b.value_len, kh, now_ms, &offset);
         if (err) {
                 rc = produce_failed(c, err, pc->input);
                 goto out;
