@@ -964,42 +964,80 @@ static int delay_check_target(sl_task_t *t, const rd_kafka_message_t *m,
         return 0;
 }
 
-/* Schedules (or reschedules) the timer of req, read at now: its changelog
- * record into the transaction, then the heap.  A record Kafka or the blob
- * refuses goes to the DLQ and leaves the state as it was. */
-static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
-                           sl_delay_req_t *req, int64_t now) {
-        delay_state_t *st = t->state_data;
-        delay_pipeline_t *dp = dp_of(t);
-        char detail[256];
-        const char *target = req->target;
-        Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
-        /* Up to SL_DELAY_HDRS_ON_STACK headers need no allocation; the
-         * packed record and the blob are built in the pipeline's
-         * scratch. */
+/* A scheduled timer's headers in the two forms they are kept in: the
+ * changelog record's (protobuf) and the blob's (delay_blob()'s arrays).  Up
+ * to SL_DELAY_HDRS_ON_STACK headers need no allocation. */
+typedef struct sched_hdrs_s {
         Sluice__V1__Header hv_in[SL_DELAY_HDRS_ON_STACK],
             *hp_in[SL_DELAY_HDRS_ON_STACK];
         const char *hn_in[SL_DELAY_HDRS_ON_STACK + 1];
         size_t hnl_in[SL_DELAY_HDRS_ON_STACK + 1],
             hvl_in[SL_DELAY_HDRS_ON_STACK + 1];
         const void *hvv_in[SL_DELAY_HDRS_ON_STACK + 1];
-        Sluice__V1__Header *hv = hv_in, **hp = hp_in;
+        Sluice__V1__Header *hv, **hp;
+        const char **hn;
+        size_t *hnl, *hvl;
+        const void **hvv;
+} sched_hdrs_t;
+
+/* Fills sh with req's headers (pointing into req); sched_hdrs_clear()
+ * releases what it allocated. */
+static void sched_hdrs_init(sched_hdrs_t *sh, const sl_delay_req_t *req) {
+        size_t n = req->hdr_cnt;
+
+        if (n > SL_DELAY_HDRS_ON_STACK) {
+                sh->hv = sl_calloc(n, sizeof(*sh->hv));
+                sh->hp = sl_calloc(n, sizeof(*sh->hp));
+                sh->hn = sl_calloc(n + 1, sizeof(*sh->hn));
+                sh->hnl = sl_calloc(n + 1, sizeof(*sh->hnl));
+                sh->hvv = sl_calloc(n + 1, sizeof(*sh->hvv));
+                sh->hvl = sl_calloc(n + 1, sizeof(*sh->hvl));
+        } else {
+                sh->hv = sh->hv_in;
+                sh->hp = sh->hp_in;
+                sh->hn = sh->hn_in;
+                sh->hnl = sh->hnl_in;
+                sh->hvv = sh->hvv_in;
+                sh->hvl = sh->hvl_in;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const sl_hdr_t *h = &req->hdrs[i];
+                sluice__v1__header__init(&sh->hv[i]);
+                sh->hv[i].name = (char *)h->name;
+                sh->hv[i].value.data = (uint8_t *)h->value;
+                sh->hv[i].value.len = h->value ? h->size : 0;
+                sh->hv[i].null_value = h->value == NULL;
+                sh->hp[i] = &sh->hv[i];
+                sh->hn[i] = h->name;
+                sh->hnl[i] = strlen(h->name);
+                sh->hvv[i] = h->value;
+                sh->hvl[i] = h->value ? h->size : 0;
+        }
+}
+
+static void sched_hdrs_clear(sched_hdrs_t *sh) {
+        if (sh->hv == sh->hv_in)
+                return;
+        free(sh->hv);
+        free(sh->hp);
+        free(sh->hn);
+        free(sh->hnl);
+        free(sh->hvv);
+        free(sh->hvl);
+}
+
+/* Packs the changelog record of the timer req schedules (input record m,
+ * read at now) into the pipeline's pack scratch; returns it, its length in
+ * *plen. */
+static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
+                                 const sl_delay_req_t *req,
+                                 const rd_kafka_message_t *m, int64_t now,
+                                 const sched_hdrs_t *sh, size_t *plen) {
+        Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
         uint8_t *packed;
-        size_t plen;
-        blob_t b = {dp->blob.buf, 0, dp->blob.size};
-        int replaced, r;
-        uint8_t flags = 0;
-        const char **hn = hn_in;
-        size_t *hnl = hnl_in, *hvl = hvl_in;
-        const void **hvv = hvv_in;
 
-        if (req->base >= SL_DELAY_BASE_READ_NO_TS)
-                sl_counter_inc(
-                    dp->m_read_base[req->base - SL_DELAY_BASE_READ_NO_TS]);
-
-        /* The changelog record. */
         tm.due_ms = req->due_ms;
-        tm.target_topic = (char *)target;
+        tm.target_topic = (char *)req->target;
         tm.has_target_key = req->has_target_key;
         tm.null_target_key = req->null_target_key;
         tm.target_key.data = (uint8_t *)req->target_key;
@@ -1009,46 +1047,53 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
         tm.payload.len = req->payload_len;
         tm.seq = m->offset;
         tm.created_ms = now;
-        /* The rule delay_restore() applies to the record, so a
-         * rebuild keeps the flag. */
-        if (tm.due_ms < tm.created_ms)
+        tm.n_headers = req->hdr_cnt;
+        tm.headers = sh->hp;
+        *plen = sluice__v1__timer__get_packed_size(&tm);
+        packed = sl_scratch_get(&dp->pack, *plen);
+        sluice__v1__timer__pack(&tm, packed);
+        return packed;
+}
+
+/* Schedules (or reschedules) the timer of req, read at now: its changelog
+ * record into the transaction, then the heap.  A record Kafka or the blob
+ * refuses goes to the DLQ and leaves the state as it was. */
+static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
+                           sl_delay_req_t *req, int64_t now) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        char detail[256];
+        const char *target = req->target;
+        sched_hdrs_t sh;
+        uint8_t *packed;
+        size_t plen;
+        /* The packed record and the blob are built in the pipeline's
+         * scratch. */
+        blob_t b = {dp->blob.buf, 0, dp->blob.size};
+        int replaced, r;
+        uint8_t flags = 0;
+
+        if (req->base >= SL_DELAY_BASE_READ_NO_TS)
+                sl_counter_inc(
+                    dp->m_read_base[req->base - SL_DELAY_BASE_READ_NO_TS]);
+
+        sched_hdrs_init(&sh, req);
+        packed = delay_pack_timer(dp, req, m, now, &sh, &plen);
+        /* The rule delay_restore() applies to the record (due before
+         * created), so a rebuild keeps the flag. */
+        if (req->due_ms < now)
                 flags |= SL_BLOB_DUE_ON_ARRIVAL;
         if (req->null_target_key)
                 flags |= SL_BLOB_NULL_KEY;
-        tm.n_headers = req->hdr_cnt;
-        if (req->hdr_cnt > SL_DELAY_HDRS_ON_STACK) {
-                hv = sl_calloc(req->hdr_cnt, sizeof(*hv));
-                hp = sl_calloc(req->hdr_cnt, sizeof(*hp));
-                hn = sl_calloc(req->hdr_cnt + 1, sizeof(char *));
-                hnl = sl_calloc(req->hdr_cnt + 1, sizeof(size_t));
-                hvv = sl_calloc(req->hdr_cnt + 1, sizeof(void *));
-                hvl = sl_calloc(req->hdr_cnt + 1, sizeof(size_t));
-        }
-        for (size_t i = 0; i < req->hdr_cnt; i++) {
-                const sl_hdr_t *h = &req->hdrs[i];
-                sluice__v1__header__init(&hv[i]);
-                hv[i].name = (char *)h->name;
-                hv[i].value.data = (uint8_t *)h->value;
-                hv[i].value.len = h->value ? h->size : 0;
-                hv[i].null_value = h->value == NULL;
-                hp[i] = &hv[i];
-                hn[i] = h->name;
-                hnl[i] = strlen(h->name);
-                hvv[i] = h->value;
-                hvl[i] = h->value ? h->size : 0;
-        }
-        tm.headers = hp;
-        plen = sluice__v1__timer__get_packed_size(&tm);
-        packed = sl_scratch_get(&dp->pack, plen);
-        sluice__v1__timer__pack(&tm, packed);
 
         /* The in-memory form first: a record refused here leaves
          * the changelog (and an earlier timer of the same id) as
          * it was. */
         if (delay_blob(dp, &b, flags, target, strlen(target),
                        req->target_partition, req->has_target_key,
-                       req->target_key, req->target_key_len, req->hdr_cnt, hn,
-                       hnl, hvv, hvl, req->payload, req->payload_len) == -1) {
+                       req->target_key, req->target_key_len, req->hdr_cnt,
+                       sh.hn, sh.hnl, sh.hvv, sh.hvl, req->payload,
+                       req->payload_len) == -1) {
                 sl_task_dlq(t, m, "too-many-targets",
                             "over 65535 distinct targets");
         } else if ((r = sl_task_produce(t, t->pl->conf->changelog, t->partition,
@@ -1071,14 +1116,7 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
         dp->blob.size = b.size;
         sl_scratch_done(&dp->blob);
         sl_scratch_done(&dp->pack);
-        if (hv != hv_in) {
-                free(hv);
-                free(hp);
-                free(hn);
-                free(hnl);
-                free(hvv);
-                free(hvl);
-        }
+        sched_hdrs_clear(&sh);
 }
 
 static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
