@@ -53,6 +53,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "apireq.h"
 #include "debounce.h"
 #include "delay_input.h"
 #include "http.h"
@@ -64,7 +65,6 @@
 #define OWNER_MIN_REFRESH_MS 300
 #define META_TTL_MS          10000
 #define FORWARD_MAX_BYTES    (8 * 1024 * 1024)
-#define MAX_USER_HEADERS     64
 #define FORWARDED_HDR        "X-Sluice-Forwarded"
 #define ANSWERED_HDR         "X-Sluice-Answered-By"
 #define RETRY_AFTER          "1"
@@ -142,53 +142,14 @@ int32_t sl_api_partition(sl_partitioner_t how, const void *key, size_t keylen,
 /* ------------------------------------------------------------------ */
 /* Routes.                                                              */
 
-typedef enum {
-        R_INDEX,
-        R_TIMER_PUT,
-        R_TIMER_GET,
-        R_TIMER_DELETE,
-        R_KEY_GET,
-        R_RATE_PUT,
-        R_RATE_DELETE,
-        R_GROUP_GET,
-        R_GROUP_FLUSH,
-        R_CNT
-} route_id_t;
-
-static const struct {
-        const char *method;
-        const char *path;
-        const char *what; /* the collection segment ("timers", ...) */
-        int types;        /* pipeline types served; 0: none */
-        int flush;        /* .../{key}/flush */
-} routes[R_CNT] = {
-    [R_INDEX] = {"GET", "/v1", NULL, 0, 0},
-    [R_TIMER_PUT] = {"PUT", "/v1/pipelines/{pipeline}/timers/{id}", "timers",
-                     SL_OP_DELAY, 0},
-    [R_TIMER_GET] = {"GET", "/v1/pipelines/{pipeline}/timers/{id}", "timers",
-                     SL_OP_DELAY, 0},
-    [R_TIMER_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/timers/{id}",
-                        "timers", SL_OP_DELAY, 0},
-    [R_KEY_GET] = {"GET", "/v1/pipelines/{pipeline}/keys/{key}", "keys",
-                   SL_OP_THROTTLE, 0},
-    [R_RATE_PUT] = {"PUT", "/v1/pipelines/{pipeline}/rates/{key}", "rates",
-                    SL_OP_THROTTLE, 0},
-    [R_RATE_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/rates/{key}",
-                       "rates", SL_OP_THROTTLE, 0},
-    [R_GROUP_GET] = {"GET", "/v1/pipelines/{pipeline}/groups/{key}", "groups",
-                     SL_OP_DEBOUNCE, 0},
-    [R_GROUP_FLUSH] = {"POST", "/v1/pipelines/{pipeline}/groups/{key}/flush",
-                       "groups", SL_OP_DEBOUNCE, 1},
-};
-
 int sl_api_route_cnt(void) {
-        return R_CNT;
+        return SL_ROUTE_CNT;
 }
 
 void sl_api_route(int i, const char **method, const char **path) {
-        sl_assert(i >= 0 && i < R_CNT);
-        *method = routes[i].method;
-        *path = routes[i].path;
+        sl_assert(i >= 0 && i < SL_ROUTE_CNT);
+        *method = sl_routes[i].method;
+        *path = sl_routes[i].path;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1013,152 +974,15 @@ static enum MHD_Result reply_err(struct MHD_Connection *c, int status,
 /* ------------------------------------------------------------------ */
 /* Routing.                                                             */
 
-/* Percent-decodes s[0..len) into a new string; NULL on a bad escape.
- * *outlen: its length (it may hold NULs). */
-static char *pct_decode(const char *s, size_t len, size_t *outlen) {
-        char *out = sl_malloc(len + 1);
-        size_t o = 0;
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] == '%') {
-                        int h, l;
-                        if (i + 2 >= len) {
-                                free(out);
-                                return NULL;
-                        }
-                        h = sl_hexval((unsigned char)s[i + 1]);
-                        l = sl_hexval((unsigned char)s[i + 2]);
-                        if (h < 0 || l < 0) {
-                                free(out);
-                                return NULL;
-                        }
-                        out[o++] = (char)(h * 16 + l);
-                        i += 2;
-                } else {
-                        out[o++] = s[i];
-                }
-        }
-        out[o] = '\0';
-        *outlen = o;
-        return out;
-}
-
-/* A parsed request path. */
-typedef struct path_s {
-        int route;    /* route_id_t, or -1 */
-        int pipeline; /* index, or -1 */
-        char *key;    /* decoded id / key */
-        size_t keylen;
-        int bad; /* 404: no such route; 405: route, other method */
-        char why[200];
-} path_t;
-
-static void path_parse(const sl_api_t *api, const char *url, const char *method,
-                       path_t *pp) {
-        const char *seg[6];
-        size_t seglen[6];
-        int n = 0;
-        const char *p = url;
-        char *name;
-        size_t namelen;
-
-        memset(pp, 0, sizeof(*pp));
-        pp->route = pp->pipeline = -1;
-        pp->bad = 404;
-        snprintf(pp->why, sizeof(pp->why), "no such route");
-        while (*p == '/' && n < 6) {
-                const char *e = strchr(p + 1, '/');
-                seg[n] = p + 1;
-                seglen[n] = e ? (size_t)(e - p - 1) : strlen(p + 1);
-                n++;
-                p = e ? e : p + 1 + strlen(p + 1);
-        }
-        if (*p || n < 1 || seglen[0] != 2 || strncmp(seg[0], "v1", 2))
-                return;
-        if (n == 1 || (n == 2 && seglen[1] == 0)) {
-                if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
-                        pp->route = R_INDEX;
-                        pp->bad = 0;
-                } else {
-                        pp->bad = 405;
-                }
-                return;
-        }
-        if ((n != 5 && n != 6) || seglen[1] != 9 ||
-            strncmp(seg[1], "pipelines", 9) || !seglen[2] || !seglen[4])
-                return;
-        if (n == 6 && (seglen[5] != 5 || strncmp(seg[5], "flush", 5)))
-                return;
-        int matched = 0;
-        for (int i = 1; i < R_CNT; i++) {
-                if (strlen(routes[i].what) != seglen[3] ||
-                    strncmp(routes[i].what, seg[3], seglen[3]) ||
-                    routes[i].flush != (n == 6))
-                        continue;
-                matched = 1;
-                if (!strcmp(routes[i].method, method)) {
-                        pp->route = i;
-                        break;
-                }
-        }
-        if (!matched)
-                return;
-        if (pp->route == -1) {
-                pp->bad = 405;
-                snprintf(pp->why, sizeof(pp->why), "method %s not allowed",
-                         method);
-                return;
-        }
-        if (!(name = pct_decode(seg[2], seglen[2], &namelen))) {
-                pp->bad = 404;
-                return;
-        }
-        for (int i = 0; i < api->conf->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *pc = &api->conf->pipelines[i];
-                if (strlen(pc->name) == namelen && !strcmp(pc->name, name) &&
-                    pc->api) {
-                        pp->pipeline = i;
-                        break;
-                }
-        }
-        if (pp->pipeline == -1) {
-                snprintf(pp->why, sizeof(pp->why),
-                         "no pipeline '%.100s' served by the API", name);
-                free(name);
-                pp->route = -1;
-                return;
-        }
-        free(name);
-        if (!(api->conf->pipelines[pp->pipeline].type &
-              routes[pp->route].types)) {
-                snprintf(
-                    pp->why, sizeof(pp->why),
-                    "pipeline '%.100s' is a %s pipeline: no %.*s",
-                    api->conf->pipelines[pp->pipeline].name,
-                    sl_op_type_name(api->conf->pipelines[pp->pipeline].type),
-                    (int)seglen[3], seg[3]);
-                pp->route = -1;
-                return;
-        }
-        if (!(pp->key = pct_decode(seg[4], seglen[4], &pp->keylen)) ||
-            !pp->keylen) {
-                free(pp->key);
-                pp->key = NULL;
-                pp->route = -1;
-                snprintf(pp->why, sizeof(pp->why), "bad key in the path");
-                return;
-        }
-        pp->bad = 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Handlers.                                                            */
 
 static enum MHD_Result serve_index(struct MHD_Connection *c) {
         json_t *arr = json_array();
-        for (int i = 0; i < R_CNT; i++)
-                json_array_append_new(arr, json_pack("{s:s, s:s}", "method",
-                                                     routes[i].method, "path",
-                                                     routes[i].path));
+        for (int i = 0; i < SL_ROUTE_CNT; i++)
+                json_array_append_new(
+                    arr, json_pack("{s:s, s:s}", "method", sl_routes[i].method,
+                                   "path", sl_routes[i].path));
         return reply_json(
             c, 200, json_pack("{s:s, s:o}", "version", "v1", "routes", arr),
             NULL);
@@ -1254,46 +1078,12 @@ static int lookup_answer_local(sl_api_t *api, int pi, int32_t partition,
         return 0;
 }
 
-/* Percent-encodes s[0..len) into dst (size dsz, NUL-terminated): every
- * byte but RFC 3986's unreserved ones; stops short rather than overflow. */
-static void pct_encode(const char *s, size_t len, char *dst, size_t dsz) {
-        size_t o = 0;
-        for (size_t i = 0; i < len && o + 4 < dsz; i++) {
-                unsigned char ch = (unsigned char)s[i];
-                if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
-                    ch == '.' || ch == '~')
-                        dst[o++] = (char)ch;
-                else
-                        o += (size_t)snprintf(dst + o, 4, "%%%02X", ch);
-        }
-        dst[o] = '\0';
-}
-
-/* The lookup's path for key in pipeline pc, as the owner routes it: the
- * URL as received is not at hand after libmicrohttpd's parsing. The
- * collection segment is that of the one GET route serving pc's type. */
-static void lookup_path(const sl_pipeline_conf_t *pc, const char *key,
-                        size_t keylen, char *path, size_t size) {
-        char kesc[700], pesc[300];
-        const char *what = NULL;
-
-        for (int i = 0; i < R_CNT && !what; i++)
-                if (routes[i].what && !strcmp(routes[i].method, "GET") &&
-                    (routes[i].types & (int)pc->type))
-                        what = routes[i].what;
-        sl_assert(what);
-        pct_encode(pc->name, strlen(pc->name), pesc, sizeof(pesc));
-        pct_encode(key, keylen, kesc, sizeof(kesc));
-        snprintf(path, size, "/v1/pipelines/%s/%s/%s", pesc, what, kesc);
-}
-
 /* Asks whoever owns (pi, partition) what it holds for key. */
 static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
                    int32_t partition, const char *key, size_t keylen,
                    look_t *l) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pi];
-        char *json = NULL, owner[300], path[1024], why[300];
+        char *json = NULL, owner[300], *path, why[300];
         int res = api_lookup_local(api, pi, partition, key, keylen, &json);
         const char *fwd =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
@@ -1322,9 +1112,11 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
                 return;
         }
         auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        lookup_path(pc, key, keylen, path, sizeof(path));
-        if (forward_get(api, owner, path, auth ? auth : "", &a, why,
-                        sizeof(why), &tls_failed) == -1) {
+        path = sl_apireq_lookup_path(pc, key, keylen);
+        res = forward_get(api, owner, path, auth ? auth : "", &a, why,
+                          sizeof(why), &tls_failed);
+        free(path);
+        if (res == -1) {
                 l->code = tls_failed ? "owner-tls-failed" : "owner-unreachable";
                 snprintf(l->msg, sizeof(l->msg),
                          "the owner of partition %d of %.100s (%.100s): %.150s",
@@ -1381,7 +1173,7 @@ static enum MHD_Result answer_lookup(struct MHD_Connection *c, look_t *l) {
 }
 
 static enum MHD_Result serve_get(sl_api_t *api, struct MHD_Connection *c,
-                                 const path_t *pp) {
+                                 const sl_apireq_path_t *pp) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
         enum MHD_Result rc = MHD_NO;
         look_t l;
@@ -1417,194 +1209,13 @@ static const sl_delay_params_t *pipe_params(sl_api_t *api, int pi) {
         return &api->pipes[pi].params;
 }
 
-#define HDR_MAX (MAX_USER_HEADERS + 8)
-
-/* A PUT /timers body as the record it becomes: the headers of the header
- * format (pointing into the JSON document and the two buffers) and the
- * value (owned: free it). */
-typedef struct timer_body_s {
-        sl_hdr_t hdrs[HDR_MAX];
-        size_t hdr_cnt;
-        char at_buf[32], part_buf[32];
-        char *value;
-        size_t value_len;
-} timer_body_t;
-
-static void body_hdr(timer_body_t *b, const char *name, const char *value,
-                     size_t size) {
-        b->hdrs[b->hdr_cnt].name = name;
-        b->hdrs[b->hdr_cnt].value = value;
-        b->hdrs[b->hdr_cnt].size = size;
-        b->hdr_cnt++;
-}
-
-/* "headers": an object of strings (or nulls), passed through. */
-static int body_user_headers(timer_body_t *b, json_t *v, const char **code,
-                             char *why, size_t why_size) {
-        const char *hn;
-        json_t *hv;
-        *code = "bad-header";
-        if (!json_is_object(v)) {
-                snprintf(why, why_size,
-                         "headers: an object of strings is expected");
-                return -1;
-        }
-        json_object_foreach(v, hn, hv) {
-                if (b->hdr_cnt >= HDR_MAX - 6) {
-                        snprintf(why, why_size, "more than %d headers",
-                                 MAX_USER_HEADERS);
-                        return -1;
-                }
-                if (json_is_null(hv)) {
-                        body_hdr(b, hn, NULL, 0);
-                } else if (json_is_string(hv)) {
-                        body_hdr(b, hn, json_string_value(hv),
-                                 json_string_length(hv));
-                } else {
-                        snprintf(why, why_size,
-                                 "headers: the value of %.100s is not a "
-                                 "string",
-                                 hn);
-                        return -1;
-                }
-        }
-        return 0;
-}
-
-/* "value" (a string as is, any other JSON as its compact text) or
- * "value_base64". */
-static int body_value(timer_body_t *b, const char *name, json_t *v,
-                      const char **code, char *why, size_t why_size) {
-        *code = "bad-body";
-        if (b->value) {
-                snprintf(why, why_size,
-                         "value and value_base64 exclude each other");
-                return -1;
-        }
-        if (!strcmp(name, "value_base64")) {
-                if (!json_is_string(v) ||
-                    !(b->value = sl_base64_decode(json_string_value(v),
-                                                  json_string_length(v),
-                                                  &b->value_len))) {
-                        snprintf(why, why_size, "value_base64: not base64");
-                        return -1;
-                }
-        } else if (json_is_string(v)) {
-                b->value_len = json_string_length(v);
-                b->value = sl_malloc(b->value_len + 1);
-                memcpy(b->value, json_string_value(v), b->value_len);
-        } else {
-                b->value = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-                b->value_len = b->value ? strlen(b->value) : 0;
-        }
-        return 0;
-}
-
-/* One field of the body.  Returns 0, or -1 with the error's code and
- * message. */
-static int body_field(timer_body_t *b, const char *name, json_t *v,
-                      const char **code, char *why, size_t why_size) {
-        /* The fields that are one string header each. */
-        static const struct {
-                const char *field, *header, *code, *expected;
-        } strings[] = {
-            {"target", "sluice-target", "bad-header",
-             "target: a string is expected"},
-            {"delay", "sluice-delay", "bad-delay",
-             "delay: a duration string such as \"90s\" is expected"},
-            {"key", "sluice-target-key", "bad-header",
-             "key: a string is expected"},
-        };
-        for (size_t i = 0; i < SL_ARRAY_SIZE(strings); i++) {
-                if (strcmp(name, strings[i].field))
-                        continue;
-                if (!json_is_string(v)) {
-                        *code = strings[i].code;
-                        snprintf(why, why_size, "%s", strings[i].expected);
-                        return -1;
-                }
-                body_hdr(b, strings[i].header, json_string_value(v),
-                         json_string_length(v));
-                return 0;
-        }
-        if (!strcmp(name, "at")) {
-                if (json_is_integer(v)) {
-                        snprintf(b->at_buf, sizeof(b->at_buf), "%" PRId64,
-                                 (int64_t)json_integer_value(v));
-                        body_hdr(b, "sluice-at", b->at_buf, strlen(b->at_buf));
-                } else if (json_is_string(v)) {
-                        body_hdr(b, "sluice-at", json_string_value(v),
-                                 json_string_length(v));
-                } else {
-                        *code = "bad-at";
-                        snprintf(why, why_size,
-                                 "at: epoch ms or an RFC 3339 string is "
-                                 "expected");
-                        return -1;
-                }
-                return 0;
-        }
-        if (!strcmp(name, "partition")) {
-                if (!json_is_integer(v)) {
-                        *code = "bad-target-partition";
-                        snprintf(why, why_size,
-                                 "partition: an integer is expected");
-                        return -1;
-                }
-                snprintf(b->part_buf, sizeof(b->part_buf), "%" PRId64,
-                         (int64_t)json_integer_value(v));
-                body_hdr(b, "sluice-target-partition", b->part_buf,
-                         strlen(b->part_buf));
-                return 0;
-        }
-        if (!strcmp(name, "value") || !strcmp(name, "value_base64"))
-                return body_value(b, name, v, code, why, why_size);
-        if (!strcmp(name, "headers"))
-                return body_user_headers(b, v, code, why, why_size);
-        *code = "bad-body";
-        snprintf(why, why_size, "unknown field '%.100s'", name);
-        return -1;
-}
-
-/* Reads a PUT /timers body into b.  Returns the JSON document, which b's
- * headers point into (json_decref() it after b), or NULL with the error
- * answered (*rc). */
-static json_t *timer_body_read(struct MHD_Connection *c, const char *body,
-                               size_t bodylen, timer_body_t *b,
-                               enum MHD_Result *rc) {
-        json_error_t jerr;
-        json_t *j, *v;
-        const char *name, *code;
-        char detail[300];
-
-        if (!(j = json_loadb(body, bodylen, 0, &jerr)) || !json_is_object(j)) {
-                *rc = reply_err(c, 400, "bad-body",
-                                "the body must be a JSON object%s%s",
-                                j ? "" : ": ", j ? "" : jerr.text);
-                json_decref(j);
-                return NULL;
-        }
-        json_object_foreach(j, name, v) {
-                if (body_field(b, name, v, &code, detail, sizeof(detail))) {
-                        *rc = reply_err(c, 400, code, "%s", detail);
-                        free(b->value);
-                        b->value = NULL;
-                        json_decref(j);
-                        return NULL;
-                }
-        }
-        if (!b->value)
-                b->value = sl_strdup("");
-        return j;
-}
-
 /* The header path's own validation, on the record as it will be written
  * (key = id, b's headers and value, timestamp now_ms): 0 with req filled,
  * or -1 with the error answered (*rc). */
 static int timer_body_check(sl_api_t *api, struct MHD_Connection *c,
-                            const path_t *pp, const timer_body_t *b,
-                            int64_t now_ms, sl_delay_req_t *req,
-                            enum MHD_Result *rc) {
+                            const sl_apireq_path_t *pp,
+                            const sl_apireq_timer_t *b, int64_t now_ms,
+                            sl_delay_req_t *req, enum MHD_Result *rc) {
         sl_delay_record_t rec = {
             .key = pp->key,
             .key_len = pp->keylen,
@@ -1648,11 +1259,12 @@ static int check_target(sl_api_t *api, struct MHD_Connection *c,
  * as the operator will check it, and written to the input partition of its
  * id; durable when the answer is 200 or 201. */
 static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
-                                       const path_t *pp, const char *body,
-                                       size_t bodylen) {
+                                       const sl_apireq_path_t *pp,
+                                       const char *body, size_t bodylen) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
-        json_t *j;
-        timer_body_t b = {0};
+        sl_apireq_timer_t b = {0};
+        const char *code;
+        char why[300];
         sl_delay_req_t req = {0};
         enum MHD_Result rc = MHD_NO;
         int64_t now_ms = sl_now_ms();
@@ -1668,8 +1280,10 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                  "pipeline %s reads json-envelope input; "
                                  "the API writes the header format only",
                                  pc->name);
-        if (!(j = timer_body_read(c, body, bodylen, &b, &rc)))
-                return rc;
+        if (sl_apireq_timer_read(body, bodylen, &b, &code, why, sizeof(why))) {
+                rc = reply_err(c, 400, code, "%s", why);
+                goto out;
+        }
         if (timer_body_check(api, c, pp, &b, now_ms, &req, &rc) < 0 ||
             check_target(api, c, &req, &rc) < 0)
                 goto out;
@@ -1712,15 +1326,15 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
         }
 out:
         sl_delay_req_clear(&req);
-        free(b.value);
-        json_decref(j);
+        sl_apireq_timer_clear(&b);
         return rc;
 }
 
 /* DELETE a timer (null value) or a rate (tombstone): a keyed null record
  * to topic, durable on return. */
 static enum MHD_Result serve_tombstone(sl_api_t *api, struct MHD_Connection *c,
-                                       const path_t *pp, const char *topic) {
+                                       const sl_apireq_path_t *pp,
+                                       const char *topic) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
         enum MHD_Result rc = MHD_NO;
         int64_t offset;
@@ -1736,8 +1350,8 @@ static enum MHD_Result serve_tombstone(sl_api_t *api, struct MHD_Connection *c,
 }
 
 static enum MHD_Result serve_rate_put(sl_api_t *api, struct MHD_Connection *c,
-                                      const path_t *pp, const char *body,
-                                      size_t bodylen) {
+                                      const sl_apireq_path_t *pp,
+                                      const char *body, size_t bodylen) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
         json_t *j = json_loadb(body, bodylen, 0, NULL), *rate, *burst;
         char text[128], errstr[200];
@@ -1789,8 +1403,9 @@ static enum MHD_Result serve_rate_put(sl_api_t *api, struct MHD_Connection *c,
  * same partitioner sent before it.  202 once durable: the owner flushes
  * when it reads the record, in the transaction that reads it (reason
  * "requested"); a group that is not open by then is a counted no-op. */
-static enum MHD_Result
-serve_group_flush(sl_api_t *api, struct MHD_Connection *c, const path_t *pp) {
+static enum MHD_Result serve_group_flush(sl_api_t *api,
+                                         struct MHD_Connection *c,
+                                         const sl_apireq_path_t *pp) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
         enum MHD_Result rc = MHD_NO;
         const char *reason = NULL;
@@ -1828,29 +1443,29 @@ serve_group_flush(sl_api_t *api, struct MHD_Connection *c, const path_t *pp) {
 }
 
 static enum MHD_Result dispatch(sl_api_t *api, struct MHD_Connection *c,
-                                const path_t *pp, conn_t *cn) {
-        switch ((route_id_t)pp->route) {
-        case R_INDEX:
+                                const sl_apireq_path_t *pp, conn_t *cn) {
+        switch ((sl_route_id_t)pp->route) {
+        case SL_ROUTE_INDEX:
                 return serve_index(c);
-        case R_TIMER_GET:
-        case R_KEY_GET:
-        case R_GROUP_GET:
+        case SL_ROUTE_TIMER_GET:
+        case SL_ROUTE_KEY_GET:
+        case SL_ROUTE_GROUP_GET:
                 return serve_get(api, c, pp);
-        case R_TIMER_PUT:
+        case SL_ROUTE_TIMER_PUT:
                 return serve_timer_put(api, c, pp, cn->body ? cn->body : "",
                                        cn->len);
-        case R_TIMER_DELETE:
+        case SL_ROUTE_TIMER_DELETE:
                 return serve_tombstone(
                     api, c, pp, api->conf->pipelines[pp->pipeline].input);
-        case R_RATE_PUT:
+        case SL_ROUTE_RATE_PUT:
                 return serve_rate_put(api, c, pp, cn->body ? cn->body : "",
                                       cn->len);
-        case R_RATE_DELETE:
+        case SL_ROUTE_RATE_DELETE:
                 return serve_tombstone(
                     api, c, pp, api->conf->pipelines[pp->pipeline].rates);
-        case R_GROUP_FLUSH:
+        case SL_ROUTE_GROUP_FLUSH:
                 return serve_group_flush(api, c, pp);
-        case R_CNT:
+        case SL_ROUTE_CNT:
                 break;
         }
         return reply_err(c, 404, "not-found", "no such route");
@@ -1862,7 +1477,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   size_t *upload_size, void **con_cls) {
         sl_api_t *api = cls;
         conn_t *cn = *con_cls;
-        path_t pp;
+        sl_apireq_path_t pp;
         enum MHD_Result rc;
         (void)version;
 
@@ -1915,14 +1530,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                  "the body is larger than api_max_body (%lld "
                                  "bytes)",
                                  (long long)api->conf->api_max_body_bytes);
-        path_parse(api, url, method, &pp);
+        sl_apireq_path_parse(api->conf, url, method, &pp);
         if (pp.bad == 405)
                 rc = reply_err(c, 405, "method-not-allowed", "%s", pp.why);
         else if (pp.route == -1)
                 rc = reply_err(c, 404, "not-found", "%s", pp.why);
         else
                 rc = dispatch(api, c, &pp, cn);
-        free(pp.key);
+        sl_apireq_path_clear(&pp);
         return rc;
 }
 

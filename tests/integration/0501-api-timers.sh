@@ -101,6 +101,12 @@ expect 413 oversize PUT "$T/v1" "{\"value\":\"$huge\"}"
 expect 404 not-found GET "/pipelines/nope/timers/x"
 expect 404 not-found GET "/pipelines/$PFX/keys/x"
 expect 405 method-not-allowed POST "$T/x"
+# A pipeline name that does not decode names no pipeline (an answer, not
+# a lookup in pipeline -1), as does a key that does not.
+expect 404 not-found GET "/pipelines/%zz/timers/x"
+expect 404 not-found PUT "/pipelines/%4/timers/x" "{\"target\":\"$out\",\"delay\":\"1s\"}"
+expect 404 not-found GET "$T/%g0"
+curl -s -o /dev/null --max-time 5 "http://127.0.0.1:$port/healthz" || fail "sluice died on a bad path"
 [ "$(count_records "$in")" = 0 ] || fail "a refused request reached the input"
 echo "validation: every reason answered 400 with its DLQ code; nothing written"
 

@@ -48,11 +48,14 @@ echo "a (API $apa) and b (API $apb) share the partitions"
 
 # 40 timers through a, due in an hour; what each PUT answered is kept.
 # Every tenth id (5, 15, ...) is "id N/ü", percent-encoded in the path: a
-# forwarded lookup must encode it again for the owner.
+# forwarded lookup must encode it again for the owner, whole however long
+# (id 39: "long/" and 300 ü, 1,807 characters encoded).
+long=$(printf '%%C3%%BC%.0s' $(seq 300))
 : >"$WORK/puts"
 for i in $(seq 0 39); do
     key=id$i
     [ $((i % 10)) -ne 5 ] || key="id%20$i%2F%C3%BC"
+    [ "$i" -ne 39 ] || key="long%2F$long"
     code=$(curl -s -o "$WORK/put" -w '%{http_code}' -X PUT -H "Authorization: Bearer $token" \
         --data-binary "{\"target\":\"$out\",\"delay\":\"1h\",\"value\":\"v$i\"}" \
         "http://127.0.0.1:$apa/v1/pipelines/$PFX/timers/$key")
@@ -66,6 +69,8 @@ python3 - "$apa" "$apb" "$token" "$PFX" "$WORK/puts" "$out" <<'PY' || fail "forw
 import http.client, json, sys, time, urllib.parse
 apa, apb, token, pfx = sys.argv[1:5]
 def name(i):
+    if i == 39:
+        return "long/" + "\u00fc" * 300
     return f"id {i}/\u00fc" if i % 10 == 5 else f"id{i}"
 def timer_path(i):
     return f"/v1/pipelines/{pfx}/timers/" + urllib.parse.quote(name(i), safe="")
@@ -89,9 +94,9 @@ for i in range(40):
         # 404 until the owner has read the PUT's record from the input.
         if sa not in (503, 404) and sb not in (503, 404):
             break
-        assert time.time() < deadline, (path, sa, bodya, sb, bodyb)
+        assert time.time() < deadline, (path[:100], sa, bodya[:300], sb, bodyb[:300])
         time.sleep(0.2)
-    assert sa == sb == 200, (path, sa, bodya, sb, bodyb)
+    assert sa == sb == 200, (path[:100], sa, bodya[:300], sb, bodyb[:300])
     assert ba == bb and ba, (path, ba, bb)
     ja, jb = json.loads(bodya), json.loads(bodyb)
     # The same owner's JSON both ways; only the "now"-relative figure moves.

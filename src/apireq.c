@@ -1,0 +1,405 @@
+/*
+ * apireq.c — the API's requests as data (see apireq.h): routes, paths and
+ * PUT /timers bodies, read from bytes a client controls.  Nothing here
+ * trusts a length it did not count.
+ */
+#include "apireq.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* Routes.                                                              */
+
+const sl_route_t sl_routes[SL_ROUTE_CNT] = {
+    [SL_ROUTE_INDEX] = {"GET", "/v1", NULL, 0, 0},
+    [SL_ROUTE_TIMER_PUT] = {"PUT", "/v1/pipelines/{pipeline}/timers/{id}",
+                            "timers", SL_OP_DELAY, 0},
+    [SL_ROUTE_TIMER_GET] = {"GET", "/v1/pipelines/{pipeline}/timers/{id}",
+                            "timers", SL_OP_DELAY, 0},
+    [SL_ROUTE_TIMER_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/timers/{id}",
+                               "timers", SL_OP_DELAY, 0},
+    [SL_ROUTE_KEY_GET] = {"GET", "/v1/pipelines/{pipeline}/keys/{key}", "keys",
+                          SL_OP_THROTTLE, 0},
+    [SL_ROUTE_RATE_PUT] = {"PUT", "/v1/pipelines/{pipeline}/rates/{key}",
+                           "rates", SL_OP_THROTTLE, 0},
+    [SL_ROUTE_RATE_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/rates/{key}",
+                              "rates", SL_OP_THROTTLE, 0},
+    [SL_ROUTE_GROUP_GET] = {"GET", "/v1/pipelines/{pipeline}/groups/{key}",
+                            "groups", SL_OP_DEBOUNCE, 0},
+    [SL_ROUTE_GROUP_FLUSH] = {"POST",
+                              "/v1/pipelines/{pipeline}/groups/{key}/flush",
+                              "groups", SL_OP_DEBOUNCE, 1},
+};
+
+/* ------------------------------------------------------------------ */
+/* Paths.                                                               */
+
+char *sl_apireq_pct_decode(const char *s, size_t len, size_t *outlen) {
+        char *out = sl_malloc(len + 1);
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '%') {
+                        int h, l;
+                        if (i + 2 >= len) {
+                                free(out);
+                                return NULL;
+                        }
+                        h = sl_hexval((unsigned char)s[i + 1]);
+                        l = sl_hexval((unsigned char)s[i + 2]);
+                        if (h < 0 || l < 0) {
+                                free(out);
+                                return NULL;
+                        }
+                        out[o++] = (char)(h * 16 + l);
+                        i += 2;
+                } else {
+                        out[o++] = s[i];
+                }
+        }
+        out[o] = '\0';
+        *outlen = o;
+        return out;
+}
+
+/* Percent-encodes s[0..len) at dst, which has room for 3 * len + 1 bytes:
+ * every byte but RFC 3986's unreserved ones.  Returns the end. */
+static char *pct_encode(const unsigned char *s, size_t len, char *dst) {
+        static const char hex[] = "0123456789ABCDEF";
+        for (size_t i = 0; i < len; i++) {
+                unsigned char ch = s[i];
+                if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+                    ch == '.' || ch == '~') {
+                        *dst++ = (char)ch;
+                } else {
+                        *dst++ = '%';
+                        *dst++ = hex[ch >> 4];
+                        *dst++ = hex[ch & 15];
+                }
+        }
+        *dst = '\0';
+        return dst;
+}
+
+char *sl_apireq_lookup_path(const sl_pipeline_conf_t *pc, const void *key,
+                            size_t keylen) {
+        static const char prefix[] = "/v1/pipelines/";
+        const char *what = NULL;
+        size_t namelen = strlen(pc->name), size;
+        char *path, *p;
+
+        for (int i = 0; i < SL_ROUTE_CNT && !what; i++)
+                if (sl_routes[i].what && !strcmp(sl_routes[i].method, "GET") &&
+                    (sl_routes[i].types & (int)pc->type))
+                        what = sl_routes[i].what;
+        sl_assert(what);
+        size = sizeof(prefix) + 3 * namelen + 1 + strlen(what) + 1 +
+               3 * keylen + 1;
+        path = sl_malloc(size);
+        p = path + sizeof(prefix) - 1;
+        memcpy(path, prefix, sizeof(prefix) - 1);
+        p = pct_encode((const unsigned char *)pc->name, namelen, p);
+        *p++ = '/';
+        memcpy(p, what, strlen(what));
+        p += strlen(what);
+        *p++ = '/';
+        pct_encode(key, keylen, p);
+        return path;
+}
+
+/* The path's segments after each '/': at most max; returns how many, or
+ * -1 when there are more or the path does not start with '/'. */
+static int path_segments(const char *url, const char **seg, size_t *seglen,
+                         int max) {
+        const char *p = url;
+        int n = 0;
+        while (*p == '/') {
+                const char *e = strchr(p + 1, '/');
+                if (n == max)
+                        return -1;
+                seg[n] = p + 1;
+                seglen[n] = e ? (size_t)(e - p - 1) : strlen(p + 1);
+                n++;
+                p = e ? e : p + 1 + seglen[n - 1];
+        }
+        return *p ? -1 : n;
+}
+
+static int seg_is(const char *seg, size_t len, const char *word) {
+        return strlen(word) == len && !strncmp(seg, word, len);
+}
+
+/* The route whose collection segment is what (flush: .../flush), for
+ * method; -1 with pp->bad 404 when no route has that path, 405 when none
+ * of those takes method. */
+static int path_route(const char *what, size_t whatlen, int flush,
+                      const char *method, sl_apireq_path_t *pp) {
+        int matched = 0;
+        for (int i = 1; i < SL_ROUTE_CNT; i++) {
+                if (!seg_is(what, whatlen, sl_routes[i].what) ||
+                    sl_routes[i].flush != flush)
+                        continue;
+                matched = 1;
+                if (!strcmp(sl_routes[i].method, method))
+                        return i;
+        }
+        if (matched) {
+                pp->bad = 405;
+                snprintf(pp->why, sizeof(pp->why), "method %.20s not allowed",
+                         method);
+        }
+        return -1;
+}
+
+void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
+                          const char *method, sl_apireq_path_t *pp) {
+        const char *seg[6];
+        size_t seglen[6];
+        int n = path_segments(url, seg, seglen, 6);
+        char *name;
+        size_t namelen;
+        const sl_pipeline_conf_t *pc;
+
+        memset(pp, 0, sizeof(*pp));
+        pp->route = pp->pipeline = -1;
+        pp->bad = 404;
+        snprintf(pp->why, sizeof(pp->why), "no such route");
+        if (n < 1 || !seg_is(seg[0], seglen[0], "v1"))
+                return;
+        if (n == 1 || (n == 2 && seglen[1] == 0)) {
+                if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
+                        pp->route = SL_ROUTE_INDEX;
+                        pp->bad = 0;
+                } else {
+                        pp->bad = 405;
+                        snprintf(pp->why, sizeof(pp->why),
+                                 "method %.20s not allowed", method);
+                }
+                return;
+        }
+        if ((n != 5 && n != 6) || !seg_is(seg[1], seglen[1], "pipelines") ||
+            !seglen[2] || !seglen[4])
+                return;
+        if (n == 6 && !seg_is(seg[5], seglen[5], "flush"))
+                return;
+        if ((pp->route = path_route(seg[3], seglen[3], n == 6, method, pp)) < 0)
+                return;
+
+        /* The pipeline: by its decoded name, among those the API serves. */
+        if (!(name = sl_apireq_pct_decode(seg[2], seglen[2], &namelen))) {
+                pp->route = -1;
+                return;
+        }
+        for (int i = 0; i < conf->pipeline_cnt && pp->pipeline < 0; i++) {
+                pc = &conf->pipelines[i];
+                if (strlen(pc->name) == namelen && !strcmp(pc->name, name) &&
+                    pc->api)
+                        pp->pipeline = i;
+        }
+        if (pp->pipeline < 0) {
+                snprintf(pp->why, sizeof(pp->why),
+                         "no pipeline '%.100s' served by the API",
+                         sl_escape(name, namelen, (char[104]){0}, 104));
+                free(name);
+                pp->route = -1;
+                return;
+        }
+        free(name);
+        pc = &conf->pipelines[pp->pipeline];
+        if (!(pc->type & sl_routes[pp->route].types)) {
+                snprintf(pp->why, sizeof(pp->why),
+                         "pipeline '%.100s' is a %s pipeline: no %s", pc->name,
+                         sl_op_type_name(pc->type), sl_routes[pp->route].what);
+                pp->route = pp->pipeline = -1;
+                return;
+        }
+        if (!(pp->key = sl_apireq_pct_decode(seg[4], seglen[4], &pp->keylen)) ||
+            !pp->keylen) {
+                free(pp->key);
+                pp->key = NULL;
+                pp->route = pp->pipeline = -1;
+                snprintf(pp->why, sizeof(pp->why), "bad key in the path");
+                return;
+        }
+        pp->bad = 0;
+}
+
+void sl_apireq_path_clear(sl_apireq_path_t *pp) {
+        free(pp->key);
+        pp->key = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* PUT /timers bodies.                                                  */
+
+static void body_hdr(sl_apireq_timer_t *b, const char *name, const char *value,
+                     size_t size) {
+        sl_assert(b->hdr_cnt < SL_ARRAY_SIZE(b->hdrs));
+        b->hdrs[b->hdr_cnt].name = name;
+        b->hdrs[b->hdr_cnt].value = value;
+        b->hdrs[b->hdr_cnt].size = size;
+        b->hdr_cnt++;
+}
+
+/* "headers": an object of strings (or nulls), passed through. */
+static int body_user_headers(sl_apireq_timer_t *b, json_t *v, const char **code,
+                             char *why, size_t why_size) {
+        const char *hn;
+        json_t *hv;
+        *code = "bad-header";
+        if (!json_is_object(v)) {
+                snprintf(why, why_size,
+                         "headers: an object of strings is expected");
+                return -1;
+        }
+        if (json_object_size(v) > SL_APIREQ_MAX_USER_HEADERS) {
+                snprintf(why, why_size, "more than %d headers",
+                         SL_APIREQ_MAX_USER_HEADERS);
+                return -1;
+        }
+        json_object_foreach(v, hn, hv) {
+                if (json_is_null(hv)) {
+                        body_hdr(b, hn, NULL, 0);
+                } else if (json_is_string(hv)) {
+                        body_hdr(b, hn, json_string_value(hv),
+                                 json_string_length(hv));
+                } else {
+                        char esc[104];
+                        snprintf(why, why_size,
+                                 "headers: the value of %s is not a string",
+                                 sl_escape(hn, strlen(hn), esc, sizeof(esc)));
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+/* "value" (a string as is, any other JSON as its compact text) or
+ * "value_base64". */
+static int body_value(sl_apireq_timer_t *b, const char *name, json_t *v,
+                      const char **code, char *why, size_t why_size) {
+        *code = "bad-body";
+        if (b->value) {
+                snprintf(why, why_size,
+                         "value and value_base64 exclude each other");
+                return -1;
+        }
+        if (!strcmp(name, "value_base64")) {
+                if (!json_is_string(v) ||
+                    !(b->value = sl_base64_decode(json_string_value(v),
+                                                  json_string_length(v),
+                                                  &b->value_len))) {
+                        snprintf(why, why_size, "value_base64: not base64");
+                        return -1;
+                }
+        } else if (json_is_string(v)) {
+                b->value_len = json_string_length(v);
+                b->value = sl_malloc(b->value_len + 1);
+                memcpy(b->value, json_string_value(v), b->value_len);
+        } else {
+                b->value = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+                b->value_len = b->value ? strlen(b->value) : 0;
+        }
+        return 0;
+}
+
+/* One field of the body.  Returns 0, or -1 with the error's code and
+ * message. */
+static int body_field(sl_apireq_timer_t *b, const char *name, json_t *v,
+                      const char **code, char *why, size_t why_size) {
+        /* The fields that are one string header each. */
+        static const struct {
+                const char *field, *header, *code, *expected;
+        } strings[] = {
+            {"target", "sluice-target", "bad-header",
+             "target: a string is expected"},
+            {"delay", "sluice-delay", "bad-delay",
+             "delay: a duration string such as \"90s\" is expected"},
+            {"key", "sluice-target-key", "bad-header",
+             "key: a string is expected"},
+        };
+        for (size_t i = 0; i < SL_ARRAY_SIZE(strings); i++) {
+                if (strcmp(name, strings[i].field))
+                        continue;
+                if (!json_is_string(v)) {
+                        *code = strings[i].code;
+                        snprintf(why, why_size, "%s", strings[i].expected);
+                        return -1;
+                }
+                body_hdr(b, strings[i].header, json_string_value(v),
+                         json_string_length(v));
+                return 0;
+        }
+        if (!strcmp(name, "at")) {
+                if (json_is_integer(v)) {
+                        snprintf(b->at_buf, sizeof(b->at_buf), "%" PRId64,
+                                 (int64_t)json_integer_value(v));
+                        body_hdr(b, "sluice-at", b->at_buf, strlen(b->at_buf));
+                } else if (json_is_string(v)) {
+                        body_hdr(b, "sluice-at", json_string_value(v),
+                                 json_string_length(v));
+                } else {
+                        *code = "bad-at";
+                        snprintf(why, why_size,
+                                 "at: epoch ms or an RFC 3339 string is "
+                                 "expected");
+                        return -1;
+                }
+                return 0;
+        }
+        if (!strcmp(name, "partition")) {
+                if (!json_is_integer(v)) {
+                        *code = "bad-target-partition";
+                        snprintf(why, why_size,
+                                 "partition: an integer is expected");
+                        return -1;
+                }
+                snprintf(b->part_buf, sizeof(b->part_buf), "%" PRId64,
+                         (int64_t)json_integer_value(v));
+                body_hdr(b, "sluice-target-partition", b->part_buf,
+                         strlen(b->part_buf));
+                return 0;
+        }
+        if (!strcmp(name, "value") || !strcmp(name, "value_base64"))
+                return body_value(b, name, v, code, why, why_size);
+        if (!strcmp(name, "headers"))
+                return body_user_headers(b, v, code, why, why_size);
+        *code = "bad-body";
+        snprintf(why, why_size, "unknown field '%s'",
+                 sl_escape(name, strlen(name), (char[104]){0}, 104));
+        return -1;
+}
+
+int sl_apireq_timer_read(const char *body, size_t len, sl_apireq_timer_t *b,
+                         const char **code, char *why, size_t why_size) {
+        json_error_t jerr;
+        const char *name;
+        json_t *v;
+
+        b->doc = json_loadb(body, len, 0, &jerr);
+        if (!b->doc || !json_is_object(b->doc)) {
+                *code = "bad-body";
+                snprintf(why, why_size, "the body must be a JSON object%s%s",
+                         b->doc ? "" : ": ", b->doc ? "" : jerr.text);
+                return -1;
+        }
+        json_object_foreach(b->doc, name, v) {
+                if (body_field(b, name, v, code, why, why_size))
+                        return -1;
+        }
+        if (!b->value)
+                b->value = sl_strdup("");
+        return 0;
+}
+
+void sl_apireq_timer_clear(sl_apireq_timer_t *b) {
+        free(b->value);
+        json_decref(b->doc);
+        memset(b, 0, sizeof(*b));
+}

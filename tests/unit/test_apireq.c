@@ -1,0 +1,310 @@
+/*
+ * test_apireq.c — the API's requests as data: which paths name which
+ * route, pipeline and key, what each refusal says, the lookup path a
+ * forwarded GET asks the owner, and the record a PUT /timers body becomes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "apireq.h"
+#include "util.h"
+
+static sl_pipeline_conf_t pipes[] = {
+    {.name = "timers", .type = SL_OP_DELAY, .api = 1},
+    {.name = "lim", .type = SL_OP_THROTTLE, .api = 1},
+    {.name = "g/1 \xc3\xbc", .type = SL_OP_DEBOUNCE, .api = 1},
+    {.name = "hidden", .type = SL_OP_DELAY, .api = 0},
+};
+static sl_conf_t conf = {.pipelines = pipes, .pipeline_cnt = 4};
+
+/* Paths that name a route: route, pipeline and the decoded key. */
+static void test_paths(void **state) {
+        static const struct {
+                const char *method, *url;
+                int route, pipeline;
+                const char *key;
+                size_t keylen;
+        } ok[] = {
+            {"GET", "/v1", SL_ROUTE_INDEX, -1, NULL, 0},
+            {"HEAD", "/v1/", SL_ROUTE_INDEX, -1, NULL, 0},
+            {"PUT", "/v1/pipelines/timers/timers/o-1", SL_ROUTE_TIMER_PUT, 0,
+             "o-1", 3},
+            {"DELETE", "/v1/pipelines/timers/timers/a%20b%2Fc",
+             SL_ROUTE_TIMER_DELETE, 0, "a b/c", 5},
+            {"GET", "/v1/pipelines/lim/keys/%00x", SL_ROUTE_KEY_GET, 1, "\0x",
+             2},
+            {"PUT", "/v1/pipelines/lim/rates/*", SL_ROUTE_RATE_PUT, 1, "*", 1},
+            {"GET", "/v1/pipelines/g%2F1%20%C3%BC/groups/w", SL_ROUTE_GROUP_GET,
+             2, "w", 1},
+            {"POST", "/v1/pipelines/g%2f1%20%c3%bc/groups/w/flush",
+             SL_ROUTE_GROUP_FLUSH, 2, "w", 1},
+        };
+        (void)state;
+        for (size_t i = 0; i < SL_ARRAY_SIZE(ok); i++) {
+                sl_apireq_path_t pp;
+                sl_apireq_path_parse(&conf, ok[i].url, ok[i].method, &pp);
+                assert_int_equal(pp.bad, 0);
+                assert_int_equal(pp.route, ok[i].route);
+                assert_int_equal(pp.pipeline, ok[i].pipeline);
+                if (ok[i].key) {
+                        assert_int_equal(pp.keylen, ok[i].keylen);
+                        assert_memory_equal(pp.key, ok[i].key, ok[i].keylen);
+                } else {
+                        assert_null(pp.key);
+                }
+                sl_apireq_path_clear(&pp);
+        }
+}
+
+/* Refusals: the status, a piece of the reason, and never a route, a
+ * pipeline or a key.  A name or key that does not decode is one of them
+ * (the name once left its route set, and the API looked up pipeline -1). */
+static void test_refused(void **state) {
+        static const struct {
+                const char *method, *url;
+                int bad;
+                const char *why;
+        } no[] = {
+            {"GET", "", 404, "no such route"},
+            {"GET", "/", 404, "no such route"},
+            {"GET", "/v2", 404, "no such route"},
+            {"GET", "v1", 404, "no such route"},
+            {"POST", "/v1", 405, "method POST not allowed"},
+            {"GET", "/v1/pipelines/timers/timers", 404, "no such route"},
+            {"GET", "/v1/pipelines/timers/timers/", 404, "no such route"},
+            {"GET", "/v1/pipelines//timers/x", 404, "no such route"},
+            {"GET", "/v1/pipelines/timers/timers/x/", 404, "no such route"},
+            {"GET", "/v1/pipelines/timers/timers/x/y/z", 404, "no such route"},
+            {"GET", "/v1/pipelines/timers/clocks/x", 404, "no such route"},
+            {"POST", "/v1/pipelines/timers/timers/x", 405,
+             "method POST not allowed"},
+            {"GET", "/v1/pipelines/g/groups/w/flush", 405,
+             "method GET not allowed"},
+            {"POST", "/v1/pipelines/timers/timers/x/flush", 404,
+             "no such route"},
+            {"GET", "/v1/pipelines/nope/timers/x", 404, "no pipeline 'nope'"},
+            {"GET", "/v1/pipelines/hidden/timers/x", 404,
+             "no pipeline 'hidden' served"},
+            {"GET", "/v1/pipelines/lim/timers/x", 404,
+             "'lim' is a throttle pipeline: no timers"},
+            {"GET", "/v1/pipelines/%zz/timers/x", 404, "no such route"},
+            {"GET", "/v1/pipelines/timers%/timers/x", 404, "no such route"},
+            {"GET", "/v1/pipelines/timers/timers/%4", 404, "bad key"},
+            {"GET", "/v1/pipelines/timers/timers/%g0", 404, "bad key"},
+            {"GET", "/v1/pipelines/%00/timers/x", 404, "no pipeline '\\x00'"},
+        };
+        (void)state;
+        for (size_t i = 0; i < SL_ARRAY_SIZE(no); i++) {
+                sl_apireq_path_t pp;
+                sl_apireq_path_parse(&conf, no[i].url, no[i].method, &pp);
+                if (pp.bad != no[i].bad || !strstr(pp.why, no[i].why))
+                        fail_msg("%s %s: %d %s (want %d %s)", no[i].method,
+                                 no[i].url, pp.bad, pp.why, no[i].bad,
+                                 no[i].why);
+                assert_int_equal(pp.route, -1);
+                assert_int_equal(pp.pipeline, -1);
+                assert_null(pp.key);
+        }
+}
+
+/* The forwarded lookup's path: every byte but the unreserved ones
+ * encoded, whole however long, and it parses back to the same key. */
+static void test_lookup_path(void **state) {
+        char key[1000];
+        char *p;
+        sl_apireq_path_t pp;
+        (void)state;
+
+        p = sl_apireq_lookup_path(&pipes[2], "a b/\xc3\xbc~", 7);
+        assert_string_equal(p, "/v1/pipelines/g%2F1%20%C3%BC/groups/"
+                               "a%20b%2F%C3%BC~");
+        free(p);
+        p = sl_apireq_lookup_path(&pipes[1], "k", 1);
+        assert_string_equal(p, "/v1/pipelines/lim/keys/k");
+        free(p);
+
+        for (size_t i = 0; i < sizeof(key); i++)
+                key[i] = (char)(i * 7);
+        p = sl_apireq_lookup_path(&pipes[0], key, sizeof(key));
+        assert_true(strlen(p) > 2 * sizeof(key));
+        sl_apireq_path_parse(&conf, p, "GET", &pp);
+        assert_int_equal(pp.route, SL_ROUTE_TIMER_GET);
+        assert_int_equal(pp.keylen, sizeof(key));
+        assert_memory_equal(pp.key, key, sizeof(key));
+        sl_apireq_path_clear(&pp);
+        free(p);
+}
+
+static const sl_hdr_t *hdr(const sl_apireq_timer_t *b, const char *name) {
+        for (size_t i = 0; i < b->hdr_cnt; i++)
+                if (!strcmp(b->hdrs[i].name, name))
+                        return &b->hdrs[i];
+        return NULL;
+}
+
+static void assert_hdr(const sl_apireq_timer_t *b, const char *name,
+                       const char *value) {
+        const sl_hdr_t *h = hdr(b, name);
+        if (!h)
+                fail_msg("no header %s", name);
+        if (!value) {
+                assert_null(h->value);
+                return;
+        }
+        assert_int_equal(h->size, strlen(value));
+        assert_memory_equal(h->value, value, h->size);
+}
+
+/* A body's fields become the header format's headers and value. */
+static void test_timer_body(void **state) {
+        static const char body[] =
+            "{\"target\":\"out\",\"delay\":\"90s\",\"key\":\"tk\","
+            "\"partition\":2,\"value\":\"hi\",\"headers\":{\"h\":\"v\","
+            "\"n\":null}}";
+        sl_apireq_timer_t b = {0};
+        const char *code = NULL;
+        char why[300];
+        (void)state;
+
+        assert_int_equal(sl_apireq_timer_read(body, strlen(body), &b, &code,
+                                              why, sizeof(why)),
+                         0);
+        assert_int_equal(b.hdr_cnt, 6);
+        assert_hdr(&b, "sluice-target", "out");
+        assert_hdr(&b, "sluice-delay", "90s");
+        assert_hdr(&b, "sluice-target-key", "tk");
+        assert_hdr(&b, "sluice-target-partition", "2");
+        assert_hdr(&b, "h", "v");
+        assert_hdr(&b, "n", NULL);
+        assert_int_equal(b.value_len, 2);
+        assert_memory_equal(b.value, "hi", 2);
+        sl_apireq_timer_clear(&b);
+
+        /* at as a number, a JSON value as its text, base64, no value. */
+        {
+                static const struct {
+                        const char *body, *at, *value;
+                        size_t value_len;
+                } v[] = {
+                    {"{\"at\":1767225600000,\"value\":{\"a\":[1,2]}}",
+                     "1767225600000", "{\"a\":[1,2]}", 11},
+                    {"{\"at\":\"2026-01-01T00:00:00Z\",\"value_base64\":"
+                     "\"AGhp\"}",
+                     "2026-01-01T00:00:00Z", "\0hi", 3},
+                    {"{\"at\":1}", "1", "", 0},
+                };
+                for (size_t i = 0; i < SL_ARRAY_SIZE(v); i++) {
+                        sl_apireq_timer_t t = {0};
+                        assert_int_equal(
+                            sl_apireq_timer_read(v[i].body, strlen(v[i].body),
+                                                 &t, &code, why, sizeof(why)),
+                            0);
+                        assert_hdr(&t, "sluice-at", v[i].at);
+                        assert_int_equal(t.value_len, v[i].value_len);
+                        if (v[i].value_len)
+                                assert_memory_equal(t.value, v[i].value,
+                                                    v[i].value_len);
+                        sl_apireq_timer_clear(&t);
+                }
+        }
+}
+
+/* Each refused body: its error code and a piece of the message. */
+static void test_timer_body_refused(void **state) {
+        static const struct {
+                const char *body, *code, *why;
+        } no[] = {
+            {"", "bad-body", "must be a JSON object"},
+            {"[1]", "bad-body", "must be a JSON object"},
+            {"{\"target\":1}", "bad-header", "target: a string"},
+            {"{\"delay\":90}", "bad-delay", "delay: a duration"},
+            {"{\"key\":null}", "bad-header", "key: a string"},
+            {"{\"at\":true}", "bad-at", "at: epoch ms"},
+            {"{\"partition\":\"2\"}", "bad-target-partition",
+             "partition: an integer"},
+            {"{\"value\":\"a\",\"value_base64\":\"YQ==\"}", "bad-body",
+             "exclude each other"},
+            {"{\"value_base64\":\"!!\"}", "bad-body", "not base64"},
+            {"{\"headers\":[]}", "bad-header", "an object of strings"},
+            {"{\"headers\":{\"h\":1}}", "bad-header", "the value of h"},
+            {"{\"colour\":1}", "bad-body", "unknown field 'colour'"},
+            {"{\"col\\u0000our\":1}", "bad-body", "NUL byte in object key"},
+        };
+        (void)state;
+        for (size_t i = 0; i < SL_ARRAY_SIZE(no); i++) {
+                sl_apireq_timer_t b = {0};
+                const char *code = NULL;
+                char why[300] = "";
+                assert_int_equal(sl_apireq_timer_read(no[i].body,
+                                                      strlen(no[i].body), &b,
+                                                      &code, why, sizeof(why)),
+                                 -1);
+                if (!code || strcmp(code, no[i].code) ||
+                    !strstr(why, no[i].why))
+                        fail_msg("%s: %s %s (want %s %s)", no[i].body,
+                                 code ? code : "(none)", why, no[i].code,
+                                 no[i].why);
+                sl_apireq_timer_clear(&b);
+        }
+}
+
+/* At most SL_APIREQ_MAX_USER_HEADERS user headers, wherever "headers"
+ * stands among the fields, and all five fields beside them. */
+static void test_timer_headers_max(void **state) {
+        char body[8192];
+        (void)state;
+        for (int n = SL_APIREQ_MAX_USER_HEADERS;
+             n <= SL_APIREQ_MAX_USER_HEADERS + 1; n++) {
+                for (int first = 0; first <= 1; first++) {
+                        static const char fields[] =
+                            "\"target\":\"t\",\"delay\":\"1s\",\"key\":\"k\","
+                            "\"at\":1,\"partition\":0";
+                        sl_apireq_timer_t b = {0};
+                        const char *code;
+                        char why[300];
+                        size_t o = 0;
+                        int r;
+                        o += (size_t)snprintf(body + o, sizeof(body) - o,
+                                              "{%s%s", first ? "" : fields,
+                                              first ? "" : ",");
+                        o += (size_t)snprintf(body + o, sizeof(body) - o,
+                                              "\"headers\":{");
+                        for (int i = 0; i < n; i++)
+                                o += (size_t)snprintf(
+                                    body + o, sizeof(body) - o,
+                                    "%s\"h%d\":\"v\"", i ? "," : "", i);
+                        snprintf(body + o, sizeof(body) - o, "}%s%s}",
+                                 first ? "," : "", first ? fields : "");
+                        r = sl_apireq_timer_read(body, strlen(body), &b, &code,
+                                                 why, sizeof(why));
+                        if (n <= SL_APIREQ_MAX_USER_HEADERS) {
+                                assert_int_equal(r, 0);
+                                assert_int_equal(b.hdr_cnt, (size_t)n + 5);
+                        } else {
+                                assert_int_equal(r, -1);
+                                assert_string_equal(code, "bad-header");
+                                assert_non_null(strstr(why, "more than 64"));
+                        }
+                        sl_apireq_timer_clear(&b);
+                }
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_paths),
+            cmocka_unit_test(test_refused),
+            cmocka_unit_test(test_lookup_path),
+            cmocka_unit_test(test_timer_body),
+            cmocka_unit_test(test_timer_body_refused),
+            cmocka_unit_test(test_timer_headers_max),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
