@@ -66,7 +66,7 @@
 #define META_TTL_MS          10000
 #define FORWARD_MAX_BYTES    (8 * 1024 * 1024)
 #define FORWARDED_HDR        "X-Sluice-Forwarded"
-#define ANSWERED_HDR         "X-Sluice-Answered-By"
+#define ANSWERED_HDR         SL_APIREQ_ANSWERED_HDR
 #define RETRY_AFTER          "1"
 
 /* ------------------------------------------------------------------ */
@@ -652,14 +652,6 @@ static int owner_find(sl_api_t *api, const char *topic, int32_t partition,
 /* ------------------------------------------------------------------ */
 /* Forwarding: a minimal HTTP/1.1 client (Connection: close).           */
 
-typedef struct fwd_answer_s {
-        int status;
-        char retry_after[16];
-        char answered_by[300];
-        char *body; /* NUL-terminated */
-        size_t body_len;
-} fwd_answer_t;
-
 static int fwd_connect(const char *addr, int timeout_ms) {
         char host[256], port[16];
         const char *colon = strrchr(addr, ':');
@@ -829,13 +821,12 @@ static void fwd_close(fwd_conn_t *fc) {
  * Returns 0 with *a filled in (a->body owned by the caller), or -1 with
  * why; *tls_failed is set when TLS (not the network) refused. */
 static int forward_get(sl_api_t *api, const char *addr, const char *url,
-                       const char *auth, fwd_answer_t *a, char *why,
+                       const char *auth, sl_apireq_answer_t *a, char *why,
                        size_t why_size, int *tls_failed) {
         int timeout_ms = (int)(api->conf->api_timeout_ms / 2);
         fwd_conn_t fc = {fwd_connect(addr, timeout_ms), NULL};
-        char *req = NULL, *buf = NULL, *hend, *p;
+        char *req = NULL, *buf = NULL;
         size_t len = 0, cap = 0;
-        long long clen = -1;
         int rc = -1, n;
 
         memset(a, 0, sizeof(*a));
@@ -870,32 +861,14 @@ static int forward_get(sl_api_t *api, const char *addr, const char *url,
                         break;
                 len += (size_t)r;
         }
-        if (!buf)
-                goto out;
-        buf[len] = '\0';
-        if (sscanf(buf, "HTTP/1.%*d %d", &a->status) != 1)
-                goto out;
-        if (!(hend = strstr(buf, "\r\n\r\n")))
-                goto out;
-        *hend = '\0';
-        for (p = strstr(buf, "\r\n"); p; p = strstr(p + 2, "\r\n"))
-                if (!strncasecmp(p + 2, "Retry-After:", 12))
-                        sscanf(p + 14, "%15s", a->retry_after);
-                else if (!strncasecmp(p + 2, "Content-Length:", 15))
-                        clen = strtoll(p + 17, NULL, 10);
-                else if (!strncasecmp(p + 2, ANSWERED_HDR ":",
-                                      sizeof(ANSWERED_HDR)))
-                        sscanf(p + 2 + sizeof(ANSWERED_HDR), " %299s",
-                               a->answered_by);
-        a->body_len = len - (size_t)(hend + 4 - buf);
-        if (clen >= 0 && (size_t)clen != a->body_len) {
-                snprintf(why, why_size, "the answer of %s was cut short", addr);
-                goto out;
+        if (buf) {
+                char bad[64];
+                if (sl_apireq_answer_parse(buf, len, a, bad, sizeof(bad)) == 0)
+                        rc = 0;
+                else
+                        snprintf(why, why_size, "the answer of %.200s %s", addr,
+                                 bad);
         }
-        a->body = sl_malloc(a->body_len + 1);
-        memcpy(a->body, hend + 4, a->body_len);
-        a->body[a->body_len] = '\0';
-        rc = 0;
 out:
         free(req);
         free(buf);
@@ -1088,7 +1061,7 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
         const char *fwd =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
         const char *auth;
-        fwd_answer_t a;
+        sl_apireq_answer_t a;
         int tls_failed;
 
         memset(l, 0, sizeof(*l));

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util.h"
 
@@ -402,4 +403,42 @@ void sl_apireq_timer_clear(sl_apireq_timer_t *b) {
         free(b->value);
         json_decref(b->doc);
         memset(b, 0, sizeof(*b));
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers of forwarded lookups.                                        */
+
+int sl_apireq_answer_parse(char *buf, size_t len, sl_apireq_answer_t *a,
+                           char *why, size_t why_size) {
+        static const char answered[] = SL_APIREQ_ANSWERED_HDR ":";
+        long long clen = -1;
+        char *hend, *p;
+
+        memset(a, 0, sizeof(*a));
+        buf[len] = '\0';
+        if (sscanf(buf, "HTTP/1.%*d %d", &a->status) != 1 || a->status < 100 ||
+            a->status > 599 || !(hend = strstr(buf, "\r\n\r\n"))) {
+                snprintf(why, why_size, "is not an HTTP answer");
+                return -1;
+        }
+        *hend = '\0';
+        for (p = strstr(buf, "\r\n"); p; p = strstr(p + 2, "\r\n")) {
+                const char *h = p + 2;
+                if (!strncasecmp(h, "Retry-After:", 12))
+                        sscanf(h + 12, " %15s", a->retry_after);
+                else if (!strncasecmp(h, "Content-Length:", 15))
+                        clen = strtoll(h + 15, NULL, 10);
+                else if (!strncasecmp(h, answered, sizeof(answered) - 1))
+                        sscanf(h + sizeof(answered) - 1, " %299s",
+                               a->answered_by);
+        }
+        a->body_len = len - (size_t)(hend + 4 - buf);
+        if (clen >= 0 && (size_t)clen != a->body_len) {
+                snprintf(why, why_size, "was cut short");
+                return -1;
+        }
+        a->body = sl_malloc(a->body_len + 1);
+        memcpy(a->body, hend + 4, a->body_len);
+        a->body[a->body_len] = '\0';
+        return 0;
 }

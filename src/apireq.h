@@ -7,6 +7,8 @@
  * be unit-tested and fuzzed alone (tests/unit/test_apireq.c,
  * tests/fuzz/fuzz_apireq.c).  Pure: no I/O, any thread.
  *
+ * The answer of another instance to a forwarded lookup is read here too.
+ *
  * A path is /v1 (the index) or /v1/pipelines/{pipeline}/{what}/{key}, with
  * /flush after a group's key.  {pipeline} and {key} are percent-decoded;
  * a key may hold any byte (NUL included) but must not be empty.  A PUT
@@ -100,5 +102,24 @@ typedef struct sl_apireq_timer_s {
 int sl_apireq_timer_read(const char *body, size_t len, sl_apireq_timer_t *b,
                          const char **code, char *why, size_t why_size);
 void sl_apireq_timer_clear(sl_apireq_timer_t *b);
+
+/* The header that names the instance that answered a lookup. */
+#define SL_APIREQ_ANSWERED_HDR "X-Sluice-Answered-By"
+
+/* What the owner answered a forwarded lookup. */
+typedef struct sl_apireq_answer_s {
+        int status; /* 100..599 */
+        char retry_after[16];
+        char answered_by[300];
+        char *body; /* owned, NUL-terminated (it may hold NULs) */
+        size_t body_len;
+} sl_apireq_answer_t;
+
+/* Parses an HTTP/1.x answer read to the end of its connection (the API
+ * forwards with Connection: close): buf holds len bytes and room for one
+ * more, and is changed.  Returns 0 with *a filled (a->body owned by the
+ * caller), or -1 with why ("is not an HTTP answer", "was cut short"). */
+int sl_apireq_answer_parse(char *buf, size_t len, sl_apireq_answer_t *a,
+                           char *why, size_t why_size);
 
 #endif

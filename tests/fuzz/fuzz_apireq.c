@@ -10,6 +10,9 @@
  *                   the first '\n'
  *   the rest        the body
  *
+ * The same bytes after byte 0 are also read as the answer of another
+ * instance to a forwarded lookup.
+ *
  * The pipelines: "timers" (delay), "lim" (throttle), "g/1 ü" (debounce,
  * a name that must be percent-encoded) served by the API, "hidden"
  * (delay) not served.
@@ -21,7 +24,9 @@
  * route, pipeline and key.  A body read names an error code and a message
  * when it fails; when it succeeds its headers fit the record's array, each
  * named, and sl_delay_input_parse() takes the record (the reason is not
- * checked: the body may be anything).  ASan sees every read.
+ * checked: the body may be anything).  An answer read names a status
+ * 100..599, its body is the bytes after the headers (NUL-terminated), and
+ * its two header values fit their arrays.  ASan sees every read.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -111,6 +116,25 @@ static void check_body(const char *body, size_t len) {
         sl_apireq_timer_clear(&b);
 }
 
+static void check_answer(const uint8_t *data, size_t size) {
+        char *buf = malloc(size + 1), why[64] = "";
+        sl_apireq_answer_t a;
+
+        memcpy(buf, data, size);
+        if (sl_apireq_answer_parse(buf, size, &a, why, sizeof(why))) {
+                CHECK(why[0] && !a.body);
+                free(buf);
+                return;
+        }
+        CHECK(a.status >= 100 && a.status <= 599);
+        CHECK(a.body && a.body_len + 4 <= size && a.body[a.body_len] == '\0');
+        CHECK(!memcmp(a.body, data + size - a.body_len, a.body_len));
+        CHECK(strlen(a.retry_after) < sizeof(a.retry_after));
+        CHECK(strlen(a.answered_by) < sizeof(a.answered_by));
+        free(a.body);
+        free(buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static const char *const methods[] = {"GET", "PUT", "DELETE", "POST",
                                               "HEAD"};
@@ -135,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         check_path(url, method);
         free(url);
+        check_answer(data + 1, size - 1);
         if (nl)
                 check_body((const char *)nl + 1,
                            size - (size_t)(nl + 1 - data));

@@ -1,7 +1,8 @@
 /*
  * test_apireq.c — the API's requests as data: which paths name which
  * route, pipeline and key, what each refusal says, the lookup path a
- * forwarded GET asks the owner, and the record a PUT /timers body becomes.
+ * forwarded GET asks the owner, the record a PUT /timers body becomes, and
+ * how the owner's answer is read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -297,6 +298,46 @@ static void test_timer_headers_max(void **state) {
         }
 }
 
+/* An owner's answer: status, the two headers read, the body; and what is
+ * refused. */
+static void test_answer(void **state) {
+        static const char ok[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                 "retry-after: 2\r\n"
+                                 "X-Sluice-Answered-By:  10.0.0.7:8443\r\n"
+                                 "Content-Length: 5\r\n\r\nab\0cd";
+        static const char *const bad[] = {
+            "",
+            "HTTP/2 200\r\n\r\n",
+            "HTTP/1.1 99 Low\r\n\r\n",
+            "HTTP/1.1 600 High\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nab",
+        };
+        char buf[256], why[64];
+        sl_apireq_answer_t a;
+        (void)state;
+
+        memcpy(buf, ok, sizeof(ok) - 1);
+        assert_int_equal(
+            sl_apireq_answer_parse(buf, sizeof(ok) - 1, &a, why, sizeof(why)),
+            0);
+        assert_int_equal(a.status, 503);
+        assert_string_equal(a.retry_after, "2");
+        assert_string_equal(a.answered_by, "10.0.0.7:8443");
+        assert_int_equal(a.body_len, 5);
+        assert_memory_equal(a.body, "ab\0cd", 6);
+        free(a.body);
+
+        for (size_t i = 0; i < SL_ARRAY_SIZE(bad); i++) {
+                size_t n = strlen(bad[i]);
+                memcpy(buf, bad[i], n);
+                if (sl_apireq_answer_parse(buf, n, &a, why, sizeof(why)) != -1)
+                        fail_msg("accepted: %s", bad[i]);
+                assert_null(a.body);
+                assert_true(why[0]);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_paths),
@@ -305,6 +346,7 @@ int main(void) {
             cmocka_unit_test(test_timer_body),
             cmocka_unit_test(test_timer_body_refused),
             cmocka_unit_test(test_timer_headers_max),
+            cmocka_unit_test(test_answer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
