@@ -92,6 +92,7 @@
 #include "sluice.pb-c.h"
 #include "timerheap.h"
 #include "util.h"
+#include "varint.h"
 
 #define ITEM_HDR  17  /* first_seen_ms, last_update_ms, source */
 #define ITEM_SRC  16  /* offset of the source byte */
@@ -993,8 +994,6 @@ int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
         return 0;
 }
 
-static size_t pb_varint(uint8_t *out, uint64_t v);
-
 /* One group's chunk record from the packed items in buf (seq: its first
  * item's); the number is the group's only once it is written. */
 static int seal_emit(sl_debounce_t *d, const char *key, size_t keylen,
@@ -1008,19 +1007,10 @@ static int seal_emit(sl_debounce_t *d, const char *key, size_t keylen,
                 chunk_note(g, no);
         return r;
 }
-/* Bytes pb_varint() writes. */
-static size_t pb_varint_len(uint64_t v) {
-        size_t n = 1;
-        while (v >= 0x80) {
-                v >>= 7;
-                n++;
-        }
-        return n;
-}
 
 /* Bytes pb_int64() writes. */
 static size_t pb_int64_len(int64_t v) {
-        return v ? 1 + pb_varint_len((uint64_t)v) : 0;
+        return v ? 1 + sl_varint_len((uint64_t)v) : 0;
 }
 
 /* Packs item t as a DebounceChunk entry (field 1) at out. */
@@ -1031,15 +1021,15 @@ static size_t seal_pack(const group_t *g, const sl_timer_t *t, uint8_t *out) {
         int64_t opened = SL_MIN(g->opened_ms, first);
         /* Its length first, so that the bytes are written once, in place
          * (the journal's entries are written into memory not in cache). */
-        body = (plen ? 1 + pb_varint_len(plen) + plen : 0) +
+        body = (plen ? 1 + sl_varint_len(plen) + plen : 0) +
                pb_int64_len(first) + pb_int64_len(last) + pb_int64_len(t->seq) +
-               pb_int64_len(opened) + 1 + pb_varint_len(t->keylen) + t->keylen;
+               pb_int64_len(opened) + 1 + sl_varint_len(t->keylen) + t->keylen;
         out[0] = (1 << 3) | 2;
-        n = 1 + pb_varint(out + 1, body);
+        n = 1 + sl_varint_put(out + 1, body);
         n += sl_debounce_item_pack(data + ITEM_HDR, plen, first, last, t->seq,
                                    opened, out + n);
         out[n++] = (7 << 3) | 2; /* id */
-        n += pb_varint(out + n, t->keylen);
+        n += sl_varint_put(out + n, t->keylen);
         memcpy(out + n, sl_timer_key(t), t->keylen);
         return n + t->keylen;
 }
@@ -1826,24 +1816,12 @@ char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp) {
         return s.p;
 }
 
-/* A protobuf varint: 7 bits a byte, low first (a negative int64 takes
- * 10 bytes, as protobuf's int64 wants). */
-static size_t pb_varint(uint8_t *out, uint64_t v) {
-        size_t n = 0;
-        while (v >= 0x80) {
-                out[n++] = (uint8_t)(v | 0x80);
-                v >>= 7;
-        }
-        out[n++] = (uint8_t)v;
-        return n;
-}
-
 /* An int64 field (wire type 0) numbered 1..15, left out when 0 (proto3). */
 static size_t pb_int64(uint8_t *out, unsigned field, int64_t v) {
         if (!v)
                 return 0;
         out[0] = (uint8_t)(field << 3);
-        return 1 + pb_varint(out + 1, (uint64_t)v);
+        return 1 + sl_varint_put(out + 1, (uint64_t)v);
 }
 
 size_t sl_debounce_item_pack(const void *payload, size_t payload_len,
@@ -1853,7 +1831,7 @@ size_t sl_debounce_item_pack(const void *payload, size_t payload_len,
         size_t n = 0;
         if (payload_len) {
                 out[n++] = (1 << 3) | 2; /* payload: length-delimited */
-                n += pb_varint(out + n, payload_len);
+                n += sl_varint_put(out + n, payload_len);
                 memcpy(out + n, payload, payload_len);
                 n += payload_len;
         }

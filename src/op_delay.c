@@ -76,6 +76,7 @@
 #include "task.h"
 #include "timerheap.h"
 #include "util.h"
+#include "varint.h"
 
 /* Timers fired per wake-up before yielding to the loop. */
 #define SL_DELAY_FIRE_MAX      5000
@@ -179,16 +180,8 @@ static void blob_put(blob_t *b, const void *p, size_t n) {
 }
 
 static void blob_varint(blob_t *b, uint64_t v) {
-        uint8_t tmp[10];
-        size_t n = 0;
-        do {
-                tmp[n] = (uint8_t)(v & 0x7f);
-                v >>= 7;
-                if (v)
-                        tmp[n] |= 0x80;
-                n++;
-        } while (v);
-        blob_put(b, tmp, n);
+        uint8_t tmp[SL_VARINT_MAX];
+        blob_put(b, tmp, sl_varint_put(tmp, v));
 }
 
 typedef struct blob_reader_s {
@@ -197,15 +190,9 @@ typedef struct blob_reader_s {
 } blob_reader_t;
 
 static uint64_t rd_varint(blob_reader_t *r) {
-        uint64_t v = 0;
-        int shift = 0;
-        while (r->p < r->end && shift < 64) {
-                uint8_t c = *r->p++;
-                v |= (uint64_t)(c & 0x7f) << shift;
-                if (!(c & 0x80))
-                        return v;
-                shift += 7;
-        }
+        uint64_t v;
+        if (sl_varint_get(&r->p, r->end, &v) == 0)
+                return v;
         r->bad = 1;
         return 0;
 }

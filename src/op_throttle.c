@@ -79,6 +79,7 @@
 #include "sluice.pb-c.h"
 #include "task.h"
 #include "util.h"
+#include "varint.h"
 
 /* Backlog items handled per wake-up before yielding to the loop. */
 #define SL_THROTTLE_POLL_MAX 10000
@@ -212,32 +213,17 @@ static void throttle_update_gauges(sl_task_t *t) {
  * received_ms) without unpacking it: the rebuild reads a million of these.
  * Returns 0, or -1 if the bytes are not a well-formed record with that
  * field. */
-static int wire_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v) {
-        const uint8_t *p = *pp;
-        uint64_t x = 0;
-        for (int shift = 0; p < end && shift < 64; shift += 7) {
-                uint8_t c = *p++;
-                x |= (uint64_t)(c & 0x7f) << shift;
-                if (!(c & 0x80)) {
-                        *pp = p;
-                        *v = x;
-                        return 0;
-                }
-        }
-        return -1;
-}
-
 static int overflow_field(const void *data, size_t len, uint64_t field,
                           int64_t *out) {
         const uint8_t *p = data, *end = p + len;
         int found = 0;
         while (p < end) {
                 uint64_t tag, v;
-                if (wire_varint(&p, end, &tag) == -1)
+                if (sl_varint_get(&p, end, &tag) == -1)
                         return -1;
                 switch (tag & 7) {
                 case 0:
-                        if (wire_varint(&p, end, &v) == -1)
+                        if (sl_varint_get(&p, end, &v) == -1)
                                 return -1;
                         if ((tag >> 3) == field) {
                                 *out = (int64_t)v;
@@ -250,7 +236,7 @@ static int overflow_field(const void *data, size_t len, uint64_t field,
                         p += 8;
                         break;
                 case 2:
-                        if (wire_varint(&p, end, &v) == -1 ||
+                        if (sl_varint_get(&p, end, &v) == -1 ||
                             (uint64_t)(end - p) < v)
                                 return -1;
                         p += v;
