@@ -1622,27 +1622,13 @@ sl_debounce_verb_t sl_debounce_check(const void *key, size_t keylen, int nids,
         return SL_DEBOUNCE_UPSERT;
 }
 
-typedef struct sbuf_s {
-        char *p;
-        size_t len, size;
-} sbuf_t;
-
-static void sb_put(sbuf_t *b, const void *s, size_t n) {
-        if (b->len + n > b->size) {
-                b->size = SL_MAX(b->size * 2, b->len + n + 256);
-                b->p = sl_realloc(b->p, b->size);
-        }
-        memcpy(b->p + b->len, s, n);
-        b->len += n;
-}
-
-static void sb_str(sbuf_t *b, const char *s) {
-        sb_put(b, s, strlen(s));
+static void sb_str(sl_buf_t *b, const char *s) {
+        sl_buf_put(b, s, strlen(s));
 }
 
 /* What snprintf's "%lld" writes, without its format parsing, two digits
  * per division: two per item in every JSON batch. */
-static void sb_i64(sbuf_t *b, int64_t v) {
+static void sb_i64(sl_buf_t *b, int64_t v) {
         static const char d2[] = "00010203040506070809"
                                  "10111213141516171819"
                                  "20212223242526272829"
@@ -1668,17 +1654,17 @@ static void sb_i64(sbuf_t *b, int64_t v) {
         }
         if (v < 0)
                 *--q = '-';
-        sb_put(b, q, (size_t)(e - q));
+        sl_buf_put(b, q, (size_t)(e - q));
 }
 
 /* A JSON string of UTF-8 text; invalid bytes become U+FFFD, or, when
  * strict, stop it: 0 then, and b holds part of the string. */
-static int sb_jstr_in(sbuf_t *b, const void *p, size_t n, int strict) {
+static int sb_jstr_in(sl_buf_t *b, const void *p, size_t n, int strict) {
         static const char hex[] = "0123456789abcdef";
         const unsigned char *s = p;
         size_t i = 0, run = 0;
 
-        sb_put(b, "\"", 1);
+        sl_buf_put(b, "\"", 1);
         while (i < n) {
                 size_t l = sl_json_plain_len(s + i, n - i);
                 unsigned char c;
@@ -1694,13 +1680,13 @@ static int sb_jstr_in(sbuf_t *b, const void *p, size_t n, int strict) {
                 }
                 if (!l && strict)
                         return 0;
-                sb_put(b, s + i - run, run);
+                sl_buf_put(b, s + i - run, run);
                 run = 0;
                 if (!l) {
                         sb_str(b, "\xef\xbf\xbd");
                 } else if (c == '"' || c == '\\') {
                         char e[2] = {'\\', (char)c};
-                        sb_put(b, e, 2);
+                        sl_buf_put(b, e, 2);
                 } else if (c == '\n') {
                         sb_str(b, "\\n");
                 } else if (c == '\r') {
@@ -1710,26 +1696,26 @@ static int sb_jstr_in(sbuf_t *b, const void *p, size_t n, int strict) {
                 } else {
                         char e[6] = {'\\', 'u',         '0',
                                      '0',  hex[c >> 4], hex[c & 15]};
-                        sb_put(b, e, 6);
+                        sl_buf_put(b, e, 6);
                 }
                 i++;
         }
-        sb_put(b, s + i - run, run);
-        sb_put(b, "\"", 1);
+        sl_buf_put(b, s + i - run, run);
+        sl_buf_put(b, "\"", 1);
         return 1;
 }
 
-static void sb_jstr(sbuf_t *b, const void *p, size_t n) {
+static void sb_jstr(sl_buf_t *b, const void *p, size_t n) {
         sb_jstr_in(b, p, n, 0);
 }
 
 /* Base64 in slices of 48 bytes (64 characters): no buffer per payload. */
-static void sb_base64(sbuf_t *b, const unsigned char *s, size_t n) {
+static void sb_base64(sl_buf_t *b, const unsigned char *s, size_t n) {
         char q[SL_BASE64_LEN(48) + 1];
-        sb_put(b, "\"", 1);
+        sl_buf_put(b, "\"", 1);
         for (size_t i = 0; i < n; i += 48)
-                sb_put(b, q, sl_base64_encode(q, s + i, SL_MIN(n - i, 48)));
-        sb_put(b, "\"", 1);
+                sl_buf_put(b, q, sl_base64_encode(q, s + i, SL_MIN(n - i, 48)));
+        sl_buf_put(b, "\"", 1);
 }
 
 static int is_ws(unsigned char c) {
@@ -1755,7 +1741,7 @@ static int json_ok(const char *p, size_t n) {
         return 1;
 }
 
-static void sb_payload(sbuf_t *b, const sl_debounce_item_t *it) {
+static void sb_payload(sl_buf_t *b, const sl_debounce_item_t *it) {
         const char *p = it->payload;
         size_t n = it->payload_len, at;
 
@@ -1767,7 +1753,7 @@ static void sb_payload(sbuf_t *b, const sl_debounce_item_t *it) {
                 n--;
         sb_str(b, "\"payload\":");
         if (json_ok(p, n)) {
-                sb_put(b, p, n);
+                sl_buf_put(b, p, n);
                 return;
         }
         /* UTF-8 text as a string, in one pass: the string stops at the
@@ -1781,13 +1767,12 @@ static void sb_payload(sbuf_t *b, const sl_debounce_item_t *it) {
 }
 
 char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp) {
-        sbuf_t s = {0};
+        sl_buf_t s = {0};
 
         sl_assert(b && lenp);
         /* Room for what a batch of short ids and plain payloads takes, at
          * once: growing from nothing copied it several times over. */
-        s.size = 256 + 2 * b->keylen + b->bytes + b->cnt * 112;
-        s.p = sl_malloc(s.size);
+        sl_buf_reserve(&s, 256 + 2 * b->keylen + b->bytes + b->cnt * 112);
         sb_str(&s, "{\"batch_id\":\"");
         sb_str(&s, b->id);
         sb_str(&s, "\",\"key\":");
@@ -1803,13 +1788,13 @@ char *sl_debounce_batch_json(const sl_debounce_batch_t *b, size_t *lenp) {
                 const sl_debounce_item_t *it = &b->items[i];
                 sb_str(&s, i ? ",{\"id\":" : "{\"id\":");
                 sb_jstr(&s, it->id, it->idlen);
-                sb_put(&s, ",", 1);
+                sl_buf_put(&s, ",", 1);
                 sb_payload(&s, it);
                 sb_str(&s, ",\"first_seen\":");
                 sb_i64(&s, it->first_seen_ms);
                 sb_str(&s, ",\"last_update\":");
                 sb_i64(&s, it->last_update_ms);
-                sb_put(&s, "}", 1);
+                sl_buf_put(&s, "}", 1);
         }
         sb_str(&s, "]}");
         *lenp = s.len;

@@ -126,46 +126,25 @@ static void atomic_dbl_add(_Atomic uint64_t *p, double delta) {
                 ;
 }
 
-/*
- * A growable string buffer for rendering.
- */
-typedef struct {
-        char *p;
-        size_t len, cap;
-} sbuf_t;
+/* Rendering into an sl_buf_t (util.h), ended with sl_buf_cstr(). */
 
-static void sb_reserve(sbuf_t *b, size_t more) {
-        if (b->len + more + 1 <= b->cap)
-                return;
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + more + 1)
-                cap *= 2;
-        b->p = sl_realloc(b->p, cap);
-        b->cap = cap;
+static void sb_putc(sl_buf_t *b, char c) {
+        sl_buf_put(b, &c, 1);
 }
 
-static void sb_putc(sbuf_t *b, char c) {
-        sb_reserve(b, 1);
-        b->p[b->len++] = c;
-        b->p[b->len] = '\0';
+static void sb_puts(sl_buf_t *b, const char *s) {
+        sl_buf_put(b, s, strlen(s));
 }
 
-static void sb_puts(sbuf_t *b, const char *s) {
-        size_t n = strlen(s);
-        sb_reserve(b, n);
-        memcpy(b->p + b->len, s, n + 1);
-        b->len += n;
-}
-
-static void sb_printf(sbuf_t *b, const char *fmt, ...)
+static void sb_printf(sl_buf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf_t *b, const char *fmt, ...) {
+static void sb_printf(sl_buf_t *b, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         int n = vsnprintf(NULL, 0, fmt, ap);
         va_end(ap);
         sl_assert(n >= 0);
-        sb_reserve(b, (size_t)n);
+        sl_buf_reserve(b, (size_t)n);
         va_start(ap, fmt);
         vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
         va_end(ap);
@@ -176,7 +155,7 @@ static void sb_printf(sbuf_t *b, const char *fmt, ...) {
  * Escapes per the text format: in label values backslash, double quote and
  * newline; in help text backslash and newline only.
  */
-static void sb_escape(sbuf_t *b, const char *s, int quote) {
+static void sb_escape(sl_buf_t *b, const char *s, int quote) {
         for (; *s; s++) {
                 if (*s == '\\')
                         sb_puts(b, "\\\\");
@@ -234,13 +213,11 @@ static int valid_label_name(const char *s) {
  * series is keyed and rendered by.  Returns a string the caller owns.
  */
 static char *labels_build(va_list ap, int histogram) {
-        sbuf_t b = {0};
+        sl_buf_t b = {0};
         const char *names[32];
         size_t n = 0;
         const char *name;
 
-        sb_reserve(&b, 0);
-        b.p[0] = '\0';
         while ((name = va_arg(ap, const char *)) != NULL) {
                 const char *value = va_arg(ap, const char *);
                 sl_assert(value != NULL);
@@ -257,7 +234,7 @@ static char *labels_build(va_list ap, int histogram) {
                 sb_escape(&b, value, 1);
                 sb_putc(&b, '"');
         }
-        return b.p;
+        return sl_buf_cstr(&b);
 }
 
 static int is_process_name(const char *name) {
@@ -695,7 +672,7 @@ double sl_histogram_quantile(const sl_histogram_t *h, double q) {
  * Rendering.
  */
 
-static void render_header(sbuf_t *b, const char *name, const char *help,
+static void render_header(sl_buf_t *b, const char *name, const char *help,
                           const char *type) {
         sb_printf(b, "# HELP %s ", name);
         sb_escape(b, help, 0);
@@ -703,7 +680,7 @@ static void render_header(sbuf_t *b, const char *name, const char *help,
 }
 
 /* `name{labels} value\n`; extra is one more pre-escaped pair (le="..."). */
-static void render_sample(sbuf_t *b, const char *name, const char *suffix,
+static void render_sample(sl_buf_t *b, const char *name, const char *suffix,
                           const char *labels, const char *extra,
                           const char *value) {
         sb_puts(b, name);
@@ -723,7 +700,7 @@ static void render_sample(sbuf_t *b, const char *name, const char *suffix,
         sb_putc(b, '\n');
 }
 
-static void render_histogram(sbuf_t *b, const char *name,
+static void render_histogram(sl_buf_t *b, const char *name,
                              const sl_histogram_t *h) {
         char val[40], le[48], bound[40];
         uint64_t cum = 0;
@@ -743,7 +720,7 @@ static void render_histogram(sbuf_t *b, const char *name,
         render_sample(b, name, "_count", h->labels, NULL, val);
 }
 
-static void render_family(sbuf_t *b, const sl_family_t *f) {
+static void render_family(sl_buf_t *b, const sl_family_t *f) {
         char val[40];
 
         render_header(b, f->name, f->help, type_names[f->type]);
@@ -769,7 +746,7 @@ static void render_family(sbuf_t *b, const sl_family_t *f) {
 }
 
 /* One process metric; skipped when the kernel could not tell (value < 0). */
-static void render_process(sbuf_t *b, const sl_metrics_t *m, size_t i) {
+static void render_process(sl_buf_t *b, const sl_metrics_t *m, size_t i) {
         static const char *const help[] = {
             "Total user and system CPU time spent in seconds.",
             "Resident memory size in bytes.",
@@ -789,11 +766,10 @@ static void render_process(sbuf_t *b, const sl_metrics_t *m, size_t i) {
 }
 
 char *sl_metrics_render(sl_metrics_t *m, size_t *lenp) {
-        sbuf_t b = {0};
+        sl_buf_t b = {0};
         size_t pi = 0;
 
-        sb_reserve(&b, 4096);
-        b.p[0] = '\0';
+        sl_buf_reserve(&b, 4096);
         if (m) {
                 pthread_mutex_lock(&m->lock);
                 /* Merge the sorted families with the sorted process names. */
@@ -809,5 +785,5 @@ char *sl_metrics_render(sl_metrics_t *m, size_t *lenp) {
         }
         if (lenp)
                 *lenp = b.len;
-        return b.p;
+        return sl_buf_cstr(&b);
 }

@@ -161,27 +161,9 @@ static delay_pipeline_t *dp_of(sl_task_t *t) {
 /* ------------------------------------------------------------------ */
 /* Blob codec.                                                         */
 
-typedef struct blob_s {
-        char *buf;
-        size_t len, size;
-} blob_t;
-
-static void blob_put(blob_t *b, const void *p, size_t n) {
-        /* Empty bytes of a decoded Timer (payload, target key, header
-         * value) come as NULL: nothing to copy. */
-        if (!n)
-                return;
-        if (b->len + n > b->size) {
-                b->size = SL_MAX(b->size * 2, b->len + n + 64);
-                b->buf = sl_realloc(b->buf, b->size);
-        }
-        memcpy(b->buf + b->len, p, n);
-        b->len += n;
-}
-
-static void blob_varint(blob_t *b, uint64_t v) {
+static void blob_varint(sl_buf_t *b, uint64_t v) {
         uint8_t tmp[SL_VARINT_MAX];
-        blob_put(b, tmp, sl_varint_put(tmp, v));
+        sl_buf_put(b, tmp, sl_varint_put(tmp, v));
 }
 
 typedef struct blob_reader_s {
@@ -459,7 +441,7 @@ static void restore_apply_one(delay_state_t *st) {
 /* A changelog record read: a timer (blob, whose buffer the slot takes) or
  * a tombstone (blob NULL).  Applies the record read RESTORE_LAG ago. */
 static void restore_push(delay_state_t *st, const void *key, size_t keylen,
-                         int64_t due_ms, int64_t seq, blob_t *blob) {
+                         int64_t due_ms, int64_t seq, sl_buf_t *blob) {
         restore_slot_t *s;
         if (st->restore_cnt == RESTORE_LAG)
                 restore_apply_one(st);
@@ -467,10 +449,10 @@ static void restore_push(delay_state_t *st, const void *key, size_t keylen,
         s->key = keylen <= RESTORE_KEY ? s->keybuf : sl_malloc(keylen);
         memcpy(s->key, key, keylen);
         s->keylen = keylen;
-        s->blob = blob ? blob->buf : NULL;
+        s->blob = blob ? blob->p : NULL;
         s->bloblen = blob ? blob->len : 0;
         if (blob)
-                blob->buf = NULL;
+                blob->p = NULL;
         s->due_ms = due_ms;
         s->seq = seq;
         s->hash = sl_hash(key, keylen);
@@ -510,7 +492,7 @@ static void delay_state_destroy(void *state) {
 }
 
 /* Builds the in-memory blob for a timer. */
-static int delay_blob(delay_pipeline_t *dp, blob_t *b, uint8_t flags,
+static int delay_blob(delay_pipeline_t *dp, sl_buf_t *b, uint8_t flags,
                       const char *target, size_t target_len, int32_t partition,
                       int has_key, const void *key, size_t keylen,
                       size_t hdr_cnt, const char *const *hnames,
@@ -528,26 +510,26 @@ static int delay_blob(delay_pipeline_t *dp, blob_t *b, uint8_t flags,
                 flags |= SL_BLOB_HAS_PARTITION;
         idxb[0] = (uint8_t)(idx & 0xff);
         idxb[1] = (uint8_t)(idx >> 8);
-        blob_put(b, &flags, 1);
-        blob_put(b, idxb, 2);
+        sl_buf_put(b, &flags, 1);
+        sl_buf_put(b, idxb, 2);
         if (partition >= 0)
                 blob_varint(b, (uint64_t)partition);
         if (has_key) {
                 blob_varint(b, keylen);
-                blob_put(b, key, keylen);
+                sl_buf_put(b, key, keylen);
         }
         blob_varint(b, hdr_cnt);
         for (size_t i = 0; i < hdr_cnt; i++) {
                 blob_varint(b, hnamelens[i]);
-                blob_put(b, hnames[i], hnamelens[i]);
+                sl_buf_put(b, hnames[i], hnamelens[i]);
                 if (!hvals[i]) {
                         blob_varint(b, 0);
                 } else {
                         blob_varint(b, hvallens[i] + 1);
-                        blob_put(b, hvals[i], hvallens[i]);
+                        sl_buf_put(b, hvals[i], hvallens[i]);
                 }
         }
-        blob_put(b, payload, payload_len);
+        sl_buf_put(b, payload, payload_len);
         return 0;
 }
 
@@ -566,7 +548,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
         sl_timerpb_t tm;
-        blob_t b = {0};
+        sl_buf_t b = {0};
         char target[SL_TOPIC_MAX + 1];
         const char *why;
 
@@ -656,7 +638,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                         free(hvl);
                 }
         }
-        free(b.buf);
+        free(b.p);
         sl_timerpb_free(&tm);
 }
 
@@ -1056,7 +1038,7 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
         size_t plen;
         /* The packed record and the blob are built in the pipeline's
          * scratch. */
-        blob_t b = {dp->blob.buf, 0, dp->blob.size};
+        sl_buf_t b = {dp->blob.buf, 0, dp->blob.size};
         int replaced, r;
         uint8_t flags = 0;
 
@@ -1093,13 +1075,13 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
         } else {
                 replaced =
                     sl_timerheap_upsert(st->heap, req->id, req->id_len,
-                                        req->due_ms, m->offset, b.buf, b.len);
+                                        req->due_ms, m->offset, b.p, b.len);
                 sl_counter_inc(replaced ? dp->m_rescheduled : dp->m_scheduled);
                 delay_update_gauges(t);
                 sl_task_wake_at(t, req->due_ms > 0 ? req->due_ms : 1);
         }
         /* The heap copied the blob, the producer the record. */
-        dp->blob.buf = b.buf;
+        dp->blob.buf = b.p;
         dp->blob.size = b.size;
         sl_scratch_done(&dp->blob);
         sl_scratch_done(&dp->pack);

@@ -28,6 +28,15 @@ int64_t sl_mono_us(void) {
         return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+void sl_buf_reserve(sl_buf_t *b, size_t n) {
+        size_t size;
+        if (b->p && b->size - b->len > n)
+                return;
+        size = SL_MAX(b->size * 2, b->len + n + 256);
+        b->p = sl_realloc(b->p, size);
+        b->size = size;
+}
+
 void *sl_scratch_get(sl_scratch_t *s, size_t need) {
         if (need > s->size || !s->buf) {
                 size_t size = SL_MAX(need, (size_t)256);

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define sl_assert(cond)                                                        \
         do {                                                                   \
@@ -47,6 +48,34 @@ const char *sl_mem_allocator(char *buf, size_t size);
  * and not yet given back, its own metadata), or -1 where it does not say
  * (glibc's malloc).  Both -1 when neither can be read. */
 void sl_mem_stats(int64_t *allocated, int64_t *resident);
+
+/* A byte string being built (a JSON batch, the /metrics page, a timer's
+ * blob): p holds len bytes of size.  Zero-initialise it; whoever builds it
+ * owns p (free() it, or hand it over).  Grows by doubling. */
+typedef struct sl_buf_s {
+        char *p;
+        size_t len, size;
+} sl_buf_t;
+
+/* Makes room for n more bytes and a NUL after them. */
+void sl_buf_reserve(sl_buf_t *b, size_t n);
+
+static inline void sl_buf_put(sl_buf_t *b, const void *s, size_t n) {
+        if (!n) /* s may be NULL then (an empty protobuf bytes field) */
+                return;
+        if (b->size - b->len <= n)
+                sl_buf_reserve(b, n);
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+}
+
+/* Ends the bytes with a NUL that len does not count; returns p. */
+static inline char *sl_buf_cstr(sl_buf_t *b) {
+        if (b->size - b->len < 1)
+                sl_buf_reserve(b, 0);
+        b->p[b->len] = '\0';
+        return b->p;
+}
 
 /* A reusable buffer for per-record scratch (packing a record, a key): one
  * allocation serves every record instead of a malloc and free each.  It
