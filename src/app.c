@@ -10,7 +10,7 @@
  * transaction worker (txn.h) and by signals.  No librdkafka call made here
  * blocks: lookups go through sl_kquery, transactional calls through the
  * txn worker, seeks are asynchronous (timeout 0); the one bounded wait is
- * sl_txn_drain() when a suspect record is sent alone (task.c).  A watchdog
+ * sl_txn_drain() when a suspect record is sent alone (runtime.c).  A watchdog
  * thread (watchdog.h) fails /healthz when the loop stops turning.
  *
  * Transactions (txn.h has the state machine).  A transaction opens on the
@@ -90,6 +90,15 @@
 /* Lookups of the topics operators write to. */
 #define SL_LOOKUP_TMO_MS 5000
 
+/* The app behind the runtime it shares with its tasks (sl_app_t.rt). */
+static sl_app_t *app_of(sl_runtime_t *rt) {
+        return (sl_app_t *)((char *)rt - offsetof(sl_app_t, rt));
+}
+
+static const sl_app_t *app_of_const(const sl_runtime_t *rt) {
+        return (const sl_app_t *)((const char *)rt - offsetof(sl_app_t, rt));
+}
+
 /* ------------------------------------------------------------------ */
 /* Topic metadata cache (operator targets), filled off the loop: the    */
 /* bounded sl_topiccache (topiccache.h), its lookups through sl_kquery. */
@@ -149,7 +158,7 @@ static int topic_cache_get(sl_app_t *app, const char *topic) {
         int r = sl_topiccache_get(app->topics->tc, topic, sl_app_now_ms(app),
                                   &look);
         if (look) {
-                if (sl_kquery_partitions(app->kq, sl_topiccache_name(look),
+                if (sl_kquery_partitions(app->rt.kq, sl_topiccache_name(look),
                                          SL_LOOKUP_TMO_MS, topic_on_lookup,
                                          look) != 0)
                         sl_topiccache_answer(app->topics->tc, look, 0, 0,
@@ -174,7 +183,7 @@ static void topic_cache_new(sl_app_t *app) {
 
 static void topic_cancel_cb(sl_topiccache_entry_t *e, void *opaque) {
         sl_app_t *app = opaque;
-        sl_kquery_cancel(app->kq, e);
+        sl_kquery_cancel(app->rt.kq, e);
 }
 
 static void topic_cache_destroy(sl_app_t *app) {
@@ -263,8 +272,8 @@ static void app_on_delivery(void *opaque, const rd_kafka_message_t *m) {
         uint64_t id;
         char why[256];
 
-        if ((flags & SL_MSG_TRACKED) && app->tracked_inflight > 0)
-                app->tracked_inflight--;
+        if ((flags & SL_MSG_TRACKED) && app->rt.tracked_inflight > 0)
+                app->rt.tracked_inflight--;
         if (!m->err) {
                 if (flags & SL_MSG_TRACKED)
                         app_delivered(app, m, flags);
@@ -288,10 +297,10 @@ static void app_on_delivery(void *opaque, const rd_kafka_message_t *m) {
                              : "refused with its batch (it will be retried "
                                "alone)",
                        rd_kafka_err2str(m->err));
-                sl_refused_note(&app->refused, id, (int)m->err, alone,
+                sl_refused_note(&app->rt.refused, id, (int)m->err, alone,
                                 sl_now_ms());
         }
-        sl_txn_doom(app->txn, why);
+        sl_txn_doom(app->rt.txn, why);
 }
 
 /* ------------------------------------------------------------------ */
@@ -303,14 +312,14 @@ static void app_held_clear(sl_app_t *app);
 static void app_held_drain(sl_app_t *app);
 static void app_stop_step(sl_app_t *app);
 
-int sl_app_may_produce(const sl_app_t *app) {
-        if (app->phase != SL_RUN_RUNNING || !app->txn)
+static int app_may_produce(const sl_app_t *app) {
+        if (app->phase != SL_RUN_RUNNING || !app->rt.txn)
                 return 0;
-        if (sl_txn_accepting(app->txn))
+        if (sl_txn_accepting(app->rt.txn))
                 return 1;
         /* A commit is on the worker: work goes on, and what it produces
          * waits in the outbox for the next transaction. */
-        return sl_txn_deferring(app->txn) && sl_outbox_room(app->outbox);
+        return sl_txn_deferring(app->rt.txn) && sl_outbox_room(app->rt.outbox);
 }
 
 static void app_for_each_task(sl_app_t *app, void (*fn)(sl_task_t *t)) {
@@ -362,7 +371,7 @@ static rd_kafka_topic_partition_list_t *app_offsets(void *opaque, int all) {
 /* A precommit needs the reports of the tracked records alone. */
 static int app_reports_pending(void *opaque) {
         const sl_app_t *app = opaque;
-        return app->tracked_inflight > 0;
+        return app->rt.tracked_inflight > 0;
 }
 
 /* Operators with a precommit hook write their checkpoints, once every
@@ -398,15 +407,15 @@ static void app_seal(void *opaque) {
 /* The revoked partitions' work is committed (or was aborted, and the next
  * owner redoes it): drop them and let the group move on. */
 static void app_revoke_finish(sl_app_t *app) {
-        rd_kafka_topic_partition_list_t *parts = app->revoking;
+        rd_kafka_topic_partition_list_t *parts = app->rt.revoking;
         rd_kafka_error_t *error;
         if (!parts)
                 return;
-        app->revoking = NULL;
-        app->revoke_commit_started = 0;
+        app->rt.revoking = NULL;
+        app->rt.revoke_commit_started = 0;
         app_drop_tasks(app, parts);
-        if (app->consumer) {
-                error = rd_kafka_incremental_unassign(app->consumer, parts);
+        if (app->rt.consumer) {
+                error = rd_kafka_incremental_unassign(app->rt.consumer, parts);
                 if (error) {
                         sl_log(LOG_ERR, "REBALANCE", "incremental_unassign: %s",
                                rd_kafka_error_string(error));
@@ -422,13 +431,13 @@ static void app_revoke_finish(sl_app_t *app) {
  * free. */
 static void app_revoke_try(sl_app_t *app) {
         int r;
-        if (!app->revoking || app->revoke_commit_started)
+        if (!app->rt.revoking || app->rt.revoke_commit_started)
                 return;
-        r = sl_txn_commit(app->txn);
+        r = sl_txn_commit(app->rt.txn);
         if (r == 1)
                 app_revoke_finish(app);
         else if (r == 0)
-                app->revoke_commit_started = 1;
+                app->rt.revoke_commit_started = 1;
         /* -1: busy; tried again when it settles. */
 }
 
@@ -445,12 +454,13 @@ static void app_committed(void *opaque,
         app->read_bytes = 0;
         /* Revoked partitions whose work this commit carried go first, so
          * nothing they decided since is sent: their next owner does it. */
-        if (app->revoking && app->revoke_commit_started)
+        if (app->rt.revoking && app->rt.revoke_commit_started)
                 app_revoke_finish(app);
         /* What was decided during the commit opens the next transaction,
          * before any other commit can start. */
-        sl_counter_add(app->m_deferred, (uint64_t)sl_outbox_count(app->outbox));
-        sl_app_outbox_replay(app);
+        sl_counter_add(app->m_deferred,
+                       (uint64_t)sl_outbox_count(app->rt.outbox));
+        sl_runtime_outbox_replay(&app->rt);
         if (app->commit_wanted) {
                 app->commit_wanted = 0;
                 sl_app_commit_soon(app);
@@ -470,7 +480,7 @@ static void app_aborted(void *opaque) {
          * from what was committed. */
         app_revoke_finish(app);
         app_held_clear(app);
-        sl_outbox_clear(app->outbox);
+        sl_outbox_clear(app->rt.outbox);
         app->commit_wanted = 0;
         app->read_bytes = 0; /* the input is read again from the commit */
         app_for_each_task(app, task_restart_cb);
@@ -503,12 +513,12 @@ static void app_resumed(void *opaque) {
                 app_stop_step(app);
                 return;
         }
-        if (!sl_app_may_produce(app))
+        if (!app_may_produce(app))
                 return;
         app_for_each_task(app, task_resume_cb);
         app_held_drain(app);
-        sl_kwatch_kick(app->consumer_w);
-        sl_kwatch_kick(app->reader_w);
+        sl_kwatch_kick(app->rt.consumer_w);
+        sl_kwatch_kick(app->rt.reader_w);
         sl_app_update_ready(app);
 }
 
@@ -536,8 +546,8 @@ static void app_on_commit_timer(uv_timer_t *timer) {
                 app->soon_armed = 0;
         else if (app_catching_up(app))
                 return; /* the regular commit waits */
-        if (app->phase == SL_RUN_RUNNING && app->txn &&
-            sl_txn_commit(app->txn) == -1)
+        if (app->phase == SL_RUN_RUNNING && app->rt.txn &&
+            sl_txn_commit(app->rt.txn) == -1)
                 app->commit_wanted = 1; /* right after the one in flight */
 }
 
@@ -586,7 +596,7 @@ static void app_on_linger(uv_timer_t *timer) {
         /* A deadline inside the window; or one already passed whose flush
          * has not run yet, behind the other tasks' flushes in this turn of
          * the loop (at most one window more). */
-        if (next && app->txn && !sl_txn_deferring(app->txn) &&
+        if (next && app->rt.txn && !sl_txn_deferring(app->rt.txn) &&
             ((next <= end && now < end) ||
              (next <= now && now < end + app->linger_ms))) {
                 /* Timers of the same due time run in the order they were
@@ -661,13 +671,13 @@ void sl_app_update_ready(sl_app_t *app) {
                 sl_gauge_set(pl->metrics->partitions_rebuilding, reb);
                 rebuilding += reb;
         }
-        app->rebuilding_cnt = rebuilding;
+        app->rt.rebuilding_cnt = rebuilding;
         capped = sl_app_caps_reason(app, caps, sizeof(caps));
         if (app->phase != SL_RUN_RUNNING)
                 app_set_ready(app, 0, "shutting down");
-        else if (!app->txn ||
-                 sl_txn_trouble(app->txn, trouble, sizeof(trouble))) {
-                app_set_ready(app, 0, app->txn ? trouble : "starting");
+        else if (!app->rt.txn ||
+                 sl_txn_trouble(app->rt.txn, trouble, sizeof(trouble))) {
+                app_set_ready(app, 0, app->rt.txn ? trouble : "starting");
         } else if (!app->kafka_up) {
                 snprintf(why, sizeof(why), "Kafka unreachable for %.0f s: %s",
                          (double)(sl_now_ms() - app->kafka_down_since_ms) /
@@ -740,7 +750,7 @@ static void app_on_input_end(void *opaque, rd_kafka_resp_err_t err, int64_t lo,
         sl_task_t *t =
             (sl_task_t *)((char *)e - offsetof(sl_task_t, input_end));
         e->asking = 0;
-        t->app->input_end_asks--;
+        t->app->rt.input_end_asks--;
         /* Ends only grow: a lower answer is an older view. */
         if (!err && hi > e->offset) {
                 e->offset = hi;
@@ -754,18 +764,18 @@ static void app_ask_input_ends(sl_app_t *app, int64_t now) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 for (int p = 0; p < pl->partition_cnt; p++) {
                         sl_task_t *t = pl->tasks[p];
-                        if (app->input_end_asks >= SL_INPUT_END_ASKS)
+                        if (app->rt.input_end_asks >= SL_INPUT_END_ASKS)
                                 return;
                         if (!t || !task_waits(t) || t->input_end.asking ||
                             now - t->input_end.asked_ms < SL_INPUT_END_EVERY_MS)
                                 continue;
                         t->input_end.asked_ms = now;
-                        if (sl_kquery_watermarks(app->kq, pl->conf->input, p,
+                        if (sl_kquery_watermarks(app->rt.kq, pl->conf->input, p,
                                                  SL_INPUT_END_TMO_MS,
                                                  app_on_input_end,
                                                  &t->input_end) == 0) {
                                 t->input_end.asking = 1;
-                                app->input_end_asks++;
+                                app->rt.input_end_asks++;
                         }
                 }
         }
@@ -793,7 +803,7 @@ static int64_t app_pipeline_lag(sl_app_t *app, sl_pipeline_t *pl,
                 if (read && t->next_offset >= 0)
                         *read += t->next_offset;
                 if (rd_kafka_get_watermark_offsets(
-                        app->consumer, pl->conf->input, p, &lo, &hi))
+                        app->rt.consumer, pl->conf->input, p, &lo, &hi))
                         lo = hi = -1;
                 if (task_waits(t) && t->input_end.offset > hi) {
                         hi = t->input_end.offset;
@@ -852,7 +862,7 @@ static int app_catching_up(sl_app_t *app) {
         app->catch_read[i] = app->read_cnt;
 
         if (hold_ms > c->commit_interval_ms && read > 0 && span_us > 0 &&
-            app->consumer && app->phase == SL_RUN_RUNNING) {
+            app->rt.consumer && app->phase == SL_RUN_RUNNING) {
                 for (int k = 0; k < app->pipeline_cnt; k++)
                         lag +=
                             app_pipeline_lag(app, &app->pipelines[k], 1, NULL);
@@ -910,7 +920,7 @@ static void app_trim_after_burst(sl_app_t *app, int64_t now, int64_t lag,
             now - app->trim_last_ms < SL_TRIM_EVERY_MS)
                 return;
         t0 = sl_mono_us();
-        spare = sl_outbox_trim(app->outbox);
+        spare = sl_outbox_trim(app->rt.outbox);
         sl_mem_trim();
         app->trim_read = read;
         app->trim_last_ms = now;
@@ -937,7 +947,7 @@ static rd_kafka_resp_err_t app_subscribe(sl_app_t *app) {
                 rd_kafka_topic_partition_list_add(topics,
                                                   app->pipelines[i].conf->input,
                                                   RD_KAFKA_PARTITION_UA);
-        err = rd_kafka_subscribe(app->consumer, topics);
+        err = rd_kafka_subscribe(app->rt.consumer, topics);
         rd_kafka_topic_partition_list_destroy(topics);
         return err;
 }
@@ -963,7 +973,7 @@ static void app_group_rejoin(sl_app_t *app, const sl_groupcheck_look_t *look,
                look->unowned, look->example, (double)gap_ms / 1000.0,
                app->conf->app_id, app_task_cnt(app));
         sl_counter_inc(app->m_group_rejoins);
-        if ((err = rd_kafka_unsubscribe(app->consumer)))
+        if ((err = rd_kafka_unsubscribe(app->rt.consumer)))
                 sl_log(LOG_ERR, "GROUP", "unsubscribe: %s",
                        rd_kafka_err2str(err));
         app->assigned = 0;
@@ -983,7 +993,7 @@ static void app_on_group_look(void *opaque, rd_kafka_resp_err_t err,
         char *mine;
 
         app->group_look_inflight = 0;
-        if (err || !app->consumer || app->phase != SL_RUN_RUNNING ||
+        if (err || !app->rt.consumer || app->phase != SL_RUN_RUNNING ||
             app->rejoin_at_ms)
                 return;
         topics = sl_calloc((size_t)app->pipeline_cnt, sizeof(*topics));
@@ -991,7 +1001,7 @@ static void app_on_group_look(void *opaque, rd_kafka_resp_err_t err,
                 topics[i].name = app->pipelines[i].conf->input;
                 topics[i].partition_cnt = app->pipelines[i].partition_cnt;
         }
-        mine = rd_kafka_memberid(app->consumer);
+        mine = rd_kafka_memberid(app->rt.consumer);
         sl_groupcheck_look(topics, app->pipeline_cnt, members, member_cnt, mine,
                            &look);
         free(topics);
@@ -1022,10 +1032,10 @@ static void app_on_group_look(void *opaque, rd_kafka_resp_err_t err,
  * repair's leave once this member's partitions are gone. */
 static void app_group_tick(sl_app_t *app, int64_t now) {
         rd_kafka_resp_err_t err;
-        if (!app->consumer || app->phase != SL_RUN_RUNNING)
+        if (!app->rt.consumer || app->phase != SL_RUN_RUNNING)
                 return;
         if (app->rejoin_at_ms) {
-                if (now < app->rejoin_at_ms || app->revoking ||
+                if (now < app->rejoin_at_ms || app->rt.revoking ||
                     app_task_cnt(app))
                         return;
                 app->rejoin_at_ms = 0;
@@ -1041,7 +1051,7 @@ static void app_group_tick(sl_app_t *app, int64_t now) {
         }
         if (app->group_look_inflight || now < app->group_look_next_ms)
                 return;
-        if (sl_kquery_group_owners(app->kq, app->conf->app_id,
+        if (sl_kquery_group_owners(app->rt.kq, app->conf->app_id,
                                    SL_GROUP_LOOK_TMO_MS, app_on_group_look,
                                    app) == 0) {
                 app->group_look_inflight = 1;
@@ -1066,21 +1076,22 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();
         int64_t lag_all = 0, read = 0;
-        if (app->consumer)
+        if (app->rt.consumer)
                 app_ask_input_ends(app, now);
-        for (int i = 0; i < app->pipeline_cnt && app->consumer; i++) {
+        for (int i = 0; i < app->pipeline_cnt && app->rt.consumer; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 int64_t lag = app_pipeline_lag(app, pl, 0, &read);
                 sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
                 lag_all += lag;
         }
-        if (app->consumer)
+        if (app->rt.consumer)
                 app_trim_after_burst(app, now, lag_all, read);
         app_malloc_gauges(app);
         sl_parts_tick(app, now);
         app_group_tick(app, now);
         if (!app->probe_inflight && now >= app->probe_next_ms &&
-            sl_kquery_probe(app->kq, SL_PROBE_TMO_MS, app_on_probe, app) == 0) {
+            sl_kquery_probe(app->rt.kq, SL_PROBE_TMO_MS, app_on_probe, app) ==
+                0) {
                 app->probe_inflight = 1;
                 app->probe_next_ms = now + SL_PROBE_EVERY_MS;
         }
@@ -1104,7 +1115,7 @@ static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
          * moved it forward once, past unprocessed records. */
         for (int i = 0; i < parts->cnt; i++)
                 parts->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-        error = rd_kafka_incremental_assign(app->consumer, parts);
+        error = rd_kafka_incremental_assign(app->rt.consumer, parts);
         if (error) {
                 sl_log(LOG_ERR, "REBALANCE", "incremental_assign: %s",
                        rd_kafka_error_string(error));
@@ -1112,7 +1123,7 @@ static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
                 return;
         }
         /* Input waits until the partition's state is rebuilt. */
-        rd_kafka_pause_partitions(app->consumer, parts);
+        rd_kafka_pause_partitions(app->rt.consumer, parts);
         for (int i = 0; i < parts->cnt; i++) {
                 rd_kafka_topic_partition_t *tp = &parts->elems[i];
                 sl_pipeline_t *pl = app_pipeline_by_input(app, tp->topic);
@@ -1130,7 +1141,7 @@ static void app_assign(sl_app_t *app, rd_kafka_topic_partition_list_t *parts) {
                 }
                 if (pl->tasks[tp->partition])
                         continue;
-                pl->tasks[tp->partition] = sl_task_new(app, pl, tp->partition);
+                pl->tasks[tp->partition] = sl_task_new(pl, tp->partition);
         }
 }
 
@@ -1156,10 +1167,10 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         rd_kafka_error_t *error;
         int lost;
 
-        if (rk != app->consumer)
+        if (rk != app->rt.consumer)
                 return; /* a consumer being destroyed */
         sl_counter_inc(app->m_rebalances);
-        sl_txn_rebalanced(app->txn);
+        sl_txn_rebalanced(app->rt.txn);
         switch (err) {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
                 sl_log(LOG_INFO, "REBALANCE", "assigned %d partitions",
@@ -1168,16 +1179,16 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 app_assign(app, parts);
                 break;
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-                lost = rd_kafka_assignment_lost(app->consumer);
+                lost = rd_kafka_assignment_lost(app->rt.consumer);
                 sl_log(LOG_INFO, "REBALANCE", "revoking %d partitions%s",
                        parts->cnt, lost ? " (lost)" : "");
-                if (lost || app->revoking) {
+                if (lost || app->rt.revoking) {
                         /* Our offsets for them would be refused: abort so
                          * nothing written for them becomes visible. */
                         app_revoke_finish(app);
                         app_drop_tasks(app, parts);
-                        error =
-                            rd_kafka_incremental_unassign(app->consumer, parts);
+                        error = rd_kafka_incremental_unassign(app->rt.consumer,
+                                                              parts);
                         if (error) {
                                 sl_log(LOG_ERR, "REBALANCE",
                                        "incremental_unassign: %s",
@@ -1186,8 +1197,8 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         }
                         if (lost) {
                                 app->assigned = 0;
-                                if (sl_txn_state(app->txn) != SL_TXN_READY)
-                                        sl_txn_doom(app->txn,
+                                if (sl_txn_state(app->rt.txn) != SL_TXN_READY)
+                                        sl_txn_doom(app->rt.txn,
                                                     "partitions lost");
                         }
                         break;
@@ -1200,8 +1211,8 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                         if (t)
                                 t->revoking = 1;
                 }
-                app->revoking = rd_kafka_topic_partition_list_copy(parts);
-                app->revoke_commit_started = 0;
+                app->rt.revoking = rd_kafka_topic_partition_list_copy(parts);
+                app->rt.revoke_commit_started = 0;
                 app_revoke_try(app);
                 break;
         default:
@@ -1209,9 +1220,9 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                        rd_kafka_err2str(err));
                 app_revoke_finish(app);
                 app_drop_tasks(app, parts);
-                if (sl_txn_state(app->txn) != SL_TXN_READY)
-                        sl_txn_doom(app->txn, "rebalance error");
-                rd_kafka_incremental_unassign(app->consumer, parts);
+                if (sl_txn_state(app->rt.txn) != SL_TXN_READY)
+                        sl_txn_doom(app->rt.txn, "rebalance error");
+                rd_kafka_incremental_unassign(app->rt.consumer, parts);
                 app->assigned = 0;
                 break;
         }
@@ -1222,10 +1233,10 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 static void app_consumer_fatal(sl_app_t *app) {
         char buf[256];
         rd_kafka_resp_err_t err;
-        if (!app->consumer)
+        if (!app->rt.consumer)
                 return;
-        err = rd_kafka_fatal_error(app->consumer, buf, sizeof(buf));
-        sl_txn_fatal(app->txn, "consumer", buf, sl_txn_err_is_fencing(err));
+        err = rd_kafka_fatal_error(app->rt.consumer, buf, sizeof(buf));
+        sl_txn_fatal(app->rt.txn, "consumer", buf, sl_txn_err_is_fencing(err));
 }
 
 /* One input record: to its task, unless the task may not take it now. */
@@ -1237,8 +1248,8 @@ static void app_input(sl_app_t *app, const rd_kafka_message_t *m) {
                 app->read_cnt++;
                 app->read_bytes += (int64_t)(m->len + m->key_len);
         }
-        if (app->txn && (sl_txn_records(app->txn) >= SL_TXN_MAX_RECORDS ||
-                         app->read_bytes >= SL_TXN_MAX_INPUT_BYTES))
+        if (app->rt.txn && (sl_txn_records(app->rt.txn) >= SL_TXN_MAX_RECORDS ||
+                            app->read_bytes >= SL_TXN_MAX_INPUT_BYTES))
                 sl_app_commit_soon(app);
 }
 
@@ -1278,38 +1289,18 @@ static void app_held_clear(sl_app_t *app) {
                 rd_kafka_message_destroy(m);
 }
 
-/* The wall clock for the input path and for stamping what is produced (a
- * record's decided time, a topic lookup's age): read afresh on each turn of
- * the loop, for each batch taken from the consumer queue and every
- * SL_CLOCK_READS_MAX reads within one, so a batch of input or a burst of
- * fired timers costs a clock read per 64 records and is never stale by
- * more than those 64 (microseconds each; a produce that waits for room in
- * a full producer queue is the exception, bounded by task.c).  The read
- * per batch keeps a record's time at or after the time it was produced:
- * the batch was fetched after that, while a time read earlier in the same
- * turn may be older than the record (0201 saw an item's first_seen 3 ms
- * before its producer's timestamp, with the loop thread preempted between
- * a read and the next batch). */
-#define SL_CLOCK_READS_MAX 64
-
 int64_t sl_app_now_fresh_ms(sl_app_t *app) {
-        app->clock_turn = uv_now(app->loop);
-        app->clock_reads = 0;
-        app->clock_ms = sl_now_ms();
-        return app->clock_ms;
+        return sl_runtime_now_fresh_ms(&app->rt);
 }
 
 int64_t sl_app_now_ms(sl_app_t *app) {
-        if (uv_now(app->loop) != app->clock_turn ||
-            ++app->clock_reads >= SL_CLOCK_READS_MAX || !app->clock_ms)
-                return sl_app_now_fresh_ms(app);
-        return app->clock_ms;
+        return sl_runtime_now_ms(&app->rt);
 }
 
 static void app_held_drain(sl_app_t *app) {
         rd_kafka_message_t *m;
         uint32_t epoch;
-        while (sl_app_may_produce(app) && (m = app_held_pop(app, &epoch))) {
+        while (app_may_produce(app) && (m = app_held_pop(app, &epoch))) {
                 sl_task_t *t =
                     app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
                 if (t && t->epoch == epoch)
@@ -1321,8 +1312,8 @@ static void app_held_drain(sl_app_t *app) {
 /* One message of the consumer queue: the per-record part of
  * app_serve_consumer. */
 static void app_consumed(sl_app_t *app, rd_kafka_message_t *m) {
-        int take = sl_app_may_produce(app) && !app->held_cnt;
-        if (!app->consumer) {
+        int take = app_may_produce(app) && !app->held_cnt;
+        if (!app->rt.consumer) {
                 /* A fatal error served earlier in the batch dropped the
                  * clients: what was fetched with them goes too. */
                 rd_kafka_message_destroy(m);
@@ -1399,7 +1390,8 @@ static void app_wake_fetcher(sl_app_t *app) {
         for (int i = l->cnt - 1; i >= 0; i--)
                 if (l->elems[i].offset < 0)
                         rd_kafka_topic_partition_list_del_by_idx(l, i);
-        if (l->cnt && (error = rd_kafka_seek_partitions(app->consumer, l, 0)))
+        if (l->cnt &&
+            (error = rd_kafka_seek_partitions(app->rt.consumer, l, 0)))
                 rd_kafka_error_destroy(error);
         rd_kafka_topic_partition_list_destroy(l);
 }
@@ -1408,8 +1400,8 @@ static int app_serve_consumer(void *opaque, int budget) {
         sl_app_t *app = opaque;
         rd_kafka_message_t *ms[SL_CONSUME_BATCH];
         int n = 0, empty = 0;
-        while (n < budget && app->consumer) {
-                int take = sl_app_may_produce(app) && !app->held_cnt;
+        while (n < budget && app->rt.consumer) {
+                int take = app_may_produce(app) && !app->held_cnt;
                 ssize_t got;
                 /* Never more than the held ring can still take: a batch
                  * may have to be held from any of its records on.  (When
@@ -1444,7 +1436,7 @@ static int app_serve_consumer(void *opaque, int budget) {
                         break;
                 }
         }
-        if (empty && app->fetch_full && app->consumer &&
+        if (empty && app->fetch_full && app->rt.consumer &&
             app->phase == SL_RUN_RUNNING) {
                 app->fetch_full = 0;
                 app_wake_fetcher(app);
@@ -1515,7 +1507,7 @@ static void app_reader_record(sl_app_t *app, const rd_kafka_message_t *m) {
                          * belongs to what the task read before.  One at a
                          * time, librdkafka's version check would have
                          * dropped it at the pop. */
-                        if (t->reader_moved != app->reader_batch)
+                        if (t->reader_moved != app->rt.reader_batch)
                                 sl_task_on_reader(t, m);
                         served = 1;
                 }
@@ -1544,7 +1536,7 @@ static int app_serve_reader(void *opaque, int budget) {
                  * records was written (on this host's clock), the bound
                  * restores clamp their times to (sl_app_now_ms). */
                 sl_app_now_fresh_ms(app);
-                app->reader_batch++;
+                app->rt.reader_batch++;
                 for (ssize_t i = 0; i < got; i++) {
                         app_reader_record(app, ms[i]);
                         rd_kafka_message_destroy(ms[i]);
@@ -1562,7 +1554,7 @@ static void app_error_cb(rd_kafka_t *rk, int err, const char *reason,
                          void *opaque) {
         sl_app_t *app = opaque;
         if (err == RD_KAFKA_RESP_ERR__FATAL) {
-                if (rk == app->consumer)
+                if (rk == app->rt.consumer)
                         app_consumer_fatal(app);
                 else
                         sl_log(LOG_ERR, "KAFKA", "%s: fatal error: %s",
@@ -1571,7 +1563,7 @@ static void app_error_cb(rd_kafka_t *rk, int err, const char *reason,
         }
         if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
                 app_set_kafka_up(app, 0, reason);
-        sl_kafka_log_error(rk == app->reader ? "reader" : "consumer", err,
+        sl_kafka_log_error(rk == app->rt.reader ? "reader" : "consumer", err,
                            reason);
 }
 
@@ -1587,7 +1579,7 @@ typedef struct table_part_s {
 } table_part_t;
 
 static void app_table_ask(sl_app_t *app, table_part_t *tp) {
-        if (sl_kquery_watermarks(app->kq, tp->pl->op->table_topic(tp->pl),
+        if (sl_kquery_watermarks(app->rt.kq, tp->pl->op->table_topic(tp->pl),
                                  tp->partition, SL_LOOKUP_TMO_MS,
                                  app_on_table_end, tp) == -1)
                 sl_log(LOG_ERR, "TABLE", "cannot ask for the end of %s",
@@ -1634,7 +1626,7 @@ static int app_table_start(sl_app_t *app, sl_pipeline_t *pl, int cnt,
                 rd_kafka_topic_partition_list_add(l, topic, p)->offset =
                     RD_KAFKA_OFFSET_BEGINNING;
         }
-        error = rd_kafka_incremental_assign(app->reader, l);
+        error = rd_kafka_incremental_assign(app->rt.reader, l);
         rd_kafka_topic_partition_list_destroy(l);
         if (error) {
                 snprintf(errstr, errstr_size, "%s: assign: %s", topic,
@@ -1815,7 +1807,8 @@ static void app_cool_topics(sl_app_t *app) {
         app->warm_cnt = 0;
 }
 
-rd_kafka_topic_t *sl_app_topic(const sl_app_t *app, const char *name) {
+static rd_kafka_topic_t *app_topic(const sl_runtime_t *rt, const char *name) {
+        const sl_app_t *app = app_of_const(rt);
         /* Operators pass the configured name itself; a record replayed
          * from the outbox carries a copy. */
         for (int i = 0; i < app->warm_cnt; i++)
@@ -1836,7 +1829,7 @@ static void app_fetch_full_at(sl_app_t *app) {
         long v = 0;
         app->fetch_full = 0;
         app->fetch_full_at = 0;
-        if (rd_kafka_conf_get(rd_kafka_conf(app->consumer),
+        if (rd_kafka_conf_get(rd_kafka_conf(app->rt.consumer),
                               "queued.min.messages", buf,
                               &sz) == RD_KAFKA_CONF_OK &&
             (v = strtol(buf, NULL, 10)) > 0)
@@ -1853,15 +1846,15 @@ static void app_clients_ready(void *opaque, rd_kafka_t *const *producers,
         for (int i = 0; i < app->producer_cnt; i++)
                 app->producers[i] = producers[i];
         app->turn = 0;
-        app->producer = producers[0];
-        app->consumer = consumer;
+        app->rt.producer = producers[0];
+        app->rt.consumer = consumer;
         rd_kafka_poll_set_consumer(consumer);
         app->consumer_q = rd_kafka_queue_get_consumer(consumer);
         app_fetch_full_at(app);
-        app->consumer_w =
+        app->rt.consumer_w =
             sl_kwatch_new(app->loop, app->consumer_q, app_serve_consumer, app,
                           errstr, sizeof(errstr));
-        sl_assert(app->consumer_w);
+        sl_assert(app->rt.consumer_w);
         app_warm_topics(app);
         if ((err = app_subscribe(app))) {
                 sl_log(LOG_CRIT, "INIT", "subscribe: %s",
@@ -1881,7 +1874,7 @@ static void app_turn(void *opaque, int idx) {
         sl_app_t *app = opaque;
         if (idx < app->producer_cnt) {
                 app->turn = idx;
-                app->producer = app->producers[idx];
+                app->rt.producer = app->producers[idx];
         }
 }
 
@@ -1892,25 +1885,25 @@ static void task_destroy_cb(sl_task_t *t) {
 
 static void app_clients_lost(void *opaque) {
         sl_app_t *app = opaque;
-        app->tracked_inflight = 0; /* their reports went with the clients */
+        app->rt.tracked_inflight = 0; /* their reports went with the clients */
         app_held_clear(app);
-        sl_outbox_clear(app->outbox);
+        sl_outbox_clear(app->rt.outbox);
         app->commit_wanted = 0;
-        if (app->revoking)
-                rd_kafka_topic_partition_list_destroy(app->revoking);
-        app->revoking = NULL;
-        app->revoke_commit_started = 0;
+        if (app->rt.revoking)
+                rd_kafka_topic_partition_list_destroy(app->rt.revoking);
+        app->rt.revoking = NULL;
+        app->rt.revoke_commit_started = 0;
         app_for_each_task(app, task_destroy_cb);
         for (int i = 0; i < app->pipeline_cnt; i++)
                 sl_parts_reset(&app->pipelines[i]);
-        sl_kwatch_close(app->consumer_w);
-        app->consumer_w = NULL;
+        sl_kwatch_close(app->rt.consumer_w);
+        app->rt.consumer_w = NULL;
         if (app->consumer_q)
                 rd_kafka_queue_destroy(app->consumer_q);
         app->consumer_q = NULL;
         app_cool_topics(app);
-        app->consumer = NULL;
-        app->producer = app->producers[0] = app->producers[1] = NULL;
+        app->rt.consumer = NULL;
+        app->rt.producer = app->producers[0] = app->producers[1] = NULL;
         app->producer_cnt = 0;
         app->turn = 0;
         app->assigned = 0;
@@ -1929,7 +1922,7 @@ static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
         int r;
 
         /* Before the loop runs: a blocking look is fine here. */
-        r = sl_parts_check_start(app->reader, app->conf, in_cnt, errstr,
+        r = sl_parts_check_start(app->rt.reader, app->conf, in_cnt, errstr,
                                  errstr_size);
         if (r == 0)
                 r = app_pipelines_init(app, in_cnt, errstr, errstr_size);
@@ -1964,6 +1957,8 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                               size_t errstr_size) {
         app->pipeline_cnt = app->conf->pipeline_cnt;
         app->pipelines = sl_calloc(app->pipeline_cnt, sizeof(sl_pipeline_t));
+        app->rt.pipelines = app->pipelines;
+        app->rt.pipeline_cnt = app->pipeline_cnt;
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
                 const sl_pipeline_conf_t *pc = &app->conf->pipelines[i];
@@ -1972,6 +1967,7 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
 
                 pl->conf = pc;
                 pl->app = app;
+                pl->rt = &app->rt;
                 pl->index = i;
                 switch (pc->type) {
                 case SL_OP_DELAY:
@@ -2002,8 +1998,8 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                         return -1;
                 if (pl->op->table_topic && pl->op->table_topic(pl)) {
                         const char *topic = pl->op->table_topic(pl);
-                        int tcnt =
-                            sl_kafka_partition_count(app->reader, topic, 10000);
+                        int tcnt = sl_kafka_partition_count(app->rt.reader,
+                                                            topic, 10000);
                         if (tcnt <= 0) {
                                 snprintf(errstr, errstr_size,
                                          "pipeline %s: topic %s %s (run "
@@ -2028,9 +2024,9 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
  * have happened (the transaction settled, the consumer served, a timer). */
 static void app_stop_step(sl_app_t *app) {
         rd_kafka_error_t *error;
-        sl_txn_state_t s = sl_txn_state(app->txn);
+        sl_txn_state_t s = sl_txn_state(app->rt.txn);
         if (s == SL_TXN_CREATING || s == SL_TXN_RECOVERING ||
-            s == SL_TXN_DEAD || !app->consumer) {
+            s == SL_TXN_DEAD || !app->rt.consumer) {
                 /* No clients to leave with: nothing is open. */
                 app->phase = SL_RUN_STOPPED;
                 uv_stop(app->loop);
@@ -2038,25 +2034,25 @@ static void app_stop_step(sl_app_t *app) {
         }
         switch (app->phase) {
         case SL_RUN_STOP_COMMIT:
-                if (sl_txn_commit(app->txn) != 1)
+                if (sl_txn_commit(app->rt.txn) != 1)
                         return; /* committing, or busy: called again */
                 app->phase = SL_RUN_STOP_CLOSE;
                 /* Closing revokes every partition through the rebalance
                  * callback on the consumer's queue, which we keep
                  * serving. */
-                error = rd_kafka_consumer_close_queue(app->consumer,
+                error = rd_kafka_consumer_close_queue(app->rt.consumer,
                                                       app->consumer_q);
                 if (error) {
                         sl_log(LOG_WARNING, "SHUTDOWN", "consumer close: %s",
                                rd_kafka_error_string(error));
                         rd_kafka_error_destroy(error);
                 }
-                sl_kwatch_kick(app->consumer_w);
+                sl_kwatch_kick(app->rt.consumer_w);
                 break;
         case SL_RUN_STOP_CLOSE:
-                if (!rd_kafka_consumer_closed(app->consumer))
+                if (!rd_kafka_consumer_closed(app->rt.consumer))
                         return;
-                if (sl_txn_commit(app->txn) != 1)
+                if (sl_txn_commit(app->rt.txn) != 1)
                         return;
                 app->phase = SL_RUN_STOPPED;
                 uv_stop(app->loop);
@@ -2078,7 +2074,7 @@ static void app_stop(sl_app_t *app, const char *why) {
         sl_watchdog_shutdown_deadline(
             app->watchdog, app->conf->shutdown_grace_ms, SL_EXIT_FAIL);
         app->phase = SL_RUN_STOP_COMMIT;
-        sl_txn_stopping(app->txn);
+        sl_txn_stopping(app->rt.txn);
         app_held_clear(app);
         sl_app_update_ready(app);
         uv_timer_start(&app->stop_timer, app_on_stop_timer, 0, 20);
@@ -2098,22 +2094,22 @@ static void app_destroy(sl_app_t *app) {
                 app_for_each_task(app, task_destroy_cb);
         app_held_clear(app);
         free(app->held);
-        sl_outbox_destroy(app->outbox);
-        if (app->revoking)
-                rd_kafka_topic_partition_list_destroy(app->revoking);
-        sl_kwatch_close(app->consumer_w);
-        sl_kwatch_close(app->reader_w);
-        app->consumer_w = app->reader_w = NULL;
+        sl_outbox_destroy(app->rt.outbox);
+        if (app->rt.revoking)
+                rd_kafka_topic_partition_list_destroy(app->rt.revoking);
+        sl_kwatch_close(app->rt.consumer_w);
+        sl_kwatch_close(app->rt.reader_w);
+        app->rt.consumer_w = app->rt.reader_w = NULL;
         if (app->consumer_q)
                 rd_kafka_queue_destroy(app->consumer_q);
         app_cool_topics(app);
         free(app->warm);
         /* The clients go with the txn; the rebalance callback ignores a
-         * consumer that is no longer app->consumer. */
-        app->consumer = app->producer = NULL;
+         * consumer that is no longer app->rt.consumer. */
+        app->rt.consumer = app->rt.producer = NULL;
         app->producers[0] = app->producers[1] = NULL;
         app->producer_cnt = 0;
-        sl_txn_destroy(app->txn);
+        sl_txn_destroy(app->rt.txn);
         topic_cache_destroy(app);
         for (int i = 0; i < app->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->pipelines[i];
@@ -2128,12 +2124,12 @@ static void app_destroy(sl_app_t *app) {
                 sl_pipeline_caps_destroy(pl);
         }
         free(app->pipelines);
-        sl_kquery_destroy(app->kq);
+        sl_kquery_destroy(app->rt.kq);
         if (app->reader_q)
                 rd_kafka_queue_destroy(app->reader_q);
-        if (app->reader) {
-                rd_kafka_consumer_close(app->reader);
-                rd_kafka_destroy(app->reader);
+        if (app->rt.reader) {
+                rd_kafka_consumer_close(app->rt.reader);
+                rd_kafka_destroy(app->rt.reader);
         }
         if (app->http)
                 sl_http_set_alive_fn(app->http, NULL, NULL);
@@ -2199,7 +2195,8 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
             .exit = app_exit_hook,
         };
 
-        app->outbox = sl_outbox_new(SL_OUTBOX_MAX_BYTES, SL_OUTBOX_MAX_RECORDS);
+        app->rt.outbox =
+            sl_outbox_new(SL_OUTBOX_MAX_BYTES, SL_OUTBOX_MAX_RECORDS);
         rd_kafka_conf_t *kc;
 
         if (conf->metrics_listen && *conf->metrics_listen) {
@@ -2227,19 +2224,19 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
 
         if (!(kc = app_reader_conf(app, errstr, errstr_size)))
                 return -1;
-        if (!(app->reader =
+        if (!(app->rt.reader =
                   rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size))) {
                 rd_kafka_conf_destroy(kc);
                 return -1;
         }
-        app->reader_q = rd_kafka_queue_get_consumer(app->reader);
-        rd_kafka_poll_set_consumer(app->reader);
-        if (!(app->kq =
-                  sl_kquery_new(app->loop, app->reader, errstr, errstr_size)))
+        app->reader_q = rd_kafka_queue_get_consumer(app->rt.reader);
+        rd_kafka_poll_set_consumer(app->rt.reader);
+        if (!(app->rt.kq = sl_kquery_new(app->loop, app->rt.reader, errstr,
+                                         errstr_size)))
                 return -1;
         if (app_pipelines(app, errstr, errstr_size) == -1)
                 return -1;
-        if (!(app->reader_w =
+        if (!(app->rt.reader_w =
                   sl_kwatch_new(app->loop, app->reader_q, app_serve_reader, app,
                                 errstr, errstr_size)))
                 return -1;
@@ -2264,10 +2261,10 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         for (int i = 0; i < conf->kafka_cnt; i++)
                 if (!strcmp(conf->kafka[i].key, "session.timeout.ms"))
                         tc.session_timeout_ms = atoll(conf->kafka[i].value);
-        if (!(app->txn = sl_txn_new(app->loop, &tc, &hooks, app->kq,
-                                    app->metrics, errstr, errstr_size)))
+        if (!(app->rt.txn = sl_txn_new(app->loop, &tc, &hooks, app->rt.kq,
+                                       app->metrics, errstr, errstr_size)))
                 return -1;
-        sl_txn_start(app->txn);
+        sl_txn_start(app->rt.txn);
         /* Last: the loop counts as turning from here on. */
         app->watchdog =
             sl_watchdog_new(app->loop, 100, conf->loop_stall_timeout_ms,
@@ -2336,6 +2333,21 @@ static void app_metrics_init(sl_app_t *app) {
                 sl_gauge_set(app->m_malloc_resident, (double)resident);
 }
 
+/* What the tasks ask of the app (runtime.h). */
+static int app_hook_may_produce(const sl_runtime_t *rt) {
+        return app_may_produce(app_of_const(rt));
+}
+
+static void app_hook_update_ready(sl_runtime_t *rt) {
+        sl_app_update_ready(app_of(rt));
+}
+
+static const sl_runtime_hooks_t app_hooks = {
+    .may_produce = app_hook_may_produce,
+    .update_ready = app_hook_update_ready,
+    .topic = app_topic,
+};
+
 static int app_run(sl_conf_t *conf) {
         sl_app_t app_s = {0}, *app = &app_s;
         char errstr[512], host[64] = "host";
@@ -2353,6 +2365,10 @@ static int app_run(sl_conf_t *conf) {
                  host, (int)getpid(),
                  (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
         app->metrics = sl_metrics_new();
+        app->rt.conf = app->conf;
+        app->rt.loop = app->loop;
+        app->rt.metrics = app->metrics;
+        app->rt.hooks = &app_hooks;
         topic_cache_new(app);
         app_metrics_init(app);
         uv_timer_init(app->loop, &app->commit_timer);

@@ -10,8 +10,8 @@
  * partition, key, value, headers, produce flags, the task that made it and
  * the time it was decided — into chunks of one arena, and replayed in the
  * same order into the next transaction the moment the commit returns
- * (task.c, sl_app_outbox_replay).  An abort drops the outbox with the state
- * that made it: every task is rebuilt and does the work again.
+ * (runtime.c, sl_runtime_outbox_replay).  An abort drops the outbox with the
+ * state that made it: every task is rebuilt and does the work again.
  *
  * Bounded: sl_outbox_room() says no past max_bytes or max_records; the
  * runtime then holds its input as it does during an abort.  A record is

@@ -201,7 +201,7 @@ void sl_parts_destroy(sl_parts_t *ps) {
         if (!ps)
                 return;
         for (int i = 0; i < ps->name_cnt; i++)
-                sl_kquery_cancel(ps->app->kq, &ps->asks[i]);
+                sl_kquery_cancel(ps->app->rt.kq, &ps->asks[i]);
         free(ps->waiting);
         free(ps);
 }
@@ -275,13 +275,13 @@ static void parts_grow(sl_parts_t *ps, int in) {
         ps->logged[0] = '\0';
         for (int i = 0; i < ps->waiting_cnt;) {
                 int32_t p = ps->waiting[i];
-                if (p >= pl->partition_cnt || !app->consumer ||
+                if (p >= pl->partition_cnt || !app->rt.consumer ||
                     app->phase != SL_RUN_RUNNING) {
                         i++;
                         continue;
                 }
                 if (!pl->tasks[p])
-                        pl->tasks[p] = sl_task_new(app, pl, p);
+                        pl->tasks[p] = sl_task_new(pl, p);
                 parts_drop(ps, i);
         }
 }
@@ -401,7 +401,7 @@ static void parts_check(sl_parts_t *ps) {
         ps->again = 0;
         for (int i = 0; i < ps->name_cnt; i++) {
                 ps->counts[i] = -1;
-                if (sl_kquery_partitions(ps->app->kq, ps->names[i],
+                if (sl_kquery_partitions(ps->app->rt.kq, ps->names[i],
                                          SL_PARTS_LOOKUP_TMO_MS, parts_on_count,
                                          &ps->asks[i]) == 0)
                         ps->pending++;

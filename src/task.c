@@ -33,9 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
+#include "kafka.h"
 #include "kwatch.h"
 #include "log.h"
+#include "runtime.h"
 #include "util.h"
 
 /* How long a lookup may take before it is asked again. */
@@ -69,7 +70,7 @@ task_tp(const char *topic, int32_t partition, int64_t offset) {
 static void task_pause_input(sl_task_t *t) {
         rd_kafka_topic_partition_list_t *l =
             task_tp(t->pl->conf->input, t->partition, RD_KAFKA_OFFSET_INVALID);
-        rd_kafka_pause_partitions(t->app->consumer, l);
+        rd_kafka_pause_partitions(t->rt->consumer, l);
         rd_kafka_topic_partition_list_destroy(l);
 }
 
@@ -84,9 +85,9 @@ static void task_resume_input(sl_task_t *t) {
             t->pl->conf->input, t->partition,
             t->retry_offset >= 0 ? t->retry_offset : RD_KAFKA_OFFSET_INVALID);
         rd_kafka_error_t *error;
-        rd_kafka_resume_partitions(t->app->consumer, l);
+        rd_kafka_resume_partitions(t->rt->consumer, l);
         if (t->retry_offset >= 0 &&
-            (error = rd_kafka_seek_partitions(t->app->consumer, l, 0)))
+            (error = rd_kafka_seek_partitions(t->rt->consumer, l, 0)))
                 rd_kafka_error_destroy(error);
         rd_kafka_topic_partition_list_destroy(l);
 }
@@ -97,7 +98,7 @@ static void task_reader_unassign(sl_task_t *t) {
         if (!t->reader_topic)
                 return;
         l = task_tp(t->reader_topic, t->partition, RD_KAFKA_OFFSET_INVALID);
-        error = rd_kafka_incremental_unassign(t->app->reader, l);
+        error = rd_kafka_incremental_unassign(t->rt->reader, l);
         if (error) {
                 sl_log(LOG_WARNING, "REBUILD", "%s [%d]: unassign: %s",
                        t->reader_topic, t->partition,
@@ -107,7 +108,7 @@ static void task_reader_unassign(sl_task_t *t) {
         rd_kafka_topic_partition_list_destroy(l);
         t->reader_topic = NULL;
         t->fetch_topic = NULL;
-        t->reader_moved = t->app->reader_batch;
+        t->reader_moved = t->rt->reader_batch;
 }
 
 /* Points the reader at (topic, t->partition) from offset on, in place of
@@ -119,10 +120,10 @@ static int task_reader_assign(sl_task_t *t, const char *topic, int64_t offset) {
         l = task_tp(topic, t->partition, offset);
         if (t->reader_topic && !strcmp(t->reader_topic, topic)) {
                 /* Timeout 0: asynchronous. */
-                error = rd_kafka_seek_partitions(t->app->reader, l, 0);
+                error = rd_kafka_seek_partitions(t->rt->reader, l, 0);
         } else {
                 task_reader_unassign(t);
-                error = rd_kafka_incremental_assign(t->app->reader, l);
+                error = rd_kafka_incremental_assign(t->rt->reader, l);
         }
         rd_kafka_topic_partition_list_destroy(l);
         if (error) {
@@ -133,8 +134,8 @@ static int task_reader_assign(sl_task_t *t, const char *topic, int64_t offset) {
                 return -1;
         }
         t->reader_topic = topic;
-        t->reader_moved = t->app->reader_batch;
-        sl_kwatch_kick(t->app->reader_w);
+        t->reader_moved = t->rt->reader_batch;
+        sl_kwatch_kick(t->rt->reader_w);
         return 0;
 }
 
@@ -161,13 +162,13 @@ static void task_on_wake(uv_timer_t *timer) {
                 }
                 return;
         }
-        if (!sl_app_may_produce(t->app) || t->revoking) {
+        if (!sl_runtime_may_produce(t->rt) || t->revoking) {
                 /* The transaction is busy: app.c wakes us when it is not. */
                 t->wake_deferred = 1;
                 return;
         }
         /* A timer fired at now is stamped no earlier than now. */
-        t->pl->op->wake(t, sl_app_now_fresh_ms(t->app));
+        t->pl->op->wake(t, sl_runtime_now_fresh_ms(t->rt));
         t->origin = 0;
 }
 
@@ -205,8 +206,8 @@ static void task_finish_rebuild(sl_task_t *t) {
         /* Resume, then seek (asynchronously: timeout 0): the seek discards
          * anything fetched from an older position (after an abort the
          * consumer is ahead). */
-        rd_kafka_resume_partitions(t->app->consumer, l);
-        error = rd_kafka_seek_partitions(t->app->consumer, l, 0);
+        rd_kafka_resume_partitions(t->rt->consumer, l);
+        error = rd_kafka_seek_partitions(t->rt->consumer, l, 0);
         if (error) {
                 sl_log(LOG_ERR, "REBUILD", "%s [%d]: seek: %s",
                        t->pl->conf->input, t->partition,
@@ -214,7 +215,7 @@ static void task_finish_rebuild(sl_task_t *t) {
                 rd_kafka_error_destroy(error);
         }
         rd_kafka_topic_partition_list_destroy(l);
-        sl_kwatch_kick(t->app->consumer_w);
+        sl_kwatch_kick(t->rt->consumer_w);
 
         secs = (double)(sl_mono_us() - t->rebuild_start_us) / 1e6;
         if (t->rebuild_source_records)
@@ -226,10 +227,10 @@ static void task_finish_rebuild(sl_task_t *t) {
                "%.3f s; input resumes at %" PRId64,
                t->pl->conf->name, t->partition, t->rebuild_records, src, secs,
                committed);
-        sl_app_update_ready(t->app);
+        sl_runtime_update_ready(t->rt);
         /* The reader's prefetch and the rebuild's garbage are freed now;
          * give the pages back once the last rebuild is done. */
-        if (t->app->rebuilding_cnt == 0)
+        if (t->rt->rebuilding_cnt == 0)
                 sl_mem_trim();
 }
 
@@ -263,7 +264,7 @@ static void task_ask_source_end(sl_task_t *t) {
         int64_t from = RD_KAFKA_OFFSET_BEGINNING;
         const char *topic = t->pl->op->rebuild_source(t, &from);
         t->rebuild_source_from = from;
-        if (sl_kquery_watermarks(t->app->kq, topic, t->partition,
+        if (sl_kquery_watermarks(t->rt->kq, topic, t->partition,
                                  SL_TASK_LOOKUP_MS, task_on_source_end,
                                  t) == -1)
                 task_retry_in(t, SL_TASK_RETRY_MS);
@@ -307,7 +308,7 @@ static void task_on_changelog_end(void *opaque, rd_kafka_resp_err_t err,
 
 static void task_ask_changelog_end(sl_task_t *t) {
         t->rebuild_phase = SL_REBUILD_CHANGELOG_END;
-        if (sl_kquery_watermarks(t->app->kq, task_changelog(t), t->partition,
+        if (sl_kquery_watermarks(t->rt->kq, task_changelog(t), t->partition,
                                  SL_TASK_LOOKUP_MS, task_on_changelog_end,
                                  t) == -1)
                 task_retry_in(t, SL_TASK_RETRY_MS);
@@ -335,7 +336,7 @@ static void task_on_committed(void *opaque, rd_kafka_resp_err_t err,
 static void task_ask_committed(sl_task_t *t) {
         t->rebuild_phase = SL_REBUILD_COMMITTED;
         if (sl_kquery_committed(
-                t->app->kq, t->app->conf->app_id, t->pl->conf->input,
+                t->rt->kq, t->rt->conf->app_id, t->pl->conf->input,
                 t->partition, SL_TASK_COMMITTED_MS, task_on_committed, t) == -1)
                 task_retry_in(t, SL_TASK_RETRY_MS);
 }
@@ -343,7 +344,7 @@ static void task_ask_committed(sl_task_t *t) {
 /* From an empty state: the committed offset, then the changelog. */
 static void task_start_rebuild(sl_task_t *t) {
         t->state = SL_TASK_REBUILDING;
-        t->epoch = ++t->app->epoch_counter;
+        t->epoch = ++t->rt->epoch_counter;
         t->rebuild_start_us = sl_mono_us();
         t->rebuild_records = 0;
         t->rebuild_source_records = 0;
@@ -356,16 +357,17 @@ static void task_start_rebuild(sl_task_t *t) {
         task_ask_committed(t);
 }
 
-sl_task_t *sl_task_new(sl_app_t *app, sl_pipeline_t *pl, int32_t partition) {
+sl_task_t *sl_task_new(sl_pipeline_t *pl, int32_t partition) {
         sl_task_t *t = sl_calloc(1, sizeof(*t));
-        t->app = app;
+        t->app = pl->app;
+        t->rt = pl->rt;
         t->pl = pl;
         t->partition = partition;
         t->next_offset = -1;
         t->committed_offset = -1;
         t->input_end.offset = -1;
         t->input_end.start = -1;
-        uv_timer_init(app->loop, &t->wake);
+        uv_timer_init(t->rt->loop, &t->wake);
         t->wake.data = t;
         t->state_data = pl->op->state_new(t);
         sl_log(LOG_INFO, "REBUILD", "%s [%d]: rebuilding from %s",
@@ -381,10 +383,10 @@ static void task_on_close(uv_handle_t *h) {
 void sl_task_destroy(sl_task_t *t) {
         if (!t)
                 return;
-        sl_kquery_cancel(t->app->kq, t);
-        sl_kquery_cancel(t->app->kq, &t->input_end);
+        sl_kquery_cancel(t->rt->kq, t);
+        sl_kquery_cancel(t->rt->kq, &t->input_end);
         if (t->input_end.asking)
-                t->app->input_end_asks--;
+                t->rt->input_end_asks--;
         task_reader_unassign(t);
         t->pl->op->state_destroy(t->state_data);
         t->state_data = NULL;
@@ -393,7 +395,7 @@ void sl_task_destroy(sl_task_t *t) {
 }
 
 void sl_task_restart(sl_task_t *t) {
-        sl_kquery_cancel(t->app->kq, t);
+        sl_kquery_cancel(t->rt->kq, t);
         task_reader_unassign(t);
         task_pause_input(t);
         uv_timer_stop(&t->wake);
@@ -490,8 +492,8 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 }
                 t->retry_offset = m->offset;
                 l = task_tp(t->pl->conf->input, t->partition, m->offset);
-                rd_kafka_pause_partitions(t->app->consumer, l);
-                error = rd_kafka_seek_partitions(t->app->consumer, l, 0);
+                rd_kafka_pause_partitions(t->rt->consumer, l);
+                error = rd_kafka_seek_partitions(t->rt->consumer, l, 0);
                 if (error)
                         rd_kafka_error_destroy(error);
                 rd_kafka_topic_partition_list_destroy(l);
@@ -510,7 +512,7 @@ void sl_task_input_retry(sl_task_t *t) {
 
 sl_pcap_t *sl_pipeline_cap(sl_pipeline_t *pl, const char *key, const char *what,
                            int64_t limit) {
-        sl_metrics_t *m = pl->app->metrics;
+        sl_metrics_t *m = pl->rt->metrics;
         const char *name = pl->conf->name;
         sl_pcap_t *c;
 
@@ -571,12 +573,12 @@ static void task_cap_refused(sl_task_t *t, sl_pcap_t *c,
             " (first waiting record: [%d] @%" PRId64 "); resumes at %" PRId64,
             t->pl->conf->name, c->cap.used, c->what, c->key, c->cap.limit,
             t->partition, m->offset, c->cap.low);
-        sl_app_update_ready(t->app);
+        sl_runtime_update_ready(t->rt);
 }
 
 void sl_pcap_add(sl_pcap_t *c, int64_t delta) {
         sl_pipeline_t *pl = c->pl;
-        sl_app_t *app = pl->app;
+        sl_runtime_t *rt = pl->rt;
         int n = 0;
 
         if (!sl_cap_add(&c->cap, delta))
@@ -590,7 +592,7 @@ void sl_pcap_add(sl_pcap_t *c, int64_t delta) {
                 n++;
                 /* The consumer is gone while the clients are re-created;
                  * the partitions come back through a new assignment then. */
-                if (app->consumer)
+                if (rt->consumer)
                         task_resume_input(t);
         }
         sl_log(LOG_NOTICE, "CAP",
@@ -598,9 +600,9 @@ void sl_pcap_add(sl_pcap_t *c, int64_t delta) {
                ", after %.1f s (%d partitions waited)",
                pl->conf->name, c->cap.used, c->what, c->key, c->cap.limit,
                (double)(sl_now_ms() - c->full_since_ms) / 1000.0, n);
-        if (n && app->consumer)
-                sl_kwatch_kick(app->consumer_w);
-        sl_app_update_ready(app);
+        if (n && rt->consumer)
+                sl_kwatch_kick(rt->consumer_w);
+        sl_runtime_update_ready(rt);
 }
 
 void sl_task_lookup_done(sl_task_t *t) {
@@ -608,7 +610,7 @@ void sl_task_lookup_done(sl_task_t *t) {
                 return;
         t->lookup_wait = 0;
         task_resume_input(t);
-        sl_kwatch_kick(t->app->consumer_w);
+        sl_kwatch_kick(t->rt->consumer_w);
 }
 
 void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n) {
@@ -618,154 +620,10 @@ void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n) {
 /* ------------------------------------------------------------------ */
 /* Writes.                                                             */
 
-/* Waiting for the delivery of a suspect sent alone: bounded, and short
- * next to transaction_timeout (a suspect is rare: it follows a refusal). */
-#define SL_TASK_ISOLATE_MS 5000
-
-/* Errors of rd_kafka_producev() that are the record's own, not the
- * producer's: the work is refused, never retried. */
-static int produce_err_is_permanent(rd_kafka_resp_err_t err) {
-        switch (err) {
-        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-        case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
-        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
-        case RD_KAFKA_RESP_ERR__INVALID_ARG:
-                return 1;
-        default:
-                return 0;
-        }
-}
-
-static uint64_t rec_refused_id(const sl_outbox_rec_t *r) {
-        return sl_refused_id(r->topic, r->key, r->keylen,
-                             (r->flags & SL_MSG_TRACKED) ? 0 : r->flags >> 2,
-                             r->value, r->valuelen);
-}
-
-/* The produce arguments of r: through the producer's kept handle of its
- * topic when it is a pipeline's own (sl_app_topic), else by name. */
-#define SL_SEND_ARGS 8
-static void app_send_args(sl_app_t *app, const sl_outbox_rec_t *r, int replayed,
-                          int isolated, rd_kafka_vu_t *vu) {
-        rd_kafka_topic_t *rkt = sl_app_topic(app, r->topic);
-        if (rkt) {
-                vu[0].vtype = RD_KAFKA_VTYPE_RKT;
-                vu[0].u.rkt = rkt;
-        } else {
-                vu[0].vtype = RD_KAFKA_VTYPE_TOPIC;
-                vu[0].u.cstr = r->topic;
-        }
-        vu[1].vtype = RD_KAFKA_VTYPE_PARTITION;
-        vu[1].u.i32 = r->partition;
-        vu[2].vtype = RD_KAFKA_VTYPE_KEY;
-        vu[2].u.mem.ptr = (void *)r->key;
-        vu[2].u.mem.size = r->keylen;
-        vu[3].vtype = RD_KAFKA_VTYPE_VALUE;
-        vu[3].u.mem.ptr = (void *)r->value;
-        vu[3].u.mem.size = r->valuelen;
-        vu[4].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
-        vu[4].u.i = RD_KAFKA_MSG_F_COPY;
-        vu[5].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
-        vu[5].u.i64 = replayed ? r->decided_ms : 0;
-        vu[6].vtype = RD_KAFKA_VTYPE_HEADERS;
-        vu[6].u.headers = r->hdrs;
-        vu[7].vtype = RD_KAFKA_VTYPE_OPAQUE;
-        vu[7].u.ptr = (void *)(r->flags | (isolated ? SL_MSG_ISOLATED : 0));
-}
-
-/*
- * Sends one record into the open transaction (opening it).  A suspect
- * (refused.h) goes alone: the records in flight are delivered first, then
- * it, then it is waited for — the one bounded wait on the loop thread.  A
- * record from the outbox (replayed) keeps the time it was decided as its
- * timestamp.  Returns 0 when sent or when the transaction is doomed (the
- * work is redone after the rebuild), or a negative permanent error of the
- * record itself; r->hdrs is consumed either way.
- */
-static int app_send(sl_app_t *app, const sl_outbox_rec_t *r, int replayed) {
-        rd_kafka_vu_t vu[SL_SEND_ARGS];
-        rd_kafka_resp_err_t err;
-        int64_t until = 0;
-        uint64_t id = 0;
-        int isolated = 0, e = 0;
-        int isolate_ms = (int)SL_MIN(SL_TASK_ISOLATE_MS,
-                                     app->conf->transaction_timeout_ms / 2);
-
-        if (sl_txn_produce_begin(app->txn) == -1) {
-                /* The transaction is doomed: it aborts and every task is
-                 * rebuilt, so this work is redone.  Nothing to do. */
-                if (r->hdrs)
-                        rd_kafka_headers_destroy(r->hdrs);
-                return 0;
-        }
-        if (app->refused.used)
-                id = rec_refused_id(r);
-        if (id && sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
-                      SL_REFUSED_SUSPECT) {
-                /* Alone in its batch: a failure is its own. */
-                isolated = 1;
-                sl_txn_drain(app->txn, isolate_ms);
-        }
-        for (;;) {
-                rd_kafka_error_t *error;
-                /* Each try: draining below serves the producer's events. */
-                app_send_args(app, r, replayed, isolated, vu);
-                error = rd_kafka_produceva(app->producer, vu, SL_SEND_ARGS);
-                err = error ? rd_kafka_error_code(error)
-                            : RD_KAFKA_RESP_ERR_NO_ERROR;
-                if (error)
-                        rd_kafka_error_destroy(error);
-                if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                        break;
-                /* The producer's queue is full: serve its delivery reports
-                 * for a bounded while. */
-                if (!until)
-                        until = sl_now_ms() + 1000;
-                else if (sl_now_ms() > until)
-                        break;
-                sl_txn_drain(app->txn, 10);
-        }
-        if (!err) {
-                sl_txn_produced(app->txn);
-                if (r->flags & SL_MSG_TRACKED)
-                        app->tracked_inflight++;
-                if (isolated && sl_txn_drain(app->txn, isolate_ms) == 0 &&
-                    sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
-                        SL_REFUSED_SUSPECT)
-                        sl_refused_clear(&app->refused, id);
-                return 0;
-        }
-        if (r->hdrs)
-                rd_kafka_headers_destroy(r->hdrs);
-        if (!produce_err_is_permanent(err)) {
-                /* E.g. still QUEUE_FULL: the work is redone after the
-                 * abort and rebuild. */
-                sl_txn_doom(app->txn, rd_kafka_err2str(err));
-                return 0;
-        }
-        if (!replayed)
-                return -(int)err;
-        /* The operator that made it has moved on: remember the record as
-         * refused, so that after the abort and rebuild the same work is
-         * refused up front, and the operator sends it to the DLQ. */
-        sl_refused_note(&app->refused, rec_refused_id(r), (int)err, 1,
-                        sl_now_ms());
-        sl_txn_doom(app->txn, "a record decided during a commit was refused");
-        return 0;
-}
-
-/* While a commit is in flight, or the outbox is being sent, records wait in
- * the outbox so that they keep their order. */
-static int app_deferring(const sl_app_t *app) {
-        return app->replaying || sl_outbox_count(app->outbox) > 0 ||
-               sl_txn_deferring(app->txn);
-}
-
 static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         const void *key, size_t keylen, const void *value,
                         size_t valuelen, rd_kafka_headers_t *hdrs,
                         uintptr_t flags) {
-        sl_app_t *app = t->app;
         sl_outbox_rec_t r = {
             .topic = topic,
             .partition = partition,
@@ -778,56 +636,13 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
             .task_partition = t->partition,
             .epoch = t->epoch,
         };
-        uint64_t id;
-        int e = 0;
-
         /* The origin travels with an untracked record, so a delivery
-         * failure can name it (app.c); the identity is hashed here only
+         * failure can name it (app.c); the identity is hashed (runtime.c) only
          * while something was refused (refused.h). */
         if (!(flags & SL_MSG_TRACKED))
                 flags |= SL_MSG_ORIGIN(t->origin);
         r.flags = flags;
-        if (app->refused.used && (id = rec_refused_id(&r)) &&
-            sl_refused_get(&app->refused, id, sl_now_ms(), &e) ==
-                SL_REFUSED_GUILTY) {
-                if (hdrs)
-                        rd_kafka_headers_destroy(hdrs);
-                return -e;
-        }
-        if (app_deferring(app)) {
-                r.decided_ms = sl_app_now_ms(app);
-                sl_outbox_push(app->outbox, &r);
-                /* Not when the commit in flight is the one partitions wait
-                 * for to leave: the next transaction would re-send their
-                 * offsets after they are someone else's. */
-                if (sl_txn_deferring(app->txn) &&
-                    !(app->revoking && app->revoke_commit_started))
-                        sl_txn_deferred(app->txn);
-                return 0;
-        }
-        return app_send(app, &r, 0);
-}
-
-void sl_app_outbox_replay(sl_app_t *app) {
-        sl_outbox_rec_t r;
-        if (app->replaying)
-                return;
-        app->replaying = 1;
-        while (sl_outbox_pop(app->outbox, &r)) {
-                sl_task_t *t = NULL;
-                if (r.pl_index < app->pipeline_cnt &&
-                    r.task_partition < app->pipelines[r.pl_index].partition_cnt)
-                        t = app->pipelines[r.pl_index].tasks[r.task_partition];
-                if (!t || t->epoch != r.epoch) {
-                        /* Its task was dropped or rebuilt: the work is
-                         * redone by whoever owns the partition now. */
-                        if (r.hdrs)
-                                rd_kafka_headers_destroy(r.hdrs);
-                        continue;
-                }
-                app_send(app, &r, 1);
-        }
-        app->replaying = 0;
+        return sl_runtime_produce(t->rt, &r);
 }
 
 int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
@@ -846,7 +661,7 @@ int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
 }
 
 void sl_task_abort(sl_task_t *t, const char *why) {
-        sl_txn_doom(t->app->txn, why);
+        sl_txn_doom(t->rt->txn, why);
 }
 
 int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
@@ -855,7 +670,7 @@ int sl_task_changelog(sl_task_t *t, const void *key, size_t keylen,
                                 value, valuelen, NULL);
         if (r < 0) {
                 /* Memory now differs from the changelog: abort and rebuild. */
-                sl_txn_doom(t->app->txn, "changelog record refused");
+                sl_txn_doom(t->rt->txn, "changelog record refused");
         }
         return r;
 }
@@ -876,8 +691,8 @@ void sl_task_dlq_headers(sl_task_t *t, rd_kafka_headers_t *hdrs,
 
 void sl_task_dlq_count(sl_task_t *t, const char *reason) {
         sl_counter_inc(sl_metrics_counter(
-            t->app->metrics, "sluice_records_dlq_total", SL_DLQ_HELP,
-            "pipeline", t->pl->conf->name, "reason", reason, NULL));
+            t->rt->metrics, "sluice_records_dlq_total", SL_DLQ_HELP, "pipeline",
+            t->pl->conf->name, "reason", reason, NULL));
 }
 
 void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
@@ -934,7 +749,7 @@ void sl_task_wake_at(sl_task_t *t, int64_t when_ms) {
         if (t->wake_at && t->wake_at <= when_ms)
                 return;
         /* The loop's cached time may be stale after a blocking call. */
-        uv_update_time(t->app->loop);
+        uv_update_time(t->rt->loop);
         now = sl_now_ms();
         t->wake_at = when_ms;
         uv_timer_start(&t->wake, task_on_wake,

@@ -40,6 +40,7 @@
 #include "config.h"
 
 typedef struct sl_app_s sl_app_t;
+typedef struct sl_runtime_s sl_runtime_t;
 typedef struct sl_pipeline_s sl_pipeline_t;
 typedef struct sl_task_s sl_task_t;
 typedef struct sl_pcap_s sl_pcap_t;
@@ -149,8 +150,9 @@ typedef struct sl_pipeline_metrics_s {
 struct sl_pipeline_s {
         const sl_pipeline_conf_t *conf;
         const sl_op_t *op;
-        void *op_data; /* owned by the operator */
-        sl_app_t *app;
+        void *op_data;     /* owned by the operator */
+        sl_app_t *app;     /* for the sl_app_*() calls below */
+        sl_runtime_t *rt;  /* the runtime's part the tasks share (runtime.h) */
         int partition_cnt; /* of the input topic */
         sl_task_t **tasks; /* by partition; NULL when not assigned */
         sl_pipeline_metrics_t *metrics;
@@ -167,7 +169,8 @@ struct sl_pipeline_s {
 };
 
 struct sl_task_s {
-        sl_app_t *app;
+        sl_app_t *app;    /* pl->app */
+        sl_runtime_t *rt; /* pl->rt */
         sl_pipeline_t *pl;
         int32_t partition;
         sl_task_state_t state;
@@ -191,7 +194,7 @@ struct sl_task_s {
         const char *reader_topic;       /* what the reader reads for this task
                                            (changelog, source or fetch), or NULL */
         const char *fetch_topic; /* sl_task_fetch() in progress, or NULL */
-        /* app->reader_batch when the reader last moved for this task:
+        /* rt->reader_batch when the reader last moved for this task:
          * records of that batch are from before the move. */
         uint64_t reader_moved;
 
