@@ -4,15 +4,15 @@
  * DESIGN
  *
  * Keys.  A chained hash table (power-of-two buckets, intrusive `hnext`,
- * seeded sl_hash() of hash.h) maps the throttle key bytes to an sl_bkey_t
- * holding, in one allocation with the key bytes: the token bucket and the
- * rate in force, the ring of buffered messages, drained_to, and the links
- * of the structures below.
- * A key exists as long as it carries state worth keeping: a backlog, a
- * bucket below full, a drained_to the checkpoint has not passed, or a
- * changelog record not yet written (see sl_backlog_sweep()).
+ * seeded sl_hash() of hash.h) maps the throttle key bytes to an
+ * sl_backlog_key_t holding, in one allocation with the key bytes: the token
+ * bucket and the rate in force, the ring of buffered messages, drained_to, and
+ * the links of the structures below. A key exists as long as it carries state
+ * worth keeping: a backlog, a bucket below full, a drained_to the checkpoint
+ * has not passed, or a changelog record not yet written (see
+ * sl_backlog_sweep()).
  *
- * Per-message index.  Each buffered message is one 24-byte sl_bentry_t
+ * Per-message index.  Each buffered message is one 24-byte sl_backlog_entry_t
  * (offset, deadline, and a word that is either the cached payload's address
  * or its size) in its key's ring buffer, oldest first.  Rings grow by a
  * quarter (not doubling), so capacity exceeds length by at most 25% plus a
@@ -49,7 +49,7 @@
  * head rather than exactly at its deadline.
  *
  * Payload cache.  Payloads are malloc'd blocks (an 8-byte size header, then
- * the bytes) charged size + SL_BCACHE_ENTRY_OVERHEAD against a budget
+ * the bytes) charged size + SL_BACKLOG_CACHE_OVERHEAD against a budget
  * shared by every backlog of the pipeline.  Policy: keep the payloads that
  * will be needed soonest, estimated for the i-th message of a key as
  * (i + 1) / rate seconds.  Within a key that makes the cached set of
@@ -111,15 +111,16 @@ typedef struct pblock_s {
         char data[];
 } pblock_t;
 
-_Static_assert(sizeof(sl_bentry_t) == 24, "index entry must stay 24 bytes");
+_Static_assert(sizeof(sl_backlog_entry_t) == 24,
+               "index entry must stay 24 bytes");
 _Static_assert(sizeof(pblock_t) == 8, "payload block header is 8 bytes");
 
-struct sl_bkey_s {
+struct sl_backlog_key_s {
         sl_backlog_t *bl;
-        sl_bkey_t *hnext;                 /* hash chain */
-        sl_bkey_t *idle_prev, *idle_next; /* idle list (no backlog) */
-        sl_bkey_t *dirty_next;            /* dirty list */
-        sl_bentry_t *ring;
+        sl_backlog_key_t *hnext;                 /* hash chain */
+        sl_backlog_key_t *idle_prev, *idle_next; /* idle list (no backlog) */
+        sl_backlog_key_t *dirty_next;            /* dirty list */
+        sl_backlog_entry_t *ring;
         uint32_t cap, head, len;
         uint32_t nunknown;       /* ring entries without an offset (a suffix) */
         uint32_t popped_unacked; /* popped before their report came */
@@ -143,12 +144,12 @@ struct sl_bkey_s {
 };
 
 typedef struct kheap_s {
-        sl_bkey_t **a;
+        sl_backlog_key_t **a;
         uint32_t n, cap;
         int which;
 } kheap_t;
 
-struct sl_bcache_s {
+struct sl_backlog_cache_s {
         int64_t budget;
         int64_t bytes;
         int64_t pinned;
@@ -162,9 +163,9 @@ struct sl_bcache_s {
 struct sl_backlog_s {
         const sl_rates_t *rates;
         uint64_t rates_gen;
-        sl_bcache_t *cache;
+        sl_backlog_cache_t *cache;
 
-        sl_bkey_t **buckets;
+        sl_backlog_key_t **buckets;
         size_t nbuckets; /* power of two */
         size_t nkeys;
         size_t keybytes; /* sum of key lengths */
@@ -172,12 +173,12 @@ struct sl_backlog_s {
         kheap_t sched, ckpt;
 
         /* Ring of keys, one per append awaiting its delivery report. */
-        sl_bkey_t **pending;
+        sl_backlog_key_t **pending;
         size_t pcap, phead, pn;
 
-        sl_bkey_t *idle_head, *idle_tail;
+        sl_backlog_key_t *idle_head, *idle_tail;
         size_t nidle;
-        sl_bkey_t *dirty_head;
+        sl_backlog_key_t *dirty_head;
 
         int64_t next_offset;
         int64_t last_now;
@@ -201,24 +202,24 @@ static inline uint64_t ref_uncached(uint32_t size) {
         return ((uint64_t)size << 1) | 1;
 }
 
-uint32_t sl_bentry_size(const sl_bentry_t *e) {
+uint32_t sl_backlog_entry_size(const sl_backlog_entry_t *e) {
         sl_assert(e);
         return ref_cached(e->ref) ? ref_block(e->ref)->size
                                   : (uint32_t)(e->ref >> 1);
 }
 
-int sl_bentry_cached(const sl_bentry_t *e) {
+int sl_backlog_entry_cached(const sl_backlog_entry_t *e) {
         sl_assert(e);
         return ref_cached(e->ref);
 }
 
-const void *sl_bentry_payload(const sl_bentry_t *e) {
+const void *sl_backlog_entry_payload(const sl_backlog_entry_t *e) {
         sl_assert(e);
         return ref_cached(e->ref) ? ref_block(e->ref)->data : NULL;
 }
 
 static inline int64_t charge_of(uint32_t size) {
-        return (int64_t)size + SL_BCACHE_ENTRY_OVERHEAD;
+        return (int64_t)size + SL_BACKLOG_CACHE_OVERHEAD;
 }
 
 static uint64_t block_new(const void *payload, uint32_t size) {
@@ -236,7 +237,8 @@ void sl_backlog_payload_free(void *payload) {
                 free((char *)payload - offsetof(pblock_t, data));
 }
 
-static inline sl_bentry_t *entry_at(const sl_bkey_t *k, uint32_t i) {
+static inline sl_backlog_entry_t *entry_at(const sl_backlog_key_t *k,
+                                           uint32_t i) {
         uint32_t j = k->head + i;
 
         if (j >= k->cap)
@@ -248,7 +250,8 @@ static inline sl_bentry_t *entry_at(const sl_bkey_t *k, uint32_t i) {
  * Intrusive heaps of keys
  */
 
-static inline int kh_before(int which, const sl_bkey_t *x, const sl_bkey_t *y) {
+static inline int kh_before(int which, const sl_backlog_key_t *x,
+                            const sl_backlog_key_t *y) {
         switch (which) {
         case H_SCHED:
                 return x->due_ms < y->due_ms ||
@@ -260,13 +263,13 @@ static inline int kh_before(int which, const sl_bkey_t *x, const sl_bkey_t *y) {
         }
 }
 
-static inline void kh_set(kheap_t *h, uint32_t i, sl_bkey_t *k) {
+static inline void kh_set(kheap_t *h, uint32_t i, sl_backlog_key_t *k) {
         h->a[i] = k;
         k->hidx[h->which] = i;
 }
 
 static uint32_t kh_up(kheap_t *h, uint32_t i) {
-        sl_bkey_t *k = h->a[i];
+        sl_backlog_key_t *k = h->a[i];
 
         while (i > 0) {
                 uint32_t p = (i - 1) / 2;
@@ -280,7 +283,7 @@ static uint32_t kh_up(kheap_t *h, uint32_t i) {
 }
 
 static void kh_down(kheap_t *h, uint32_t i) {
-        sl_bkey_t *k = h->a[i];
+        sl_backlog_key_t *k = h->a[i];
 
         for (;;) {
                 uint32_t c = 2 * i + 1;
@@ -296,12 +299,12 @@ static void kh_down(kheap_t *h, uint32_t i) {
         kh_set(h, i, k);
 }
 
-static inline int kh_in(const kheap_t *h, const sl_bkey_t *k) {
+static inline int kh_in(const kheap_t *h, const sl_backlog_key_t *k) {
         return k->hidx[h->which] != NOT_IN;
 }
 
 /* Inserts k, or restores order after its sort key changed. */
-static void kh_update(kheap_t *h, sl_bkey_t *k) {
+static void kh_update(kheap_t *h, sl_backlog_key_t *k) {
         uint32_t i = k->hidx[h->which];
 
         if (i == NOT_IN) {
@@ -318,9 +321,9 @@ static void kh_update(kheap_t *h, sl_bkey_t *k) {
                 kh_down(h, i);
 }
 
-static void kh_remove(kheap_t *h, sl_bkey_t *k) {
+static void kh_remove(kheap_t *h, sl_backlog_key_t *k) {
         uint32_t i = k->hidx[h->which];
-        sl_bkey_t *last;
+        sl_backlog_key_t *last;
 
         if (i == NOT_IN)
                 return;
@@ -337,7 +340,7 @@ static void kh_remove(kheap_t *h, sl_bkey_t *k) {
         }
 }
 
-static inline sl_bkey_t *kh_top(const kheap_t *h) {
+static inline sl_backlog_key_t *kh_top(const kheap_t *h) {
         return h->n ? h->a[0] : NULL;
 }
 
@@ -345,15 +348,15 @@ static inline sl_bkey_t *kh_top(const kheap_t *h) {
  * Payload cache
  */
 
-sl_bcache_t *sl_bcache_new(int64_t budget_bytes) {
-        sl_bcache_t *c = sl_calloc(1, sizeof(*c));
+sl_backlog_cache_t *sl_backlog_cache_new(int64_t budget_bytes) {
+        sl_backlog_cache_t *c = sl_calloc(1, sizeof(*c));
 
         c->budget = budget_bytes > 0 ? budget_bytes : 0;
         c->evict.which = H_EVICT;
         return c;
 }
 
-void sl_bcache_destroy(sl_bcache_t *c) {
+void sl_backlog_cache_destroy(sl_backlog_cache_t *c) {
         if (!c)
                 return;
         sl_assert(c->nbacklogs == 0);
@@ -361,7 +364,8 @@ void sl_bcache_destroy(sl_bcache_t *c) {
         free(c);
 }
 
-void sl_bcache_stats(const sl_bcache_t *c, sl_bcache_stats_t *st) {
+void sl_backlog_cache_stats(const sl_backlog_cache_t *c,
+                            sl_backlog_cache_stats_t *st) {
         sl_assert(c && st);
         st->budget = c->budget;
         st->bytes = c->bytes;
@@ -372,17 +376,17 @@ void sl_bcache_stats(const sl_bcache_t *c, sl_bcache_stats_t *st) {
 }
 
 /* Entries of k that eviction may take: the prefix, minus a pinned head. */
-static inline uint32_t evictable(const sl_bkey_t *k) {
+static inline uint32_t evictable(const sl_backlog_key_t *k) {
         return k->pre - (k->head_pinned ? 1 : 0);
 }
 
 /* Seconds until the i-th message (from 0) of k is needed, roughly. */
-static inline double need_in(const sl_bkey_t *k, uint32_t i) {
+static inline double need_in(const sl_backlog_key_t *k, uint32_t i) {
         return k->rate.per_sec > 0 ? (double)(i + 1) / k->rate.per_sec
                                    : INFINITY;
 }
 
-static void evict_update(sl_bkey_t *k) {
+static void evict_update(sl_backlog_key_t *k) {
         kheap_t *h = &k->bl->cache->evict;
 
         if (evictable(k) > 0) {
@@ -394,7 +398,7 @@ static void evict_update(sl_bkey_t *k) {
 }
 
 /* Drops the payload of k's entry at i, which is cached. */
-static void uncache(sl_bcache_t *c, sl_bentry_t *e, int pinned) {
+static void uncache(sl_backlog_cache_t *c, sl_backlog_entry_t *e, int pinned) {
         pblock_t *b = ref_block(e->ref);
 
         c->bytes -= charge_of(b->size);
@@ -405,8 +409,8 @@ static void uncache(sl_bcache_t *c, sl_bentry_t *e, int pinned) {
         free(b);
 }
 
-static void cache_put(sl_bcache_t *c, sl_bentry_t *e, const void *payload,
-                      uint32_t size, int pinned) {
+static void cache_put(sl_backlog_cache_t *c, sl_backlog_entry_t *e,
+                      const void *payload, uint32_t size, int pinned) {
         e->ref = block_new(payload, size);
         c->bytes += charge_of(size);
         if (pinned)
@@ -415,7 +419,7 @@ static void cache_put(sl_bcache_t *c, sl_bentry_t *e, const void *payload,
 }
 
 /* Evicts the last entry of k's cached prefix. */
-static void evict_one(sl_bcache_t *c, sl_bkey_t *k) {
+static void evict_one(sl_backlog_cache_t *c, sl_backlog_key_t *k) {
         sl_assert(evictable(k) > 0);
         uncache(c, entry_at(k, k->pre - 1), 0);
         k->pre--;
@@ -424,20 +428,20 @@ static void evict_one(sl_bcache_t *c, sl_bkey_t *k) {
 }
 
 /* Charged bytes that count against the budget. */
-static inline int64_t unpinned(const sl_bcache_t *c) {
+static inline int64_t unpinned(const sl_backlog_cache_t *c) {
         return c->bytes - c->pinned;
 }
 
 /* Evicts, farthest need first, until the unpinned payloads fit the
  * budget. */
-static void cache_enforce(sl_bcache_t *c) {
-        sl_bkey_t *top;
+static void cache_enforce(sl_backlog_cache_t *c) {
+        sl_backlog_key_t *top;
 
         while (unpinned(c) > c->budget && (top = kh_top(&c->evict)))
                 evict_one(c, top);
 }
 
-void sl_bcache_set_budget(sl_bcache_t *c, int64_t budget_bytes) {
+void sl_backlog_cache_set_budget(sl_backlog_cache_t *c, int64_t budget_bytes) {
         sl_assert(c);
         c->budget = budget_bytes > 0 ? budget_bytes : 0;
         cache_enforce(c);
@@ -446,8 +450,8 @@ void sl_bcache_set_budget(sl_bcache_t *c, int64_t budget_bytes) {
 /* Makes room for `charge` more unpinned bytes by evicting only payloads
  * needed later than `need` seconds from now.  Returns 1 if there is room,
  * 0 if not (counted as refused). */
-static int make_room(sl_bcache_t *c, double need, int64_t charge) {
-        sl_bkey_t *top;
+static int make_room(sl_backlog_cache_t *c, double need, int64_t charge) {
+        sl_backlog_key_t *top;
 
         while (unpinned(c) + charge > c->budget) {
                 top = kh_top(&c->evict);
@@ -462,9 +466,9 @@ static int make_room(sl_bcache_t *c, double need, int64_t charge) {
 
 /* Caches the payload of k's known entry at i == k->pre if the policy admits
  * it.  Returns 1 if cached. */
-static int cache_admit(sl_bkey_t *k, uint32_t i, const void *payload,
+static int cache_admit(sl_backlog_key_t *k, uint32_t i, const void *payload,
                        uint32_t size) {
-        sl_bcache_t *c = k->bl->cache;
+        sl_backlog_cache_t *c = k->bl->cache;
 
         sl_assert(i == k->pre);
         if (!make_room(c, need_in(k, i), charge_of(size)))
@@ -485,13 +489,14 @@ static inline uint64_t hash_key(const void *key, size_t len) {
         return sl_hash(key, len);
 }
 
-static inline int key_eq(const sl_bkey_t *k, const void *key, size_t keylen) {
+static inline int key_eq(const sl_backlog_key_t *k, const void *key,
+                         size_t keylen) {
         return k->keylen == keylen && (!keylen || !memcmp(k->key, key, keylen));
 }
 
-static sl_bkey_t **find_link(const sl_backlog_t *bl, const void *key,
-                             size_t keylen) {
-        sl_bkey_t **link =
+static sl_backlog_key_t **find_link(const sl_backlog_t *bl, const void *key,
+                                    size_t keylen) {
+        sl_backlog_key_t **link =
             &bl->buckets[hash_key(key, keylen) & (bl->nbuckets - 1)];
 
         while (*link && !key_eq(*link, key, keylen))
@@ -500,11 +505,12 @@ static sl_bkey_t **find_link(const sl_backlog_t *bl, const void *key,
 }
 
 static void rehash(sl_backlog_t *bl, size_t nbuckets) {
-        sl_bkey_t **old = bl->buckets, **nb = sl_calloc(nbuckets, sizeof(*nb));
+        sl_backlog_key_t **old = bl->buckets,
+                         **nb = sl_calloc(nbuckets, sizeof(*nb));
         size_t oldn = bl->nbuckets;
 
         for (size_t i = 0; i < oldn; i++) {
-                sl_bkey_t *k = old[i], *next;
+                sl_backlog_key_t *k = old[i], *next;
                 for (; k; k = next) {
                         size_t b = hash_key(k->key, k->keylen) & (nbuckets - 1);
                         next = k->hnext;
@@ -517,7 +523,7 @@ static void rehash(sl_backlog_t *bl, size_t nbuckets) {
         bl->nbuckets = nbuckets;
 }
 
-static void idle_add(sl_backlog_t *bl, sl_bkey_t *k) {
+static void idle_add(sl_backlog_t *bl, sl_backlog_key_t *k) {
         sl_assert(!k->idle);
         k->idle = 1;
         k->idle_next = NULL;
@@ -530,7 +536,7 @@ static void idle_add(sl_backlog_t *bl, sl_bkey_t *k) {
         bl->nidle++;
 }
 
-static void idle_del(sl_backlog_t *bl, sl_bkey_t *k) {
+static void idle_del(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (!k->idle)
                 return;
         if (k->idle_prev)
@@ -546,7 +552,7 @@ static void idle_del(sl_backlog_t *bl, sl_bkey_t *k) {
         bl->nidle--;
 }
 
-static void mark_dirty(sl_backlog_t *bl, sl_bkey_t *k) {
+static void mark_dirty(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (k->dirty)
                 return;
         k->dirty = 1;
@@ -554,9 +560,9 @@ static void mark_dirty(sl_backlog_t *bl, sl_bkey_t *k) {
         bl->dirty_head = k;
 }
 
-static sl_bkey_t *key_get(sl_backlog_t *bl, const void *key, size_t keylen,
-                          int64_t now_ms) {
-        sl_bkey_t **link = find_link(bl, key, keylen), *k = *link;
+static sl_backlog_key_t *key_get(sl_backlog_t *bl, const void *key,
+                                 size_t keylen, int64_t now_ms) {
+        sl_backlog_key_t **link = find_link(bl, key, keylen), *k = *link;
 
         if (k)
                 return k;
@@ -581,8 +587,8 @@ static sl_bkey_t *key_get(sl_backlog_t *bl, const void *key, size_t keylen,
 }
 
 /* Unlinks and frees an idle key with nothing left in it. */
-static void key_free(sl_backlog_t *bl, sl_bkey_t *k) {
-        sl_bkey_t **link = find_link(bl, k->key, k->keylen);
+static void key_free(sl_backlog_t *bl, sl_backlog_key_t *k) {
+        sl_backlog_key_t **link = find_link(bl, k->key, k->keylen);
 
         sl_assert(*link == k && !k->len && !k->ring && !k->dirty);
         *link = k->hnext;
@@ -598,8 +604,8 @@ static void key_free(sl_backlog_t *bl, sl_bkey_t *k) {
  * Rings
  */
 
-static void ring_resize(sl_backlog_t *bl, sl_bkey_t *k, uint32_t cap) {
-        sl_bentry_t *r = NULL;
+static void ring_resize(sl_backlog_t *bl, sl_backlog_key_t *k, uint32_t cap) {
+        sl_backlog_entry_t *r = NULL;
 
         sl_assert(cap >= k->len);
         if (cap) {
@@ -615,7 +621,7 @@ static void ring_resize(sl_backlog_t *bl, sl_bkey_t *k, uint32_t cap) {
         k->head = 0;
 }
 
-static sl_bentry_t *ring_push(sl_backlog_t *bl, sl_bkey_t *k) {
+static sl_backlog_entry_t *ring_push(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (k->len == k->cap) {
                 uint64_t cap = k->cap < MIN_RING
                                    ? MIN_RING
@@ -628,7 +634,7 @@ static sl_bentry_t *ring_push(sl_backlog_t *bl, sl_bkey_t *k) {
         return entry_at(k, k->len - 1);
 }
 
-static void ring_pop(sl_backlog_t *bl, sl_bkey_t *k) {
+static void ring_pop(sl_backlog_t *bl, sl_backlog_key_t *k) {
         sl_assert(k->len > 0);
         k->head = k->head + 1 == k->cap ? 0 : k->head + 1;
         k->len--;
@@ -644,7 +650,7 @@ static void ring_pop(sl_backlog_t *bl, sl_bkey_t *k) {
 
 /* When k's head is next due: its next token, or its deadline if that comes
  * first (expiry). */
-static int64_t head_due(const sl_backlog_t *bl, const sl_bkey_t *k) {
+static int64_t head_due(const sl_backlog_t *bl, const sl_backlog_key_t *k) {
         int64_t tok = sl_tbucket_next_ms(&k->bucket, &k->rate, bl->last_now);
         int64_t dl = entry_at(k, 0)->deadline_ms;
 
@@ -652,7 +658,7 @@ static int64_t head_due(const sl_backlog_t *bl, const sl_bkey_t *k) {
 }
 
 /* Recomputes k's place in the schedule (and the idle list). */
-static void reschedule(sl_backlog_t *bl, sl_bkey_t *k) {
+static void reschedule(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (k->len == 0) {
                 kh_remove(&bl->sched, k);
                 k->due_ms = SL_BACKLOG_NEVER;
@@ -667,7 +673,7 @@ static void reschedule(sl_backlog_t *bl, sl_bkey_t *k) {
 }
 
 /* Keeps k's entry in the ckpt heap in step with its head. */
-static void ckpt_update(sl_backlog_t *bl, sl_bkey_t *k) {
+static void ckpt_update(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (k->len > k->nunknown) {
                 k->ckpt_off = entry_at(k, 0)->offset;
                 kh_update(&bl->ckpt, k);
@@ -689,7 +695,7 @@ static void refresh_rates(sl_backlog_t *bl) {
                 return;
         bl->rates_gen = gen;
         for (size_t b = 0; b < bl->nbuckets; b++)
-                for (sl_bkey_t *k = bl->buckets[b]; k; k = k->hnext) {
+                for (sl_backlog_key_t *k = bl->buckets[b]; k; k = k->hnext) {
                         sl_rate_t r;
                         sl_rates_lookup(bl->rates, k->key, k->keylen, &r);
                         if (r.per_sec == k->rate.per_sec &&
@@ -709,7 +715,7 @@ static void refresh_rates(sl_backlog_t *bl) {
  * Backlog
  */
 
-sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_bcache_t *cache,
+sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_backlog_cache_t *cache,
                              int64_t from_offset) {
         sl_backlog_t *bl;
 
@@ -729,17 +735,17 @@ sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_bcache_t *cache,
 }
 
 void sl_backlog_destroy(sl_backlog_t *bl) {
-        sl_bcache_t *c;
+        sl_backlog_cache_t *c;
 
         if (!bl)
                 return;
         c = bl->cache;
         for (size_t b = 0; b < bl->nbuckets; b++) {
-                sl_bkey_t *k = bl->buckets[b], *next;
+                sl_backlog_key_t *k = bl->buckets[b], *next;
                 for (; k; k = next) {
                         next = k->hnext;
                         for (uint32_t i = 0; i < k->len; i++) {
-                                sl_bentry_t *e = entry_at(k, i);
+                                sl_backlog_entry_t *e = entry_at(k, i);
                                 if (ref_cached(e->ref))
                                         uncache(c, e,
                                                 e->offset ==
@@ -759,16 +765,16 @@ void sl_backlog_destroy(sl_backlog_t *bl) {
         free(bl);
 }
 
-sl_bkey_t *sl_backlog_find(const sl_backlog_t *bl, const void *key,
-                           size_t keylen) {
+sl_backlog_key_t *sl_backlog_find(const sl_backlog_t *bl, const void *key,
+                                  size_t keylen) {
         sl_assert(bl && (key || !keylen));
         return *find_link(bl, key, keylen);
 }
 
 sl_backlog_verdict_t sl_backlog_offer(sl_backlog_t *bl, const void *key,
                                       size_t keylen, int64_t deadline_ms,
-                                      int64_t now_ms, sl_bkey_t **kp) {
-        sl_bkey_t *k;
+                                      int64_t now_ms, sl_backlog_key_t **kp) {
+        sl_backlog_key_t *k;
 
         sl_assert(bl && (key || !keylen) && kp);
         set_now(bl, now_ms);
@@ -787,10 +793,10 @@ sl_backlog_verdict_t sl_backlog_offer(sl_backlog_t *bl, const void *key,
         return SL_BACKLOG_APPEND;
 }
 
-static void pending_push(sl_backlog_t *bl, sl_bkey_t *k) {
+static void pending_push(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (bl->pn == bl->pcap) {
                 size_t cap = bl->pcap ? bl->pcap * 2 : MIN_PENDING;
-                sl_bkey_t **p = sl_malloc(cap * sizeof(*p));
+                sl_backlog_key_t **p = sl_malloc(cap * sizeof(*p));
                 for (size_t i = 0; i < bl->pn; i++)
                         p[i] = bl->pending[(bl->phead + i) & (bl->pcap - 1)];
                 free(bl->pending);
@@ -801,14 +807,14 @@ static void pending_push(sl_backlog_t *bl, sl_bkey_t *k) {
         bl->pending[(bl->phead + bl->pn++) & (bl->pcap - 1)] = k;
 }
 
-static sl_bkey_t *pending_pop(sl_backlog_t *bl) {
-        sl_bkey_t *k = bl->pending[bl->phead];
+static sl_backlog_key_t *pending_pop(sl_backlog_t *bl) {
+        sl_backlog_key_t *k = bl->pending[bl->phead];
 
         bl->phead = (bl->phead + 1) & (bl->pcap - 1);
         bl->pn--;
         if (bl->pcap > MIN_PENDING && bl->pn < bl->pcap / 4) {
                 size_t cap = bl->pcap / 2;
-                sl_bkey_t **p = sl_malloc(cap * sizeof(*p));
+                sl_backlog_key_t **p = sl_malloc(cap * sizeof(*p));
                 for (size_t i = 0; i < bl->pn; i++)
                         p[i] = bl->pending[(bl->phead + i) & (bl->pcap - 1)];
                 free(bl->pending);
@@ -819,9 +825,10 @@ static sl_bkey_t *pending_pop(sl_backlog_t *bl) {
         return k;
 }
 
-void sl_backlog_append(sl_backlog_t *bl, sl_bkey_t *k, int64_t deadline_ms,
-                       const void *payload, uint32_t size) {
-        sl_bentry_t *e;
+void sl_backlog_append(sl_backlog_t *bl, sl_backlog_key_t *k,
+                       int64_t deadline_ms, const void *payload,
+                       uint32_t size) {
+        sl_backlog_entry_t *e;
 
         sl_assert(bl && k && k->bl == bl && (payload || !size));
         e = ring_push(bl, k);
@@ -838,9 +845,9 @@ void sl_backlog_append(sl_backlog_t *bl, sl_bkey_t *k, int64_t deadline_ms,
 }
 
 int sl_backlog_acked(sl_backlog_t *bl, int64_t offset) {
-        sl_bcache_t *c;
-        sl_bentry_t *e;
-        sl_bkey_t *k;
+        sl_backlog_cache_t *c;
+        sl_backlog_entry_t *e;
+        sl_backlog_key_t *k;
         uint32_t i;
 
         sl_assert(bl);
@@ -883,11 +890,11 @@ int sl_backlog_acked(sl_backlog_t *bl, int64_t offset) {
 
 /* Pops k's head into *out; the payload goes to the caller if want_payload,
  * else it is freed. */
-static void pop_head(sl_backlog_t *bl, sl_bkey_t *k, sl_backlog_item_t *out,
-                     int want_payload) {
-        sl_bcache_t *c = bl->cache;
-        sl_bentry_t *e = entry_at(k, 0);
-        uint32_t size = sl_bentry_size(e);
+static void pop_head(sl_backlog_t *bl, sl_backlog_key_t *k,
+                     sl_backlog_item_t *out, int want_payload) {
+        sl_backlog_cache_t *c = bl->cache;
+        sl_backlog_entry_t *e = entry_at(k, 0);
+        uint32_t size = sl_backlog_entry_size(e);
         int known = e->offset != SL_BACKLOG_UNKNOWN;
 
         out->key = k;
@@ -931,13 +938,13 @@ static void pop_head(sl_backlog_t *bl, sl_bkey_t *k, sl_backlog_item_t *out,
 
 int sl_backlog_poll(sl_backlog_t *bl, int64_t now_ms, sl_backlog_item_t *out,
                     int64_t *next_ms) {
-        sl_bkey_t *k;
+        sl_backlog_key_t *k;
 
         sl_assert(bl && out && next_ms);
         set_now(bl, now_ms);
         refresh_rates(bl);
         for (;;) {
-                sl_bentry_t *e;
+                sl_backlog_entry_t *e;
 
                 k = kh_top(&bl->sched);
                 if (!k || k->due_ms > now_ms) {
@@ -953,7 +960,7 @@ int sl_backlog_poll(sl_backlog_t *bl, int64_t now_ms, sl_backlog_item_t *out,
                         out->key = k;
                         out->offset = e->offset;
                         out->deadline_ms = e->deadline_ms;
-                        out->size = sl_bentry_size(e);
+                        out->size = sl_backlog_entry_size(e);
                         out->payload = NULL;
                         return 1;
                 }
@@ -973,7 +980,7 @@ int sl_backlog_poll(sl_backlog_t *bl, int64_t now_ms, sl_backlog_item_t *out,
         }
 }
 
-int sl_backlog_drop_head(sl_backlog_t *bl, sl_bkey_t *k,
+int sl_backlog_drop_head(sl_backlog_t *bl, sl_backlog_key_t *k,
                          sl_backlog_item_t *out) {
         sl_assert(bl && k && k->bl == bl && out);
         if (!k->len)
@@ -993,7 +1000,7 @@ void sl_backlog_unpark_all(sl_backlog_t *bl) {
         /* Recompute the parked keys' due times in place, then restore heap
          * order in one O(n) pass rather than a sift per key. */
         for (uint32_t i = 0; i < h->n; i++) {
-                sl_bkey_t *k = h->a[i];
+                sl_backlog_key_t *k = h->a[i];
                 if (!k->parked)
                         continue;
                 k->parked = 0;
@@ -1006,7 +1013,7 @@ void sl_backlog_unpark_all(sl_backlog_t *bl) {
 }
 
 /* The index of k's known entry at offset, or -1. */
-static int64_t find_offset(const sl_bkey_t *k, int64_t offset) {
+static int64_t find_offset(const sl_backlog_key_t *k, int64_t offset) {
         uint32_t lo = 0, hi = k->len - k->nunknown;
 
         while (lo < hi) {
@@ -1024,8 +1031,8 @@ static int64_t find_offset(const sl_bkey_t *k, int64_t offset) {
 
 int sl_backlog_fill(sl_backlog_t *bl, const void *key, size_t keylen,
                     int64_t offset, const void *payload, uint32_t size) {
-        sl_bentry_t *e;
-        sl_bkey_t *k;
+        sl_backlog_entry_t *e;
+        sl_backlog_key_t *k;
         int64_t i;
 
         sl_assert(bl && (key || !keylen) && (payload || !size));
@@ -1035,7 +1042,7 @@ int sl_backlog_fill(sl_backlog_t *bl, const void *key, size_t keylen,
         e = entry_at(k, (uint32_t)i);
         if (ref_cached(e->ref))
                 return 0;
-        if (sl_bentry_size(e) != size)
+        if (sl_backlog_entry_size(e) != size)
                 return -1;
         if (i != k->pre)
                 return 0; /* would leave a gap in the prefix */
@@ -1057,10 +1064,10 @@ int sl_backlog_fill(sl_backlog_t *bl, const void *key, size_t keylen,
  * Rebuild
  */
 
-sl_bkey_t *sl_backlog_restore_key(sl_backlog_t *bl, const void *key,
-                                  size_t keylen, int64_t drained_to,
-                                  double tokens, int64_t updated_ms) {
-        sl_bkey_t *k;
+sl_backlog_key_t *sl_backlog_restore_key(sl_backlog_t *bl, const void *key,
+                                         size_t keylen, int64_t drained_to,
+                                         double tokens, int64_t updated_ms) {
+        sl_backlog_key_t *k;
 
         sl_assert(bl && (key || !keylen));
         k = key_get(bl, key, keylen, updated_ms);
@@ -1075,8 +1082,8 @@ int sl_backlog_rebuild_append(sl_backlog_t *bl, const void *key, size_t keylen,
                               int64_t offset, int64_t deadline_ms,
                               const void *payload, uint32_t size,
                               int64_t now_ms) {
-        sl_bentry_t *e;
-        sl_bkey_t *k;
+        sl_backlog_entry_t *e;
+        sl_backlog_key_t *k;
 
         sl_assert(bl && (key || !keylen));
         if (bl->pn || offset < bl->next_offset)
@@ -1114,7 +1121,7 @@ void sl_backlog_set_next_offset(sl_backlog_t *bl, int64_t next_offset) {
  */
 
 int64_t sl_backlog_checkpoint(const sl_backlog_t *bl) {
-        const sl_bkey_t *top;
+        const sl_backlog_key_t *top;
 
         sl_assert(bl);
         /* Known offsets are all below next_offset (verified), so the
@@ -1129,9 +1136,9 @@ int64_t sl_backlog_next_offset(const sl_backlog_t *bl) {
 }
 
 void sl_backlog_flush_dirty(sl_backlog_t *bl,
-                            void (*cb)(sl_bkey_t *k, void *opaque),
+                            void (*cb)(sl_backlog_key_t *k, void *opaque),
                             void *opaque) {
-        sl_bkey_t *k, *next;
+        sl_backlog_key_t *k, *next;
 
         sl_assert(bl);
         for (k = bl->dirty_head; k; k = next) {
@@ -1145,7 +1152,7 @@ void sl_backlog_flush_dirty(sl_backlog_t *bl,
 }
 
 size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
-                        void (*cb)(const sl_bkey_t *k, void *opaque),
+                        void (*cb)(const sl_backlog_key_t *k, void *opaque),
                         void *opaque) {
         size_t visits, dropped = 0;
         int64_t ckpt;
@@ -1156,7 +1163,7 @@ size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
         ckpt = sl_backlog_checkpoint(bl);
         visits = SL_MIN(max_visit, bl->nidle);
         while (visits--) {
-                sl_bkey_t *k = bl->idle_head;
+                sl_backlog_key_t *k = bl->idle_head;
                 if (!k->popped_unacked && !k->dirty && k->drained_to <= ckpt &&
                     sl_tbucket_full_ms(&k->bucket, &k->rate, now_ms) <=
                         now_ms) {
@@ -1177,67 +1184,69 @@ size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
  */
 
 void sl_backlog_foreach(const sl_backlog_t *bl,
-                        void (*cb)(const sl_bkey_t *k, void *opaque),
+                        void (*cb)(const sl_backlog_key_t *k, void *opaque),
                         void *opaque) {
         sl_assert(bl && cb);
         for (size_t b = 0; b < bl->nbuckets; b++)
-                for (const sl_bkey_t *k = bl->buckets[b]; k; k = k->hnext)
+                for (const sl_backlog_key_t *k = bl->buckets[b]; k;
+                     k = k->hnext)
                         cb(k, opaque);
 }
 
-const void *sl_bkey_key(const sl_bkey_t *k, size_t *keylen) {
+const void *sl_backlog_key_key(const sl_backlog_key_t *k, size_t *keylen) {
         sl_assert(k);
         if (keylen)
                 *keylen = k->keylen;
         return k->key;
 }
 
-uint32_t sl_bkey_len(const sl_bkey_t *k) {
+uint32_t sl_backlog_key_len(const sl_backlog_key_t *k) {
         sl_assert(k);
         return k->len;
 }
 
-uint64_t sl_bkey_bytes(const sl_bkey_t *k) {
+uint64_t sl_backlog_key_bytes(const sl_backlog_key_t *k) {
         sl_assert(k);
         return k->bytes;
 }
 
-const sl_bentry_t *sl_bkey_entry(const sl_bkey_t *k, uint32_t i) {
+const sl_backlog_entry_t *sl_backlog_key_entry(const sl_backlog_key_t *k,
+                                               uint32_t i) {
         sl_assert(k);
         return i < k->len ? entry_at(k, i) : NULL;
 }
 
-int64_t sl_bkey_drained_to(const sl_bkey_t *k) {
+int64_t sl_backlog_key_drained_to(const sl_backlog_key_t *k) {
         sl_assert(k);
         return k->drained_to;
 }
 
-const sl_tbucket_t *sl_bkey_bucket(const sl_bkey_t *k) {
+const sl_tbucket_t *sl_backlog_key_bucket(const sl_backlog_key_t *k) {
         sl_assert(k);
         return &k->bucket;
 }
 
-const sl_rate_t *sl_bkey_rate(const sl_bkey_t *k) {
+const sl_rate_t *sl_backlog_key_rate(const sl_backlog_key_t *k) {
         sl_assert(k);
         return &k->rate;
 }
 
-int64_t sl_bkey_due_ms(const sl_bkey_t *k) {
+int64_t sl_backlog_key_due_ms(const sl_backlog_key_t *k) {
         sl_assert(k);
         return k->due_ms;
 }
 
-int sl_bkey_parked(const sl_bkey_t *k) {
+int sl_backlog_key_parked(const sl_backlog_key_t *k) {
         sl_assert(k);
         return k->parked;
 }
 
-uint32_t *sl_bkey_opflags(sl_bkey_t *k) {
+uint32_t *sl_backlog_key_opflags(sl_backlog_key_t *k) {
         sl_assert(k);
         return &k->opflags;
 }
 
-uint32_t sl_bkey_get_opflags(const sl_bkey_t *k) {
+uint32_t sl_backlog_key_get_opflags(const sl_backlog_key_t *k) {
         sl_assert(k);
         return k->opflags;
 }
@@ -1248,7 +1257,7 @@ uint32_t sl_bkey_get_opflags(const sl_bkey_t *k) {
 
 uint64_t sl_backlog_index_bytes(const sl_backlog_t *bl) {
         sl_assert(bl);
-        return bl->ring_slots * sizeof(sl_bentry_t) +
+        return bl->ring_slots * sizeof(sl_backlog_entry_t) +
                bl->pcap * sizeof(*bl->pending);
 }
 
@@ -1261,9 +1270,10 @@ void sl_backlog_stats(const sl_backlog_t *bl, sl_backlog_stats_t *st) {
         st->bytes = bl->bytes;
         st->awaiting = bl->pn;
         st->index_bytes = sl_backlog_index_bytes(bl);
-        st->key_bytes = bl->nkeys * sizeof(sl_bkey_t) + bl->keybytes +
-                        bl->nbuckets * sizeof(*bl->buckets) +
-                        (bl->sched.cap + bl->ckpt.cap) * sizeof(sl_bkey_t *);
+        st->key_bytes =
+            bl->nkeys * sizeof(sl_backlog_key_t) + bl->keybytes +
+            bl->nbuckets * sizeof(*bl->buckets) +
+            (bl->sched.cap + bl->ckpt.cap) * sizeof(sl_backlog_key_t *);
 }
 
 #define BAD(...)                                                               \
@@ -1284,7 +1294,7 @@ static int verify_heap(const kheap_t *h) {
         return 0;
 }
 
-static int verify_key(const sl_backlog_t *bl, const sl_bkey_t *k,
+static int verify_key(const sl_backlog_t *bl, const sl_backlog_key_t *k,
                       uint64_t *pinned, uint64_t *cached, uint64_t *entries) {
         uint32_t known = k->len - k->nunknown;
         uint64_t bytes = 0;
@@ -1297,8 +1307,8 @@ static int verify_key(const sl_backlog_t *bl, const sl_bkey_t *k,
                 BAD("key: ring %p cap %u len %u", (void *)k->ring, k->cap,
                     k->len);
         for (uint32_t i = 0; i < k->len; i++) {
-                const sl_bentry_t *e = entry_at(k, i);
-                uint32_t size = sl_bentry_size(e);
+                const sl_backlog_entry_t *e = entry_at(k, i);
+                uint32_t size = sl_backlog_entry_size(e);
                 int in_cache = ref_cached(e->ref);
                 bytes += size;
                 if (i < known) {
@@ -1351,7 +1361,8 @@ int sl_backlog_verify(const sl_backlog_t *bl) {
         uint64_t owed = 0;
 
         for (size_t b = 0; b < bl->nbuckets; b++)
-                for (const sl_bkey_t *k = bl->buckets[b]; k; k = k->hnext) {
+                for (const sl_backlog_key_t *k = bl->buckets[b]; k;
+                     k = k->hnext) {
                         if ((hash_key(k->key, k->keylen) &
                              (bl->nbuckets - 1)) != b)
                                 BAD("key in the wrong bucket");
@@ -1375,7 +1386,7 @@ int sl_backlog_verify(const sl_backlog_t *bl) {
                 BAD("%llu appends owed reports, %zu pending",
                     (unsigned long long)owed, bl->pn);
         for (size_t i = 0; i < bl->pn; i++) {
-                const sl_bkey_t *k =
+                const sl_backlog_key_t *k =
                     bl->pending[(bl->phead + i) & (bl->pcap - 1)];
                 if (*find_link(bl, k->key, k->keylen) != k)
                         BAD("pending key not in the table");

@@ -55,57 +55,58 @@
  * 0) or, when the payload is not in memory, (size << 1) | 1.  Read it
  * through the accessors below.
  */
-typedef struct sl_bentry_s {
+typedef struct sl_backlog_entry_s {
         int64_t offset;      /* overflow offset, or SL_BACKLOG_UNKNOWN */
         int64_t deadline_ms; /* send before this, epoch ms */
         uint64_t ref;
-} sl_bentry_t;
+} sl_backlog_entry_t;
 
 /* Payload bytes of the message, whether cached or not. */
-uint32_t sl_bentry_size(const sl_bentry_t *e);
+uint32_t sl_backlog_entry_size(const sl_backlog_entry_t *e);
 /* 1 if the payload is in memory. */
-int sl_bentry_cached(const sl_bentry_t *e);
-/* The payload's bytes (sl_bentry_size() of them) when it is in memory,
+int sl_backlog_entry_cached(const sl_backlog_entry_t *e);
+/* The payload's bytes (sl_backlog_entry_size() of them) when it is in memory,
  * else NULL.  Owned by the cache: valid until the next call that changes
  * the backlog or the cache. */
-const void *sl_bentry_payload(const sl_bentry_t *e);
+const void *sl_backlog_entry_payload(const sl_backlog_entry_t *e);
 
 /* What a cached payload costs the budget beyond its bytes: the block header
  * (8) and an estimate of malloc's own overhead (16). */
-#define SL_BCACHE_ENTRY_OVERHEAD 24
+#define SL_BACKLOG_CACHE_OVERHEAD 24
 
-typedef struct sl_bcache_s sl_bcache_t;
+typedef struct sl_backlog_cache_s sl_backlog_cache_t;
 typedef struct sl_backlog_s sl_backlog_t;
-typedef struct sl_bkey_s sl_bkey_t;
+typedef struct sl_backlog_key_s sl_backlog_key_t;
 
 /*
  * Payload cache (one per pipeline, shared by its partitions' backlogs)
  */
 
 /* A cache holding at most budget_bytes of payloads (each charged its size +
- * SL_BCACHE_ENTRY_OVERHEAD) plus pinned ones, which the budget does not
+ * SL_BACKLOG_CACHE_OVERHEAD) plus pinned ones, which the budget does not
  * count: payloads whose offset is not known yet (they cannot be re-read;
  * bounded by the producer's in-flight window) and heads fetched for a
  * parked key (one per key).  budget 0 keeps only those.  Never fails. */
-sl_bcache_t *sl_bcache_new(int64_t budget_bytes);
+sl_backlog_cache_t *sl_backlog_cache_new(int64_t budget_bytes);
 
 /* Frees the cache.  Every backlog using it must be destroyed first.  NULL
  * is a no-op. */
-void sl_bcache_destroy(sl_bcache_t *c);
+void sl_backlog_cache_destroy(sl_backlog_cache_t *c);
 
 /* Changes the budget, evicting at once if the cache is now over it. */
-void sl_bcache_set_budget(sl_bcache_t *c, int64_t budget_bytes);
+void sl_backlog_cache_set_budget(sl_backlog_cache_t *c, int64_t budget_bytes);
 
-typedef struct sl_bcache_stats_s {
+typedef struct sl_backlog_cache_stats_s {
         int64_t budget;
         int64_t bytes;        /* charged bytes of all cached payloads */
         int64_t pinned_bytes; /* of which pinned: bytes - pinned <= budget */
         uint64_t entries;     /* cached payloads */
         uint64_t evicted;     /* payloads dropped before use (budget) */
         uint64_t refused;     /* fills not cached for lack of room */
-} sl_bcache_stats_t;
+} sl_backlog_cache_stats_t;
 
-void sl_bcache_stats(const sl_bcache_t *c, sl_bcache_stats_t *st);
+void sl_backlog_cache_stats(const sl_backlog_cache_t *c,
+                            sl_backlog_cache_stats_t *st);
 
 /*
  * Backlog (one per assigned input partition)
@@ -114,7 +115,7 @@ void sl_bcache_stats(const sl_bcache_t *c, sl_bcache_stats_t *st);
 /* An empty backlog whose overflow partition is re-read from from_offset
  * (ThrottleCheckpoint.from_offset; 0 for a new partition).  rates and cache
  * are borrowed and must outlive it.  Never fails. */
-sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_bcache_t *cache,
+sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_backlog_cache_t *cache,
                              int64_t from_offset);
 
 /* Frees the backlog, every key and every cached payload it holds.  NULL is
@@ -139,7 +140,7 @@ typedef enum {
  */
 sl_backlog_verdict_t sl_backlog_offer(sl_backlog_t *bl, const void *key,
                                       size_t keylen, int64_t deadline_ms,
-                                      int64_t now_ms, sl_bkey_t **kp);
+                                      int64_t now_ms, sl_backlog_key_t **kp);
 
 /*
  * Appends a message to k's backlog with an unknown offset; payload (size
@@ -148,8 +149,8 @@ sl_backlog_verdict_t sl_backlog_offer(sl_backlog_t *bl, const void *key,
  * pinned in the cache until sl_backlog_acked() gives the offset.  The
  * caller produces the overflow records of a partition in append order.
  */
-void sl_backlog_append(sl_backlog_t *bl, sl_bkey_t *k, int64_t deadline_ms,
-                       const void *payload, uint32_t size);
+void sl_backlog_append(sl_backlog_t *bl, sl_backlog_key_t *k,
+                       int64_t deadline_ms, const void *payload, uint32_t size);
 
 /*
  * The overflow delivery report of the oldest appended message without an
@@ -169,7 +170,7 @@ typedef enum {
 
 typedef struct sl_backlog_item_s {
         sl_backlog_action_t action;
-        sl_bkey_t *key;
+        sl_backlog_key_t *key;
         int64_t offset; /* SL_BACKLOG_UNKNOWN if popped before its report */
         int64_t deadline_ms;
         uint32_t size;
@@ -207,7 +208,7 @@ int sl_backlog_fill(sl_backlog_t *bl, const void *key, size_t keylen,
 /* Pops k's head without its payload (out->payload NULL), e.g. when the
  * overflow record is gone (offset out of range).  Returns 0, or -1 when k
  * has no backlog. */
-int sl_backlog_drop_head(sl_backlog_t *bl, sl_bkey_t *k,
+int sl_backlog_drop_head(sl_backlog_t *bl, sl_backlog_key_t *k,
                          sl_backlog_item_t *out);
 
 /* Unparks every parked key: their heads come out as FETCH again at the next
@@ -221,9 +222,9 @@ void sl_backlog_unpark_all(sl_backlog_t *bl);
 /* Restores a key from its changelog record (ThrottleKey) before any of its
  * overflow records are appended.  Returns the key, or NULL if the key
  * already has a backlog (nothing changed). */
-sl_bkey_t *sl_backlog_restore_key(sl_backlog_t *bl, const void *key,
-                                  size_t keylen, int64_t drained_to,
-                                  double tokens, int64_t updated_ms);
+sl_backlog_key_t *sl_backlog_restore_key(sl_backlog_t *bl, const void *key,
+                                         size_t keylen, int64_t drained_to,
+                                         double tokens, int64_t updated_ms);
 
 /*
  * An overflow record read at rebuild, in offset order.  Skipped (returns 0)
@@ -259,7 +260,7 @@ int64_t sl_backlog_next_offset(const sl_backlog_t *bl);
  * flush (its ThrottleKey record is stale), then forgets them.  cb must not
  * modify the backlog. */
 void sl_backlog_flush_dirty(sl_backlog_t *bl,
-                            void (*cb)(sl_bkey_t *k, void *opaque),
+                            void (*cb)(sl_backlog_key_t *k, void *opaque),
                             void *opaque);
 
 /*
@@ -275,7 +276,7 @@ void sl_backlog_flush_dirty(sl_backlog_t *bl,
  * the number dropped.
  */
 size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
-                        void (*cb)(const sl_bkey_t *k, void *opaque),
+                        void (*cb)(const sl_backlog_key_t *k, void *opaque),
                         void *opaque);
 
 /*
@@ -283,34 +284,35 @@ size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
  */
 
 /* The key's state, or NULL. */
-sl_bkey_t *sl_backlog_find(const sl_backlog_t *bl, const void *key,
-                           size_t keylen);
+sl_backlog_key_t *sl_backlog_find(const sl_backlog_t *bl, const void *key,
+                                  size_t keylen);
 
 /* Calls cb for every key (for inspect and metrics).  cb must not modify the
  * backlog. */
 void sl_backlog_foreach(const sl_backlog_t *bl,
-                        void (*cb)(const sl_bkey_t *k, void *opaque),
+                        void (*cb)(const sl_backlog_key_t *k, void *opaque),
                         void *opaque);
 
-const void *sl_bkey_key(const sl_bkey_t *k, size_t *keylen);
+const void *sl_backlog_key_key(const sl_backlog_key_t *k, size_t *keylen);
 /* Buffered messages and their payload bytes. */
-uint32_t sl_bkey_len(const sl_bkey_t *k);
-uint64_t sl_bkey_bytes(const sl_bkey_t *k);
+uint32_t sl_backlog_key_len(const sl_backlog_key_t *k);
+uint64_t sl_backlog_key_bytes(const sl_backlog_key_t *k);
 /* The i-th buffered message from the head (0), or NULL past the end. */
-const sl_bentry_t *sl_bkey_entry(const sl_bkey_t *k, uint32_t i);
+const sl_backlog_entry_t *sl_backlog_key_entry(const sl_backlog_key_t *k,
+                                               uint32_t i);
 /* ThrottleKey.drained_to: overflow offsets below it are done for the key. */
-int64_t sl_bkey_drained_to(const sl_bkey_t *k);
+int64_t sl_backlog_key_drained_to(const sl_backlog_key_t *k);
 /* The bucket (ThrottleKey.tokens and updated_ms) and the rate in force. */
-const sl_tbucket_t *sl_bkey_bucket(const sl_bkey_t *k);
-const sl_rate_t *sl_bkey_rate(const sl_bkey_t *k);
+const sl_tbucket_t *sl_backlog_key_bucket(const sl_backlog_key_t *k);
+const sl_rate_t *sl_backlog_key_rate(const sl_backlog_key_t *k);
 /* When the key's head is next due (SL_BACKLOG_NEVER: parked or empty). */
-int64_t sl_bkey_due_ms(const sl_bkey_t *k);
+int64_t sl_backlog_key_due_ms(const sl_backlog_key_t *k);
 /* 1 if the key waits for its head's payload (FETCH handed out). */
-int sl_bkey_parked(const sl_bkey_t *k);
+int sl_backlog_key_parked(const sl_backlog_key_t *k);
 /* Bits for the operator's own use (e.g. "has a changelog record"); the
  * backlog never reads them.  0 for a new key. */
-uint32_t *sl_bkey_opflags(sl_bkey_t *k);
-uint32_t sl_bkey_get_opflags(const sl_bkey_t *k);
+uint32_t *sl_backlog_key_opflags(sl_backlog_key_t *k);
+uint32_t sl_backlog_key_get_opflags(const sl_backlog_key_t *k);
 
 /*
  * Accounting

@@ -432,7 +432,7 @@ static void throttle_overflow_cb(int p, const rd_kafka_message_t *m,
                                  void *opaque) {
         throttle_ctx_t *c = opaque;
         Sluice__V1__OverflowRecord *rec;
-        sl_bkey_t *k;
+        sl_backlog_key_t *k;
         int r;
 
         c->records++;
@@ -446,7 +446,7 @@ static void throttle_overflow_cb(int p, const rd_kafka_message_t *m,
                                       rec->deadline_ms, NULL, (uint32_t)m->len,
                                       c->now);
         if (r == 1 && (k = sl_backlog_find(c->bls[p], m->key, m->key_len)) &&
-            sl_bkey_len(k) == 1)
+            sl_backlog_key_len(k) == 1)
                 sl_timerheap_upsert(c->oldest[p], m->key, m->key_len,
                                     rec->received_ms, m->offset, NULL, 0);
         else if (r == -1)
@@ -470,7 +470,7 @@ static void throttle_restore_cb(const sl_timer_t *t, void *opaque) {
 }
 
 typedef struct throttle_row_s {
-        const sl_bkey_t *k;
+        const sl_backlog_key_t *k;
         int partition;
 } throttle_row_t;
 
@@ -481,12 +481,12 @@ typedef struct throttle_rows_s {
         uint64_t messages, bytes;
 } throttle_rows_t;
 
-static void throttle_collect(const sl_bkey_t *k, void *opaque) {
+static void throttle_collect(const sl_backlog_key_t *k, void *opaque) {
         throttle_rows_t *r = opaque;
-        if (!sl_bkey_len(k))
+        if (!sl_backlog_key_len(k))
                 return;
-        r->messages += sl_bkey_len(k);
-        r->bytes += sl_bkey_bytes(k);
+        r->messages += sl_backlog_key_len(k);
+        r->bytes += sl_backlog_key_bytes(k);
         if (r->n == r->cap) {
                 r->cap = r->cap ? r->cap * 2 : 64;
                 r->a = sl_realloc(r->a, r->cap * sizeof(*r->a));
@@ -498,23 +498,24 @@ static void throttle_collect(const sl_bkey_t *k, void *opaque) {
 
 static int throttle_row_cmp(const void *a, const void *b) {
         const throttle_row_t *x = a, *y = b;
-        uint32_t lx = sl_bkey_len(x->k), ly = sl_bkey_len(y->k);
+        uint32_t lx = sl_backlog_key_len(x->k), ly = sl_backlog_key_len(y->k);
         if (lx != ly)
                 return lx < ly ? 1 : -1;
         return x->partition - y->partition;
 }
 
 static void throttle_print_row(int p, const char *key, size_t keylen,
-                               const sl_rate_t *rate, const sl_bkey_t *k,
+                               const sl_rate_t *rate, const sl_backlog_key_t *k,
                                const sl_timerheap_t *oldest, int64_t now) {
         char rbuf[64], tbuf[32], age[32], part[16], kbuf[256];
-        uint32_t len = k ? sl_bkey_len(k) : 0;
+        uint32_t len = k ? sl_backlog_key_len(k) : 0;
         const sl_timer_t *o =
             len ? sl_timerheap_find(oldest, key, keylen) : NULL;
 
         sl_rate_format(rate, rbuf, sizeof(rbuf));
-        if (k && isfinite(sl_bkey_bucket(k)->tokens))
-                snprintf(tbuf, sizeof(tbuf), "%.2f", sl_bkey_bucket(k)->tokens);
+        if (k && isfinite(sl_backlog_key_bucket(k)->tokens))
+                snprintf(tbuf, sizeof(tbuf), "%.2f",
+                         sl_backlog_key_bucket(k)->tokens);
         else
                 snprintf(tbuf, sizeof(tbuf), "full");
         if (o)
@@ -527,7 +528,7 @@ static void throttle_print_row(int p, const char *key, size_t keylen,
         else
                 snprintf(part, sizeof(part), "-"); /* no state anywhere */
         printf("%-4s %9" PRIu32 " %11" PRIu64 " %9s  %-22s %8s  %s\n", part,
-               len, k ? sl_bkey_bytes(k) : 0, age, rbuf, tbuf,
+               len, k ? sl_backlog_key_bytes(k) : 0, age, rbuf, tbuf,
                sl_escape(key, keylen, kbuf, sizeof(kbuf)));
 }
 
@@ -563,7 +564,7 @@ static void throttle_read_rates(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
 static void throttle_print_key(const throttle_ctx_t *c, int parts,
                                const sl_rates_t *rates, const char *key) {
         size_t kl = strlen(key);
-        const sl_bkey_t *k = NULL;
+        const sl_backlog_key_t *k = NULL;
         int kp = -1;
         sl_rate_t rate;
 
@@ -571,7 +572,7 @@ static void throttle_print_key(const throttle_ctx_t *c, int parts,
                 if ((k = sl_backlog_find(c->bls[p], key, kl)))
                         kp = p;
         if (k)
-                rate = *sl_bkey_rate(k);
+                rate = *sl_backlog_key_rate(k);
         else
                 sl_rates_lookup(rates, key, kl, &rate);
         throttle_print_row(kp, key, kl, &rate, k,
@@ -584,7 +585,7 @@ static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
         throttle_ctx_t c = {0};
         throttle_rows_t rows = {0};
         sl_rates_t *rates = sl_rates_new(&pc->default_rate);
-        sl_bcache_t *cache = sl_bcache_new(0);
+        sl_backlog_cache_t *cache = sl_backlog_cache_new(0);
         int64_t *from = sl_calloc((size_t)parts, sizeof(*from));
         int rc = SL_EXIT_OK;
         long shown = 0;
@@ -638,9 +639,10 @@ static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
         for (size_t i = 0; i < rows.n && shown < limit; i++, shown++) {
                 const throttle_row_t *r = &rows.a[i];
                 size_t kl;
-                const char *k = sl_bkey_key(r->k, &kl);
-                throttle_print_row(r->partition, k, kl, sl_bkey_rate(r->k),
-                                   r->k, c.oldest[r->partition], c.now);
+                const char *k = sl_backlog_key_key(r->k, &kl);
+                throttle_print_row(r->partition, k, kl,
+                                   sl_backlog_key_rate(r->k), r->k,
+                                   c.oldest[r->partition], c.now);
         }
         if ((size_t)shown < rows.n)
                 printf("... %zu more\n", rows.n - (size_t)shown);
@@ -653,7 +655,7 @@ out:
         free(c.oldest);
         free(rows.a);
         free(from);
-        sl_bcache_destroy(cache);
+        sl_backlog_cache_destroy(cache);
         sl_rates_destroy(rates);
         return rc;
 }

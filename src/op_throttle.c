@@ -99,7 +99,7 @@
  * the heads ahead of it before the cursor wraps back to it. */
 #define SL_THROTTLE_WRAP_MS 200
 
-/* Operator bits of a key (sl_bkey_opflags). */
+/* Operator bits of a key (sl_backlog_key_opflags). */
 #define OPF_HAS_RECORD   1u /* a "k/" record is (or will be) in the changelog */
 #define OPF_HEAD_FETCHED 2u /* the head's payload was re-read */
 
@@ -108,7 +108,7 @@
 
 typedef struct throttle_pipeline_s {
         sl_rates_t *rates;
-        sl_bcache_t *cache;
+        sl_backlog_cache_t *cache;
 
         sl_counter_t *m_forwarded;
         sl_counter_t *m_drained;
@@ -189,7 +189,7 @@ static void throttle_update_gauges(sl_task_t *t) {
         throttle_state_t *st = st_of(t);
         throttle_pipeline_t *tp = st->tp;
         sl_backlog_stats_t s;
-        sl_bcache_stats_t cs;
+        sl_backlog_cache_stats_t cs;
 
         sl_backlog_stats(st->bl, &s);
         sl_gauge_add_owner(tp->m_backlog,
@@ -204,7 +204,7 @@ static void throttle_update_gauges(sl_task_t *t) {
         sl_gauge_add_owner(tp->m_index_bytes,
                            (double)s.index_bytes - (double)st->index_counted);
         st->index_counted = s.index_bytes;
-        sl_bcache_stats(tp->cache, &cs);
+        sl_backlog_cache_stats(tp->cache, &cs);
         sl_gauge_set(tp->m_cache_bytes, (double)cs.bytes);
         throttle_count_caps(t);
 }
@@ -394,7 +394,7 @@ static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
         (void)errstr_size;
 
         tp->rates = sl_rates_new(&pc->default_rate);
-        tp->cache = sl_bcache_new(pc->payload_cache_bytes);
+        tp->cache = sl_backlog_cache_new(pc->payload_cache_bytes);
 
         sl_metrics_register(m, throttle_metrics,
                             SL_ARRAY_SIZE(throttle_metrics), tp, name);
@@ -411,7 +411,7 @@ static void throttle_pipeline_destroy(sl_pipeline_t *pl) {
         throttle_pipeline_t *tp = pl->op_data;
         if (!tp)
                 return;
-        sl_bcache_destroy(tp->cache);
+        sl_backlog_cache_destroy(tp->cache);
         sl_rates_destroy(tp->rates);
         free(tp);
         pl->op_data = NULL;
@@ -471,17 +471,17 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         if (!m->payload) {
                 /* Gone: a fresh key (full bucket, nothing drained), which
                  * the next sweep drops. */
-                sl_bkey_t *k =
+                sl_backlog_key_t *k =
                     sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2, 0,
                                            HUGE_VAL, sl_app_now_ms(t->app));
                 if (k)
-                        *sl_bkey_opflags(k) &= ~OPF_HAS_RECORD;
+                        *sl_backlog_key_opflags(k) &= ~OPF_HAS_RECORD;
                 return;
         }
         {
                 Sluice__V1__ThrottleKey *r =
                     sluice__v1__throttle_key__unpack(NULL, m->len, m->payload);
-                sl_bkey_t *k;
+                sl_backlog_key_t *k;
                 int64_t updated;
                 if (!r) {
                         log_bad(t, "bad key record", m->offset);
@@ -496,7 +496,7 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 k = sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2,
                                            r->drained_to, r->tokens, updated);
                 if (k)
-                        *sl_bkey_opflags(k) |= OPF_HAS_RECORD;
+                        *sl_backlog_key_opflags(k) |= OPF_HAS_RECORD;
                 sluice__v1__throttle_key__free_unpacked(r, NULL);
         }
 }
@@ -693,7 +693,7 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
         int64_t now = sl_app_now_ms(t->app), deadline;
         const char *reason;
         char detail[256];
-        sl_bkey_t *k;
+        sl_backlog_key_t *k;
 
         if (!m->key) {
                 sl_task_dlq(t, m, "missing-key",
@@ -767,10 +767,10 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         sl_backlog_append(st->bl, k, deadline, packed,
                                           (uint32_t)plen);
                         sl_counter_inc(tp->m_appended);
-                        if (sl_bkey_len(k) == 1 &&
-                            sl_bkey_due_ms(k) != SL_BACKLOG_NEVER)
-                                sl_task_wake_at(t,
-                                                SL_MAX(1, sl_bkey_due_ms(k)));
+                        if (sl_backlog_key_len(k) == 1 &&
+                            sl_backlog_key_due_ms(k) != SL_BACKLOG_NEVER)
+                                sl_task_wake_at(
+                                    t, SL_MAX(1, sl_backlog_key_due_ms(k)));
                 }
                 sl_scratch_done(&st->pack);
                 break;
@@ -808,7 +808,7 @@ static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
                             detail);
                 return;
         }
-        key = sl_bkey_key(it->key, &keylen);
+        key = sl_backlog_key_key(it->key, &keylen);
         h = overflow_headers(rec, 6);
         sl_task_dlq_headers(t, h, reason, detail, rec->source_offset);
         r = sl_task_produce(t, pc->dlq, t->partition, key, keylen,
@@ -843,7 +843,7 @@ static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
         size_t keylen;
         int r;
 
-        key = sl_bkey_key(it->key, &keylen);
+        key = sl_backlog_key_key(it->key, &keylen);
         r = sl_task_produce(t, pc->output, RD_KAFKA_PARTITION_UA, key, keylen,
                             overflow_value(rec), overflow_value_len(rec),
                             overflow_headers(rec, 0));
@@ -944,13 +944,13 @@ static int fetch_maybe_wrap(sl_task_t *t, int64_t now) {
  * as lost, never sent.  Logged at most once a second. */
 typedef struct lost_ctx_s {
         int64_t lo, hi;
-        sl_bkey_t **keys;
+        sl_backlog_key_t **keys;
         size_t n, cap;
 } lost_ctx_t;
 
-static void lost_collect(const sl_bkey_t *k, void *opaque) {
+static void lost_collect(const sl_backlog_key_t *k, void *opaque) {
         lost_ctx_t *c = opaque;
-        const sl_bentry_t *e = sl_bkey_entry(k, 0);
+        const sl_backlog_entry_t *e = sl_backlog_key_entry(k, 0);
         if (!e || e->offset < c->lo || e->offset >= c->hi)
                 return;
         if (c->n == c->cap) {
@@ -959,7 +959,7 @@ static void lost_collect(const sl_bkey_t *k, void *opaque) {
         }
         /* The backlog hands out const views; the key is ours to change
          * once the walk is over. */
-        c->keys[c->n++] = (sl_bkey_t *)k;
+        c->keys[c->n++] = (sl_backlog_key_t *)k;
 }
 
 static void drop_lost(sl_task_t *t, int64_t lo, int64_t hi, int64_t now) {
@@ -969,13 +969,13 @@ static void drop_lost(sl_task_t *t, int64_t lo, int64_t hi, int64_t now) {
 
         sl_backlog_foreach(st->bl, lost_collect, &c);
         for (size_t i = 0; i < c.n; i++) {
-                const sl_bentry_t *e;
-                while ((e = sl_bkey_entry(c.keys[i], 0)) && e->offset >= lo &&
-                       e->offset < hi) {
+                const sl_backlog_entry_t *e;
+                while ((e = sl_backlog_key_entry(c.keys[i], 0)) &&
+                       e->offset >= lo && e->offset < hi) {
                         sl_backlog_item_t it;
                         if (sl_backlog_drop_head(st->bl, c.keys[i], &it) == -1)
                                 break;
-                        *sl_bkey_opflags(c.keys[i]) &= ~OPF_HEAD_FETCHED;
+                        *sl_backlog_key_opflags(c.keys[i]) &= ~OPF_HEAD_FETCHED;
                         lost++;
                 }
         }
@@ -1013,7 +1013,7 @@ static void throttle_wake(sl_task_t *t, int64_t now) {
         while (n < SL_THROTTLE_POLL_MAX &&
                sl_backlog_poll(st->bl, now, &it, &next)) {
                 Sluice__V1__OverflowRecord *rec;
-                uint32_t *of = sl_bkey_opflags(it.key);
+                uint32_t *of = sl_backlog_key_opflags(it.key);
                 n++;
                 if (it.action == SL_BACKLOG_FETCH) {
                         *of |= OPF_HEAD_FETCHED;
@@ -1091,7 +1091,7 @@ static void throttle_wake(sl_task_t *t, int64_t now) {
 static void throttle_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         throttle_state_t *st = st_of(t);
         sl_backlog_stats_t s;
-        sl_bcache_stats_t cs;
+        sl_backlog_cache_stats_t cs;
         uint64_t parked_before, refused_before;
         int r;
 
@@ -1132,18 +1132,20 @@ static void throttle_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 return;
         sl_backlog_stats(st->bl, &s);
         parked_before = s.parked;
-        sl_bcache_stats(st->tp->cache, &cs);
+        sl_backlog_cache_stats(st->tp->cache, &cs);
         refused_before = cs.refused;
         r = sl_backlog_fill(st->bl, m->key, m->key_len, m->offset, m->payload,
                             (uint32_t)m->len);
         if (r == -1) {
                 /* Not the record appended there: drop a head waiting for
                  * it, or the key would wait forever. */
-                sl_bkey_t *k = sl_backlog_find(st->bl, m->key, m->key_len);
-                const sl_bentry_t *e = k ? sl_bkey_entry(k, 0) : NULL;
+                sl_backlog_key_t *k =
+                    sl_backlog_find(st->bl, m->key, m->key_len);
+                const sl_backlog_entry_t *e =
+                    k ? sl_backlog_key_entry(k, 0) : NULL;
                 log_bad(t, "overflow record differs from the one appended",
                         m->offset);
-                if (e && sl_bkey_parked(k) && e->offset == m->offset) {
+                if (e && sl_backlog_key_parked(k) && e->offset == m->offset) {
                         sl_backlog_item_t it;
                         sl_backlog_drop_head(st->bl, k, &it);
                         sl_task_wake_at(t, sl_now_ms());
@@ -1158,7 +1160,7 @@ static void throttle_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 st->prefetch_full = 0;
         } else {
                 st->prefetch_idle++;
-                sl_bcache_stats(st->tp->cache, &cs);
+                sl_backlog_cache_stats(st->tp->cache, &cs);
                 if (cs.refused != refused_before)
                         st->prefetch_full++;
         }
@@ -1194,17 +1196,17 @@ static void write_checkpoint(sl_task_t *t, int64_t now) {
         st->ckpt_written = ck;
 }
 
-static void write_key_cb(sl_bkey_t *k, void *opaque) {
+static void write_key_cb(sl_backlog_key_t *k, void *opaque) {
         sl_task_t *t = opaque;
         Sluice__V1__ThrottleKey r = SLUICE__V1__THROTTLE_KEY__INIT;
-        const sl_tbucket_t *b = sl_bkey_bucket(k);
+        const sl_tbucket_t *b = sl_backlog_key_bucket(k);
         const void *key;
         size_t keylen, nlen, len;
         char nbuf[256], *name;
         uint8_t val[64];
 
-        key = sl_bkey_key(k, &keylen);
-        r.drained_to = sl_bkey_drained_to(k);
+        key = sl_backlog_key_key(k, &keylen);
+        r.drained_to = sl_backlog_key_drained_to(k);
         r.tokens = b->tokens;
         r.updated_ms = b->updated_ms;
         len = sluice__v1__throttle_key__pack(&r, val);
@@ -1212,7 +1214,7 @@ static void write_key_cb(sl_bkey_t *k, void *opaque) {
         sl_task_changelog(t, name, nlen, val, len);
         if (name != nbuf)
                 free(name);
-        *sl_bkey_opflags(k) |= OPF_HAS_RECORD;
+        *sl_backlog_key_opflags(k) |= OPF_HAS_RECORD;
 }
 
 typedef struct sweep_ctx_s {
@@ -1220,15 +1222,15 @@ typedef struct sweep_ctx_s {
         size_t tombstones;
 } sweep_ctx_t;
 
-static void sweep_cb(const sl_bkey_t *k, void *opaque) {
+static void sweep_cb(const sl_backlog_key_t *k, void *opaque) {
         sweep_ctx_t *c = opaque;
         const void *key;
         size_t keylen, nlen;
         char nbuf[256], *name;
 
-        if (!(sl_bkey_get_opflags(k) & OPF_HAS_RECORD))
+        if (!(sl_backlog_key_get_opflags(k) & OPF_HAS_RECORD))
                 return;
-        key = sl_bkey_key(k, &keylen);
+        key = sl_backlog_key_key(k, &keylen);
         name = key_record_name(key, keylen, nbuf, sizeof(nbuf), &nlen);
         sl_task_changelog(c->t, name, nlen, NULL, 0);
         if (name != nbuf)
@@ -1331,7 +1333,7 @@ static struct json_t *throttle_describe(sl_task_t *t, const void *key,
                                         size_t keylen) {
         throttle_state_t *st = st_of(t);
         sl_describe_tkey_t v = {0};
-        const sl_bkey_t *k;
+        const sl_backlog_key_t *k;
         const sl_rate_t *kr;
         sl_tbucket_t b;
         int64_t now = sl_now_ms();
@@ -1347,22 +1349,22 @@ static struct json_t *throttle_describe(sl_task_t *t, const void *key,
         if (!(k = sl_backlog_find(st->bl, key, keylen)))
                 return sl_describe_throttle_key(&v, now);
         v.tracked = 1;
-        b = *sl_bkey_bucket(k);
-        kr = sl_bkey_rate(k);
+        b = *sl_backlog_key_bucket(k);
+        kr = sl_backlog_key_rate(k);
         if (kr->per_sec != v.rate.per_sec || kr->burst != v.rate.burst)
                 sl_tbucket_set_rate(&b, kr, &v.rate, now);
         v.tokens = sl_tbucket_level(&b, &v.rate, now);
-        v.backlog = sl_bkey_len(k);
-        v.backlog_bytes = sl_bkey_bytes(k);
+        v.backlog = sl_backlog_key_len(k);
+        v.backlog_bytes = sl_backlog_key_bytes(k);
         if (v.backlog) {
-                const sl_bentry_t *e = sl_bkey_entry(k, 0);
-                const void *p = sl_bentry_payload(e);
+                const sl_backlog_entry_t *e = sl_backlog_key_entry(k, 0);
+                const void *p = sl_backlog_entry_payload(e);
                 int64_t received;
                 v.head_deadline_ms = e->deadline_ms;
                 v.next_send_ms = sl_tbucket_next_ms(&b, &v.rate, now);
-                v.fetching = sl_bkey_parked(k);
-                if (p &&
-                    overflow_received(p, sl_bentry_size(e), &received) == 0)
+                v.fetching = sl_backlog_key_parked(k);
+                if (p && overflow_received(p, sl_backlog_entry_size(e),
+                                           &received) == 0)
                         v.oldest_received_ms = received;
         }
         return sl_describe_throttle_key(&v, now);

@@ -44,7 +44,7 @@ typedef struct rec_s {
 
 typedef struct fx_s {
         sl_rates_t *rates;
-        sl_bcache_t *cache;
+        sl_backlog_cache_t *cache;
         sl_backlog_t *bl;
         rec_t *ovf; /* the overflow partition, index = offset */
         size_t novf, capovf;
@@ -60,7 +60,7 @@ static fx_t *fx_new(const char *fallback, int64_t budget) {
 
         assert_int_equal(sl_parse_rate(fallback, &r, err, sizeof(err)), 0);
         f->rates = sl_rates_new(&r);
-        f->cache = sl_bcache_new(budget);
+        f->cache = sl_backlog_cache_new(budget);
         f->bl = sl_backlog_new(f->rates, f->cache, 0);
         f->window = 64;
         return f;
@@ -68,7 +68,7 @@ static fx_t *fx_new(const char *fallback, int64_t budget) {
 
 static void fx_free(fx_t *f) {
         sl_backlog_destroy(f->bl);
-        sl_bcache_destroy(f->cache);
+        sl_backlog_cache_destroy(f->cache);
         sl_rates_destroy(f->rates);
         for (size_t i = 0; i < f->novf; i++)
                 free(f->ovf[i].payload);
@@ -110,7 +110,7 @@ static size_t ovf_put(fx_t *f, const char *key, int64_t deadline,
  * reported) and appends it.  Returns the verdict. */
 static sl_backlog_verdict_t offer(fx_t *f, const char *key, int64_t deadline,
                                   const char *payload, int64_t now) {
-        sl_bkey_t *k = NULL;
+        sl_backlog_key_t *k = NULL;
         uint32_t size = (uint32_t)strlen(payload);
         sl_backlog_verdict_t v =
             sl_backlog_offer(f->bl, key, strlen(key), deadline, now, &k);
@@ -174,7 +174,7 @@ static void expect_item(fx_t *f, int64_t now, sl_backlog_action_t action,
         if (!poll1(f, now, &it, &next))
                 fail_msg("nothing due at +%lld, want %s of '%s'",
                          (long long)(now - T0), key, payload);
-        const char *k = sl_bkey_key(it.key, &keylen);
+        const char *k = sl_backlog_key_key(it.key, &keylen);
         if (it.action != action || keylen != strlen(key) ||
             memcmp(k, key, keylen) || it.size != strlen(payload) ||
             memcmp(it.payload, payload, it.size))
@@ -228,7 +228,8 @@ static void test_forward_then_buffer(void **state) {
         ack_all(f);
         verify(f);
         /* The report of a message already sent only moves drained_to. */
-        assert_int_equal(sl_bkey_drained_to(sl_backlog_find(f->bl, "a", 1)), 1);
+        assert_int_equal(
+            sl_backlog_key_drained_to(sl_backlog_find(f->bl, "a", 1)), 1);
         assert_int_equal(sl_backlog_checkpoint(f->bl), 1);
 
         sl_backlog_stats_t st;
@@ -320,7 +321,7 @@ static void test_fifo_per_key_timing(void **state) {
 static void test_offsets_in_delivery_order(void **state) {
         (void)state;
         fx_t *f = fx_new("0.001/s", 1 << 20);
-        sl_bkey_t *a, *b;
+        sl_backlog_key_t *a, *b;
 
         /* A slow rate, burst 1: the first message of each key is
          * forwarded, the rest wait. */
@@ -332,19 +333,21 @@ static void test_offsets_in_delivery_order(void **state) {
         offer(f, "a", T0 + HOUR, "a2", T0);
         a = sl_backlog_find(f->bl, "a", 1);
         b = sl_backlog_find(f->bl, "b", 1);
-        assert_int_equal(sl_bkey_len(a), 2);
-        assert_int_equal(sl_bkey_entry(a, 0)->offset, SL_BACKLOG_UNKNOWN);
+        assert_int_equal(sl_backlog_key_len(a), 2);
+        assert_int_equal(sl_backlog_key_entry(a, 0)->offset,
+                         SL_BACKLOG_UNKNOWN);
 
         /* Reports come in append order: a1@0, b1@1, a2@3. */
         assert_int_equal(sl_backlog_acked(f->bl, 0), 0);
-        assert_int_equal(sl_bkey_entry(a, 0)->offset, 0);
-        assert_int_equal(sl_bkey_entry(a, 1)->offset, SL_BACKLOG_UNKNOWN);
+        assert_int_equal(sl_backlog_key_entry(a, 0)->offset, 0);
+        assert_int_equal(sl_backlog_key_entry(a, 1)->offset,
+                         SL_BACKLOG_UNKNOWN);
         /* A report below the next offset is out of order: refused. */
         assert_int_equal(sl_backlog_acked(f->bl, 0), -1);
         assert_int_equal(sl_backlog_acked(f->bl, 1), 0);
-        assert_int_equal(sl_bkey_entry(b, 0)->offset, 1);
+        assert_int_equal(sl_backlog_key_entry(b, 0)->offset, 1);
         assert_int_equal(sl_backlog_acked(f->bl, 3), 0);
-        assert_int_equal(sl_bkey_entry(a, 1)->offset, 3);
+        assert_int_equal(sl_backlog_key_entry(a, 1)->offset, 3);
         /* Nothing left awaiting a report. */
         assert_int_equal(sl_backlog_acked(f->bl, 4), -1);
         assert_int_equal(sl_backlog_next_offset(f->bl), 4);
@@ -380,7 +383,8 @@ static void test_checkpoint(void **state) {
         expect_item(f, T0 + 3000, SL_BACKLOG_SEND, "a", "a3");
         /* a is done, but b's slow backlog holds the checkpoint. */
         assert_int_equal(sl_backlog_checkpoint(f->bl), 2);
-        assert_int_equal(sl_bkey_drained_to(sl_backlog_find(f->bl, "a", 1)), 4);
+        assert_int_equal(
+            sl_backlog_key_drained_to(sl_backlog_find(f->bl, "a", 1)), 4);
         /* b had 0.01 token at the switch (10 ms at 1/s), then 0.1/s. */
         expect_none(f, T0 + 9909, T0 + 9910);
         expect_item(f, T0 + 9910, SL_BACKLOG_SEND, "b", "b1");
@@ -482,8 +486,9 @@ static void test_rate_changes(void **state) {
         /* Tombstone: back to the "*" default (0.5/s). */
         set_rate(f, "k", NULL);
         expect_none(f, T0 + 518, T0 + 2518);
-        assert_true(sl_bkey_rate(sl_backlog_find(f->bl, "k", 1))->per_sec ==
-                    0.5);
+        assert_true(
+            sl_backlog_key_rate(sl_backlog_find(f->bl, "k", 1))->per_sec ==
+            0.5);
         /* Stopped: nothing is sent, only deadlines remain. */
         set_rate(f, "*", "0/s");
         expect_none(f, T0 + 1000, T0 + HOUR);
@@ -504,9 +509,9 @@ static void test_rate_changes(void **state) {
 static void test_cache_policy(void **state) {
         (void)state;
         /* Room for about 10 payloads of 100 bytes. */
-        fx_t *f = fx_new("0/s", 10 * (100 + SL_BCACHE_ENTRY_OVERHEAD));
+        fx_t *f = fx_new("0/s", 10 * (100 + SL_BACKLOG_CACHE_OVERHEAD));
         char p[101];
-        sl_bcache_stats_t cs;
+        sl_backlog_cache_stats_t cs;
 
         set_rate(f, "fast", "100/s burst=1");
         set_rate(f, "slow", "1/s burst=1");
@@ -515,7 +520,7 @@ static void test_cache_policy(void **state) {
         /* Unreported payloads are pinned: 15 of them exceed the budget. */
         for (int i = 0; i < 15; i++)
                 offer(f, "pin", T0 + HOUR, p, T0);
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_stats(f->cache, &cs);
         assert_int_equal(cs.entries, 15);
         assert_int_equal(cs.pinned_bytes, cs.bytes);
         assert_true(cs.bytes > cs.budget);
@@ -523,7 +528,7 @@ static void test_cache_policy(void **state) {
         /* Reported, they count against the budget: 10 fit, 5 are dropped. */
         ack_all(f);
         verify(f);
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_stats(f->cache, &cs);
         assert_int_equal(cs.bytes, cs.budget);
         assert_int_equal(cs.pinned_bytes, 0);
         assert_int_equal(cs.evicted, 5);
@@ -540,22 +545,23 @@ static void test_cache_policy(void **state) {
                 offer(f, "fast", T0 + HOUR, p, T0);
                 ack_all(f);
                 verify(f);
-                sl_bcache_stats(f->cache, &cs);
+                sl_backlog_cache_stats(f->cache, &cs);
                 assert_true(cs.bytes <= cs.budget);
         }
         assert_int_equal(cs.pinned_bytes, 0);
-        sl_bkey_t *fast = sl_backlog_find(f->bl, "fast", 4);
-        sl_bkey_t *slow = sl_backlog_find(f->bl, "slow", 4);
+        sl_backlog_key_t *fast = sl_backlog_find(f->bl, "fast", 4);
+        sl_backlog_key_t *slow = sl_backlog_find(f->bl, "slow", 4);
         uint32_t nfast = 0, nslow = 0;
         for (uint32_t i = 0; i < 15; i++) {
-                nfast += sl_bentry_cached(sl_bkey_entry(fast, i));
-                nslow += sl_bentry_cached(sl_bkey_entry(slow, i));
+                nfast += sl_backlog_entry_cached(sl_backlog_key_entry(fast, i));
+                nslow += sl_backlog_entry_cached(sl_backlog_key_entry(slow, i));
         }
         /* Fast's 10 first (needed within 0.1 s) are kept, slow's none. */
         assert_int_equal(nfast, 10);
         assert_int_equal(nslow, 0);
         for (uint32_t i = 0; i < 10; i++)
-                assert_true(sl_bentry_cached(sl_bkey_entry(fast, i)));
+                assert_true(
+                    sl_backlog_entry_cached(sl_backlog_key_entry(fast, i)));
 
         /* A fill that would leave a gap is not taken; one that extends a
          * prefix is admitted only if it is needed sooner than what it
@@ -566,7 +572,7 @@ static void test_cache_policy(void **state) {
                                          r->size),
                          0);
         /* slow's head (needed in 1 s) loses to fast's 10 (all sooner). */
-        int64_t slow_head = sl_bkey_entry(slow, 0)->offset;
+        int64_t slow_head = sl_backlog_key_entry(slow, 0)->offset;
         r = &f->ovf[slow_head];
         assert_int_equal(
             sl_backlog_fill(f->bl, "slow", 4, slow_head, r->payload, r->size),
@@ -580,7 +586,7 @@ static void test_cache_policy(void **state) {
             0);
         assert_int_equal(
             sl_backlog_fill(f->bl, "slow", 4, 999, r->payload, r->size), 0);
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_stats(f->cache, &cs);
         assert_true(cs.refused >= 1);
 
         /* When slow's head falls due it is fetched, pinned, and sent even
@@ -604,8 +610,8 @@ static void test_cache_policy(void **state) {
         assert_true(f->fetches >= 2);
 
         /* A smaller budget evicts at once; 0 keeps nothing unpinned. */
-        sl_bcache_set_budget(f->cache, 0);
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_set_budget(f->cache, 0);
+        sl_backlog_cache_stats(f->cache, &cs);
         assert_int_equal(cs.bytes, 0);
         verify(f);
         fx_free(f);
@@ -626,8 +632,8 @@ static void test_fetch_parks_only_its_key(void **state) {
         ack_all(f); /* budget 0: every payload dropped once reported */
         assert_int_equal(sl_backlog_poll(f->bl, T0 + 100, &it, &next), 1);
         assert_int_equal(it.action, SL_BACKLOG_FETCH);
-        sl_bkey_t *first = it.key;
-        assert_true(sl_bkey_parked(first));
+        sl_backlog_key_t *first = it.key;
+        assert_true(sl_backlog_key_parked(first));
         assert_null(it.payload);
         /* The other key is fetched too; the parked one gives nothing. */
         assert_int_equal(sl_backlog_poll(f->bl, T0 + 100, &it, &next), 1);
@@ -646,8 +652,8 @@ static void test_fetch_parks_only_its_key(void **state) {
                                          r->payload, r->size),
                          1);
         verify(f);
-        sl_bcache_stats_t cs;
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_stats_t cs;
+        sl_backlog_cache_stats(f->cache, &cs);
         assert_int_equal(cs.bytes, cs.pinned_bytes);
         assert_true(cs.bytes > 0);
         /* Both keys' heads go out (the other one fetched on the way). */
@@ -656,7 +662,7 @@ static void test_fetch_parks_only_its_key(void **state) {
                 assert_int_equal(it.action, SL_BACKLOG_SEND);
                 sl_backlog_payload_free(it.payload);
         }
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_stats(f->cache, &cs);
         assert_int_equal(cs.bytes, 0);
 
         /* A record gone from the overflow topic: the head is dropped. */
@@ -665,12 +671,12 @@ static void test_fetch_parks_only_its_key(void **state) {
         ack_all(f);
         assert_int_equal(sl_backlog_poll(f->bl, T0 + 5100, &it, &next), 1);
         assert_int_equal(it.action, SL_BACKLOG_FETCH);
-        sl_bkey_t *k = it.key;
+        sl_backlog_key_t *k = it.key;
         assert_int_equal(sl_backlog_drop_head(f->bl, k, &it), 0);
         assert_null(it.payload);
         assert_int_equal(it.size, 2);
-        assert_false(sl_bkey_parked(k));
-        assert_int_equal(sl_bkey_len(k), 0);
+        assert_false(sl_backlog_key_parked(k));
+        assert_int_equal(sl_backlog_key_len(k), 0);
         assert_int_equal(sl_backlog_drop_head(f->bl, k, &it), -1);
         verify(f);
         fx_free(f);
@@ -688,7 +694,7 @@ static void test_200k_with_small_cache(void **state) {
         int64_t *next_seq = sl_calloc((size_t)nkeys, sizeof(int64_t));
         char key[24], p[128];
         sl_backlog_stats_t st;
-        sl_bcache_stats_t cs;
+        sl_backlog_cache_stats_t cs;
         int64_t max_unpinned = 0;
 
         /* Every key's first message goes at once; the other 200,000 are
@@ -707,7 +713,7 @@ static void test_200k_with_small_cache(void **state) {
                 }
                 if (f->novf - f->acked >= 1000)
                         ack_all(f);
-                sl_bcache_stats(f->cache, &cs);
+                sl_backlog_cache_stats(f->cache, &cs);
                 if (cs.bytes - cs.pinned_bytes > max_unpinned)
                         max_unpinned = cs.bytes - cs.pinned_bytes;
                 assert_true(cs.bytes - cs.pinned_bytes <= budget);
@@ -715,7 +721,7 @@ static void test_200k_with_small_cache(void **state) {
         ack_all(f);
         verify(f);
         sl_backlog_stats(f->bl, &st);
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_stats(f->cache, &cs);
         assert_int_equal(st.messages, nkeys * per_key);
         assert_int_equal(st.bytes, (uint64_t)nkeys * per_key * psize);
         double per_msg = (double)st.index_bytes / (double)st.messages;
@@ -724,7 +730,8 @@ static void test_200k_with_small_cache(void **state) {
                       "keys; cache %lld of %lld bytes, %llu payloads\n",
                       (unsigned long long)st.messages,
                       (unsigned long long)st.index_bytes, per_msg,
-                      sizeof(sl_bentry_t), (unsigned long long)st.key_bytes,
+                      sizeof(sl_backlog_entry_t),
+                      (unsigned long long)st.key_bytes,
                       (unsigned long long)st.keys, (long long)cs.bytes,
                       (long long)cs.budget, (unsigned long long)cs.entries);
         assert_true(per_msg <= 32.0);
@@ -748,7 +755,7 @@ static void test_200k_with_small_cache(void **state) {
                 }
                 assert_int_equal(it.action, SL_BACKLOG_SEND);
                 size_t kl;
-                const char *kb = sl_bkey_key(it.key, &kl);
+                const char *kb = sl_backlog_key_key(it.key, &kl);
                 assert_int_equal(kl, 8); /* "cust-NNN", not NUL-ended */
                 int k =
                     (kb[5] - '0') * 100 + (kb[6] - '0') * 10 + (kb[7] - '0');
@@ -759,7 +766,7 @@ static void test_200k_with_small_cache(void **state) {
                 next_seq[k]++;
                 sent++;
                 sl_backlog_payload_free(it.payload);
-                sl_bcache_stats(f->cache, &cs);
+                sl_backlog_cache_stats(f->cache, &cs);
                 if (cs.bytes - cs.pinned_bytes > max_unpinned)
                         max_unpinned = cs.bytes - cs.pinned_bytes;
                 assert_true(cs.bytes - cs.pinned_bytes <= budget);
@@ -804,10 +811,10 @@ typedef struct clog_s {
         int tombstones;
 } clog_t;
 
-static void clog_write(sl_bkey_t *k, void *opaque) {
+static void clog_write(sl_backlog_key_t *k, void *opaque) {
         clog_t *c = opaque;
         size_t kl;
-        const char *kb = sl_bkey_key(k, &kl);
+        const char *kb = sl_backlog_key_key(k, &kl);
         int i;
 
         for (i = 0; i < c->n; i++)
@@ -819,19 +826,19 @@ static void clog_write(sl_bkey_t *k, void *opaque) {
                 memcpy(c->r[i].key, kb, kl);
                 c->r[i].keylen = kl;
         }
-        c->r[i].drained_to = sl_bkey_drained_to(k);
-        c->r[i].tokens = sl_bkey_bucket(k)->tokens;
-        c->r[i].updated_ms = sl_bkey_bucket(k)->updated_ms;
+        c->r[i].drained_to = sl_backlog_key_drained_to(k);
+        c->r[i].tokens = sl_backlog_key_bucket(k)->tokens;
+        c->r[i].updated_ms = sl_backlog_key_bucket(k)->updated_ms;
         c->r[i].live = 1;
-        *sl_bkey_opflags(k) |= 1; /* has a record */
+        *sl_backlog_key_opflags(k) |= 1; /* has a record */
 }
 
-static void clog_tombstone(const sl_bkey_t *k, void *opaque) {
+static void clog_tombstone(const sl_backlog_key_t *k, void *opaque) {
         clog_t *c = opaque;
         size_t kl;
-        const char *kb = sl_bkey_key(k, &kl);
+        const char *kb = sl_backlog_key_key(k, &kl);
 
-        if (!(sl_bkey_get_opflags(k) & 1))
+        if (!(sl_backlog_key_get_opflags(k) & 1))
                 return; /* never written: nothing to delete */
         for (int i = 0; i < c->n; i++)
                 if (c->r[i].keylen == kl && !memcmp(c->r[i].key, kb, kl)) {
@@ -899,7 +906,7 @@ static void test_dirty_and_sweep(void **state) {
         for (int i = 0; i < 50; i++) {
                 char key[16];
                 snprintf(key, sizeof(key), "n%d", i);
-                sl_bkey_t *k;
+                sl_backlog_key_t *k;
                 sl_backlog_offer(f->bl, key, strlen(key), T0 + 20 * HOUR,
                                  T0 + 10 * HOUR, &k);
         }
@@ -913,12 +920,13 @@ static void test_dirty_and_sweep(void **state) {
 }
 
 /* Lists a key's buffered offsets into buf (NUL-separated text). */
-static void key_offsets(const sl_bkey_t *k, char *buf, size_t size) {
+static void key_offsets(const sl_backlog_key_t *k, char *buf, size_t size) {
         size_t n = 0;
         buf[0] = '\0';
-        for (uint32_t i = 0; i < sl_bkey_len(k); i++)
-                n += (size_t)snprintf(buf + n, size - n, "%lld,",
-                                      (long long)sl_bkey_entry(k, i)->offset);
+        for (uint32_t i = 0; i < sl_backlog_key_len(k); i++)
+                n += (size_t)snprintf(
+                    buf + n, size - n, "%lld,",
+                    (long long)sl_backlog_key_entry(k, i)->offset);
 }
 
 typedef struct cmp_s {
@@ -926,14 +934,14 @@ typedef struct cmp_s {
         int checked;
 } cmp_t;
 
-static void compare_key(const sl_bkey_t *k, void *opaque) {
+static void compare_key(const sl_backlog_key_t *k, void *opaque) {
         cmp_t *c = opaque;
         size_t kl;
-        const char *kb = sl_bkey_key(k, &kl);
-        const sl_bkey_t *o = sl_backlog_find(c->other, kb, kl);
+        const char *kb = sl_backlog_key_key(k, &kl);
+        const sl_backlog_key_t *o = sl_backlog_find(c->other, kb, kl);
         char a[4096], b[4096];
 
-        if (!sl_bkey_len(k))
+        if (!sl_backlog_key_len(k))
                 return;
         assert_non_null(o);
         key_offsets(k, a, sizeof(a));
@@ -1021,8 +1029,8 @@ static void test_rebuild(void **state) {
         for (int i = 0; i < 5; i++) {
                 char key[16];
                 snprintf(key, sizeof(key), "k%d", i);
-                sl_bkey_t *k = sl_backlog_find(rb, key, strlen(key));
-                if (k && sl_bkey_len(k)) {
+                sl_backlog_key_t *k = sl_backlog_find(rb, key, strlen(key));
+                if (k && sl_backlog_key_len(k)) {
                         assert_null(sl_backlog_restore_key(rb, key, strlen(key),
                                                            0, 0, t));
                         break;
@@ -1371,8 +1379,8 @@ static void test_random_against_model(void **state) {
                 kinds[got.e[i].kind == 'F'   ? 0
                       : got.e[i].kind == 'S' ? 1
                                              : 2]++;
-        sl_bcache_stats_t cs;
-        sl_bcache_stats(f->cache, &cs);
+        sl_backlog_cache_stats_t cs;
+        sl_backlog_cache_stats(f->cache, &cs);
         print_message("model: %d messages, %zu forwarded, %zu sent from the "
                       "backlog, %zu expired, %d rate changes, %llu fetches, "
                       "%llu evictions, %d checkpoint checks: all agree\n",
@@ -1443,7 +1451,7 @@ static void test_random_delayed_fetches(void **state) {
                                  rand() % 4 ? val : NULL);
                 }
                 if (rand() % 4000 == 0)
-                        sl_bcache_set_budget(fa->cache, rand() % 5000);
+                        sl_backlog_cache_set_budget(fa->cache, rand() % 5000);
 
                 for (int q = 0; q < 2; q++) {
                         fx_t *f = parts[q];
@@ -1460,7 +1468,8 @@ static void test_random_delayed_fetches(void **state) {
                         while (sl_backlog_poll(f->bl, t, &it, &next)) {
                                 int ki, id;
                                 if (it.action == SL_BACKLOG_FETCH) {
-                                        assert_true(sl_bkey_parked(it.key));
+                                        assert_true(
+                                            sl_backlog_key_parked(it.key));
                                         if (rand() % 50 == 0) {
                                                 /* The record is gone. */
                                                 rec_t *r = &f->ovf[it.offset];
@@ -1502,7 +1511,7 @@ static void test_random_delayed_fetches(void **state) {
                         /* New input. */
                         if (input && rand() % 10 == 0) {
                                 int i = rand() % PKEYS, id = next_id++;
-                                sl_bkey_t *k;
+                                sl_backlog_key_t *k;
                                 snprintf(key, sizeof(key), "k%d", i);
                                 snprintf(p, sizeof(p), "k%d#%d#%.*s", i, id,
                                          rand() % 40, dots);
@@ -1565,10 +1574,10 @@ static void test_random_delayed_fetches(void **state) {
                         sl_backlog_sweep(fb->bl, t, 3, NULL, NULL);
                 }
                 if (t % 250 == 0) {
-                        sl_bcache_stats_t cs;
+                        sl_backlog_cache_stats_t cs;
                         assert_int_equal(sl_backlog_verify(fa->bl), 0);
                         assert_int_equal(sl_backlog_verify(fb->bl), 0);
-                        sl_bcache_stats(fa->cache, &cs);
+                        sl_backlog_cache_stats(fa->cache, &cs);
                         assert_true(cs.bytes - cs.pinned_bytes <= cs.budget);
                 }
         }
