@@ -75,10 +75,11 @@ sl_histogram_t *sl_metrics_histogram(sl_metrics_t *m, const char *name,
  * handle stored in the owner's struct at the row's offset.
  *
  *   static const sl_metric_def_t defs[] = {
- *       SL_METRICS_COUNTER(tp_t, m_out, "sluice_records_out_total",
- *                          "Records produced to outputs/targets."),
- *       SL_METRICS_COUNTER_L(tp_t, m_dlq_expired, "sluice_records_dlq_total",
- *                            "Records sent to the DLQ.", "reason", "expired"),
+ *       SL_METRICS_COUNTER(tp_t, m_drained, "sluice_throttle_drained_total",
+ *                          "Messages sent from the backlog at their key's "
+ *                          "rate."),
+ *       SL_METRICS_GAUGE_L(tp_t, m_paused, "sluice_input_paused",
+ *                          "1 while the input waits.", "cap", "keys"),
  *   };
  *   sl_metrics_register(m, defs, SL_ARRAY_SIZE(defs), tp, pipeline_name);
  *

@@ -40,13 +40,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static sl_pipeline_conf_t pipes[] = {
-    {.name = "timers", .type = SL_OP_DELAY, .api = 1},
-    {.name = "lim", .type = SL_OP_THROTTLE, .api = 1},
-    {.name = "g/1 \xc3\xbc", .type = SL_OP_DEBOUNCE, .api = 1},
-    {.name = "hidden", .type = SL_OP_DELAY, .api = 0},
-};
-static sl_conf_t conf = {.pipelines = pipes, .pipeline_cnt = 4};
+#include "apireq_conf.inc"
 
 static void check_path(const char *url, const char *method) {
         sl_apireq_path_t pp, back;

@@ -17,13 +17,7 @@
 #include "apireq.h"
 #include "util.h"
 
-static sl_pipeline_conf_t pipes[] = {
-    {.name = "timers", .type = SL_OP_DELAY, .api = 1},
-    {.name = "lim", .type = SL_OP_THROTTLE, .api = 1},
-    {.name = "g/1 \xc3\xbc", .type = SL_OP_DEBOUNCE, .api = 1},
-    {.name = "hidden", .type = SL_OP_DELAY, .api = 0},
-};
-static sl_conf_t conf = {.pipelines = pipes, .pipeline_cnt = 4};
+#include "../fuzz/apireq_conf.inc"
 
 /* Paths that name a route: route, pipeline and the decoded key. */
 static void test_paths(void **state) {
