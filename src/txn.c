@@ -1427,8 +1427,10 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
             NULL);
         txn->m_markers_seconds = sl_metrics_histogram(
             metrics, "sluice_txn_markers_seconds",
-            "Time from commit_transaction's return until Kafka's "
-            "transaction coordinator had finished that commit (written its "
+            "With transaction_producers = 1 only (with two, the next "
+            "transaction does not wait for them): time from "
+            "commit_transaction's return until Kafka's transaction "
+            "coordinator had finished that commit (written its "
             "markers) and took the next transaction, measured when records "
             "were waiting for it: read_committed readers see a "
             "transaction's records only once its markers are written.",
