@@ -296,7 +296,7 @@ section_delay_fire() {
     max=$(bench_field "$line" lateness_max_ms)
     p50=$(bench_field "$line" lateness_p50_ms)
     rate=$(awk -v n="$n" -v m="$max" 'BEGIN { printf "%.0f", (m > 0 ? n * 1000 / m : 0) }')
-    bench_figure delay_fire "timers fired/s, $n due at once" "$rate" rec/s "$(bench_ratio "$rate")" ">= 0.4"
+    bench_figure delay_fire "timers fired/s, $n due at once" "$rate" rec/s "$(bench_ratio "$rate")" ">= 0.6"
     bench_figure delay_fire "  due → last visible (read_committed)" \
         "$(awk -v m="$max" 'BEGIN { printf "%.3f", m / 1000 }')" s
     bench_figure delay_fire "  due → half visible" \
