@@ -727,10 +727,11 @@ static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
         app_set_kafka_up(app, !err, rd_kafka_err2str(err));
 }
 
-/* The input's end of a waiting partition, for the lag.  A partition
- * paused for a cap or a lookup is not fetched, so librdkafka's cached
- * watermark stands still (or is missing, when it paused before its first
- * fetch): while it waits, its end is looked up every SL_INPUT_END_EVERY_MS,
+/* The input's end of a partition that is not fetched, for the lag.  A
+ * partition rebuilding, or paused for a cap or a lookup, is not fetched,
+ * so librdkafka's cached watermark stands still (or is missing, when it
+ * paused before its first fetch): while so, its end is looked up every
+ * SL_INPUT_END_EVERY_MS,
  * with at most SL_INPUT_END_ASKS lookups in flight for the whole process
  * (they share kquery's workers with the rebuilds' lookups), each answer
  * starting the next. */
@@ -738,8 +739,8 @@ static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
 #define SL_INPUT_END_ASKS     2
 #define SL_INPUT_END_TMO_MS   2000
 
-static int task_waits(const sl_task_t *t) {
-        return t->state == SL_TASK_RUNNING && (t->cap_wait || t->lookup_wait);
+static int task_unfetched(const sl_task_t *t) {
+        return t->state == SL_TASK_REBUILDING || t->cap_wait || t->lookup_wait;
 }
 
 static void app_ask_input_ends(sl_app_t *app, int64_t now);
@@ -766,7 +767,7 @@ static void app_ask_input_ends(sl_app_t *app, int64_t now) {
                         sl_task_t *t = pl->tasks[p];
                         if (app->rt.input_end_asks >= SL_INPUT_END_ASKS)
                                 return;
-                        if (!t || !task_waits(t) || t->input_end.asking ||
+                        if (!t || !task_unfetched(t) || t->input_end.asking ||
                             now - t->input_end.asked_ms < SL_INPUT_END_EVERY_MS)
                                 continue;
                         t->input_end.asked_ms = now;
@@ -781,20 +782,36 @@ static void app_ask_input_ends(sl_app_t *app, int64_t now) {
         }
 }
 
+/* Where a partition's lag counts from: the next offset it reads; for a
+ * partition rebuilding, the committed offset its input resumes at (the
+ * one this instance last committed while that is still being read
+ * again).  -1: from the log's first offset (nothing read, nothing
+ * committed); -2: not known yet (a first rebuild still reading its
+ * committed offset). */
+static int64_t task_lag_from(const sl_task_t *t) {
+        if (t->state == SL_TASK_RUNNING)
+                return t->next_offset;
+        if (t->rebuild_phase != SL_REBUILD_COMMITTED)
+                return t->rebuild_committed;
+        return t->committed_offset >= 0 ? t->committed_offset : -2;
+}
+
 /* The records a pipeline's input holds beyond what its tasks have read,
  * from the consumer's cached watermarks (as of the last fetch), or for a
- * waiting partition the end looked up above when that is further; a
- * running partition that has read nothing yet and has no committed offset
- * reads from the log's first offset.  With running_only, over the
- * partitions being read (not rebuilding, not paused for a cap or a
- * lookup).  *read, when given, gets the sum of the tasks' next offsets. */
+ * partition not fetched (rebuilding, or waiting at a cap or a lookup) the
+ * end looked up above when that is further.  A partition with no offset
+ * to start from reads from the log's first one; one whose committed
+ * offset is still being read is left out until it is known.  With
+ * running_only, over the partitions being read (not rebuilding, not
+ * paused for a cap or a lookup).  *read, when given, gets the sum of the
+ * tasks' next offsets. */
 static int64_t app_pipeline_lag(sl_app_t *app, sl_pipeline_t *pl,
                                 int running_only, int64_t *read) {
         int64_t lag = 0;
         for (int p = 0; p < pl->partition_cnt; p++) {
                 sl_task_t *t = pl->tasks[p];
                 int64_t lo, hi, from;
-                if (!t || (t->next_offset < 0 && t->state != SL_TASK_RUNNING))
+                if (!t || (from = task_lag_from(t)) == -2)
                         continue;
                 if (running_only &&
                     (t->state != SL_TASK_RUNNING || t->revoking ||
@@ -805,11 +822,12 @@ static int64_t app_pipeline_lag(sl_app_t *app, sl_pipeline_t *pl,
                 if (rd_kafka_get_watermark_offsets(
                         app->rt.consumer, pl->conf->input, p, &lo, &hi))
                         lo = hi = -1;
-                if (task_waits(t) && t->input_end.offset > hi) {
+                if (task_unfetched(t) && t->input_end.offset > hi) {
                         hi = t->input_end.offset;
                         lo = t->input_end.start;
                 }
-                from = t->next_offset >= 0 ? t->next_offset : lo;
+                if (from < 0)
+                        from = lo;
                 if (from >= 0 && hi > from)
                         lag += hi - from;
         }
@@ -1563,8 +1581,18 @@ static void app_error_cb(rd_kafka_t *rk, int err, const char *reason,
         }
         if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
                 app_set_kafka_up(app, 0, reason);
-        sl_kafka_log_error(rk == app->rt.reader ? "reader" : "consumer", err,
-                           reason);
+        sl_kafka_log_error(rk == app->rt.reader ? "reader"
+                           : rk == app->lookup  ? "lookups"
+                                                : "consumer",
+                           err, reason);
+}
+
+/* The lookup client's events: its errors (through app_error_cb). */
+static int app_serve_lookup(void *opaque, int budget) {
+        sl_app_t *app = opaque;
+        (void)budget;
+        rd_kafka_poll(app->lookup, 0);
+        return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1763,6 +1791,19 @@ static rd_kafka_conf_t *app_reader_conf(sl_app_t *app, char *errstr,
         SET(kc, "max.partition.fetch.bytes", "16777216");
         return kc;
 }
+
+/* The lookup client (app.h): read_committed, so that a watermark's "high"
+ * is the last stable offset; it joins no group and fetches nothing. */
+static rd_kafka_conf_t *app_lookup_conf(sl_app_t *app, char *errstr,
+                                        size_t errstr_size) {
+        rd_kafka_conf_t *kc;
+        if (!(kc = app_kconf(app, errstr, errstr_size)))
+                return NULL;
+        SET(kc, "enable.auto.commit", "false");
+        SET(kc, "isolation.level", "read_committed");
+        SET(kc, "client.id", app->client_id);
+        return kc;
+}
 #undef SET
 
 /* The producers learn each topic they will write to now, not at the first
@@ -1949,8 +1990,10 @@ static const sl_metric_def_t pipeline_metrics[] = {
     SL_METRICS_GAUGE_L(sl_pipeline_metrics_t, partitions_rebuilding,
                        "sluice_partitions", "Assigned partitions by state.",
                        "state", "rebuilding"),
-    SL_METRICS_GAUGE(sl_pipeline_metrics_t, consumer_lag, "sluice_consumer_lag",
-                     "Input records not yet processed (assigned partitions)."),
+    SL_METRICS_GAUGE(
+        sl_pipeline_metrics_t, consumer_lag, "sluice_consumer_lag",
+        "Input records not yet processed (assigned partitions, rebuilding "
+        "ones included)."),
 };
 
 static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
@@ -2125,6 +2168,12 @@ static void app_destroy(sl_app_t *app) {
         }
         free(app->pipelines);
         sl_kquery_destroy(app->rt.kq);
+        sl_kwatch_close(app->lookup_w);
+        app->lookup_w = NULL;
+        if (app->lookup_q)
+                rd_kafka_queue_destroy(app->lookup_q);
+        if (app->lookup)
+                rd_kafka_destroy(app->lookup);
         if (app->reader_q)
                 rd_kafka_queue_destroy(app->reader_q);
         if (app->rt.reader) {
@@ -2231,8 +2280,20 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         }
         app->reader_q = rd_kafka_queue_get_consumer(app->rt.reader);
         rd_kafka_poll_set_consumer(app->rt.reader);
-        if (!(app->rt.kq = sl_kquery_new(app->loop, app->rt.reader, errstr,
-                                         errstr_size)))
+        if (!(kc = app_lookup_conf(app, errstr, errstr_size)))
+                return -1;
+        if (!(app->lookup =
+                  rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return -1;
+        }
+        app->lookup_q = rd_kafka_queue_get_main(app->lookup);
+        if (!(app->lookup_w =
+                  sl_kwatch_new(app->loop, app->lookup_q, app_serve_lookup, app,
+                                errstr, errstr_size)))
+                return -1;
+        if (!(app->rt.kq =
+                  sl_kquery_new(app->loop, app->lookup, errstr, errstr_size)))
                 return -1;
         if (app_pipelines(app, errstr, errstr_size) == -1)
                 return -1;

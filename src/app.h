@@ -78,6 +78,14 @@ struct sl_app_s {
         int turn;
         rd_kafka_queue_t *consumer_q;
         rd_kafka_queue_t *reader_q;
+        /* The client kquery's lookups use (rt.kq), lives as long as the
+         * process.  Not the reader: a broker mutes a client's connection
+         * while it throttles its fetches (a fetch quota on a rebuild), and
+         * the lookups, the probe among them, would time out with it.  Its
+         * events (errors) come on lookup_q, served by lookup_w. */
+        rd_kafka_t *lookup;
+        rd_kafka_queue_t *lookup_q;
+        sl_kwatch_t *lookup_w;
         sl_watchdog_t *watchdog;
         /* Unique to this process; with the API on, it ends in
          * "@HOST:PORT", the API address other members forward to. */

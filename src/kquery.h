@@ -36,9 +36,10 @@
 
 typedef struct sl_kquery_s sl_kquery_t;
 
-/* A lookup handle.  rk is the client every lookup uses (sluice passes its
- * assign-only "reader" consumer, which is never re-created); it is borrowed
- * and must outlive q.  Its configuration shapes some answers: with
+/* A lookup handle.  rk is the client every lookup uses (sluice passes a
+ * client of its own that fetches nothing, app.h: a client whose fetches
+ * a broker throttles has its connection muted, lookups included); it is
+ * borrowed and must outlive q.  Its configuration shapes some answers: with
  * isolation.level=read_committed the "high" watermark is the last stable
  * offset.  Starts the worker threads.  Returns NULL and a message in errstr
  * on failure (handles it opened close on the loop's next turn, as after

@@ -69,7 +69,7 @@ struct sl_runtime_s {
         rd_kafka_t *reader;
         sl_kwatch_t *consumer_w;
         sl_kwatch_t *reader_w;
-        sl_kquery_t *kq;        /* lookups off the loop, on the reader */
+        sl_kquery_t *kq;        /* lookups off the loop (app.h: lookup) */
         uint64_t reader_batch;  /* batches taken from the reader so far */
         uint32_t epoch_counter; /* task epochs (task.h) */
 
