@@ -173,10 +173,10 @@ static void topic_cache_new(sl_app_t *app) {
         c->tc = sl_topiccache_new(SL_TOPICCACHE_CAPACITY, SL_TOPICCACHE_LOOKUPS,
                                   app);
         c->m_entries = sl_metrics_gauge(
-            app->metrics, "sluice_topic_cache_entries",
+            app->rt.metrics, "sluice_topic_cache_entries",
             "Topics in the target metadata cache (at most 1024).", NULL);
         c->m_evictions = sl_metrics_counter(
-            app->metrics, "sluice_topic_cache_evictions_total",
+            app->rt.metrics, "sluice_topic_cache_evictions_total",
             "Topics evicted from the full target metadata cache.", NULL);
         app->topics = c;
 }
@@ -202,8 +202,8 @@ int sl_task_topic_partitions(sl_task_t *t, const char *topic) {
 int sl_app_is_internal_topic(const sl_app_t *app, const char *name) {
         if (sl_topic_is_kafka_internal(name))
                 return 1;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *pc = app->pipelines[i].conf;
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *pc = app->rt.pipelines[i].conf;
                 if ((pc->changelog && !strcmp(name, pc->changelog)) ||
                     (pc->dlq && !strcmp(name, pc->dlq)) ||
                     (pc->overflow && !strcmp(name, pc->overflow)) ||
@@ -214,11 +214,11 @@ int sl_app_is_internal_topic(const sl_app_t *app, const char *name) {
 }
 
 const sl_conf_t *sl_app_conf(const sl_app_t *app) {
-        return app->conf;
+        return app->rt.conf;
 }
 
 sl_metrics_t *sl_app_metrics(sl_app_t *app) {
-        return app->metrics;
+        return app->rt.metrics;
 }
 
 /* ------------------------------------------------------------------ */
@@ -250,10 +250,10 @@ static void app_delivered(sl_app_t *app, const rd_kafka_message_t *m,
         int32_t part = (int32_t)((flags >> 10) & 0x3fffff);
         uint32_t epoch = (uint32_t)(flags >> 32);
         sl_task_t *t;
-        if (idx >= app->pipeline_cnt ||
-            part >= app->pipelines[idx].partition_cnt)
+        if (idx >= app->rt.pipeline_cnt ||
+            part >= app->rt.pipelines[idx].partition_cnt)
                 return;
-        t = app->pipelines[idx].tasks[part];
+        t = app->rt.pipelines[idx].tasks[part];
         if (t && t->epoch == epoch && t->state == SL_TASK_RUNNING &&
             t->pl->op->delivered)
                 t->pl->op->delivered(t, m);
@@ -323,8 +323,8 @@ static int app_may_produce(const sl_app_t *app) {
 }
 
 static void app_for_each_task(sl_app_t *app, void (*fn)(sl_task_t *t)) {
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 for (int p = 0; p < pl->partition_cnt; p++)
                         if (pl->tasks[p])
                                 fn(pl->tasks[p]);
@@ -332,9 +332,9 @@ static void app_for_each_task(sl_app_t *app, void (*fn)(sl_task_t *t)) {
 }
 
 static sl_pipeline_t *app_pipeline_by_input(sl_app_t *app, const char *topic) {
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                if (!strcmp(app->pipelines[i].conf->input, topic))
-                        return &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++)
+                if (!strcmp(app->rt.pipelines[i].conf->input, topic))
+                        return &app->rt.pipelines[i];
         return NULL;
 }
 
@@ -350,8 +350,8 @@ static sl_task_t *app_task_of(sl_app_t *app, const char *topic, int32_t p) {
 static rd_kafka_topic_partition_list_t *app_offsets(void *opaque, int all) {
         sl_app_t *app = opaque;
         rd_kafka_topic_partition_list_t *offs = NULL;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 for (int p = 0; p < pl->partition_cnt; p++) {
                         sl_task_t *t = pl->tasks[p];
                         if (!t || t->state != SL_TASK_RUNNING ||
@@ -378,8 +378,8 @@ static int app_reports_pending(void *opaque) {
  * tracked record of the transaction was delivered. */
 static void app_precommit(void *opaque) {
         sl_app_t *app = opaque;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 if (!pl->op->precommit)
                         continue;
                 for (int p = 0; p < pl->partition_cnt; p++)
@@ -393,8 +393,8 @@ static void app_precommit(void *opaque) {
  * transaction, just before its offsets are taken. */
 static void app_seal(void *opaque) {
         sl_app_t *app = opaque;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 if (!pl->op->seal)
                         continue;
                 for (int p = 0; p < pl->partition_cnt; p++)
@@ -526,7 +526,7 @@ static void app_exit_hook(void *opaque, int code) {
         sl_app_t *app = opaque;
         app->exit_code = code;
         app->phase = SL_RUN_STOPPED;
-        uv_stop(app->loop);
+        uv_stop(app->rt.loop);
 }
 
 static void app_on_commit_timer(uv_timer_t *timer);
@@ -572,8 +572,8 @@ void sl_task_commit_soon(sl_task_t *t) {
  * (sl_op_t wake_is_deadline), 0: none. */
 static int64_t app_next_due(sl_app_t *app) {
         int64_t next = 0;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 if (!pl->op->wake_is_deadline)
                         continue;
                 for (int p = 0; p < pl->partition_cnt; p++) {
@@ -626,8 +626,8 @@ int sl_app_caps_reason(sl_app_t *app, char *buf, size_t size) {
         int n = 0;
         if (size)
                 buf[0] = '\0';
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 for (int j = 0; j < pl->cap_cnt; j++) {
                         const sl_pcap_t *c = pl->caps[j];
                         sl_gauge_set(c->m_used, (double)c->cap.used);
@@ -656,8 +656,8 @@ static void app_set_ready(sl_app_t *app, int ready, const char *why) {
 void sl_app_update_ready(sl_app_t *app) {
         char why[320], trouble[256], caps[256];
         int rebuilding = 0, capped;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 int run = 0, reb = 0;
                 for (int p = 0; p < pl->partition_cnt; p++) {
                         if (!pl->tasks[p])
@@ -761,8 +761,8 @@ static void app_on_input_end(void *opaque, rd_kafka_resp_err_t err, int64_t lo,
 }
 
 static void app_ask_input_ends(sl_app_t *app, int64_t now) {
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 for (int p = 0; p < pl->partition_cnt; p++) {
                         sl_task_t *t = pl->tasks[p];
                         if (app->rt.input_end_asks >= SL_INPUT_END_ASKS)
@@ -859,7 +859,7 @@ static int64_t app_pipeline_lag(sl_app_t *app, sl_pipeline_t *pl,
 #define SL_CATCHUP_QUIET_MS   10000
 
 static int app_catching_up(sl_app_t *app) {
-        const sl_conf_t *c = app->conf;
+        const sl_conf_t *c = app->rt.conf;
         int64_t now = sl_mono_us(),
                 hold_ms = SL_MIN(SL_MAX(c->backlog_commit_interval_ms,
                                         c->commit_interval_ms),
@@ -881,9 +881,9 @@ static int app_catching_up(sl_app_t *app) {
 
         if (hold_ms > c->commit_interval_ms && read > 0 && span_us > 0 &&
             app->rt.consumer && app->phase == SL_RUN_RUNNING) {
-                for (int k = 0; k < app->pipeline_cnt; k++)
-                        lag +=
-                            app_pipeline_lag(app, &app->pipelines[k], 1, NULL);
+                for (int k = 0; k < app->rt.pipeline_cnt; k++)
+                        lag += app_pipeline_lag(app, &app->rt.pipelines[k], 1,
+                                                NULL);
                 /* lag / (read / span) >= need */
                 behind = (double)lag * (double)span_us >=
                          (double)read * (double)need_ms * 1000.0;
@@ -960,11 +960,11 @@ static void app_trim_after_burst(sl_app_t *app, int64_t now, int64_t lag,
 static rd_kafka_resp_err_t app_subscribe(sl_app_t *app) {
         rd_kafka_topic_partition_list_t *topics;
         rd_kafka_resp_err_t err;
-        topics = rd_kafka_topic_partition_list_new(app->pipeline_cnt);
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                rd_kafka_topic_partition_list_add(topics,
-                                                  app->pipelines[i].conf->input,
-                                                  RD_KAFKA_PARTITION_UA);
+        topics = rd_kafka_topic_partition_list_new(app->rt.pipeline_cnt);
+        for (int i = 0; i < app->rt.pipeline_cnt; i++)
+                rd_kafka_topic_partition_list_add(
+                    topics, app->rt.pipelines[i].conf->input,
+                    RD_KAFKA_PARTITION_UA);
         err = rd_kafka_subscribe(app->rt.consumer, topics);
         rd_kafka_topic_partition_list_destroy(topics);
         return err;
@@ -972,9 +972,9 @@ static rd_kafka_resp_err_t app_subscribe(sl_app_t *app) {
 
 static int app_task_cnt(const sl_app_t *app) {
         int n = 0;
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                for (int p = 0; p < app->pipelines[i].partition_cnt; p++)
-                        n += app->pipelines[i].tasks[p] != NULL;
+        for (int i = 0; i < app->rt.pipeline_cnt; i++)
+                for (int p = 0; p < app->rt.pipelines[i].partition_cnt; p++)
+                        n += app->rt.pipelines[i].tasks[p] != NULL;
         return n;
 }
 
@@ -989,7 +989,7 @@ static void app_group_rejoin(sl_app_t *app, const sl_groupcheck_look_t *look,
                "while group %s was stable; this member (%d partitions) leaves "
                "and rejoins the group so that it rebalances",
                look->unowned, look->example, (double)gap_ms / 1000.0,
-               app->conf->app_id, app_task_cnt(app));
+               app->rt.conf->app_id, app_task_cnt(app));
         sl_counter_inc(app->m_group_rejoins);
         if ((err = rd_kafka_unsubscribe(app->rt.consumer)))
                 sl_log(LOG_ERR, "GROUP", "unsubscribe: %s",
@@ -1014,14 +1014,14 @@ static void app_on_group_look(void *opaque, rd_kafka_resp_err_t err,
         if (err || !app->rt.consumer || app->phase != SL_RUN_RUNNING ||
             app->rejoin_at_ms)
                 return;
-        topics = sl_calloc((size_t)app->pipeline_cnt, sizeof(*topics));
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                topics[i].name = app->pipelines[i].conf->input;
-                topics[i].partition_cnt = app->pipelines[i].partition_cnt;
+        topics = sl_calloc((size_t)app->rt.pipeline_cnt, sizeof(*topics));
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                topics[i].name = app->rt.pipelines[i].conf->input;
+                topics[i].partition_cnt = app->rt.pipelines[i].partition_cnt;
         }
         mine = rd_kafka_memberid(app->rt.consumer);
-        sl_groupcheck_look(topics, app->pipeline_cnt, members, member_cnt, mine,
-                           &look);
+        sl_groupcheck_look(topics, app->rt.pipeline_cnt, members, member_cnt,
+                           mine, &look);
         free(topics);
         if (mine)
                 rd_kafka_mem_free(NULL, mine);
@@ -1038,7 +1038,8 @@ static void app_on_group_look(void *opaque, rd_kafka_resp_err_t err,
                         sl_log(LOG_NOTICE, "GROUP",
                                "%d input partitions (e.g. %s) have no owner "
                                "while group %s is stable; watching",
-                               look.unowned, look.example, app->conf->app_id);
+                               look.unowned, look.example,
+                               app->rt.conf->app_id);
                 break;
         case SL_GROUPCHECK_REPAIR:
                 app_group_rejoin(app, &look, now - since);
@@ -1064,12 +1065,12 @@ static void app_group_tick(sl_app_t *app, int64_t now) {
                         return;
                 }
                 sl_log(LOG_NOTICE, "GROUP", "joining group %s again",
-                       app->conf->app_id);
+                       app->rt.conf->app_id);
                 return;
         }
         if (app->group_look_inflight || now < app->group_look_next_ms)
                 return;
-        if (sl_kquery_group_owners(app->rt.kq, app->conf->app_id,
+        if (sl_kquery_group_owners(app->rt.kq, app->rt.conf->app_id,
                                    SL_GROUP_LOOK_TMO_MS, app_on_group_look,
                                    app) == 0) {
                 app->group_look_inflight = 1;
@@ -1096,8 +1097,8 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         int64_t lag_all = 0, read = 0;
         if (app->rt.consumer)
                 app_ask_input_ends(app, now);
-        for (int i = 0; i < app->pipeline_cnt && app->rt.consumer; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt && app->rt.consumer; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 int64_t lag = app_pipeline_lag(app, pl, 0, &read);
                 sl_gauge_set(pl->metrics->consumer_lag, (double)lag);
                 lag_all += lag;
@@ -1384,8 +1385,8 @@ static void app_wake_fetcher(sl_app_t *app) {
                                                                m->partition);
                 tp->offset = SL_MAX(tp->offset, m->offset + 1);
         }
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 for (int p = 0; p < pl->partition_cnt; p++) {
                         sl_task_t *t = pl->tasks[p];
                         rd_kafka_topic_partition_t *tp =
@@ -1508,8 +1509,8 @@ static void app_reader_record(sl_app_t *app, const rd_kafka_message_t *m) {
                 return;
         }
         topic = rd_kafka_topic_name(m->rkt);
-        for (int i = 0; i < app->pipeline_cnt && !served; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt && !served; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 sl_task_t *t;
                 if (pl->table_parts &&
                     !strcmp(pl->op->table_topic(pl), topic)) {
@@ -1670,7 +1671,8 @@ static int app_table_start(sl_app_t *app, sl_pipeline_t *pl, int cnt,
 
 static rd_kafka_conf_t *app_kconf(sl_app_t *app, char *errstr,
                                   size_t errstr_size) {
-        rd_kafka_conf_t *kc = sl_conf_rdkafka(app->conf, errstr, errstr_size);
+        rd_kafka_conf_t *kc =
+            sl_conf_rdkafka(app->rt.conf, errstr, errstr_size);
         if (!kc)
                 return NULL;
         rd_kafka_conf_set_log_cb(kc, sl_kafka_log_cb);
@@ -1701,7 +1703,7 @@ static int app_kafka_defaults(sl_app_t *app, rd_kafka_conf_t *kc,
                               size_t errstr_size) {
         for (size_t i = 0; i < sl_kafka_defaults_cnt; i++) {
                 const sl_kafka_default_t *d = &sl_kafka_defaults[i];
-                if (d->client != client || user_set(app->conf, d->name))
+                if (d->client != client || user_set(app->rt.conf, d->name))
                         continue;
                 if (sl_kafka_conf_set(kc, d->name, d->value, errstr,
                                       errstr_size) == -1) {
@@ -1724,15 +1726,15 @@ static rd_kafka_conf_t *app_producer_conf(void *opaque, int idx, char *errstr,
         const char *suffix = idx ? SL_TXNID_SECOND_SUFFIX : "";
         if (!(kc = app_kconf(app, errstr, errstr_size)))
                 return NULL;
-        if (app->conf->instance_id && *app->conf->instance_id)
-                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->conf->app_id,
-                         app->conf->instance_id, suffix);
+        if (app->rt.conf->instance_id && *app->rt.conf->instance_id)
+                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->rt.conf->app_id,
+                         app->rt.conf->instance_id, suffix);
         else
-                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->conf->app_id,
+                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->rt.conf->app_id,
                          app->client_id, suffix);
         SET(kc, "transactional.id", txnid);
         snprintf(buf, sizeof(buf), "%lld",
-                 (long long)app->conf->transaction_timeout_ms);
+                 (long long)app->rt.conf->transaction_timeout_ms);
         SET(kc, "transaction.timeout.ms", buf);
         SET(kc, "client.id", app->client_id);
         if (app_kafka_defaults(app, kc, SL_KAFKA_PRODUCER, errstr,
@@ -1750,9 +1752,9 @@ static rd_kafka_conf_t *app_consumer_conf(void *opaque, char *errstr,
         rd_kafka_conf_t *kc;
         if (!(kc = app_kconf(app, errstr, errstr_size)))
                 return NULL;
-        SET(kc, "group.id", app->conf->app_id);
-        if (app->conf->instance_id && *app->conf->instance_id)
-                SET(kc, "group.instance.id", app->conf->instance_id);
+        SET(kc, "group.id", app->rt.conf->app_id);
+        if (app->rt.conf->instance_id && *app->rt.conf->instance_id)
+                SET(kc, "group.instance.id", app->rt.conf->instance_id);
         SET(kc, "partition.assignment.strategy", "cooperative-sticky");
         SET(kc, "enable.auto.commit", "false");
         SET(kc, "enable.auto.offset.store", "false");
@@ -1810,8 +1812,8 @@ static rd_kafka_conf_t *app_lookup_conf(sl_app_t *app, char *errstr,
  * record (which would wait for the next metadata refresh): the handles are
  * kept while the producers live, so librdkafka keeps the topics known. */
 static void app_warm_topics(sl_app_t *app) {
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *pc = app->pipelines[i].conf;
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *pc = app->rt.pipelines[i].conf;
                 const char *names[] = {pc->changelog, pc->dlq, pc->output,
                                        pc->overflow};
                 for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
@@ -1893,8 +1895,8 @@ static void app_clients_ready(void *opaque, rd_kafka_t *const *producers,
         app->consumer_q = rd_kafka_queue_get_consumer(consumer);
         app_fetch_full_at(app);
         app->rt.consumer_w =
-            sl_kwatch_new(app->loop, app->consumer_q, app_serve_consumer, app,
-                          errstr, sizeof(errstr));
+            sl_kwatch_new(app->rt.loop, app->consumer_q, app_serve_consumer,
+                          app, errstr, sizeof(errstr));
         sl_assert(app->rt.consumer_w);
         app_warm_topics(app);
         if ((err = app_subscribe(app))) {
@@ -1904,9 +1906,10 @@ static void app_clients_ready(void *opaque, rd_kafka_t *const *producers,
                 return;
         }
         sl_log(LOG_NOTICE, "INIT", "Kafka clients ready; joining group %s%s%s",
-               app->conf->app_id,
-               app->conf->instance_id && *app->conf->instance_id ? " as " : "",
-               app->conf->instance_id ? app->conf->instance_id : "");
+               app->rt.conf->app_id,
+               app->rt.conf->instance_id && *app->rt.conf->instance_id ? " as "
+                                                                       : "",
+               app->rt.conf->instance_id ? app->rt.conf->instance_id : "");
         sl_app_update_ready(app);
 }
 
@@ -1935,8 +1938,8 @@ static void app_clients_lost(void *opaque) {
         app->rt.revoking = NULL;
         app->rt.revoke_commit_started = 0;
         app_for_each_task(app, task_destroy_cb);
-        for (int i = 0; i < app->pipeline_cnt; i++)
-                sl_parts_reset(&app->pipelines[i]);
+        for (int i = 0; i < app->rt.pipeline_cnt; i++)
+                sl_parts_reset(&app->rt.pipelines[i]);
         sl_kwatch_close(app->rt.consumer_w);
         app->rt.consumer_w = NULL;
         if (app->consumer_q)
@@ -1959,11 +1962,11 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
 /* Checks every pipeline's topics (parts.h), then sets the pipelines up. */
 static int app_pipelines(sl_app_t *app, char *errstr, size_t errstr_size) {
         int *in_cnt =
-            sl_calloc((size_t)app->conf->pipeline_cnt + 1, sizeof(*in_cnt));
+            sl_calloc((size_t)app->rt.conf->pipeline_cnt + 1, sizeof(*in_cnt));
         int r;
 
         /* Before the loop runs: a blocking look is fine here. */
-        r = sl_parts_check_start(app->rt.reader, app->conf, in_cnt, errstr,
+        r = sl_parts_check_start(app->rt.reader, app->rt.conf, in_cnt, errstr,
                                  errstr_size);
         if (r == 0)
                 r = app_pipelines_init(app, in_cnt, errstr, errstr_size);
@@ -1998,13 +2001,12 @@ static const sl_metric_def_t pipeline_metrics[] = {
 
 static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                               size_t errstr_size) {
-        app->pipeline_cnt = app->conf->pipeline_cnt;
-        app->pipelines = sl_calloc(app->pipeline_cnt, sizeof(sl_pipeline_t));
-        app->rt.pipelines = app->pipelines;
-        app->rt.pipeline_cnt = app->pipeline_cnt;
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
-                const sl_pipeline_conf_t *pc = &app->conf->pipelines[i];
+        app->rt.pipeline_cnt = app->rt.conf->pipeline_cnt;
+        app->rt.pipelines =
+            sl_calloc(app->rt.pipeline_cnt, sizeof(sl_pipeline_t));
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
+                const sl_pipeline_conf_t *pc = &app->rt.conf->pipelines[i];
                 sl_pipeline_metrics_t *pm;
                 int cnt = in_cnt[i];
 
@@ -2032,7 +2034,7 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                 pl->partition_cnt = cnt;
                 pl->tasks = sl_calloc(cnt, sizeof(*pl->tasks));
                 pm = pl->metrics = sl_calloc(1, sizeof(*pm));
-                sl_metrics_register(app->metrics, pipeline_metrics,
+                sl_metrics_register(app->rt.metrics, pipeline_metrics,
                                     SL_ARRAY_SIZE(pipeline_metrics), pm,
                                     pc->name);
                 pl->parts = sl_parts_new(app, pl);
@@ -2072,7 +2074,7 @@ static void app_stop_step(sl_app_t *app) {
             s == SL_TXN_DEAD || !app->rt.consumer) {
                 /* No clients to leave with: nothing is open. */
                 app->phase = SL_RUN_STOPPED;
-                uv_stop(app->loop);
+                uv_stop(app->rt.loop);
                 return;
         }
         switch (app->phase) {
@@ -2098,7 +2100,7 @@ static void app_stop_step(sl_app_t *app) {
                 if (sl_txn_commit(app->rt.txn) != 1)
                         return;
                 app->phase = SL_RUN_STOPPED;
-                uv_stop(app->loop);
+                uv_stop(app->rt.loop);
                 break;
         default:
                 break;
@@ -2115,7 +2117,7 @@ static void app_stop(sl_app_t *app, const char *why) {
         sl_log(LOG_NOTICE, "SHUTDOWN", "%s: committing and leaving", why);
         /* Bounded by a thread of its own: works as PID 1 too. */
         sl_watchdog_shutdown_deadline(
-            app->watchdog, app->conf->shutdown_grace_ms, SL_EXIT_FAIL);
+            app->watchdog, app->rt.conf->shutdown_grace_ms, SL_EXIT_FAIL);
         app->phase = SL_RUN_STOP_COMMIT;
         sl_txn_stopping(app->rt.txn);
         app_held_clear(app);
@@ -2133,7 +2135,7 @@ static void app_destroy(sl_app_t *app) {
         sl_api_stop(app->api);
         app->api = NULL;
         /* Tasks first: nothing may call back into them after. */
-        if (app->pipelines)
+        if (app->rt.pipelines)
                 app_for_each_task(app, task_destroy_cb);
         app_held_clear(app);
         free(app->held);
@@ -2154,8 +2156,8 @@ static void app_destroy(sl_app_t *app) {
         app->producer_cnt = 0;
         sl_txn_destroy(app->rt.txn);
         topic_cache_destroy(app);
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_pipeline_t *pl = &app->rt.pipelines[i];
                 if (pl->op && pl->op->pipeline_destroy)
                         pl->op->pipeline_destroy(pl);
                 sl_parts_destroy(pl->parts);
@@ -2166,7 +2168,7 @@ static void app_destroy(sl_app_t *app) {
                 free(pl->table_asks);
                 sl_pipeline_caps_destroy(pl);
         }
-        free(app->pipelines);
+        free(app->rt.pipelines);
         sl_kquery_destroy(app->rt.kq);
         sl_kwatch_close(app->lookup_w);
         app->lookup_w = NULL;
@@ -2190,11 +2192,11 @@ static void app_destroy(sl_app_t *app) {
         uv_close((uv_handle_t *)&app->stop_timer, NULL);
         uv_close((uv_handle_t *)&app->sigterm, NULL);
         uv_close((uv_handle_t *)&app->sigint, NULL);
-        uv_run(app->loop, UV_RUN_DEFAULT);
+        uv_run(app->rt.loop, UV_RUN_DEFAULT);
         sl_http_stop(app->http);
-        sl_metrics_destroy(app->metrics);
-        uv_loop_close(app->loop);
-        free(app->loop);
+        sl_metrics_destroy(app->rt.metrics);
+        uv_loop_close(app->rt.loop);
+        free(app->rt.loop);
 }
 
 /* The HTTP API's lookups (api.h), on the loop thread: what the task owning
@@ -2207,9 +2209,9 @@ static sl_api_lookup_t app_api_lookup(void *opaque, int pi, int32_t p,
         sl_task_t *t;
         json_t *j;
 
-        if (pi < 0 || pi >= app->pipeline_cnt)
+        if (pi < 0 || pi >= app->rt.pipeline_cnt)
                 return SL_API_UNOWNED;
-        pl = &app->pipelines[pi];
+        pl = &app->rt.pipelines[pi];
         /* Ownership first: another member's partition is forwarded there,
          * whatever this one can describe. */
         if (!pl->tasks || p < 0 || p >= pl->partition_cnt ||
@@ -2227,7 +2229,7 @@ static sl_api_lookup_t app_api_lookup(void *opaque, int pi, int32_t p,
 }
 
 static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
-        const sl_conf_t *conf = app->conf;
+        const sl_conf_t *conf = app->rt.conf;
         sl_txn_conf_t tc = {0};
         sl_txn_hooks_t hooks = {
             .opaque = app,
@@ -2249,7 +2251,7 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         rd_kafka_conf_t *kc;
 
         if (conf->metrics_listen && *conf->metrics_listen) {
-                app->http = sl_http_start(conf->metrics_listen, app->metrics,
+                app->http = sl_http_start(conf->metrics_listen, app->rt.metrics,
                                           errstr, errstr_size);
                 if (!app->http)
                         return -1;
@@ -2262,8 +2264,9 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         sl_app_update_ready(app);
         if (conf->api_listen && *conf->api_listen) {
                 size_t n = strlen(app->client_id);
-                if (!(app->api = sl_api_start(conf, app->loop, app_api_lookup,
-                                              app, errstr, errstr_size)))
+                if (!(app->api =
+                          sl_api_start(conf, app->rt.loop, app_api_lookup, app,
+                                       errstr, errstr_size)))
                         return -1;
                 /* Members find each other's API in the group's client ids
                  * (api.h): before any client is created. */
@@ -2289,28 +2292,28 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         }
         app->lookup_q = rd_kafka_queue_get_main(app->lookup);
         if (!(app->lookup_w =
-                  sl_kwatch_new(app->loop, app->lookup_q, app_serve_lookup, app,
-                                errstr, errstr_size)))
+                  sl_kwatch_new(app->rt.loop, app->lookup_q, app_serve_lookup,
+                                app, errstr, errstr_size)))
                 return -1;
-        if (!(app->rt.kq =
-                  sl_kquery_new(app->loop, app->lookup, errstr, errstr_size)))
+        if (!(app->rt.kq = sl_kquery_new(app->rt.loop, app->lookup, errstr,
+                                         errstr_size)))
                 return -1;
         if (app_pipelines(app, errstr, errstr_size) == -1)
                 return -1;
         if (!(app->rt.reader_w =
-                  sl_kwatch_new(app->loop, app->reader_q, app_serve_reader, app,
-                                errstr, errstr_size)))
+                  sl_kwatch_new(app->rt.loop, app->reader_q, app_serve_reader,
+                                app, errstr, errstr_size)))
                 return -1;
 
         for (int i = 0; i < conf->pipeline_cnt; i++)
-                if (app->pipelines[i].op->delivered)
+                if (app->rt.pipelines[i].op->delivered)
                         app->has_tracking = 1;
         if (app->has_tracking) {
                 hooks.precommit = app_precommit;
                 hooks.reports_pending = app_reports_pending;
         }
         for (int i = 0; i < conf->pipeline_cnt; i++)
-                if (app->pipelines[i].op->seal)
+                if (app->rt.pipelines[i].op->seal)
                         hooks.seal = app_seal;
         tc.group_id = conf->app_id;
         tc.instance_id = conf->instance_id;
@@ -2322,14 +2325,14 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         for (int i = 0; i < conf->kafka_cnt; i++)
                 if (!strcmp(conf->kafka[i].key, "session.timeout.ms"))
                         tc.session_timeout_ms = atoll(conf->kafka[i].value);
-        if (!(app->rt.txn = sl_txn_new(app->loop, &tc, &hooks, app->rt.kq,
-                                       app->metrics, errstr, errstr_size)))
+        if (!(app->rt.txn = sl_txn_new(app->rt.loop, &tc, &hooks, app->rt.kq,
+                                       app->rt.metrics, errstr, errstr_size)))
                 return -1;
         sl_txn_start(app->rt.txn);
         /* Last: the loop counts as turning from here on. */
         app->watchdog =
-            sl_watchdog_new(app->loop, 100, conf->loop_stall_timeout_ms,
-                            app->metrics, errstr, errstr_size);
+            sl_watchdog_new(app->rt.loop, 100, conf->loop_stall_timeout_ms,
+                            app->rt.metrics, errstr, errstr_size);
         if (!app->watchdog)
                 return -1;
         if (app->http)
@@ -2376,18 +2379,18 @@ static void app_metrics_init(sl_app_t *app) {
             "metadata included (jemalloc only). Every second.";
         int64_t allocated, resident;
 
-        sl_metrics_register(app->metrics, app_metrics,
+        sl_metrics_register(app->rt.metrics, app_metrics,
                             SL_ARRAY_SIZE(app_metrics), app, NULL);
         sl_gauge_set(app->m_kafka_up, 1);
         sl_mem_stats(&allocated, &resident);
         if (allocated >= 0)
                 app->m_malloc_allocated =
-                    sl_metrics_gauge(app->metrics, "sluice_malloc_bytes", help,
-                                     "kind", "allocated", NULL);
+                    sl_metrics_gauge(app->rt.metrics, "sluice_malloc_bytes",
+                                     help, "kind", "allocated", NULL);
         if (resident >= 0)
                 app->m_malloc_resident =
-                    sl_metrics_gauge(app->metrics, "sluice_malloc_bytes", help,
-                                     "kind", "resident", NULL);
+                    sl_metrics_gauge(app->rt.metrics, "sluice_malloc_bytes",
+                                     help, "kind", "resident", NULL);
         if (app->m_malloc_allocated)
                 sl_gauge_set(app->m_malloc_allocated, (double)allocated);
         if (app->m_malloc_resident)
@@ -2414,10 +2417,10 @@ static int app_run(sl_conf_t *conf) {
         char errstr[512], host[64] = "host";
         int rc = SL_EXIT_FAIL;
 
-        app->conf = conf;
+        app->rt.conf = conf;
         app->kafka_up = 1;
-        app->loop = sl_malloc(sizeof(uv_loop_t));
-        uv_loop_init(app->loop);
+        app->rt.loop = sl_malloc(sizeof(uv_loop_t));
+        uv_loop_init(app->rt.loop);
         /* Unique to this process: how a fenced instance tells its own
          * membership from another process's (txn.h). */
         gethostname(host, sizeof(host));
@@ -2425,20 +2428,17 @@ static int app_run(sl_conf_t *conf) {
         snprintf(app->client_id, sizeof(app->client_id), "sluice-%s-%d-%llx",
                  host, (int)getpid(),
                  (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
-        app->metrics = sl_metrics_new();
-        app->rt.conf = app->conf;
-        app->rt.loop = app->loop;
-        app->rt.metrics = app->metrics;
+        app->rt.metrics = sl_metrics_new();
         app->rt.hooks = &app_hooks;
         topic_cache_new(app);
         app_metrics_init(app);
-        uv_timer_init(app->loop, &app->commit_timer);
-        uv_timer_init(app->loop, &app->soon_timer);
-        uv_timer_init(app->loop, &app->linger_timer);
-        uv_timer_init(app->loop, &app->stats_timer);
-        uv_timer_init(app->loop, &app->stop_timer);
-        uv_signal_init(app->loop, &app->sigterm);
-        uv_signal_init(app->loop, &app->sigint);
+        uv_timer_init(app->rt.loop, &app->commit_timer);
+        uv_timer_init(app->rt.loop, &app->soon_timer);
+        uv_timer_init(app->rt.loop, &app->linger_timer);
+        uv_timer_init(app->rt.loop, &app->stats_timer);
+        uv_timer_init(app->rt.loop, &app->stop_timer);
+        uv_signal_init(app->rt.loop, &app->sigterm);
+        uv_signal_init(app->rt.loop, &app->sigint);
         app->commit_timer.data = app->soon_timer.data = app;
         app->linger_timer.data = app;
         /* Tests only: a window wide enough to judge on a busy machine. */
@@ -2458,10 +2458,10 @@ static int app_run(sl_conf_t *conf) {
         uv_signal_start(&app->sigterm, app_on_signal, SIGTERM);
         uv_signal_start(&app->sigint, app_on_signal, SIGINT);
         sl_log(LOG_NOTICE, "INIT", "sluice %s running %d pipelines as %s",
-               SL_VERSION, app->pipeline_cnt, conf->app_id);
+               SL_VERSION, app->rt.pipeline_cnt, conf->app_id);
 
         app->exit_code = SL_EXIT_OK;
-        uv_run(app->loop, UV_RUN_DEFAULT);
+        uv_run(app->rt.loop, UV_RUN_DEFAULT);
         rc = app->exit_code;
         sl_log(LOG_NOTICE, "SHUTDOWN", "exiting with status %d", rc);
 out:

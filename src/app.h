@@ -62,13 +62,10 @@ typedef enum {
 #define SL_OUTBOX_MAX_RECORDS 50000
 
 struct sl_app_s {
-        /* What the tasks share: the clients, the transaction, the outbox,
-         * the clock (runtime.h).  rt.conf, rt.loop, rt.metrics and
-         * rt.pipelines are copies of the fields below, set at start. */
+        /* What the tasks share: the configuration, the loop, the metrics,
+         * the pipelines, the clients, the transaction, the outbox, the
+         * clock (runtime.h).  The app's own too: it keeps no copies. */
         sl_runtime_t rt;
-
-        sl_conf_t *conf;
-        uv_loop_t *loop;
 
         /* The producers belong to txn (re-created after a fatal error);
          * these mirror it.  rt.producer is producers[turn] (the producers
@@ -90,9 +87,6 @@ struct sl_app_s {
         /* Unique to this process; with the API on, it ends in
          * "@HOST:PORT", the API address other members forward to. */
         char client_id[384];
-
-        sl_pipeline_t *pipelines;
-        int pipeline_cnt;
 
         /* Input held back while the transaction is busy (a ring), each
          * with the epoch of its task when it was held: a record held for a
@@ -164,7 +158,6 @@ struct sl_app_s {
         int warm_cnt;
         int has_tracking; /* some operator tracks deliveries */
 
-        sl_metrics_t *metrics;
         sl_http_t *http;
         sl_api_t *api; /* NULL unless api_listen is set */
         sl_counter_t *m_rebalances;

@@ -184,16 +184,17 @@ sl_parts_t *sl_parts_new(sl_app_t *app, sl_pipeline_t *pl) {
                 ps->asks[i].slot = i;
                 if (i)
                         ps->m_lacking[i] = sl_metrics_gauge(
-                            app->metrics, "sluice_partition_mismatch",
+                            app->rt.metrics, "sluice_partition_mismatch",
                             "Partitions a pipeline's changelog, overflow or "
                             "dlq lacks to match its input (the input grew); "
                             "the new input partitions wait until `sluice "
                             "topics apply` adds them.",
                             "pipeline", pc->name, "topic", ps->names[i], NULL);
         }
-        ps->m_waiting = sl_metrics_gauge(
-            app->metrics, "sluice_partitions", "Assigned partitions by state.",
-            "pipeline", pc->name, "state", "waiting", NULL);
+        ps->m_waiting =
+            sl_metrics_gauge(app->rt.metrics, "sluice_partitions",
+                             "Assigned partitions by state.", "pipeline",
+                             pc->name, "state", "waiting", NULL);
         return ps;
 }
 
@@ -452,8 +453,8 @@ void sl_parts_reset(sl_pipeline_t *pl) {
 }
 
 void sl_parts_tick(sl_app_t *app, int64_t now_ms) {
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                sl_parts_t *ps = app->pipelines[i].parts;
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                sl_parts_t *ps = app->rt.pipelines[i].parts;
                 if (ps && ps->waiting_cnt && !ps->pending &&
                     now_ms >= ps->next_ms)
                         parts_check(ps);
@@ -461,8 +462,8 @@ void sl_parts_tick(sl_app_t *app, int64_t now_ms) {
 }
 
 int sl_parts_trouble(const sl_app_t *app, char *why, size_t size) {
-        for (int i = 0; i < app->pipeline_cnt; i++) {
-                const sl_pipeline_t *pl = &app->pipelines[i];
+        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
+                const sl_pipeline_t *pl = &app->rt.pipelines[i];
                 const sl_parts_t *ps = pl->parts;
                 if (!ps || !ps->waiting_cnt)
                         continue;

@@ -50,7 +50,8 @@ typedef struct sl_runtime_hooks_s {
 } sl_runtime_hooks_t;
 
 struct sl_runtime_s {
-        /* Set once at start: the app's own. */
+        /* Set once at start (the pipelines once the topics are known),
+         * then fixed; the app reads them here too. */
         const sl_conf_t *conf;
         uv_loop_t *loop;
         sl_metrics_t *metrics;
