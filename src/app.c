@@ -743,6 +743,17 @@ static int task_unfetched(const sl_task_t *t) {
         return t->state == SL_TASK_REBUILDING || t->cap_wait || t->lookup_wait;
 }
 
+/* Which unfetched partitions look up their end: a rebuild once it has
+ * lasted SL_INPUT_END_EVERY_MS (most end sooner, and when many partitions
+ * are assigned at once their rebuilds' own lookups, which share kquery's
+ * workers, come first). */
+static int task_asks_input_end(const sl_task_t *t) {
+        if (t->state == SL_TASK_REBUILDING)
+                return sl_mono_us() - t->rebuild_start_us >=
+                       SL_INPUT_END_EVERY_MS * 1000;
+        return t->cap_wait || t->lookup_wait;
+}
+
 static void app_ask_input_ends(sl_app_t *app, int64_t now);
 
 static void app_on_input_end(void *opaque, rd_kafka_resp_err_t err, int64_t lo,
@@ -767,7 +778,8 @@ static void app_ask_input_ends(sl_app_t *app, int64_t now) {
                         sl_task_t *t = pl->tasks[p];
                         if (app->rt.input_end_asks >= SL_INPUT_END_ASKS)
                                 return;
-                        if (!t || !task_unfetched(t) || t->input_end.asking ||
+                        if (!t || !task_asks_input_end(t) ||
+                            t->input_end.asking ||
                             now - t->input_end.asked_ms < SL_INPUT_END_EVERY_MS)
                                 continue;
                         t->input_end.asked_ms = now;
