@@ -1807,12 +1807,17 @@ static rd_kafka_conf_t *app_reader_conf(sl_app_t *app, char *errstr,
 }
 
 /* The lookup client (app.h): read_committed, so that a watermark's "high"
- * is the last stable offset; it joins no group and fetches nothing. */
+ * is the last stable offset; it joins no group and fetches nothing.  It
+ * has a group.id all the same: librdkafka 2.0.2 passes a committed-offset
+ * lookup's coordinator errors (NOT_COORDINATOR, as after a broker pause)
+ * to the client's group handle, which a consumer without group.id lacks
+ * (a NULL dereference; 0403 under load crashed so). */
 static rd_kafka_conf_t *app_lookup_conf(sl_app_t *app, char *errstr,
                                         size_t errstr_size) {
         rd_kafka_conf_t *kc;
         if (!(kc = app_kconf(app, errstr, errstr_size)))
                 return NULL;
+        SET(kc, "group.id", "sluice-rebuild");
         SET(kc, "enable.auto.commit", "false");
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "client.id", app->client_id);
