@@ -1780,7 +1780,8 @@ static rd_kafka_conf_t *app_consumer_conf(void *opaque, char *errstr,
         return kc;
 }
 
-/* The reader: assign-only, for rebuilds, tables and lookups. */
+/* The reader: assign-only, for rebuilds and global tables (the lookups
+ * have a client of their own, app_lookup_conf). */
 static rd_kafka_conf_t *app_reader_conf(sl_app_t *app, char *errstr,
                                         size_t errstr_size) {
         rd_kafka_conf_t *kc;
