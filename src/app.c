@@ -1780,33 +1780,6 @@ static rd_kafka_conf_t *app_consumer_conf(void *opaque, char *errstr,
         return kc;
 }
 
-/* The reader: assign-only, for rebuilds and global tables (the lookups
- * have a client of their own, app_lookup_conf). */
-static rd_kafka_conf_t *app_reader_conf(sl_app_t *app, char *errstr,
-                                        size_t errstr_size) {
-        rd_kafka_conf_t *kc;
-        if (!(kc = app_kconf(app, errstr, errstr_size)))
-                return NULL;
-        SET(kc, "group.id", "sluice-rebuild");
-        SET(kc, "enable.auto.commit", "false");
-        SET(kc, "enable.auto.offset.store", "false");
-        SET(kc, "isolation.level", "read_committed");
-        SET(kc, "enable.partition.eof", "true");
-        SET(kc, "auto.offset.reset", "earliest");
-        SET(kc, "client.id", "sluice-rebuild");
-        /* Rebuild ends on partition EOF: do not let the broker hold an
-         * empty fetch for long. */
-        SET(kc, "fetch.wait.max.ms", "10");
-        SET(kc, "fetch.max.bytes", "104857600");
-        /* librdkafka 2.0 stops fetching a partition once queued.min.messages
-         * are queued and looks again only a second later: let a rebuild
-         * prefetch generously (it is transient, and bounded by kbytes). */
-        SET(kc, "queued.min.messages", "1000000");
-        SET(kc, "queued.max.messages.kbytes", "262144");
-        SET(kc, "max.partition.fetch.bytes", "16777216");
-        return kc;
-}
-
 /* The lookup client (app.h): read_committed, so that a watermark's "high"
  * is the last stable offset; it joins no group and fetches nothing.  It
  * has a group.id all the same: librdkafka 2.0.2 passes a committed-offset
@@ -1822,6 +1795,32 @@ static rd_kafka_conf_t *app_lookup_conf(sl_app_t *app, char *errstr,
         SET(kc, "enable.auto.commit", "false");
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "client.id", app->client_id);
+        return kc;
+}
+
+/* The reader: assign-only, for rebuilds and global tables.  It is the
+ * lookup client's configuration (one group.id, read_committed, nothing
+ * committed) plus what fetching needs, and its own client.id, the one name
+ * an operator can set a rebuild quota on (README, Kafka faults). */
+static rd_kafka_conf_t *app_reader_conf(sl_app_t *app, char *errstr,
+                                        size_t errstr_size) {
+        rd_kafka_conf_t *kc;
+        if (!(kc = app_lookup_conf(app, errstr, errstr_size)))
+                return NULL;
+        SET(kc, "enable.auto.offset.store", "false");
+        SET(kc, "enable.partition.eof", "true");
+        SET(kc, "auto.offset.reset", "earliest");
+        SET(kc, "client.id", "sluice-rebuild");
+        /* Rebuild ends on partition EOF: do not let the broker hold an
+         * empty fetch for long. */
+        SET(kc, "fetch.wait.max.ms", "10");
+        SET(kc, "fetch.max.bytes", "104857600");
+        /* librdkafka 2.0 stops fetching a partition once queued.min.messages
+         * are queued and looks again only a second later: let a rebuild
+         * prefetch generously (it is transient, and bounded by kbytes). */
+        SET(kc, "queued.min.messages", "1000000");
+        SET(kc, "queued.max.messages.kbytes", "262144");
+        SET(kc, "max.partition.fetch.bytes", "16777216");
         return kc;
 }
 #undef SET
