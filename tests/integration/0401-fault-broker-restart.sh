@@ -20,7 +20,10 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"
 
-down_secs=15 # from the stop's start to the restart's start; the start adds ~5 s
+# From the stop's start to the restart's start (the start adds ~5 s).
+# SLUICE_TEST_FAULT_SECS=180 makes it an outage of minutes (run by hand;
+# raise SLUICE_TEST_TIMEOUT with it).
+down_secs=${SLUICE_TEST_FAULT_SECS:-15}
 
 private_broker_start 61500
 conf=$WORK/sluice.ini
