@@ -1103,10 +1103,26 @@ static void app_malloc_gauges(sl_app_t *app) {
 
 /* Lag from the consumer's cached watermarks, readiness (time-based
  * reasons) and the probe; every second. */
+/* Stamps the consumer's "the application polled" time without taking
+ * anything from its queue (a batch of no messages).  librdkafka leaves the
+ * group when the application has not polled for max.poll.interval.ms (5 min
+ * by default), and the loop polls the consumer only when its queue wakes
+ * it: an input that stays quiet that long, or one paused at a cap, cost a
+ * rebalance and a rebuild of every partition each interval ("Application
+ * maximum poll interval exceeded ... leaving group", then "revoking N
+ * partitions (lost)").  The loop turning is what alive means here: a
+ * stalled loop stops these stamps too, and /healthz says so. */
+static void app_consumer_polled(sl_app_t *app) {
+        rd_kafka_message_t *none[1];
+        if (app->rt.consumer && app->consumer_q)
+                (void)rd_kafka_consume_batch_queue(app->consumer_q, 0, none, 0);
+}
+
 static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();
         int64_t lag_all = 0, read = 0;
+        app_consumer_polled(app);
         if (app->rt.consumer)
                 app_ask_input_ends(app, now);
         for (int i = 0; i < app->rt.pipeline_cnt && app->rt.consumer; i++) {
