@@ -21,8 +21,7 @@ source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"
 
 # From the stop's start to the restart's start (the start adds ~5 s).
-# SLUICE_TEST_FAULT_SECS=180 makes it an outage of minutes (run by hand;
-# raise SLUICE_TEST_TIMEOUT with it).
+# SLUICE_TEST_FAULT_SECS=180 makes it an outage of minutes (by hand).
 down_secs=${SLUICE_TEST_FAULT_SECS:-15}
 
 private_broker_start 61500

@@ -18,8 +18,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"
 
-# SLUICE_TEST_FAULT_SECS=180 makes it a pause of minutes (run by hand;
-# raise SLUICE_TEST_TIMEOUT with it).
+# SLUICE_TEST_FAULT_SECS=180 makes it a pause of minutes (by hand).
 pause_secs=${SLUICE_TEST_FAULT_SECS:-15}
 
 private_broker_start 61504
