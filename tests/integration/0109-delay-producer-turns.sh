@@ -10,18 +10,9 @@
 # observed); with 1 it knows only the first.
 source "$(dirname "$0")/lib.sh"
 
-here=$(cd "$(dirname "$0")" && pwd)
 groups=20
 per_group=100
 total=$((groups * per_group))
-
-# list_txns PREFIX — "<id> <state> <producer id>" for each transactional id
-# the broker knows that starts with PREFIX (tests/tools/ListTxns.java).
-list_txns() {
-    timeout 60 java -Dlog4j.configuration=file:/dev/null \
-        -cp "$here/kafka/target/lib/*" "$here/../tools/ListTxns.java" \
-        "$BOOTSTRAP" "$1" 2>"$WORK/listtxns.err"
-}
 
 # run_mode PRODUCERS — one instance, its own app_id and topics.
 run_mode() {

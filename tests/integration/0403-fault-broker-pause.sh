@@ -32,12 +32,7 @@ wait_readyz b 200 60
 echo "a and b ready on $BOOTSTRAP"
 
 fault_feed_start
-flowing() {
-    [ "$(count_records "$PFX.d.out")" -ge 20 ] &&
-        [ "$(count_records "$PFX.b.out")" -ge 10 ] &&
-        [ "$(count_records "$PFX.t.out")" -ge 60 ]
-}
-wait_until 40 flowing || fail "the pipelines did not produce output within 40 s of the feed's start"
+fault_wait_flowing
 
 t_fault=$(now_ms)
 private_broker pause || fail "could not pause the broker"

@@ -56,12 +56,7 @@ both_serve() { [ "$(running a)" -gt 0 ] && [ "$(running b)" -gt 0 ]; }
 wait_until 60 both_serve || fail "a and b do not both run partitions: a $(running a), b $(running b)"
 
 fault_feed_start
-flowing() {
-    [ "$(count_records "$PFX.d.out")" -ge 20 ] &&
-        [ "$(count_records "$PFX.b.out")" -ge 10 ] &&
-        [ "$(count_records "$PFX.t.out")" -ge 60 ]
-}
-wait_until 40 flowing || fail "the pipelines did not produce output within 40 s of the feed's start"
+fault_wait_flowing
 
 a_pid=${SLUICE_PIDS[a]}
 note "a runs $(running a) partitions, b $(running b), before the pause"

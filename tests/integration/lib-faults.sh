@@ -18,6 +18,7 @@
 #                            port in SLUICE_PORTS[NAME]) and watches /readyz
 #   fault_feed_start         the background producer: a round every ~0.5 s
 #   fault_feed_stop          ends it; prints how many rounds wrote what
+#   fault_wait_flowing       waits until every pipeline has output
 #   fault_wait_recovered SINCE_MS BACK_MS SECS NAME...
 #                            waits until each instance answers /readyz 200
 #                            again after having answered 503 since SINCE_MS
@@ -171,6 +172,18 @@ fault_feed_stop() {
     ok=$(grep -c -v failed "$WORK/feed.log" || true)
     failed=$((rounds - ok))
     note "feed: $rounds rounds, $ok fully written, $failed with a kcat failure (broker away)"
+}
+
+# fault_wait_flowing — after fault_feed_start: waits until each pipeline of
+# FAULT_OPS has produced output (20 timers, 10 batches, 60 throttle
+# messages), so that the fault meets load in flight; fails after 40 s.
+fault_wait_flowing() {
+    _fault_flowing() {
+        case $FAULT_OPS in *d*) [ "$(count_records "$PFX.d.out")" -ge 20 ] || return 1 ;; esac
+        case $FAULT_OPS in *b*) [ "$(count_records "$PFX.b.out")" -ge 10 ] || return 1 ;; esac
+        case $FAULT_OPS in *t*) [ "$(count_records "$PFX.t.out")" -ge 60 ] || return 1 ;; esac
+    }
+    wait_until 40 _fault_flowing || fail "the pipelines did not produce output within 40 s of the feed's start"
 }
 
 # fault_any_alive NAME... — 0 when at least one instance still runs.

@@ -155,6 +155,17 @@ count_records() {
     consume_all "$1" -f 'x\n' | wc -l
 }
 
+# list_txns PREFIX — "<id> <state> <producer id>" for each transactional id
+# the broker knows that starts with PREFIX (tests/tools/ListTxns.java, a Java
+# single-file program on the test broker's jars; ~2 s a call).
+list_txns() {
+    local lib
+    lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    timeout 60 java -Dlog4j.configuration=file:/dev/null \
+        -cp "$lib/kafka/target/lib/*" "$lib/../tools/ListTxns.java" \
+        "$BOOTSTRAP" "$1" 2>"$WORK/listtxns.err"
+}
+
 # topic_meta TOPIC — prints "partitions" for TOPIC (0 when it is missing).
 topic_partitions() {
     kcat -b "$BOOTSTRAP" -L -t "$1" -J 2>/dev/null |
