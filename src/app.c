@@ -1101,8 +1101,6 @@ static void app_malloc_gauges(sl_app_t *app) {
                 sl_gauge_set(app->m_malloc_resident, (double)resident);
 }
 
-/* Lag from the consumer's cached watermarks, readiness (time-based
- * reasons) and the probe; every second. */
 /* Stamps the consumer's "the application polled" time without taking
  * anything from its queue (a batch of no messages).  librdkafka leaves the
  * group when the application has not polled for max.poll.interval.ms (5 min
@@ -1118,6 +1116,8 @@ static void app_consumer_polled(sl_app_t *app) {
                 (void)rd_kafka_consume_batch_queue(app->consumer_q, 0, none, 0);
 }
 
+/* Lag from the consumer's cached watermarks, readiness (time-based
+ * reasons), the probe and the consumer's poll stamp; every second. */
 static void app_on_stats_timer(uv_timer_t *timer) {
         sl_app_t *app = timer->data;
         int64_t now = sl_now_ms();
