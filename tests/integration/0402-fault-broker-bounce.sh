@@ -20,11 +20,7 @@ private_broker_start 61502
 conf=$WORK/sluice.ini
 fault_conf "$conf" d
 
-fault_start a
-fault_start b
-wait_readyz a 200 60
-wait_readyz b 200 60
-echo "a and b ready on $BOOTSTRAP"
+fault_start_ready a b
 
 fault_feed_start
 flowing() { [ "$(count_records "$PFX.d.out")" -ge 60 ]; }

@@ -25,11 +25,7 @@ private_broker_start 61504
 conf=$WORK/sluice.ini
 fault_conf "$conf" dbt
 
-fault_start a
-fault_start b
-wait_readyz a 200 60
-wait_readyz b 200 60
-echo "a and b ready on $BOOTSTRAP"
+fault_start_ready a b
 
 fault_feed_start
 fault_wait_flowing

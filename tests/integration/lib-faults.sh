@@ -16,6 +16,7 @@
 #                            creates their topics
 #   fault_start NAME         starts an instance (instance_id $PFX-NAME, HTTP
 #                            port in SLUICE_PORTS[NAME]) and watches /readyz
+#   fault_start_ready NAME... fault_start each, then waits for /readyz 200
 #   fault_feed_start         the background producer: a round every ~0.5 s
 #   fault_feed_stop          ends it; prints how many rounds wrote what
 #   fault_wait_flowing       waits until every pipeline has output
@@ -92,6 +93,15 @@ fault_start() {
     local n=$1
     SLUICE_INSTANCE_ID=$PFX-$n sluice_start_http "$n" "$FAULT_CONF"
     readyz_watch "$n"
+}
+
+# fault_start_ready NAME... — fault_start each, then waits until each
+# answers /readyz 200 (60 s each).
+fault_start_ready() {
+    local n
+    for n in "$@"; do fault_start "$n"; done
+    for n in "$@"; do wait_readyz "$n" 200 60; done
+    echo "$* ready on $BOOTSTRAP"
 }
 
 _fault_feed_cleanup() {
