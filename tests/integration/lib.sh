@@ -166,6 +166,16 @@ list_txns() {
         "$BOOTSTRAP" "$1" 2>"$WORK/listtxns.err"
 }
 
+# recgen TOPIC [ARGS...] — produces records of exact sizes and shapes
+# (tests/tools/recgen.c: --key-bytes N, --value-bytes N, --headers N, -H,
+# -p, -X, --count N; its producer takes records up to the broker's limit).
+recgen() {
+    local bin=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}/recgen topic=$1
+    shift
+    [ -x "$bin" ] || fail "$bin is missing: make build/tools/recgen (make test and make integration build it)"
+    "$bin" -b "$BOOTSTRAP" -t "$topic" "$@"
+}
+
 # topic_meta TOPIC — prints "partitions" for TOPIC (0 when it is missing).
 topic_partitions() {
     kcat -b "$BOOTSTRAP" -L -t "$1" -J 2>/dev/null |
