@@ -720,27 +720,41 @@ static int debounce_over_cap(sl_task_t *t, int open,
         return 1;
 }
 
-/* Reads m's control and sluice-item headers.  A control record is
- * handled here (flushed, or to the DLQ) and 1 returned; otherwise 0, with
- * *nids the number of sluice-item headers and *id, *idlen the first one's
- * value (librdkafka's, valid while m is). */
+/* Reads m's control and sluice-item headers, in one pass over the
+ * record's headers (rd_kafka_header_get_all by index is a lookup; a
+ * by-name rd_kafka_header_get(idx) walks the list from its start every
+ * call, so counting a name that way is quadratic in the header count).
+ * A control record is handled here (flushed, or to the DLQ) and 1
+ * returned; otherwise 0, with *nids the number of sluice-item headers and
+ * *id, *idlen the first one's value (librdkafka's, valid while m is). */
 static int debounce_read_headers(sl_task_t *t, const rd_kafka_message_t *m,
                                  int64_t now, const void **id, size_t *idlen,
                                  int *nids) {
         rd_kafka_headers_t *hdrs = NULL;
-        const void *v, *ctl = NULL;
-        size_t sz, ctllen = 0;
+        const void *ctl = NULL;
+        size_t ctllen = 0;
         int nctl = 0;
         const char *reason = NULL;
         char detail[256];
 
         if (rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
                 return 0;
-        while (!rd_kafka_header_get(hdrs, (size_t)nctl,
-                                    SL_DEBOUNCE_CONTROL_HEADER, &v, &sz)) {
-                if (!nctl++) {
-                        ctl = v;
-                        ctllen = v ? sz : 0;
+        for (size_t i = 0;; i++) {
+                const char *name;
+                const void *v;
+                size_t sz;
+                if (rd_kafka_header_get_all(hdrs, i, &name, &v, &sz))
+                        break;
+                if (!strcmp(name, SL_DEBOUNCE_CONTROL_HEADER)) {
+                        if (!nctl++) {
+                                ctl = v;
+                                ctllen = v ? sz : 0;
+                        }
+                } else if (!strcmp(name, "sluice-item")) {
+                        if (!(*nids)++) {
+                                *id = v;
+                                *idlen = v ? sz : 0;
+                        }
                 }
         }
         if (nctl) {
@@ -751,13 +765,6 @@ static int debounce_read_headers(sl_task_t *t, const rd_kafka_message_t *m,
                 else
                         sl_task_dlq(t, m, reason, detail);
                 return 1;
-        }
-        while (
-            !rd_kafka_header_get(hdrs, (size_t)*nids, "sluice-item", &v, &sz)) {
-                if (!(*nids)++) {
-                        *id = v;
-                        *idlen = v ? sz : 0;
-                }
         }
         return 0;
 }

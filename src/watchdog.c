@@ -13,8 +13,9 @@
  *
  *   loop thread (tick callback)   last_turn_us; the lag histogram; the
  *                                 exact length of a stall once the loop
- *                                 turns again, into max_stall_us, and one
- *                                 log line for it
+ *                                 turns again (the time past its tick),
+ *                                 into max_stall_us, and one log line for
+ *                                 it
  *   watchdog thread               the two gauges, sampled every tick, and
  *                                 its own sample into max_stall_us
  *   any thread                    armed (the shutdown deadline), by
@@ -123,7 +124,9 @@ static void watchdog_on_tick(uv_timer_t *timer) {
          * low, never high. */
         sl_histogram_observe(w->m_lag,
                              (double)SL_MAX(gap - w->tick_us, 0) / 1e6);
-        atomic_max_i64(&w->max_stall_us, gap);
+        /* A tick every tick_us is the loop at rest: only what is past it
+         * counts as a stall. */
+        atomic_max_i64(&w->max_stall_us, SL_MAX(gap - w->tick_us, 0));
         if (gap >= w->stall_us)
                 sl_log(LOG_WARNING, "WATCHDOG",
                        "event loop did not turn for %.1f s (stall threshold "
@@ -170,7 +173,7 @@ static void watchdog_sample(sl_watchdog_t *w, int64_t now) {
             now - atomic_load_explicit(&w->last_turn_us, memory_order_relaxed);
 
         stall = SL_MAX(stall, 0);
-        atomic_max_i64(&w->max_stall_us, stall);
+        atomic_max_i64(&w->max_stall_us, SL_MAX(stall - w->tick_us, 0));
         sl_gauge_set(w->m_stall, (double)stall / 1e6);
         sl_gauge_set(w->m_stall_max,
                      (double)atomic_load_explicit(&w->max_stall_us,
@@ -250,7 +253,8 @@ sl_watchdog_t *sl_watchdog_new(uv_loop_t *loop, int64_t tick_ms,
             NULL);
         w->m_stall_max = sl_metrics_gauge(
             m, "sluice_loop_stall_max_seconds",
-            "Longest time the event loop went without turning since start.",
+            "Longest time the event loop went without turning since start, "
+            "beyond its 100 ms tick (the most a tick ran late).",
             NULL);
         w->m_lag = sl_metrics_histogram(
             m, "sluice_loop_lag_seconds",

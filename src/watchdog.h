@@ -31,7 +31,9 @@
  *   sluice_loop_stall_seconds      gauge, time since the loop last turned,
  *                                  updated every tick by the watchdog
  *                                  thread (so it grows during a stall)
- *   sluice_loop_stall_max_seconds  gauge, the longest stall seen since start
+ *   sluice_loop_stall_max_seconds  gauge, the longest stall seen since start:
+ *                                  the most a tick ran late (0 for a
+ *                                  loop that always turned on time)
  *   sluice_loop_lag_seconds        histogram, how late each tick ran
  *
  * The gauges are written from the watchdog thread: sl_gauge_set() is one
