@@ -66,7 +66,9 @@
 #include "kwatch.h"
 #include "log.h"
 #include "parts.h"
+#include "recsize.h"
 #include "topiccache.h"
+#include "topics.h"
 #include "util.h"
 
 /* Records taken from a queue per librdkafka call.  One call serves a batch
@@ -128,6 +130,24 @@ static void topic_cache_metrics(sl_app_t *app) {
         }
 }
 
+/* The largest record a topic accepts, learned after the topic was found:
+ * kept in its cache entry, and the size check's floor follows it down. */
+static void topic_on_max_bytes(void *opaque, rd_kafka_resp_err_t err,
+                               const char *topic, int64_t max_bytes, int dflt) {
+        sl_topic_cache_t *c = opaque;
+        sl_app_t *app = sl_topiccache_opaque(c->tc);
+        (void)dflt;
+        if (err) {
+                /* Without DescribeConfigs on the topic: the broker's limit
+                 * is assumed (README, Security). */
+                sl_kafka_log_error("describe configs", err, topic);
+                return;
+        }
+        sl_topiccache_set_max_bytes(c->tc, topic, max_bytes);
+        if (max_bytes < app->rt.max_bytes_floor)
+                app->rt.max_bytes_floor = max_bytes;
+}
+
 static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
                             const char *topic, int cnt) {
         sl_topiccache_entry_t *e = opaque;
@@ -150,6 +170,9 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
                 if (rkt)
                         rd_kafka_topic_destroy(rkt);
         }
+        if (!err && cnt > 0)
+                sl_kquery_max_bytes(app->rt.kq, topic, SL_LOOKUP_TMO_MS,
+                                    topic_on_max_bytes, app->topics);
         app_resume_lookup_waits(app);
 }
 
@@ -190,6 +213,7 @@ static void topic_cache_destroy(sl_app_t *app) {
         if (!app->topics)
                 return;
         sl_topiccache_foreach_looking(app->topics->tc, topic_cancel_cb, app);
+        sl_kquery_cancel(app->rt.kq, app->topics);
         sl_topiccache_destroy(app->topics->tc);
         free(app->topics);
         app->topics = NULL;
@@ -1134,6 +1158,12 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         if (app->rt.consumer)
                 app_trim_after_burst(app, now, lag_all, read);
         app_malloc_gauges(app);
+        /* The pipelines' own topics stay known to the topic cache, their
+         * limits (max.message.bytes) learned again once it has expired
+         * (SL_TOPICCACHE_TTL_POS_MS): a limit changed while sluice runs
+         * is counted within a minute or so. */
+        for (int i = 0; i < app->limit_cnt; i++)
+                topic_cache_get(app, app->limits[i].name);
         sl_parts_tick(app, now);
         app_group_tick(app, now);
         if (!app->probe_inflight && now >= app->probe_next_ms &&
@@ -1724,6 +1754,137 @@ static int user_set(const sl_conf_t *conf, const char *key) {
         return 0;
 }
 
+/* [kafka]'s value of key, or NULL. */
+static const char *user_value(const sl_conf_t *conf, const char *key) {
+        const char *v = NULL;
+        for (int i = 0; i < conf->kafka_cnt; i++)
+                if (!strcmp(conf->kafka[i].key, key))
+                        v = conf->kafka[i].value;
+        return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* What the written topics accept (recsize.h; runtime.h, the size check). */
+
+static int64_t app_max_bytes(const sl_runtime_t *rt, const char *topic) {
+        const sl_app_t *app = app_of_const(rt);
+        int64_t v =
+            app->topics ? sl_topiccache_max_bytes(app->topics->tc, topic) : -1;
+        if (v > 0)
+                return v;
+        for (int i = 0; i < app->limit_cnt; i++)
+                if (app->limits[i].max_bytes > 0 &&
+                    !strcmp(app->limits[i].name, topic))
+                        return app->limits[i].max_bytes;
+        return app->broker_max_bytes;
+}
+
+/* Learns what the pipelines' own written topics accept (DescribeConfigs,
+ * blocking: at start, before the loop and the producers), then sets what
+ * the producers will be configured for: message.max.bytes no smaller than
+ * any of those limits, unless [kafka] says otherwise (then checked here,
+ * and records above it go to the DLQ as too-large).  A topic sluice may
+ * not describe (no DescribeConfigs ACL) is assumed to take the broker's
+ * limit; a larger record then costs two aborted transactions before the
+ * broker's refusal sends it to the DLQ (refused.h). */
+static void app_limits_learn(sl_app_t *app) {
+        const sl_conf_t *conf = app->rt.conf;
+        sl_topicplan_t *plan = sl_topicplan_new(conf);
+        const char **names = sl_calloc((size_t)plan->cnt + 1, sizeof(*names));
+        sl_topics_observed_t *obs = NULL;
+        sl_topics_admin_t *adm;
+        const char *v, *biggest = NULL;
+        int64_t max_own = -1, min_own = INT64_MAX, dflt = -1;
+        char errstr[256];
+        int n = 0;
+
+        for (int i = 0; i < plan->cnt; i++)
+                if (plan->specs[i].role != SL_TOPIC_INPUT &&
+                    plan->specs[i].role != SL_TOPIC_RATES)
+                        names[n++] = plan->specs[i].name;
+        app->limits = sl_calloc((size_t)n + 1, sizeof(*app->limits));
+        adm = sl_topics_admin_new(conf, 10000, errstr, sizeof(errstr));
+        if (adm &&
+            sl_topics_observe(adm, names, n, &obs, errstr, sizeof(errstr)) != 0)
+                obs = NULL;
+        if (!obs)
+                sl_log(LOG_WARNING, "LIMITS",
+                       "cannot describe the topics' configs (%s): assuming "
+                       "Kafka's default max.message.bytes %d",
+                       errstr, SL_RECSIZE_KAFKA_DEFAULT_MAX);
+        for (int i = 0; i < n; i++) {
+                const sl_topic_state_t *st =
+                    obs ? sl_topics_observed_find(obs, names[i]) : NULL;
+                struct sl_app_limit_s *l;
+                int dup = 0;
+                for (int j = 0; j < app->limit_cnt; j++)
+                        dup |= !strcmp(app->limits[j].name, names[i]);
+                if (dup)
+                        continue;
+                l = &app->limits[app->limit_cnt++];
+                l->name = sl_strdup(names[i]); /* the plan's goes */
+                l->max_bytes = -1;
+                if (!st)
+                        continue;
+                if (!st->described) {
+                        sl_log(LOG_NOTICE, "LIMITS",
+                               "%s: cannot read max.message.bytes (%s): "
+                               "assuming the broker's (grant DescribeConfigs "
+                               "on it, README, Security)",
+                               names[i],
+                               st->error ? st->error : "not described");
+                        continue;
+                }
+                for (int k = 0; k < st->config_cnt; k++) {
+                        const sl_topic_conf_entry_t *e = &st->configs[k];
+                        long long x;
+                        if (strcmp(e->key, "max.message.bytes") || !e->value ||
+                            (x = atoll(e->value)) <= 0)
+                                continue;
+                        l->max_bytes = x;
+                        if (!e->is_set)
+                                dflt = x;
+                }
+                if (l->max_bytes > max_own) {
+                        max_own = l->max_bytes;
+                        biggest = l->name;
+                }
+                if (l->max_bytes > 0 && l->max_bytes < min_own)
+                        min_own = l->max_bytes;
+        }
+        app->broker_max_bytes = dflt > 0 ? dflt : SL_RECSIZE_KAFKA_DEFAULT_MAX;
+        if ((v = user_value(conf, "message.max.bytes"))) {
+                app->rt.producer_max_bytes = atoll(v);
+                if (max_own > app->rt.producer_max_bytes)
+                        sl_log(LOG_WARNING, "LIMITS",
+                               "[kafka] message.max.bytes = %s is below what "
+                               "%s accepts (%" PRId64
+                               "): larger records go to the DLQ as too-large",
+                               v, biggest, max_own);
+        } else {
+                app->rt.producer_max_bytes =
+                    SL_MAX(max_own, app->broker_max_bytes);
+        }
+        v = user_value(conf, "compression.codec");
+        if (!v)
+                v = user_value(conf, "compression.type");
+        app->rt.size_exact = !v || !strcmp(v, "none");
+        app->rt.max_bytes_floor = SL_MIN(SL_MIN(min_own, app->broker_max_bytes),
+                                         app->rt.producer_max_bytes);
+        sl_log(LOG_INFO, "LIMITS",
+               "records up to %" PRId64 " bytes (message.max.bytes); the "
+               "smallest topic limit %" PRId64 ", the broker's %" PRId64 "%s",
+               app->rt.producer_max_bytes, app->rt.max_bytes_floor,
+               app->broker_max_bytes,
+               app->rt.size_exact ? ""
+                                  : "; compressed: sizes are the broker's "
+                                    "to judge");
+        sl_topics_observed_destroy(obs);
+        sl_topics_admin_destroy(adm);
+        free(names);
+        sl_topicplan_destroy(plan);
+}
+
 /* sluice's own defaults for one client (config.c, sl_kafka_defaults),
  * where [kafka] does not set them; -1 (kc destroyed) on error. */
 static int app_kafka_defaults(sl_app_t *app, rd_kafka_conf_t *kc,
@@ -1768,6 +1929,20 @@ static rd_kafka_conf_t *app_producer_conf(void *opaque, int idx, char *errstr,
         if (app_kafka_defaults(app, kc, SL_KAFKA_PRODUCER, errstr,
                                errstr_size) == -1)
                 return NULL;
+        /* The largest record any written topic accepts (app_limits_learn):
+         * librdkafka's default, 1,000,000, is below Kafka's. */
+        if (!user_set(app->rt.conf, "message.max.bytes")) {
+                snprintf(buf, sizeof(buf), "%" PRId64,
+                         SL_MIN(app->rt.producer_max_bytes, 1000000000));
+                SET(kc, "message.max.bytes", buf);
+        }
+        /* A batch of many records must fit the smallest topic too. */
+        if (!user_set(app->rt.conf, "batch.size") &&
+            app->rt.max_bytes_floor - 128 < 1000000) {
+                snprintf(buf, sizeof(buf), "%" PRId64,
+                         SL_MAX(app->rt.max_bytes_floor - 128, 1000));
+                SET(kc, "batch.size", buf);
+        }
         SET(kc, "delivery.report.only.error",
             app->has_tracking ? "false" : "true");
         return kc;
@@ -2182,6 +2357,9 @@ static void app_destroy(sl_app_t *app) {
                 rd_kafka_queue_destroy(app->consumer_q);
         app_cool_topics(app);
         free(app->warm);
+        for (int i = 0; i < app->limit_cnt; i++)
+                free((char *)app->limits[i].name);
+        free(app->limits);
         /* The clients go with the txn; the rebalance callback ignores a
          * consumer that is no longer app->rt.consumer. */
         app->rt.consumer = app->rt.producer = NULL;
@@ -2331,6 +2509,8 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         if (!(app->rt.kq = sl_kquery_new(app->rt.loop, app->lookup, errstr,
                                          errstr_size)))
                 return -1;
+        /* Before the pipelines: their set-up reads what topics take. */
+        app_limits_learn(app);
         if (app_pipelines(app, errstr, errstr_size) == -1)
                 return -1;
         if (!(app->rt.reader_w =
@@ -2443,6 +2623,7 @@ static const sl_runtime_hooks_t app_hooks = {
     .may_produce = app_hook_may_produce,
     .update_ready = app_hook_update_ready,
     .topic = app_topic,
+    .max_bytes = app_max_bytes,
 };
 
 static int app_run(sl_conf_t *conf) {

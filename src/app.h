@@ -158,6 +158,20 @@ struct sl_app_s {
         int warm_cnt;
         int has_tracking; /* some operator tracks deliveries */
 
+        /* What the pipelines' own written topics (changelog, overflow,
+         * DLQ, output, default target) accept, learned at start with
+         * DescribeConfigs (app_limits_learn): what the producers are
+         * configured for, and each topic's limit until the topic cache
+         * learns it again.  broker_max_bytes: the broker's
+         * message.max.bytes as those topics show it (or Kafka's default),
+         * assumed for any other topic until its own is learned. */
+        struct sl_app_limit_s {
+                const char *name;
+                int64_t max_bytes; /* -1: not learned */
+        } * limits;
+        int limit_cnt;
+        int64_t broker_max_bytes;
+
         sl_http_t *http;
         sl_api_t *api; /* NULL unless api_listen is set */
         sl_counter_t *m_rebalances;

@@ -19,13 +19,13 @@
  *    its ListOffsets answers with no deadline of its own, so a paused
  *    broker holds the thread for socket.timeout.ms (60 s by default).
  *
- *  - Committed offsets and group members use the admin API
+ *  - Committed offsets, group members and topic configs use the admin API
  *    (ListConsumerGroupOffsets with require_stable_offsets,
- *    DescribeConsumerGroups).  Results arrive as events on a queue of ours,
- *    watched by an sl_kwatch; each event's opaque is the request.  The
- *    broker's "ask again" answers (UNSTABLE_OFFSET_COMMIT while a
- *    transaction holds offsets for the partition, coordinator loading or
- *    moving) are retried here every SL_KQUERY_RETRY_MS until the deadline.
+ *    DescribeConsumerGroups, DescribeConfigs).  Results arrive as events on a
+ * queue of ours, watched by an sl_kwatch; each event's opaque is the request.
+ * The broker's "ask again" answers (UNSTABLE_OFFSET_COMMIT while a transaction
+ * holds offsets for the partition, coordinator loading or moving) are retried
+ * here every SL_KQUERY_RETRY_MS until the deadline.
  *
  * A request (kq_req_t) lives on q->reqs from the call that starts it until
  * it is freed.  `where` says who holds it besides that list:
@@ -90,6 +90,7 @@ typedef enum {
         KQ_OWNERS,     /* worker */
         KQ_COMMITTED,  /* admin API */
         KQ_GROUP,      /* admin API */
+        KQ_MAX_BYTES,  /* admin API */
 } kq_kind_t;
 
 typedef enum { KQ_LOOP, KQ_WORKER, KQ_ADMIN, KQ_BACKOFF } kq_where_t;
@@ -104,6 +105,8 @@ typedef struct kq_out_s {
         int64_t offset;
         int partition_cnt;
         int64_t rtt_ms;
+        int64_t max_bytes;
+        int max_bytes_default;
         const sl_kquery_member_t *members;
         int member_cnt;
         rd_kafka_consumer_group_state_t group_state;
@@ -128,6 +131,7 @@ typedef struct kq_req_s {
                 sl_kquery_partitions_cb *partitions;
                 sl_kquery_group_cb *group;
                 sl_kquery_probe_cb *probe;
+                sl_kquery_max_bytes_cb *max_bytes;
         } cb;
         void *opaque;
         uv_timer_t timer; /* the deadline guard, or the backoff */
@@ -169,6 +173,7 @@ static void kquery_out_init(kq_out_t *out, rd_kafka_resp_err_t err) {
         out->offset = RD_KAFKA_OFFSET_INVALID;
         out->partition_cnt = -1;
         out->rtt_ms = -1;
+        out->max_bytes = -1;
         out->group_state = RD_KAFKA_CONSUMER_GROUP_STATE_UNKNOWN;
 }
 
@@ -247,6 +252,10 @@ static void kquery_answer(kq_req_t *req, const kq_out_t *out) {
                 break;
         case KQ_PROBE:
                 req->cb.probe(req->opaque, out->err, out->rtt_ms);
+                break;
+        case KQ_MAX_BYTES:
+                req->cb.max_bytes(req->opaque, out->err, req->topic,
+                                  out->max_bytes, out->max_bytes_default);
                 break;
         }
         if (!req->freed && req->where == KQ_LOOP)
@@ -513,6 +522,8 @@ static void kquery_admin_send(kq_req_t *req) {
         opts = rd_kafka_AdminOptions_new(
             q->rk, req->kind == KQ_COMMITTED
                        ? RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS
+                   : req->kind == KQ_MAX_BYTES
+                       ? RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS
                        : RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
         if (rd_kafka_AdminOptions_set_request_timeout(opts, left, errstr,
                                                       sizeof(errstr)))
@@ -535,6 +546,11 @@ static void kquery_admin_send(kq_req_t *req) {
                                                   q->rkqu);
                 rd_kafka_ListConsumerGroupOffsets_destroy(lgo);
                 rd_kafka_topic_partition_list_destroy(l);
+        } else if (req->kind == KQ_MAX_BYTES) {
+                rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(
+                    RD_KAFKA_RESOURCE_TOPIC, req->topic);
+                rd_kafka_DescribeConfigs(q->rk, &res, 1, opts, q->rkqu);
+                rd_kafka_ConfigResource_destroy(res);
         } else {
                 const char *groups[1] = {req->group};
                 rd_kafka_DescribeConsumerGroups(q->rk, groups, 1, opts,
@@ -652,6 +668,61 @@ static void kquery_on_group(kq_req_t *req, rd_kafka_event_t *ev) {
         free(members);
 }
 
+/* DescribeConfigs of one topic: errors come for the request (event) and
+ * for the resource (an unknown topic, a missing DescribeConfigs ACL).  The
+ * value of max.message.bytes is the topic's own or, unset there, the
+ * broker's message.max.bytes (*dflt says which). */
+static rd_kafka_resp_err_t kquery_max_bytes_parse(rd_kafka_event_t *ev,
+                                                  int64_t *maxp, int *dflt) {
+        const rd_kafka_DescribeConfigs_result_t *res;
+        const rd_kafka_ConfigResource_t **rres;
+        const rd_kafka_ConfigEntry_t **entries;
+        rd_kafka_resp_err_t err;
+        size_t cnt = 0, ecnt = 0;
+
+        if ((err = rd_kafka_event_error(ev)))
+                return err;
+        if (!(res = rd_kafka_event_DescribeConfigs_result(ev)))
+                return RD_KAFKA_RESP_ERR__BAD_MSG;
+        rres = rd_kafka_DescribeConfigs_result_resources(res, &cnt);
+        if (cnt != 1)
+                return RD_KAFKA_RESP_ERR__BAD_MSG;
+        if ((err = rd_kafka_ConfigResource_error(rres[0])))
+                return err;
+        entries = rd_kafka_ConfigResource_configs(rres[0], &ecnt);
+        for (size_t i = 0; i < ecnt; i++) {
+                const char *v;
+                char *end;
+                long long n;
+                if (strcmp(rd_kafka_ConfigEntry_name(entries[i]),
+                           "max.message.bytes"))
+                        continue;
+                if (!(v = rd_kafka_ConfigEntry_value(entries[i])))
+                        return RD_KAFKA_RESP_ERR__BAD_MSG;
+                n = strtoll(v, &end, 10);
+                if (*end || n <= 0)
+                        return RD_KAFKA_RESP_ERR__BAD_MSG;
+                *maxp = n;
+                *dflt = rd_kafka_ConfigEntry_source(entries[i]) !=
+                        RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG;
+                return RD_KAFKA_RESP_ERR_NO_ERROR;
+        }
+        return RD_KAFKA_RESP_ERR__BAD_MSG;
+}
+
+static void kquery_on_max_bytes(kq_req_t *req, rd_kafka_event_t *ev) {
+        kq_out_t out;
+        int64_t max = -1;
+        int dflt = 0;
+
+        kquery_out_init(&out, kquery_max_bytes_parse(ev, &max, &dflt));
+        if (!out.err) {
+                out.max_bytes = max;
+                out.max_bytes_default = dflt;
+        }
+        kquery_answer(req, &out);
+}
+
 /* Serves admin results (sl_kwatch callback). */
 static int kquery_serve(void *opaque, int budget) {
         sl_kquery_t *q = opaque;
@@ -665,6 +736,7 @@ static int kquery_serve(void *opaque, int budget) {
                 switch (rd_kafka_event_type(ev)) {
                 case RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT:
                 case RD_KAFKA_EVENT_DESCRIBECONSUMERGROUPS_RESULT:
+                case RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT:
                         req = rd_kafka_event_opaque(ev);
                         sl_assert(req && req->where == KQ_ADMIN);
                         req->where = KQ_LOOP;
@@ -672,6 +744,8 @@ static int kquery_serve(void *opaque, int budget) {
                                 kquery_req_free(req);
                         else if (req->kind == KQ_COMMITTED)
                                 kquery_on_committed(req, ev);
+                        else if (req->kind == KQ_MAX_BYTES)
+                                kquery_on_max_bytes(req, ev);
                         else
                                 kquery_on_group(req, ev);
                         break;
@@ -692,7 +766,8 @@ static int kquery_serve(void *opaque, int budget) {
 static void kquery_dispatch(kq_req_t *req) {
         sl_kquery_t *q = req->q;
 
-        if (req->kind == KQ_COMMITTED || req->kind == KQ_GROUP) {
+        if (req->kind == KQ_COMMITTED || req->kind == KQ_GROUP ||
+            req->kind == KQ_MAX_BYTES) {
                 kquery_admin_send(req);
         } else {
                 req->where = KQ_WORKER;
@@ -822,6 +897,19 @@ int sl_kquery_group_owners(sl_kquery_t *q, const char *group, int timeout_ms,
         req = kquery_req_new(q, KQ_OWNERS, timeout_ms, opaque);
         req->cb.group = cb;
         req->group = sl_strdup(group);
+        kquery_dispatch(req);
+        return 0;
+}
+
+int sl_kquery_max_bytes(sl_kquery_t *q, const char *topic, int timeout_ms,
+                        sl_kquery_max_bytes_cb *cb, void *opaque) {
+        kq_req_t *req;
+
+        if (!kquery_usable(q, timeout_ms, cb != NULL) || !topic || !*topic)
+                return -1;
+        req = kquery_req_new(q, KQ_MAX_BYTES, timeout_ms, opaque);
+        req->cb.max_bytes = cb;
+        req->topic = sl_strdup(topic);
         kquery_dispatch(req);
         return 0;
 }

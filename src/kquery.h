@@ -13,7 +13,8 @@
  *   sl_kquery_probe()        │  with no async form in 2.0.2)
  *   sl_kquery_group_owners()─┘
  *   sl_kquery_committed()      ─┬─ librdkafka admin API; results come back
- *   sl_kquery_describe_group() ─┘  as events on a queue the loop watches
+ *   sl_kquery_describe_group()  │  as events on a queue the loop watches
+ *   sl_kquery_max_bytes()      ─┘
  *                                              │
  *                              callback on the loop thread
  *
@@ -120,6 +121,18 @@ int sl_kquery_describe_group(sl_kquery_t *q, const char *group, int timeout_ms,
  * RD_KAFKA_RESP_ERR__BAD_MSG when an assignment could not be parsed. */
 int sl_kquery_group_owners(sl_kquery_t *q, const char *group, int timeout_ms,
                            sl_kquery_group_cb *cb, void *opaque);
+
+/* The largest record batch a topic accepts (its max.message.bytes, from
+ * DescribeConfigs): max_bytes > 0, and dflt 1 when the topic does not set
+ * it (the value is then the broker's message.max.bytes).  err set (and
+ * max_bytes -1) when it could not be read: the topic does not exist,
+ * TOPIC_AUTHORIZATION_FAILED without the DescribeConfigs ACL, a timeout.
+ * topic is q's copy. */
+typedef void(sl_kquery_max_bytes_cb)(void *opaque, rd_kafka_resp_err_t err,
+                                     const char *topic, int64_t max_bytes,
+                                     int dflt);
+int sl_kquery_max_bytes(sl_kquery_t *q, const char *topic, int timeout_ms,
+                        sl_kquery_max_bytes_cb *cb, void *opaque);
 
 /* A cheap round trip to the cluster (a metadata request for the topics rk
  * already knows) to tell whether Kafka answers: err 0 and the round-trip

@@ -25,8 +25,10 @@
  * Bad input goes to the DLQ: missing-key, bad-key (not UTF-8 text, or a NUL
  * byte), bad-header (sluice-item repeated, null, empty, longer than 1024
  * bytes, not UTF-8 text), missing-item (a null value without sluice-item),
- * oversize (value over max_record_bytes, or a changelog record Kafka
- * refuses).
+ * oversize (value over max_record_bytes), too-large (its changelog record,
+ * or a batch of it alone, is larger than the topic takes: recsize.h),
+ * changelog-refused (Kafka refused its changelog record for another
+ * reason).
  *
  * STATE MODEL
  *
@@ -198,17 +200,18 @@ static long long kafka_conf_ll(rd_kafka_conf_t *kc, const char *name,
         return atoll(v);
 }
 
-/* Chunk records stay at half of what the producer sends as one record
- * (message.max.bytes) or puts in one batch (batch.size, which a topic's
- * max.message.bytes must admit), and at most SL_DEBOUNCE_CHUNK_MAX: an
- * item that does not fit is an item record, which Kafka refuses at once
- * if it must (oversize), where a chunk refused at the commit costs an
- * abort before it is written as item records. */
+/* Chunk records stay at half of what the changelog takes (its
+ * max.message.bytes and the producers' message.max.bytes,
+ * sl_pipeline_max_bytes) and of what the producer puts in one batch
+ * (batch.size), and at most SL_DEBOUNCE_CHUNK_MAX: an item that does not
+ * fit is an item record, which is refused at once if it must (too-large),
+ * where a chunk refused at the commit costs an abort before it is written
+ * as item records. */
 static size_t debounce_chunk_max(sl_pipeline_t *pl) {
         char errstr[256];
         rd_kafka_conf_t *kc =
             sl_conf_rdkafka(sl_app_conf(pl->app), errstr, sizeof(errstr));
-        long long m = SL_MIN(kafka_conf_ll(kc, "message.max.bytes", 1000000),
+        long long m = SL_MIN(sl_pipeline_max_bytes(pl, pl->conf->changelog),
                              kafka_conf_ll(kc, "batch.size", 1000000));
         if (kc)
                 rd_kafka_conf_destroy(kc);
@@ -353,37 +356,37 @@ static int debounce_write(void *opaque, const void *key, size_t keylen,
 }
 
 /* An item whose changelog record Kafka refused even alone, at the seal:
- * it left the state; to the DLQ with reason oversize, its first sighting
- * as the source. */
+ * it left the state; to the DLQ (cut to fit, sl_task_dlq_send) with
+ * reason too-large (or changelog-refused for another refusal), its first
+ * sighting as the source. */
 static void debounce_dropped(void *opaque, const void *key, size_t keylen,
                              const sl_debounce_item_t *it, int err) {
         sl_task_t *t = opaque;
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        char detail[160], k[100];
+        const char *reason = err == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                                 ? "too-large"
+                                 : "changelog-refused";
+        char detail[320], k[100];
         rd_kafka_headers_t *hdrs;
-        int r;
 
         snprintf(detail, sizeof(detail),
                  "changelog record of the item refused: %s",
-                 rd_kafka_err2str((rd_kafka_resp_err_t)-err));
-        sl_task_dlq_count(t, "oversize");
+                 err == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                     ? sl_task_refused_why(t)
+                     : rd_kafka_err2str((rd_kafka_resp_err_t)-err));
+        sl_task_dlq_count(t, reason);
         sl_log(LOG_WARNING, "DEBOUNCE",
-               "%s [%d] @%" PRId64 ": item of '%s': oversize: %s", pc->name,
+               "%s [%d] @%" PRId64 ": item of '%s': %s: %s", pc->name,
                t->partition, it->seq, sl_escape(key, keylen, k, sizeof(k)),
-               detail);
+               reason, detail);
         if (!pc->dlq)
                 return;
         hdrs = rd_kafka_headers_new(6);
         rd_kafka_header_add(hdrs, "sluice-item", -1, it->id,
                             (ssize_t)it->idlen);
-        sl_task_dlq_headers(t, hdrs, "oversize", detail, it->seq);
-        r = sl_task_produce(t, pc->dlq, t->partition, key, keylen, it->payload,
-                            it->payload_len, hdrs);
-        if (r < 0)
-                sl_log(LOG_ERR, "DLQ",
-                       "%s [%d]: DLQ %s refused the item too (%s); dropped",
-                       pc->name, t->partition, pc->dlq,
-                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+        sl_task_dlq_headers(t, hdrs, reason, detail, it->seq);
+        sl_task_dlq_send(t, key, keylen, it->payload, it->payload_len, NULL,
+                         hdrs);
 }
 
 static void *debounce_state_new(sl_task_t *t) {
@@ -492,35 +495,42 @@ static void debounce_restored(sl_task_t *t) {
 /* ------------------------------------------------------------------ */
 /* Flushing.                                                           */
 
-/* A batch the output refused goes to the DLQ (same partition). */
+/* A batch the output refused goes to the DLQ (same partition), one
+ * record per item as it came in (key the group, value the payload, the
+ * item id in sluice-item, its first sighting as the source offset), cut
+ * to fit when it must be (sl_task_dlq_send): reason too-large when it was
+ * too large even as a batch of that item alone, else output-refused. */
 static void debounce_batch_dlq(sl_task_t *t, const sl_debounce_batch_t *b,
-                               const void *value, size_t len,
-                               const char *detail) {
+                               size_t len, int err) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        static const char reason[] = "output-refused";
-        rd_kafka_headers_t *hdrs;
-        char key[100];
-        int r;
+        const char *reason = err == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                                 ? "too-large"
+                                 : "output-refused";
+        char detail[320], key[100];
 
-        sl_task_dlq_count(t, reason);
+        snprintf(detail, sizeof(detail), "batch %s: %s", b->id,
+                 err == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                     ? sl_task_refused_why(t)
+                     : rd_kafka_err2str((rd_kafka_resp_err_t)-err));
         sl_log(LOG_WARNING, "DEBOUNCE",
                "%s [%d]: batch %s of '%s' (%zu items, %zu bytes): %s: %s",
                pc->name, t->partition, b->id,
                sl_escape(b->key, b->keylen, key, sizeof(key)), b->cnt, len,
                reason, detail);
-        if (!pc->dlq)
-                return;
-        hdrs = rd_kafka_headers_new(4);
-        rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
-        rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
-        rd_kafka_header_add(hdrs, "sluice-batch-id", -1, b->id, -1);
-        r = sl_task_produce(t, pc->dlq, t->partition, b->key, b->keylen, value,
-                            len, hdrs);
-        if (r < 0)
-                sl_log(LOG_ERR, "DLQ",
-                       "%s [%d]: DLQ %s refused batch %s too (%s); dropped",
-                       pc->name, t->partition, pc->dlq, b->id,
-                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+        for (size_t i = 0; i < b->cnt; i++) {
+                const sl_debounce_item_t *it = &b->items[i];
+                rd_kafka_headers_t *hdrs;
+                sl_task_dlq_count(t, reason);
+                if (!pc->dlq)
+                        continue;
+                hdrs = rd_kafka_headers_new(8);
+                rd_kafka_header_add(hdrs, "sluice-item", -1, it->id,
+                                    (ssize_t)it->idlen);
+                rd_kafka_header_add(hdrs, "sluice-batch-id", -1, b->id, -1);
+                sl_task_dlq_headers(t, hdrs, reason, detail, it->seq);
+                sl_task_dlq_send(t, b->key, b->keylen, it->payload,
+                                 it->payload_len, NULL, hdrs);
+        }
 }
 
 /* Produces one batch and tombstones its items, in the open transaction. */
@@ -563,8 +573,7 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
                 return;
         }
         if (r < 0)
-                debounce_batch_dlq(t, b, value, len,
-                                   rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                debounce_batch_dlq(t, b, len, r);
         else
                 sl_counter_inc_owner(t->pl->metrics->records_out);
         free(value);
@@ -821,13 +830,22 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
                                m->payload, m->len, now, m->offset);
         if (r < 0) {
                 int e = sl_debounce_write_error(st->win);
-                if (e)
+                if (e == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+                        snprintf(detail, sizeof(detail),
+                                 "changelog record of the item: %s",
+                                 sl_task_refused_why(t));
+                else if (e)
                         snprintf(detail, sizeof(detail),
                                  "changelog record of the item refused: %s",
                                  rd_kafka_err2str((rd_kafka_resp_err_t)-e));
                 else
                         snprintf(detail, sizeof(detail), "item too large");
-                sl_task_dlq(t, m, "oversize", detail);
+                sl_task_dlq(t, m,
+                            e == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                                ? "too-large"
+                            : e ? "changelog-refused"
+                                : "oversize",
+                            detail);
                 return;
         }
         sl_counter_inc_owner(r ? dp->m_replaced : dp->m_added);

@@ -663,12 +663,13 @@ static void delay_restored(sl_task_t *t) {
         delay_arm(t);
 }
 
-/* Sends a fired timer that cannot be delivered to the DLQ. */
+/* Sends a fired timer that cannot be delivered to the DLQ: its payload
+ * and headers, cut to fit when they must be (sl_task_dlq_send). */
 static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
                            const fire_view_t *v, const char *reason,
                            const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        rd_kafka_headers_t *hdrs;
+        rd_kafka_headers_t *src, *hdrs;
         char buf[32], id[100];
 
         sl_task_dlq_count(t, reason);
@@ -678,16 +679,18 @@ static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
                detail);
         if (!pc->dlq)
                 return;
-        hdrs = rd_kafka_headers_new(8);
-        blob_headers(v, (const char *)sl_timer_data(tm) + tm->datalen, hdrs);
+        src = rd_kafka_headers_new(v->hdr_cnt ? v->hdr_cnt : 1);
+        blob_headers(v, (const char *)sl_timer_data(tm) + tm->datalen, src);
+        hdrs = rd_kafka_headers_new(4);
         rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
         rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
         rd_kafka_header_add(hdrs, "sluice-timer-id", -1, sl_timer_key(tm),
                             tm->keylen);
         snprintf(buf, sizeof(buf), "%" PRId64, tm->due_ms);
         rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
-        sl_task_produce(t, pc->dlq, t->partition, sl_timer_key(tm), tm->keylen,
-                        v->payload, v->payload_len, hdrs);
+        sl_task_dlq_send(t, sl_timer_key(tm), tm->keylen, v->payload,
+                         v->payload_len, src, hdrs);
+        rd_kafka_headers_destroy(src);
 }
 
 /* now - due, saturated: a due time restored from the changelog (or given
@@ -745,7 +748,10 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
                                     : v.has_key ? v.keylen
                                                 : tm->keylen,
                                     v.payload, v.payload_len, hdrs);
-                if (r < 0)
+                if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+                        delay_fire_dlq(t, tm, &v, "too-large",
+                                       sl_task_refused_why(t));
+                else if (r < 0)
                         delay_fire_dlq(
                             t, tm, &v, "target-refused",
                             rd_kafka_err2str((rd_kafka_resp_err_t)-r));
@@ -1069,9 +1075,15 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
                                         req->id, req->id_len, packed, plen,
                                         NULL)) < 0) {
                 snprintf(detail, sizeof(detail),
-                         "changelog record of %zu bytes refused: %s", plen,
-                         rd_kafka_err2str((rd_kafka_resp_err_t)-r));
-                sl_task_dlq(t, m, "oversize", detail);
+                         "the timer's changelog record: %s",
+                         r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                             ? sl_task_refused_why(t)
+                             : rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+                sl_task_dlq(t, m,
+                            r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                                ? "too-large"
+                                : "changelog-refused",
+                            detail);
         } else {
                 replaced =
                     sl_timerheap_upsert(st->heap, req->id, req->id_len,

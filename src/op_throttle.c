@@ -76,6 +76,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rates.h"
+#include "recsize.h"
 #include "sluice.pb-c.h"
 #include "task.h"
 #include "util.h"
@@ -122,6 +123,7 @@ typedef struct throttle_pipeline_s {
         sl_counter_t *m_restore_bad;
         sl_counter_t *m_dlq_expired;
         sl_counter_t *m_dlq_refused;
+        sl_counter_t *m_dlq_too_large;
         sl_counter_t *m_lost;
         sl_gauge_t *m_backlog;
         sl_gauge_t *m_backlog_bytes;
@@ -363,6 +365,9 @@ static const sl_metric_def_t throttle_metrics[] = {
     SL_METRICS_COUNTER_L(throttle_pipeline_t, m_dlq_refused,
                          "sluice_records_dlq_total", SL_DLQ_HELP, "reason",
                          "output-refused"),
+    SL_METRICS_COUNTER_L(throttle_pipeline_t, m_dlq_too_large,
+                         "sluice_records_dlq_total", SL_DLQ_HELP, "reason",
+                         "too-large"),
     SL_METRICS_COUNTER(throttle_pipeline_t, m_lost,
                        "sluice_throttle_lost_total",
                        "Backlog messages whose overflow record was gone when "
@@ -628,6 +633,10 @@ static void forward_live(sl_task_t *t, const rd_kafka_message_t *m) {
                 h = rd_kafka_headers_copy(src);
         r = sl_task_produce(t, t->pl->conf->output, RD_KAFKA_PARTITION_UA,
                             m->key, m->key_len, m->payload, m->len, h);
+        if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+                sl_task_dlq(t, m, "too-large", sl_task_refused_why(t));
+                return;
+        }
         if (r < 0) {
                 sl_task_dlq(t, m, "output-refused",
                             rd_kafka_err2str((rd_kafka_resp_err_t)-r));
@@ -686,6 +695,55 @@ static size_t pack_overflow(const rd_kafka_message_t *m, int64_t deadline,
         return len;
 }
 
+/* The largest ThrottleKey value: three fields, each a tag and at most a
+ * ten-byte varint or an eight-byte double. */
+#define THROTTLE_KEY_VALUE_MAX 31
+
+/* 1 when every record m can make fits its topic (recsize.h): the output
+ * (forwarded now or drained later, with m's key, value and headers) and
+ * the key's "k/" record in the changelog, written at commit, where a
+ * refusal could only abort.  Else 0, with the reason in detail.  (The
+ * overflow record is checked when it is produced: a refusal there is the
+ * record's own.) */
+static int throttle_fits(sl_task_t *t, const rd_kafka_message_t *m,
+                         char *detail, size_t detail_size) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        rd_kafka_headers_t *h = NULL;
+        size_t hcnt = 0, hbytes = 0, size;
+        int64_t max;
+
+        if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+                const char *name;
+                const void *val;
+                size_t vlen;
+                while (!rd_kafka_header_get_all(h, hcnt, &name, &val, &vlen)) {
+                        hbytes += sl_recsize_header(strlen(name),
+                                                    val ? (int64_t)vlen : -1);
+                        hcnt++;
+                }
+        }
+        size =
+            sl_recsize_batch((int64_t)m->key_len,
+                             m->payload ? (int64_t)m->len : -1, hcnt, hbytes);
+        if ((int64_t)size > (max = sl_task_max_bytes(t, pc->output))) {
+                snprintf(detail, detail_size,
+                         "a record of %zu bytes (key %zu, value %zu, %zu "
+                         "headers); the output %s takes %" PRId64,
+                         size, m->key_len, m->len, hcnt, pc->output, max);
+                return 0;
+        }
+        size = sl_recsize_batch((int64_t)m->key_len + 2, THROTTLE_KEY_VALUE_MAX,
+                                0, 0);
+        if ((int64_t)size > (max = sl_task_max_bytes(t, pc->changelog))) {
+                snprintf(detail, detail_size,
+                         "a key of %zu bytes: its state record (%zu bytes) is "
+                         "larger than the changelog %s takes (%" PRId64 ")",
+                         m->key_len, size, pc->changelog, max);
+                return 0;
+        }
+        return 1;
+}
+
 static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
         throttle_state_t *st = st_of(t);
         throttle_pipeline_t *tp = st->tp;
@@ -706,6 +764,10 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                     "%zu bytes of key and value, max_record_bytes %" PRId64,
                     m->key_len + m->len, pc->max_record_bytes);
                 sl_task_dlq(t, m, "oversize", detail);
+                return;
+        }
+        if (!throttle_fits(t, m, detail, sizeof(detail))) {
+                sl_task_dlq(t, m, "too-large", detail);
                 return;
         }
         reason = input_deadline(t, m, now, &deadline, detail, sizeof(detail));
@@ -757,7 +819,12 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 r = sl_task_produce_tracked(t, pc->overflow, t->partition,
                                             m->key, m->key_len, packed, plen,
                                             NULL);
-                if (r < 0) {
+                if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+                        snprintf(detail, sizeof(detail),
+                                 "its overflow record: %s",
+                                 sl_task_refused_why(t));
+                        sl_task_dlq(t, m, "too-large", detail);
+                } else if (r < 0) {
                         snprintf(detail, sizeof(detail),
                                  "overflow topic %s refused %zu bytes: %s",
                                  pc->overflow, plen,
@@ -790,10 +857,9 @@ static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
                       const Sluice__V1__OverflowRecord *rec, const char *reason,
                       const char *detail, sl_counter_t *m_reason) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        rd_kafka_headers_t *h;
+        rd_kafka_headers_t *h, *src;
         const void *key;
         size_t keylen;
-        int r;
 
         sl_counter_inc(m_reason);
         if (!pc->dlq) {
@@ -809,16 +875,13 @@ static void drain_dlq(sl_task_t *t, const sl_backlog_item_t *it,
                 return;
         }
         key = sl_backlog_key_key(it->key, &keylen);
-        h = overflow_headers(rec, 6);
+        src = overflow_headers(rec, 0);
+        h = rd_kafka_headers_new(6);
         sl_task_dlq_headers(t, h, reason, detail, rec->source_offset);
-        r = sl_task_produce(t, pc->dlq, t->partition, key, keylen,
-                            overflow_value(rec), overflow_value_len(rec), h);
-        if (r < 0)
-                sl_log(LOG_ERR, "DLQ",
-                       "%s [%d]: DLQ %s refused a backlog record (%s: %s): "
-                       "%s; dropped",
-                       pc->name, t->partition, pc->dlq, reason, detail,
-                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+        sl_task_dlq_send(t, key, keylen, overflow_value(rec),
+                         overflow_value_len(rec), src, h);
+        if (src)
+                rd_kafka_headers_destroy(src);
 }
 
 /* Sends a backlog item whose deadline passed to the DLQ (or drops it). */
@@ -848,9 +911,16 @@ static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
                             overflow_value(rec), overflow_value_len(rec),
                             overflow_headers(rec, 0));
         if (r < 0) {
-                drain_dlq(t, it, rec, "output-refused",
-                          rd_kafka_err2str((rd_kafka_resp_err_t)-r),
-                          tp->m_dlq_refused);
+                drain_dlq(t, it, rec,
+                          r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                              ? "too-large"
+                              : "output-refused",
+                          r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                              ? sl_task_refused_why(t)
+                              : rd_kafka_err2str((rd_kafka_resp_err_t)-r),
+                          r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                              ? tp->m_dlq_too_large
+                              : tp->m_dlq_refused);
                 return;
         }
         sl_counter_inc_owner(t->pl->metrics->records_out);

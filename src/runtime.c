@@ -13,9 +13,12 @@
  */
 #include "runtime.h"
 
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "recsize.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
@@ -178,8 +181,12 @@ static int runtime_send(sl_runtime_t *rt, const sl_outbox_rec_t *r,
                 sl_txn_doom(rt->txn, rd_kafka_err2str(err));
                 return 0;
         }
-        if (!replayed)
+        if (!replayed) {
+                snprintf(rt->refused_why, sizeof(rt->refused_why),
+                         "the producer refused a record for %s: %s", r->topic,
+                         rd_kafka_err2str(err));
                 return -(int)err;
+        }
         /* The operator that made it has moved on: remember the record as
          * refused, so that after the abort and rebuild the same work is
          * refused up front, and the operator sends it to the DLQ. */
@@ -187,6 +194,52 @@ static int runtime_send(sl_runtime_t *rt, const sl_outbox_rec_t *r,
                         sl_now_ms());
         sl_txn_doom(rt->txn, "a record decided during a commit was refused");
         return 0;
+}
+
+int64_t sl_runtime_max_bytes(const sl_runtime_t *rt, const char *topic) {
+        if (!rt->size_exact)
+                return rt->producer_max_bytes;
+        return SL_MIN(rt->hooks->max_bytes(rt, topic), rt->producer_max_bytes);
+}
+
+/* The size check of every record (recsize.h): 1 when r cannot be written
+ * whole, with rt->refused_why saying why.  One pass over the headers; the
+ * topic's limit is looked up only for a record larger than the smallest
+ * limit known. */
+static int runtime_too_large(sl_runtime_t *rt, const sl_outbox_rec_t *r) {
+        size_t hcnt = 0, hbytes = 0, size;
+        int64_t max;
+
+        if (r->hdrs) {
+                const char *name;
+                const void *val;
+                size_t vlen;
+                while (!rd_kafka_header_get_all(r->hdrs, hcnt, &name, &val,
+                                                &vlen)) {
+                        hbytes += sl_recsize_header(strlen(name),
+                                                    val ? (int64_t)vlen : -1);
+                        hcnt++;
+                }
+        }
+        size = sl_recsize_batch(r->key ? (int64_t)r->keylen : -1,
+                                r->value ? (int64_t)r->valuelen : -1, hcnt,
+                                hbytes);
+        if ((int64_t)size <= rt->max_bytes_floor)
+                return 0;
+        max = sl_runtime_max_bytes(rt, r->topic);
+        if ((int64_t)size <= max)
+                return 0;
+        snprintf(rt->refused_why, sizeof(rt->refused_why),
+                 "a record of %zu bytes (key %zu, value %zu, %zu headers of "
+                 "%zu bytes); %s takes %" PRId64 "%s",
+                 size, r->key ? r->keylen : 0, r->value ? r->valuelen : 0, hcnt,
+                 hbytes, r->topic, max,
+                 max == rt->producer_max_bytes &&
+                         (!rt->size_exact ||
+                          rt->hooks->max_bytes(rt, r->topic) > max)
+                     ? " (the producers' message.max.bytes)"
+                     : "");
+        return 1;
 }
 
 /* While a commit is in flight, or the outbox is being sent, records wait in
@@ -200,11 +253,19 @@ int sl_runtime_produce(sl_runtime_t *rt, sl_outbox_rec_t *r) {
         uint64_t id;
         int e = 0;
 
+        if (runtime_too_large(rt, r)) {
+                if (r->hdrs)
+                        rd_kafka_headers_destroy(r->hdrs);
+                return -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+        }
         if (rt->refused.used && (id = rec_refused_id(r)) &&
             sl_refused_get(&rt->refused, id, sl_now_ms(), &e) ==
                 SL_REFUSED_GUILTY) {
                 if (r->hdrs)
                         rd_kafka_headers_destroy(r->hdrs);
+                snprintf(rt->refused_why, sizeof(rt->refused_why),
+                         "%s refused the record when it was sent alone: %s",
+                         r->topic, rd_kafka_err2str((rd_kafka_resp_err_t)e));
                 return -e;
         }
         if (runtime_deferring(rt)) {

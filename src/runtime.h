@@ -47,6 +47,10 @@ typedef struct sl_runtime_hooks_s {
          * topic by name, which takes the client's write lock for every
          * record. */
         rd_kafka_topic_t *(*topic)(const sl_runtime_t *rt, const char *name);
+        /* The largest record batch topic accepts, as far as the app knows
+         * (its max.message.bytes, learned with DescribeConfigs, or the
+         * broker's default): > 0. */
+        int64_t (*max_bytes)(const sl_runtime_t *rt, const char *topic);
 } sl_runtime_hooks_t;
 
 struct sl_runtime_s {
@@ -83,6 +87,18 @@ struct sl_runtime_s {
         /* A revocation waiting for the commit of its partitions' work. */
         rd_kafka_topic_partition_list_t *revoking;
         int revoke_commit_started;
+
+        /* What a record may take (recsize.h): the producers'
+         * message.max.bytes, and below it what each topic accepts (the
+         * max_bytes hook).  A record of at most max_bytes_floor bytes fits
+         * every topic known so far and skips the lookup.  size_exact is 0
+         * while the producers compress: the broker measures compressed
+         * batches, so only the producers' own limit is checked here.
+         * refused_why says why the last record was refused for its size. */
+        int64_t producer_max_bytes;
+        int64_t max_bytes_floor;
+        int size_exact;
+        char refused_why[256];
 
         int rebuilding_cnt; /* tasks in REBUILDING */
         int input_end_asks; /* lookups of the inputs' ends (app.c) */
@@ -124,11 +140,19 @@ int64_t sl_runtime_now_fresh_ms(sl_runtime_t *rt);
          ((uintptr_t)(partition) << 10) | ((uintptr_t)(epoch) << 32))
 #define SL_MSG_ORIGIN(origin) ((uintptr_t)(origin) << 2)
 
+/* The largest record topic takes now: what it accepts (the max_bytes
+ * hook) and the producers can send.  With size_exact 0, the producers'
+ * limit alone. */
+int64_t sl_runtime_max_bytes(const sl_runtime_t *rt, const char *topic);
+
 /*
  * Produces r (a task's record; r->flags its msg_opaque) into the
  * transaction: into the outbox while a commit is in flight or the outbox
  * is being sent (so records keep their order), else into the open
- * transaction.  A record the refused memo holds guilty is refused up front.
+ * transaction.  A record larger than its topic takes
+ * (sl_runtime_max_bytes(), counted as recsize.h does) is refused up front
+ * with RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, rt->refused_why saying so; so
+ * is a record the refused memo holds guilty.
  * r->hdrs is owned by this call in every case; the other pointers are
  * copied before it returns.  Returns 0, or a negative rd_kafka_resp_err_t
  * for a record Kafka refuses outright.

@@ -36,6 +36,7 @@
 #include "kafka.h"
 #include "kwatch.h"
 #include "log.h"
+#include "recsize.h"
 #include "runtime.h"
 #include "util.h"
 
@@ -695,12 +696,162 @@ void sl_task_dlq_count(sl_task_t *t, const char *reason) {
             t->pl->conf->name, "reason", reason, NULL));
 }
 
+const char *sl_task_refused_why(const sl_task_t *t) {
+        return t->rt->refused_why;
+}
+
+int64_t sl_task_max_bytes(const sl_task_t *t, const char *topic) {
+        return sl_runtime_max_bytes(t->rt, topic);
+}
+
+int64_t sl_pipeline_max_bytes(const sl_pipeline_t *pl, const char *topic) {
+        return sl_runtime_max_bytes(pl->rt, topic);
+}
+
+/* ------------------------------------------------------------------ */
+/* DLQ copies that always fit (task.h, sl_task_dlq_send).              */
+
+/* The smallest copy keeps this much of the key. */
+#define SL_DLQ_MIN_KEY 256
+
+typedef sl_recsize_cut_t dlq_cut_t;
+typedef sl_recsize_parts_t dlq_sizes_t;
+
+/* Sizes of sluice's own headers and of each prefix of the original ones. */
+static void dlq_sizes(dlq_sizes_t *z, const rd_kafka_headers_t *src,
+                      const rd_kafka_headers_t *own) {
+        const char *name;
+        const void *val;
+        size_t vlen, i;
+        memset(z, 0, sizeof(*z));
+        for (i = 0; own && !rd_kafka_header_get_all(own, i, &name, &val, &vlen);
+             i++) {
+                z->own_bytes +=
+                    sl_recsize_header(strlen(name), val ? (int64_t)vlen : -1);
+                z->own_trimmed += sl_recsize_header(
+                    strlen(name),
+                    val ? (int64_t)SL_MIN(vlen, SL_RECSIZE_CUT_KEY) : -1);
+        }
+        z->own_cnt = i;
+        z->src_cnt = src ? rd_kafka_header_cnt(src) : 0;
+        z->src_prefix = sl_calloc(z->src_cnt + 1, sizeof(*z->src_prefix));
+        for (i = 0; i < z->src_cnt &&
+                    !rd_kafka_header_get_all(src, i, &name, &val, &vlen);
+             i++)
+                z->src_prefix[i + 1] =
+                    z->src_prefix[i] +
+                    sl_recsize_header(strlen(name), val ? (int64_t)vlen : -1);
+        z->src_cnt = i;
+}
+
+/* The copy's headers: the first c->hdrs originals, then sluice's own, then
+ * sluice-cut when something was cut. */
+static rd_kafka_headers_t *dlq_headers(const rd_kafka_headers_t *src,
+                                       const rd_kafka_headers_t *own,
+                                       const dlq_sizes_t *z, const dlq_cut_t *c,
+                                       int64_t keylen, int64_t valuelen) {
+        rd_kafka_headers_t *h = rd_kafka_headers_new(c->hdrs + z->own_cnt + 1);
+        const char *name;
+        const void *val;
+        size_t vlen;
+        char buf[SL_RECSIZE_CUT_HDR_MAX];
+
+        for (size_t i = 0; i < c->hdrs &&
+                           !rd_kafka_header_get_all(src, i, &name, &val, &vlen);
+             i++)
+                rd_kafka_header_add(h, name, -1, val, val ? (ssize_t)vlen : 0);
+        for (size_t i = 0;
+             own && !rd_kafka_header_get_all(own, i, &name, &val, &vlen); i++)
+                rd_kafka_header_add(
+                    h, name, -1, val,
+                    !val      ? 0
+                    : c->trim ? (ssize_t)SL_MIN(vlen, SL_RECSIZE_CUT_KEY)
+                              : (ssize_t)vlen);
+        if (c->cut) {
+                snprintf(buf, sizeof(buf),
+                         "key=%" PRId64 ":%" PRId64 ",value=%" PRId64
+                         ":%" PRId64 ",headers=%zu:%zu%s",
+                         keylen, c->key, valuelen, c->value, z->src_cnt,
+                         c->hdrs, c->trim ? ",sluice-headers=1024" : "");
+                rd_kafka_header_add(h, "sluice-cut", -1, buf, -1);
+        }
+        return h;
+}
+
+int sl_task_dlq_send(sl_task_t *t, const void *key, size_t keylen,
+                     const void *value, size_t valuelen,
+                     const rd_kafka_headers_t *src, rd_kafka_headers_t *own) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        int64_t kl = key ? (int64_t)keylen : -1,
+                vl = value ? (int64_t)valuelen : -1;
+        int64_t max = sl_runtime_max_bytes(t->rt, pc->dlq);
+        uint64_t origin = t->origin;
+        dlq_sizes_t z;
+        dlq_cut_t c;
+        int r = -1;
+
+        sl_assert(pc->dlq);
+        dlq_sizes(&z, src, own);
+        if (sl_recsize_cut(&z, kl, vl, max, &c) == 0) {
+                r = sl_task_produce(t, pc->dlq, t->partition, key,
+                                    c.key < 0 ? 0 : (size_t)c.key, value,
+                                    c.value < 0 ? 0 : (size_t)c.value,
+                                    dlq_headers(src, own, &z, &c, kl, vl));
+                if (r == 0 && c.cut)
+                        sl_log(LOG_NOTICE, "DLQ",
+                               "%s [%d]: a record of %zu bytes cut to fit %s "
+                               "(%" PRId64 " bytes): key %" PRId64
+                               " of %" PRId64 ", value %" PRId64 " of %" PRId64
+                               ", headers %zu of %zu",
+                               pc->name, t->partition,
+                               sl_recsize_batch(kl, vl, z.own_cnt + z.src_cnt,
+                                                z.own_bytes +
+                                                    z.src_prefix[z.src_cnt]),
+                               pc->dlq, max, c.key, kl, c.value, vl, c.hdrs,
+                               z.src_cnt);
+        }
+        if (r < 0) {
+                /* Refused (the broker's limit is not what sluice learned,
+                 * or the copy was refused alone before): the smallest copy,
+                 * under another origin than the refused one. */
+                char why[256];
+                snprintf(why, sizeof(why), "%s", t->rt->refused_why);
+                c.key = kl < 0 ? -1 : SL_MIN(kl, SL_DLQ_MIN_KEY);
+                c.value = vl < 0 ? -1 : 0;
+                c.hdrs = 0;
+                c.trim = 1;
+                c.cut = 1;
+                t->origin = origin ^ 0x2545f4914f6cdd1dULL;
+                r = sl_task_produce(t, pc->dlq, t->partition, key,
+                                    c.key < 0 ? 0 : (size_t)c.key, value, 0,
+                                    dlq_headers(src, own, &z, &c, kl, vl));
+                t->origin = origin;
+                if (r < 0) {
+                        sl_log(LOG_ERR, "DLQ",
+                               "%s [%d]: DLQ %s refuses even the smallest copy "
+                               "of a record (%s; %s): the transaction aborts "
+                               "and the input is read again",
+                               pc->name, t->partition, pc->dlq, why,
+                               t->rt->refused_why);
+                        sl_txn_doom(t->rt->txn, "the DLQ refused a record");
+                } else {
+                        sl_log(LOG_WARNING, "DLQ",
+                               "%s [%d]: DLQ %s refused a copy (%s): the "
+                               "smallest copy went instead (sluice-cut)",
+                               pc->name, t->partition, pc->dlq, why);
+                }
+        }
+        free(z.src_prefix);
+        if (own)
+                rd_kafka_headers_destroy(own);
+        return r < 0 ? r : 0;
+}
+
 void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
                  const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
         rd_kafka_headers_t *src = NULL, *hdrs;
         char buf[32], esc[512];
-        int r;
 
         sl_task_dlq_count(t, reason);
         /* Details may quote input: printable ASCII only, bounded (a
@@ -714,10 +865,9 @@ void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
                        detail ? ": " : "", detail ? detail : "");
                 return;
         }
-        if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR)
-                hdrs = rd_kafka_headers_copy(src);
-        else
-                hdrs = rd_kafka_headers_new(6);
+        if (rd_kafka_message_headers(m, &src) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                src = NULL;
+        hdrs = rd_kafka_headers_new(6);
         rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
         if (detail)
                 rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail,
@@ -728,15 +878,7 @@ void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
         rd_kafka_header_add(hdrs, "sluice-source-partition", -1, buf, -1);
         snprintf(buf, sizeof(buf), "%" PRId64, m->offset);
         rd_kafka_header_add(hdrs, "sluice-source-offset", -1, buf, -1);
-
-        r = sl_task_produce(t, pc->dlq, m->partition, m->key, m->key_len,
-                            m->payload, m->len, hdrs);
-        if (r < 0)
-                sl_log(LOG_ERR, "DLQ",
-                       "%s [%d] @%" PRId64 ": DLQ %s refused the record (%s); "
-                       "dropped",
-                       pc->name, m->partition, m->offset, pc->dlq,
-                       rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+        sl_task_dlq_send(t, m->key, m->key_len, m->payload, m->len, src, hdrs);
 }
 
 void sl_task_wake_at(sl_task_t *t, int64_t when_ms) {

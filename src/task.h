@@ -283,11 +283,47 @@ void sl_task_dlq_count(sl_task_t *t, const char *reason);
 
 /* Sends input record m to the pipeline's DLQ (same partition) with the
  * headers sluice-error = reason, sluice-error-detail = detail (may be NULL),
- * sluice-source-topic/partition/offset, and m's own key, value and headers.
- * Counts it in sluice_records_dlq_total{reason}.  Without a DLQ the record
- * is dropped, counted and logged. */
+ * sluice-source-topic/partition/offset, and m's own key, value and headers
+ * (sl_task_dlq_send: cut to fit when it must be).  Counts it in
+ * sluice_records_dlq_total{reason}.  Without a DLQ the record is dropped,
+ * counted and logged. */
 void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
                  const char *detail);
+
+/*
+ * Writes a DLQ record that always fits the pipeline's DLQ (which must be
+ * configured), to the task's partition: the original key, value and
+ * headers (src, borrowed, may be NULL) with sluice's own headers (own:
+ * sluice-error, the source coordinates, ...; owned by this call, may be
+ * NULL) after them.  When that copy is larger than the DLQ takes
+ * (sl_task_max_bytes, recsize.h), the value is cut to what fits, or left
+ * out (empty); when that is not enough, original headers are dropped from
+ * the end, then the key is cut to 1 KiB, then the values of sluice's own
+ * headers to 1 KiB each (never dropped); a header sluice-cut says what was
+ * kept of what: "key=ORIG:KEPT,value=ORIG:KEPT,headers=ORIG:KEPT" (bytes,
+ * bytes, count; -1 for a null), with ",sluice-headers=1024" when those
+ * were cut too.  The source record is still in the input at the offset
+ * its headers name.  If the DLQ refuses the copy anyway, the smallest one
+ * goes (256 bytes of key, no value, sluice's headers cut); if it refuses that
+ * too, the transaction is doomed (the input is read again after the
+ * rebuild: never dropped) and a negative rd_kafka_resp_err_t returned,
+ * else 0.
+ */
+int sl_task_dlq_send(sl_task_t *t, const void *key, size_t keylen,
+                     const void *value, size_t valuelen,
+                     const rd_kafka_headers_t *src, rd_kafka_headers_t *own);
+
+/* The largest record topic takes now, counted as recsize.h does (what it
+ * accepts and the producers can send); the pipeline's form is for
+ * op->pipeline_init(), which runs once the topics' limits are learned. */
+int64_t sl_task_max_bytes(const sl_task_t *t, const char *topic);
+int64_t sl_pipeline_max_bytes(const sl_pipeline_t *pl, const char *topic);
+
+/* Why the last record this process produced was refused up front (a
+ * sentence naming its size and the topic's limit, or the broker's error):
+ * for the DLQ detail of an operator whose write got a negative return.
+ * Valid until the next produce. */
+const char *sl_task_refused_why(const sl_task_t *t);
 
 /* Arms the task's wake-up for when_ms (wall clock); an earlier arming wins
  * until it fires.  0 disarms. */

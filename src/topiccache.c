@@ -25,7 +25,8 @@ struct sl_topiccache_entry_s {
         uint64_t hash;
         int32_t next; /* next slot in the same bucket, or NONE */
         int partitions;
-        int looking; /* a lookup is in flight */
+        int64_t max_bytes; /* max.message.bytes, -1 unknown */
+        int looking;       /* a lookup is in flight */
         int credit;
         int64_t expires_ms;
         sl_topiccache_t *tc;
@@ -141,6 +142,7 @@ int sl_topiccache_get(sl_topiccache_t *tc, const char *topic, int64_t now_ms,
                 e->name = sl_strdup(topic);
                 e->hash = hash;
                 e->partitions = SL_TOPICCACHE_LOOKING;
+                e->max_bytes = -1;
                 e->tc = tc;
                 b = hash & (tc->nbuckets - 1);
                 e->next = tc->buckets[b];
@@ -177,6 +179,20 @@ void sl_topiccache_answer(sl_topiccache_t *tc, sl_topiccache_entry_t *e, int ok,
         e->expires_ms = now_ms + (partitions > 0 ? SL_TOPICCACHE_TTL_POS_MS
                                                  : SL_TOPICCACHE_TTL_NEG_MS);
         e->credit = partitions > 0 ? CREDIT_EXISTS : CREDIT_MISSING;
+}
+
+void sl_topiccache_set_max_bytes(sl_topiccache_t *tc, const char *topic,
+                                 int64_t max_bytes) {
+        sl_topiccache_entry_t *e =
+            find(tc, topic, sl_hash(topic, strlen(topic)));
+        if (e && max_bytes > 0)
+                e->max_bytes = max_bytes;
+}
+
+int64_t sl_topiccache_max_bytes(const sl_topiccache_t *tc, const char *topic) {
+        const sl_topiccache_entry_t *e =
+            find(tc, topic, sl_hash(topic, strlen(topic)));
+        return e ? e->max_bytes : -1;
 }
 
 const char *sl_topiccache_name(const sl_topiccache_entry_t *e) {

@@ -1,7 +1,7 @@
 /*
  * topiccache.h — what sluice knows of the topics operators write to:
- * whether each exists and how many partitions it has, as a bounded cache
- * in front of asynchronous metadata lookups.
+ * whether each exists, how many partitions it has and the largest record
+ * it accepts, as a bounded cache in front of asynchronous lookups.
  *
  * The names come from producers (a timer's sluice-target header), so the
  * cache must stay small whatever they send: at most `capacity` entries,
@@ -97,6 +97,18 @@ int sl_topiccache_get(sl_topiccache_t *tc, const char *topic, int64_t now_ms,
  * does not exist. */
 void sl_topiccache_answer(sl_topiccache_t *tc, sl_topiccache_entry_t *e, int ok,
                           int partitions, int64_t now_ms);
+
+/* The largest record topic accepts (its max.message.bytes, learned by a
+ * lookup of its own after the topic was found, kquery.h), kept in its
+ * entry for as long as the entry lives; nothing when topic has no entry
+ * (evicted meanwhile) or max_bytes <= 0. */
+void sl_topiccache_set_max_bytes(sl_topiccache_t *tc, const char *topic,
+                                 int64_t max_bytes);
+
+/* What the cache learned of topic's max.message.bytes, or -1 (not cached,
+ * not learned yet, or not describable).  Starts no lookup and gives no
+ * credit: for the size check of every produced record (runtime.h). */
+int64_t sl_topiccache_max_bytes(const sl_topiccache_t *tc, const char *topic);
 
 /* The topic name of e (owned by the cache, valid while e is). */
 const char *sl_topiccache_name(const sl_topiccache_entry_t *e);

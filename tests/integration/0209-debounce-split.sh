@@ -4,8 +4,8 @@
 # make a ~31 kB batch: sluice splits it in halves until each fits (4
 # batches of 7 or 8 items, each with its own batch id), and every item is
 # in exactly one of them.  An item whose changelog record alone is too large
-# is refused at input as oversize (counted; the DLQ refuses it too, being as
-# large, so it is dropped and logged).
+# is refused at input as too-large, and its DLQ copy is cut to what the
+# producer takes (sluice-cut says so): nothing is dropped.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
@@ -30,10 +30,14 @@ print("WH-3:" + "y" * 12000)' | produce "$in" -K: -X message.max.bytes=100000 ||
     fail "kcat failed"
 echo "produced 30 items of 1000 bytes and one of 12000"
 
-_oversize() {
-    [ "$(metric_value "$DB_PORT_main" "sluice_records_dlq_total{pipeline=\"$PFX\",reason=\"oversize\"}")" = 1 ]
+_too_large() {
+    [ "$(metric_value "$DB_PORT_main" "sluice_records_dlq_total{pipeline=\"$PFX\",reason=\"too-large\"}")" = 1 ]
 }
-wait_until 30 _oversize || fail "the 12000-byte item was not refused as oversize"
+wait_until 30 _too_large || fail "the 12000-byte item was not refused as too-large"
+wait_records "$dlq" 1 30 || fail "the 12000-byte item is not in the DLQ"
+cut=$(consume_all "$dlq" -f '%h\n' | tr ',' '\n' | grep -o 'sluice-cut=.*' || true)
+[ -n "$cut" ] || fail "the DLQ copy has no sluice-cut header: $(consume_all "$dlq" -f '%h\n')"
+note "DLQ copy: $cut"
 _all() {
     consume_all "$out" -f '%s\n' | python3 -c '
 import json, sys
@@ -59,7 +63,7 @@ if len(bs) < 2 or max(sizes) > 8:
     errors.append(f"batch sizes {sizes}: want halves of at most 8")
 if len({b["batch_id"] for b in bs}) != len(bs):
     errors.append("batch ids repeat")
-print(f"# split into {len(bs)} batches of {sizes} items; the 12000-byte item refused as oversize")
+print(f"# split into {len(bs)} batches of {sizes} items; the 12000-byte item refused as too-large")
 for e in errors:
     print("ERROR:", e, file=sys.stderr)
 sys.exit(1 if errors else 0)

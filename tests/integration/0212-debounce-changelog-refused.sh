@@ -4,17 +4,20 @@
 # record batches of 3000 bytes (max.message.bytes), and the producer is
 # told so ([kafka] batch.size = 3000).  The chunk records a transaction
 # writes per group (src/debounce.c, THE CHANGELOG) then stay at 1500
-# bytes, and an item too large for that is an item record, which the
-# broker refuses: after the abort and rebuild that record must be
-# recognised and its item sent to the DLQ (reason oversize), once —
-# without looping abort → rebuild → refusal.
+# bytes, and an item too large for that is an item record.  The producers
+# compress ([kafka] compression.type = lz4), so only the broker can tell
+# whether a record fits (test 0602 has the limits sluice counts itself):
+# an incompressible item record of 3500 bytes is refused at delivery, and
+# after the abort and rebuild that record must be recognised and its item
+# sent to the DLQ (reason too-large), once — without looping abort →
+# rebuild → refusal.
 #
 # Groups g0 and g1 get 5 items of ~700 bytes each in one burst (3.5 KB a
-# group: chunks of two items), group "big" one item of 3500 bytes.  Once
-# the DLQ has its record, a second burst of small items must come out too.
-# Checks: every small item in exactly one batch of its group, the big item
-# only in the DLQ (once), sluice_transactions_total{result="abort"} at
-# most 12, the process alive.
+# group: chunks of two items), group "big" one item of 3500 random base64
+# bytes.  Once the DLQ has its record, a second burst of small items must
+# come out too.  Checks: every small item in exactly one batch of its
+# group, the big item only in the DLQ (once), sluice_transactions_total
+# {result="abort"} at most 12, the process alive.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
@@ -23,7 +26,7 @@ conf=$WORK/sluice.ini
 in=$PFX.in
 out=$PFX.out
 base_conf "$conf"
-sed -i 's/^\[kafka\]$/[kafka]\nbatch.size = 3000/' "$conf"
+sed -i 's/^\[kafka\]$/[kafka]\nbatch.size = 3000\ncompression.type = lz4/' "$conf"
 grep -q '^batch.size = 3000' "$conf" || fail "no [kafka] section in $conf"
 db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=1 idle=1s \
     max_age=5s max_items=50
@@ -36,13 +39,13 @@ echo "sluice ready; $PFX.changelog accepts 3000 bytes"
 
 burst() {
     python3 - "$1" <<'PY' | produce "$in" -K'|'
-import json, sys
+import base64, json, os, sys
 w = int(sys.argv[1])
 for i in range(5):
     for g in range(2):
         print(f"g{g}|" + json.dumps({"g": g, "w": w, "i": i, "pad": "p" * 650}))
 if w == 1:
-    print("big|" + json.dumps({"big": "x" * 3500}))
+    print("big|" + json.dumps({"big": base64.b64encode(os.urandom(2625)).decode()}))
 PY
 }
 burst 1
@@ -97,8 +100,8 @@ for r in dlq:
     h = dbcheck.headers(r)
     if r["key"] != "big" or "big" not in json.loads(r["payload"]):
         errors.append(f"DLQ record keyed {r['key']} is not the big item")
-    if h.get("sluice-error") != "oversize":
-        errors.append(f"DLQ reason {h.get('sluice-error')}, want oversize")
+    if h.get("sluice-error") != "too-large":
+        errors.append(f"DLQ reason {h.get('sluice-error')}, want too-large")
     if h.get("sluice-source-offset") is None:
         errors.append(f"DLQ headers lack sluice-source-offset: {h}")
 print(f"# {sum(seen.values())} small items in batches, {len(dlq)} DLQ record(s): "

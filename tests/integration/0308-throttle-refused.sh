@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # 0308-throttle-refused — a backlog message the output refuses for good (a
 # payload over the output topic's max.message.bytes) goes to the DLQ with
-# reason output-refused, its original key, value and headers and its source
+# reason too-large, its original key, value and headers and its source
 # coordinates, like a live one; the messages around it are sent exactly
 # once, in order.
 #
-# Key B is slow (5/s, burst 1): b-0 is forwarded, b-1..b-3 wait in the
-# backlog, then a 2000-byte message (refused by the 300-byte output), then
-# b-5 (behind it, it must still go out).  The refusal aborts a transaction; after the rebuild the record is
-# refused up front (the runtime's refusal memo) and the operator sends it to
-# the DLQ.
+# The producers compress ([kafka] compression.type = lz4), so sluice cannot
+# count what the broker will measure and lets the message into the backlog
+# (test 0602 has the limits sluice counts itself).  Key B is slow (5/s,
+# burst 1): b-0 is forwarded, b-1..b-3 wait in the backlog, then a message
+# of 2000 random base64 bytes (incompressible; refused by the 300-byte
+# output), then b-5 (behind it, it must still go out).  The refusal aborts
+# a transaction; after the rebuild the record is refused up front (the
+# runtime's refusal memo) and the operator sends it to the DLQ.
 source "$(dirname "$0")/lib.sh"
 
 in=$PFX.in
@@ -17,6 +20,7 @@ out=$PFX.out
 conf=$WORK/sluice.ini
 
 base_conf "$conf"
+sed -i 's/^\[kafka\]$/[kafka]\ncompression.type = lz4/' "$conf"
 cat >>"$conf" <<EOF
 
 [pipeline $PFX]
@@ -36,9 +40,10 @@ sluice_wait_ready main "$port" 30
 echo "sluice ready on $in -> $out"
 
 python3 -c "
+import base64, os
 for i in range(4):
     print(f'B:b-{i}')
-print('B:big-' + 'x' * 2000)
+print('B:big-' + base64.b64encode(os.urandom(1500)).decode())
 print('B:b-5')" | produce "$in" -K: -H x-tag=keep || fail "kcat failed"
 
 wait_records "$out" 5 30 || fail "only $(count_records "$out") of 5 sent"
@@ -51,9 +56,9 @@ wait_records "$out" 8 30 || fail "key C did not drain: $(count_records "$out") o
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
-refused=$(metric_value "$port" "sluice_records_dlq_total{pipeline=\"$PFX\",reason=\"output-refused\"}" || true)
+refused=$(metric_value "$port" "sluice_records_dlq_total{pipeline=\"$PFX\",reason=\"too-large\"}" || true)
 aborts=$(metric_value "$port" 'sluice_transactions_total{result="abort"}' || true)
-note "output-refused in the DLQ: ${refused:-?}; aborts: ${aborts:-?}"
+note "too-large in the DLQ: ${refused:-?}; aborts: ${aborts:-?}"
 python3 - "$WORK/in.json" "$WORK/out.json" "$WORK/dlq.json" "${refused:-0}" <<'PY' || fail "check failed"
 import json, sys
 load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
@@ -70,7 +75,7 @@ if len(dlq) != 1:
     errors.append(f"{len(dlq)} DLQ records, want 1")
 else:
     r, h = dlq[0], hd(dlq[0])
-    if h.get("sluice-error") != "output-refused":
+    if h.get("sluice-error") != "too-large":
         errors.append(f"DLQ reason {h.get('sluice-error')}")
     if r["key"] != "B" or r["payload"] != big["payload"] or h.get("x-tag") != "keep":
         errors.append(f"DLQ record lost its key, value or headers: {r['key']} {len(r['payload'] or '')} {h}")
@@ -81,7 +86,7 @@ else:
 # Counters are not transactional: a DLQ record of an aborted transaction
 # is counted again when redone.
 if refused < 1:
-    errors.append(f"sluice_records_dlq_total{{reason=output-refused}} = {refused}")
+    errors.append(f"sluice_records_dlq_total{{reason=too-large}} = {refused}")
 print(f"# out {sent}; DLQ {[hd(r).get('sluice-error') for r in dlq]}")
 for e in errors:
     print("ERROR:", e, file=sys.stderr)

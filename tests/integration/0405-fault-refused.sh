@@ -8,14 +8,17 @@
 # abort → rebuild → refusal (a debounce batch is rebuilt with a new
 # flushed_at, so its bytes differ on every replay).
 #
-# Output topics accept 4000 bytes.  Debounce: 8 groups of 3 small items
-# (batches of ~350 bytes) and group "big" with one 5000-byte item; delay:
-# 8 small timers and timer "big" with a 5000-byte payload, all due at the
+# Output topics accept 4000 bytes, and the producers compress ([kafka]
+# compression.type = lz4), so only the broker can tell whether a record
+# fits (test 0602 has the limits sluice counts itself and refuses up front).
+# Debounce: 8 groups of 3 small items (batches of ~350 bytes) and group
+# "big" with one item of 5000 random base64 bytes (incompressible); delay:
+# 8 small timers and timer "big" with such a payload, all due at the
 # flushes' time.  When the DLQs have their record, a second wave of small
 # items and timers must come out too.  Checks: exactly one record in each
-# DLQ (debounce: output-refused, the big group's batch; delay:
-# target-refused, the big timer), every small item in exactly one batch of
-# its group, every small timer fired once, sluice_transactions_total
+# DLQ (debounce: the big item, reason too-large, from its batch; delay:
+# the big timer, too-large), every small item in exactly one batch of its
+# group, every small timer fired once, sluice_transactions_total
 # {result="abort"} at most 10 (5 per refused record), the process alive.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
@@ -28,6 +31,7 @@ bout=$PFX.b.out
 din=$PFX.d.in
 dout=$PFX.d.out
 base_conf "$conf"
+sed -i 's/^\[kafka\]$/[kafka]\ncompression.type = lz4/' "$conf"
 cat >>"$conf" <<EOF
 
 [pipeline $PFX-d]
@@ -50,21 +54,21 @@ echo "sluice ready"
 wave() {
     local w=$1
     python3 - "$w" <<'PY' | produce "$bin" -K'|'
-import json, sys
+import base64, json, os, sys
 w = int(sys.argv[1])
 for i in range(3):
     for g in range(8):
         print(f"g{g}|" + json.dumps({"g": g, "w": w, "i": i}, separators=(",", ":")))
 if w == 1:
-    print("big|" + json.dumps({"big": "x" * 5000}))
+    print("big|" + json.dumps({"big": base64.b64encode(os.urandom(3750)).decode()}))
 PY
     python3 - "$w" <<'PY' | produce "$din" -K'|' -H "sluice-target=$dout" -H sluice-delay=1s
-import sys
+import base64, os, sys
 w = int(sys.argv[1])
 for i in range(8):
     print(f"t{w}-{i}|p-t{w}-{i}")
 if w == 1:
-    print("big|" + "y" * 5000)
+    print("big|" + base64.b64encode(os.urandom(3750)).decode())
 PY
 }
 wave 1
@@ -131,24 +135,23 @@ if len(dlq) != 1:
     errors.append(f"debounce DLQ holds {len(dlq)} records, want 1")
 for r in dlq:
     h = dbcheck.headers(r)
-    if h.get("sluice-error") != "output-refused":
-        errors.append(f"debounce DLQ reason {h.get('sluice-error')}, want output-refused")
+    if h.get("sluice-error") != "too-large":
+        errors.append(f"debounce DLQ reason {h.get('sluice-error')}, want too-large")
     if r["key"] != "big":
         errors.append(f"debounce DLQ record keyed {r['key']}, want big")
-    try:
-        items = json.loads(r["payload"])["items"]
-        if [("big" in it["payload"]) for it in items] != [True]:
-            errors.append(f"debounce DLQ batch holds {len(items)} items, want the big one alone")
-    except (ValueError, KeyError, TypeError) as e:
-        errors.append(f"debounce DLQ value is not the refused batch: {e}")
+    big = [x for x in inp if x["key"] == "big"]
+    if not big or r["payload"] != big[0]["payload"]:
+        errors.append("debounce DLQ value is not the big item")
+    if not h.get("sluice-batch-id") or h.get("sluice-source-offset") != str(big[0]["offset"] if big else -1):
+        errors.append(f"debounce DLQ headers {h}: want the batch id and the item's source offset")
 
 timers = Counter(r["key"] for r in dbcheck.load_records(f"{w}/dout.json"))
 want = {f"t{w}-{i}" for w in (1, 2) for i in range(8)}
 if set(timers) != want or any(n != 1 for n in timers.values()):
     errors.append(f"delay target holds {dict(timers)}, want t1-0..7 and t2-0..7 once each")
 ddlq = dbcheck.load_records(f"{w}/ddlq.json")
-if [(r["key"], dbcheck.headers(r).get("sluice-error"), len(r["payload"] or "")) for r in ddlq] != [("big", "target-refused", 5000)]:
-    errors.append(f"delay DLQ holds {[(r['key'], dbcheck.headers(r).get('sluice-error')) for r in ddlq]}, want the big timer once with target-refused and its payload")
+if [(r["key"], dbcheck.headers(r).get("sluice-error"), len(r["payload"] or "")) for r in ddlq] != [("big", "too-large", 5000)]:
+    errors.append(f"delay DLQ holds {[(r['key'], dbcheck.headers(r).get('sluice-error')) for r in ddlq]}, want the big timer once with too-large and its payload")
 print(f"# debounce: {len(batches)} batches with {sum(seen.values())} items for {len(small)} small items; DLQ {[dbcheck.headers(r).get('sluice-error') for r in dlq]}")
 print(f"# delay: {sum(timers.values())} fired for 16 small timers; DLQ {[dbcheck.headers(r).get('sluice-error') for r in ddlq]}")
 for e in errors:
