@@ -32,8 +32,7 @@ SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
 sluice_wait_ready main "$port" 30
 
 produce_at() { # KEY TIMESTAMP_MS
-    timeout 60 java -Dlog4j.configuration=file:/dev/null \
-        -cp "$here/kafka/target/lib/*" "$here/../tools/ProduceAt.java" \
+    timeout 60 "$here/kafka/broker.sh" java "$here/../tools/ProduceAt.java" \
         "$BOOTSTRAP" "$in" 0 "$2" "$1" "payload-$1" \
         "sluice-target=$out" "sluice-delay=3s" >>"$WORK/produce.out" \
         2>>"$WORK/produce.err" || fail "ProduceAt $1 failed: $(tail -3 "$WORK/produce.err")"

@@ -51,8 +51,7 @@ sluice_kill a TERM || fail "instance a did not stop cleanly on SIGTERM"
 echo "instance a took $n timers and stopped"
 
 # The quota: kafka-configs, as an operator would set it.
-timeout 60 java -Dlog4j.configuration=file:/dev/null \
-    -cp "$(dirname "$0")/kafka/target/lib/*" kafka.admin.ConfigCommand \
+timeout 60 "$(dirname "$0")/kafka/broker.sh" java kafka.admin.ConfigCommand \
     --bootstrap-server "$BOOTSTRAP" --alter --entity-type clients \
     --entity-name sluice-rebuild --add-config "consumer_byte_rate=$quota" \
     >"$WORK/quota.log" 2>&1 || fail "setting the quota failed: $(tail -3 "$WORK/quota.log")"

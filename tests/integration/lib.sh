@@ -157,12 +157,12 @@ count_records() {
 
 # list_txns PREFIX — "<id> <state> <producer id>" for each transactional id
 # the broker knows that starts with PREFIX (tests/tools/ListTxns.java, a Java
-# single-file program on the test broker's jars; ~2 s a call).
+# single-file program on the test broker's jars, `broker.sh java`; ~2 s a
+# call).
 list_txns() {
-    local lib
-    lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-    timeout 60 java -Dlog4j.configuration=file:/dev/null \
-        -cp "$lib/kafka/target/lib/*" "$lib/../tools/ListTxns.java" \
+    local here
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    timeout 60 "$here/kafka/broker.sh" java "$here/../tools/ListTxns.java" \
         "$BOOTSTRAP" "$1" 2>"$WORK/listtxns.err"
 }
 

@@ -1,7 +1,7 @@
 // ListTxns — prints the transactional ids the broker knows that start with
 // a prefix, one line each: "<id> <state> <producer id>".  Run as a Java
 // single-file program against the test broker's jars:
-//   java -cp 'tests/integration/kafka/target/lib/*' tests/tools/ListTxns.java BOOTSTRAP PREFIX
+//   tests/integration/kafka/broker.sh java tests/tools/ListTxns.java BOOTSTRAP PREFIX
 import java.util.Properties;
 import java.util.TreeMap;
 import org.apache.kafka.clients.admin.Admin;

@@ -2,7 +2,7 @@
 // cannot set: a producer with a wrong clock, or one that sends seconds as
 // milliseconds.  Run as a Java single-file program against the test
 // broker's jars:
-//   java -cp 'tests/integration/kafka/target/lib/*' tests/tools/ProduceAt.java \
+//   tests/integration/kafka/broker.sh java tests/tools/ProduceAt.java \
 //       BOOTSTRAP TOPIC PARTITION TIMESTAMP_MS KEY VALUE [NAME=VALUE ...]
 // Prints "offset N" once the broker acknowledged it.
 import java.nio.charset.StandardCharsets;

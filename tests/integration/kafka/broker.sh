@@ -15,6 +15,13 @@
 #   broker.sh resume   SIGCONT it
 #   broker.sh status   exit 0 when it answers
 #   broker.sh logs     print the tail of the broker log (tests call it on failure)
+#   broker.sh bootstrap
+#                      print its bootstrap address
+#   broker.sh libdir   print the folder of the broker's jars (fetch first)
+#   broker.sh java ARGS...
+#                      java with the broker's jars on the class path and
+#                      their logging off: the tests' Java tools
+#                      (tests/tools/*.java) and Kafka's command classes
 #
 # Environment: SLUICE_TEST_KAFKA_PORT (default 39092), SLUICE_TEST_KAFKA_DIR
 # (runtime dir: data, log and pid; default /tmp/sluice-test-kafka-$PORT),
@@ -225,8 +232,18 @@ resume) signal_broker CONT ;;
 status) answers ;;
 logs) tail -n "${2:-200}" "$log" 2>/dev/null || true ;;
 bootstrap) echo "127.0.0.1:$port" ;;
+libdir) echo "$lib" ;;
+java)
+    shift
+    [ -f "$lib/kafka_2.13-3.9.1.jar" ] || {
+        echo "broker: no Kafka jars in $lib (broker.sh fetch)" >&2
+        exit 1
+    }
+    # Logging off, as the tests' tools have always run: stdout is theirs.
+    exec java -Dlog4j.configuration=file:/dev/null -cp "$lib/*" "$@"
+    ;;
 *)
-    echo "usage: $0 fetch|start|stop|restart [DOWN_SECONDS]|pause|resume|status|logs [N]|bootstrap" >&2
+    echo "usage: $0 fetch|start|stop|restart [DOWN_SECONDS]|pause|resume|status|logs [N]|bootstrap|libdir|java ARGS..." >&2
     exit 2
     ;;
 esac
