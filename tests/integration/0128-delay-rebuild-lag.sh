@@ -50,7 +50,9 @@ wait_until 60 all_in || fail "instance a holds $(pending a) of $n timers"
 sluice_kill a TERM || fail "instance a did not stop cleanly on SIGTERM"
 echo "instance a took $n timers and stopped"
 
-# The quota: kafka-configs, as an operator would set it.
+# The quota: kafka-configs, as an operator would set it.  The class
+# kafka-configs.sh runs is kafka.admin.ConfigCommand in Kafka 3.9 and 4.1
+# alike (4.1.1 moved no ConfigCommand to org.apache.kafka.tools).
 timeout 60 "$(dirname "$0")/kafka/broker.sh" java kafka.admin.ConfigCommand \
     --bootstrap-server "$BOOTSTRAP" --alter --entity-type clients \
     --entity-name sluice-rebuild --add-config "consumer_byte_rate=$quota" \

@@ -1,6 +1,7 @@
 // ListTxns — prints the transactional ids the broker knows that start with
 // a prefix, one line each: "<id> <state> <producer id>".  Run as a Java
-// single-file program against the test broker's jars:
+// single-file program against the test broker's jars (those of
+// SLUICE_TEST_KAFKA_VERSION):
 //   tests/integration/kafka/broker.sh java tests/tools/ListTxns.java BOOTSTRAP PREFIX
 import java.util.Properties;
 import java.util.TreeMap;

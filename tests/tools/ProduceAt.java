@@ -1,7 +1,7 @@
 // ProduceAt — produces one record with an explicit timestamp, which kcat
 // cannot set: a producer with a wrong clock, or one that sends seconds as
 // milliseconds.  Run as a Java single-file program against the test
-// broker's jars:
+// broker's jars (those of SLUICE_TEST_KAFKA_VERSION):
 //   tests/integration/kafka/broker.sh java tests/tools/ProduceAt.java \
 //       BOOTSTRAP TOPIC PARTITION TIMESTAMP_MS KEY VALUE [NAME=VALUE ...]
 // Prints "offset N" once the broker acknowledged it.

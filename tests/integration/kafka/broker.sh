@@ -2,7 +2,8 @@
 # A single-node Apache Kafka broker (KRaft, combined broker+controller) for
 # sluice's tests, listening on 127.0.0.1 only.
 #
-#   broker.sh fetch    download the jars with mvn (cached; a second run is offline)
+#   broker.sh fetch    download the jars with mvn into target/lib-VERSION
+#                      (cached; a second run does not call mvn)
 #   broker.sh start    fetch, format a fresh data dir, start, wait until it answers
 #   broker.sh stop     stop it (harmless when it is not running; a paused
 #                      broker is resumed first, and killed if it will not go)
@@ -17,13 +18,15 @@
 #   broker.sh logs     print the tail of the broker log (tests call it on failure)
 #   broker.sh bootstrap
 #                      print its bootstrap address
-#   broker.sh libdir   print the folder of the broker's jars (fetch first)
+#   broker.sh libdir   print the folder of the version's jars (fetch first)
 #   broker.sh java ARGS...
-#                      java with the broker's jars on the class path and
+#                      java with the version's jars on the class path and
 #                      their logging off: the tests' Java tools
 #                      (tests/tools/*.java) and Kafka's command classes
 #
-# Environment: SLUICE_TEST_KAFKA_PORT (default 39092), SLUICE_TEST_KAFKA_DIR
+# Environment: SLUICE_TEST_KAFKA_VERSION (the Apache Kafka release, default
+# 3.9.1; 3.9.x and 4.1.x are tested: Kafka 4 logs with Log4j 2, see
+# write_config), SLUICE_TEST_KAFKA_PORT (default 39092), SLUICE_TEST_KAFKA_DIR
 # (runtime dir: data, log and pid; default /tmp/sluice-test-kafka-$PORT),
 # SLUICE_TEST_KAFKA_JVM_OPTS (more JVM options for the broker, e.g.
 # -Xlog:gc:file=/tmp/gc.log to see its pauses), SLUICE_TEST_KAFKA_PROPS
@@ -35,13 +38,29 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+version=${SLUICE_TEST_KAFKA_VERSION:-3.9.1}
 port=${SLUICE_TEST_KAFKA_PORT:-39092}
 cport=$((port + 1))
 dir=${SLUICE_TEST_KAFKA_DIR:-/tmp/sluice-test-kafka-$port}
-lib=$here/target/lib
+lib=$here/target/lib-$version
 pidfile=$dir/broker.pid
 log=$dir/broker.log
 start_deadline=${SLUICE_TEST_KAFKA_START_TIMEOUT:-90}
+
+# The logging backend, as each release's own distribution ships it: Kafka
+# 3.x logs through SLF4J to reload4j (log4j 1 properties), Kafka 4.x through
+# SLF4J to Log4j 2 (log4j-slf4j-impl; -Dlog4j2.configurationFile).  pom.xml
+# has a profile of the same name for each.
+case $version in
+*[!0-9.]*) logging= ;;
+3.*.*) logging=reload4j ;;
+4.*.*) logging=log4j2 ;;
+*) logging= ;;
+esac
+[ -n "$logging" ] || {
+    echo "broker: SLUICE_TEST_KAFKA_VERSION=$version: not a Kafka 3.x or 4.x release such as 3.9.1 (3.9.x and 4.1.x are tested)" >&2
+    exit 2
+}
 
 answers() {
     kcat -b "127.0.0.1:$port" -L -m 3 -J >/dev/null 2>&1
@@ -55,13 +74,54 @@ running_pid() {
     echo "$pid"
 }
 
+# mvn_copy DIR [MVN ARGS] — the version's runtime jars into DIR.
+mvn_copy() {
+    local out=$1
+    shift
+    (cd "$here" && mvn -q -B dependency:copy-dependencies \
+        -Dkafka.version="$version" -DoutputDirectory="$out" \
+        -DincludeScope=runtime "$@") >&2
+}
+
+# fetch — the version's jars into $lib.  They are copied into a fresh
+# folder that is renamed to $lib only once mvn succeeded, so a folder named
+# for a version always holds all of its jars and the next run needs no mvn.
+# Kafka 4's Log4j 2 binding is of the Log4j 2 release its kafka-server pom
+# picks (log4j-core), so a first copy without a binding finds it out.
 fetch() {
-    if [ -f "$lib/kafka_2.13-3.9.1.jar" ]; then
+    if [ -f "$lib/kafka_2.13-$version.jar" ]; then
         return 0
     fi
-    echo "broker: fetching Apache Kafka jars with mvn" >&2
-    (cd "$here" && mvn -q -B dependency:copy-dependencies \
-        -DoutputDirectory=target/lib -DincludeScope=runtime) >&2
+    echo "broker: fetching Apache Kafka $version jars with mvn" >&2
+    mkdir -p "$here/target"
+    local tmp core
+    tmp=$(mktemp -d "$lib.part.XXXXXX")
+    if [ "$logging" = log4j2 ]; then
+        # '!reload4j': no binding profile at all.
+        mvn_copy "$tmp" -P '!reload4j' && core=$(ls "$tmp"/log4j-core-*.jar) &&
+            core=${core##*/log4j-core-} &&
+            mvn_copy "$tmp" -P log4j2 -Dlog4j2.version="${core%.jar}"
+    else
+        mvn_copy "$tmp" -P reload4j
+    fi || {
+        rm -rf "$tmp"
+        echo "broker: mvn could not fetch Apache Kafka $version" >&2
+        return 1
+    }
+    [ -f "$tmp/kafka_2.13-$version.jar" ] || {
+        rm -rf "$tmp"
+        echo "broker: mvn fetched no kafka_2.13-$version.jar" >&2
+        return 1
+    }
+    if ! mv -T "$tmp" "$lib" 2>/dev/null; then
+        rm -rf "$tmp"
+        # Another fetch of the same version won the race, or $lib is a
+        # leftover of something else.
+        [ -f "$lib/kafka_2.13-$version.jar" ] || {
+            echo "broker: $lib is in the way (no kafka_2.13-$version.jar in it)" >&2
+            return 1
+        }
+    fi
 }
 
 write_config() {
@@ -98,7 +158,9 @@ EOF
     # shellcheck disable=SC2086 # word-split on purpose: key=value pairs
     [ -z "${SLUICE_TEST_KAFKA_PROPS:-}" ] ||
         printf '%s\n' $SLUICE_TEST_KAFKA_PROPS >>"$dir/server.properties"
-    cat >"$dir/log4j.properties" <<EOF
+    # The same levels and the one file, in each backend's own format.
+    if [ "$logging" = reload4j ]; then
+        cat >"$dir/log4j.properties" <<EOF
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender
 log4j.appender.file.File=$log
@@ -108,23 +170,68 @@ log4j.logger.kafka.log.LogCleaner=INFO
 log4j.logger.org.apache.kafka.clients=WARN
 log4j.logger.kafka.request.logger=WARN
 EOF
+    else
+        cat >"$dir/log4j2.properties" <<EOF
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.cleaner.name = kafka.log.LogCleaner
+logger.cleaner.level = INFO
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+# New in Kafka 4.1: a WARN at each retention check (every second here) for
+# each segment holding a timestamp ahead of the clock, as 0127 writes; it
+# would fill the log tail that run.sh prints for a failing test.
+logger.future.name = LogFutureTimestampLogger
+logger.future.level = ERROR
+EOF
+    fi
+}
+
+# log_opts — the JVM option that points the backend at write_config's file.
+log_opts() {
+    if [ "$logging" = reload4j ]; then
+        echo "-Dlog4j.configuration=file:$dir/log4j.properties"
+    else
+        echo "-Dlog4j2.configurationFile=$dir/log4j2.properties"
+    fi
 }
 
 java_cmd() {
-    java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
-        -Dlog4j.configuration="file:$dir/log4j.properties" \
+    java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true "$(log_opts)" \
         -cp "$lib/*" "$@"
+}
+
+# same_version — fails when the broker in $dir runs another Kafka release
+# than SLUICE_TEST_KAFKA_VERSION asks for: tests meant for one version must
+# not quietly run against the other, nor a restart upgrade its data.  A dir
+# without a version file is from before the choice, which was 3.9.1 only.
+same_version() {
+    local was
+    was=$(cat "$dir/version" 2>/dev/null) || was=3.9.1
+    [ "$was" = "$version" ] && return 0
+    echo "broker: the broker in $dir is Kafka $was, not $version (SLUICE_TEST_KAFKA_VERSION); stop it first" >&2
+    return 1
 }
 
 start() {
     if running_pid >/dev/null && answers; then
-        echo "broker: already running on 127.0.0.1:$port" >&2
+        same_version || return 1
+        echo "broker: Kafka $version already running on 127.0.0.1:$port" >&2
         return 0
     fi
     stop >/dev/null 2>&1 || true
     fetch
     rm -rf "$dir"
     mkdir -p "$dir/data"
+    echo "$version" >"$dir/version"
     write_config
     java_cmd kafka.tools.StorageTool format -t "sluice-test-cluster-0001" \
         -c "$dir/server.properties" --ignore-formatted >"$dir/format.log" 2>&1 || {
@@ -141,8 +248,7 @@ launch() {
     t0=$(date +%s%N)
     # shellcheck disable=SC2086 # word-split on purpose: a list of options
     nohup java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
-        ${SLUICE_TEST_KAFKA_JVM_OPTS:-} \
-        -Dlog4j.configuration="file:$dir/log4j.properties" \
+        ${SLUICE_TEST_KAFKA_JVM_OPTS:-} "$(log_opts)" \
         -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
         >>"$dir/stdout.log" 2>&1 </dev/null &
     echo $! >"$pidfile"
@@ -162,7 +268,7 @@ launch() {
         sleep 0.2
     done
     local ms=$((($(date +%s%N) - t0) / 1000000))
-    echo "broker: up on 127.0.0.1:$port in ${ms} ms (log: $log)" >&2
+    echo "broker: Kafka $version up on 127.0.0.1:$port in ${ms} ms (log: $log)" >&2
 }
 
 stop() {
@@ -198,6 +304,7 @@ restart() {
         echo "broker: nothing to restart in $dir (start it first)" >&2
         return 1
     }
+    same_version || return 1
     stop
     # The port must be free before the JVM binds it again.
     local end=$(($(date +%s) + 30))
@@ -235,12 +342,19 @@ bootstrap) echo "127.0.0.1:$port" ;;
 libdir) echo "$lib" ;;
 java)
     shift
-    [ -f "$lib/kafka_2.13-3.9.1.jar" ] || {
-        echo "broker: no Kafka jars in $lib (broker.sh fetch)" >&2
+    [ -f "$lib/kafka_2.13-$version.jar" ] || {
+        echo "broker: no Kafka $version jars in $lib (broker.sh fetch)" >&2
         exit 1
     }
     # Logging off, as the tests' tools have always run: stdout is theirs.
-    exec java -Dlog4j.configuration=file:/dev/null -cp "$lib/*" "$@"
+    # Log4j 2 with no file of its own prints its ERROR lines there, and
+    # takes reload4j's -Dlog4j.configuration for a file it cannot read.
+    if [ "$logging" = reload4j ]; then
+        off=-Dlog4j.configuration=file:/dev/null
+    else
+        off=-Dlog4j2.level=OFF
+    fi
+    exec java "$off" -cp "$lib/*" "$@"
     ;;
 *)
     echo "usage: $0 fetch|start|stop|restart [DOWN_SECONDS]|pause|resume|status|logs [N]|bootstrap|libdir|java ARGS..." >&2
