@@ -14,6 +14,7 @@
 #            refusal memo) and goes to the DLQ, reason too-large.
 # In both, the timers around it fire exactly once, the DLQ record holds the
 # payload whole (the DLQ takes it), and a later timer still fires.
+# variant: kafka-4
 source "$(dirname "$0")/lib.sh"
 
 in=$PFX.in

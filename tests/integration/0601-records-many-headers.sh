@@ -16,6 +16,7 @@
 #             with 50,000 sluice-item headers: to the DLQ (bad-header)
 #             with all of them
 # Then a normal record on each input comes out too.
+# variant: kafka-4
 source "$(dirname "$0")/lib.sh"
 
 n=50000

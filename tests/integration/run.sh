@@ -32,7 +32,9 @@ export SLUICE_BIN=$root/sluice
 export SLUICE_TEST_BOOTSTRAP
 SLUICE_TEST_BOOTSTRAP=$("$broker" bootstrap)
 
-# run_one SCRIPT LABEL — runs one test with a deadline and reports it.
+# run_one SCRIPT LABEL — runs one test with a deadline and reports it
+# (against the broker "$broker" logs shows: the one SLUICE_TEST_KAFKA_*
+# name).
 run_one() {
     local t=$1 label=$2 log s rc secs
     log=$(mktemp)
@@ -73,6 +75,39 @@ for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
     fi
     SLUICE_BIN=$asan_bin SLUICE_SANITIZED=1 run_one "$t" "$name[asan]"
 done
+
+# Tests marked "# variant: kafka-4" run once more at the end, against a
+# broker of the other line, Kafka 4 (SLUICE_TEST_KAFKA4_VERSION, 4.1.1 by
+# default; not when the suite already runs on it), started for them on
+# port SLUICE_TEST_KAFKA4_PORT (39192) and stopped after.
+k4_version=${SLUICE_TEST_KAFKA4_VERSION:-4.1.1}
+k4_tests=()
+for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
+    name=$(basename "$t" .sh)
+    case "$name" in *"$pattern"*) ;; *) continue ;; esac
+    grep -q '^# variant: kafka-4' "$t" && k4_tests+=("$t")
+done
+if [ ${#k4_tests[@]} -gt 0 ] && [ "${SLUICE_TEST_KAFKA_VERSION:-3.9.1}" != "$k4_version" ]; then
+    k4_port=${SLUICE_TEST_KAFKA4_PORT:-39192}
+    k4() { SLUICE_TEST_KAFKA_VERSION=$k4_version SLUICE_TEST_KAFKA_PORT=$k4_port "$broker" "$@"; }
+    if k4 start; then
+        trap 'k4 stop; "$broker" stop' EXIT
+        main_bootstrap=$SLUICE_TEST_BOOTSTRAP
+        export SLUICE_TEST_KAFKA_VERSION=$k4_version SLUICE_TEST_KAFKA_PORT=$k4_port
+        SLUICE_TEST_BOOTSTRAP=127.0.0.1:$k4_port
+        for t in "${k4_tests[@]}"; do
+            run_one "$t" "$(basename "$t" .sh)[kafka-$k4_version]"
+        done
+        unset SLUICE_TEST_KAFKA_VERSION SLUICE_TEST_KAFKA_PORT
+        SLUICE_TEST_BOOTSTRAP=$main_bootstrap
+        k4 stop
+        trap '"$broker" stop' EXIT
+    else
+        failed=$((failed + 1))
+        failed_names+=("kafka-$k4_version broker")
+        echo "FAIL the Kafka $k4_version broker did not start"
+    fi
+fi
 
 record
 [ "$failed" -gt 0 ] && echo "integration: failed: ${failed_names[*]}"
