@@ -744,6 +744,29 @@ static int throttle_fits(sl_task_t *t, const rd_kafka_message_t *m,
         return 1;
 }
 
+/* 1 when the broker refused m's key's "k/" record for good (refused.h:
+ * sent alone and refused again), which it would do at every commit:
+ * the record goes to the DLQ instead, and the key takes no more input. */
+static int throttle_key_refused(sl_task_t *t, const rd_kafka_message_t *m,
+                                char *detail, size_t detail_size) {
+        char nbuf[256], *name;
+        size_t nlen;
+        int e;
+        if (!sl_task_refusals(t))
+                return 0;
+        name = key_record_name(m->key, m->key_len, nbuf, sizeof(nbuf), &nlen);
+        e = sl_task_refused(t, t->pl->conf->changelog, name, nlen, m->key,
+                            m->key_len, 0);
+        if (name != nbuf)
+                free(name);
+        if (e)
+                snprintf(detail, detail_size,
+                         "the key's state record (k/<key>, %zu bytes of key) "
+                         "was refused by the broker: %s",
+                         m->key_len, rd_kafka_err2str((rd_kafka_resp_err_t)e));
+        return e != 0;
+}
+
 static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
         throttle_state_t *st = st_of(t);
         throttle_pipeline_t *tp = st->tp;
@@ -768,6 +791,10 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
         }
         if (!throttle_fits(t, m, detail, sizeof(detail))) {
                 sl_task_dlq(t, m, "too-large", detail);
+                return;
+        }
+        if (throttle_key_refused(t, m, detail, sizeof(detail))) {
+                sl_task_dlq(t, m, "changelog-refused", detail);
                 return;
         }
         reason = input_deadline(t, m, now, &deadline, detail, sizeof(detail));
@@ -1281,7 +1308,12 @@ static void write_key_cb(sl_backlog_key_t *k, void *opaque) {
         r.updated_ms = b->updated_ms;
         len = sluice__v1__throttle_key__pack(&r, val);
         name = key_record_name(key, keylen, nbuf, sizeof(nbuf), &nlen);
+        /* The key names this record across replays (its value holds the
+         * time): one the broker refuses for good is known by it at the
+         * key's next input (throttle_input). */
+        sl_task_origin(t, key, keylen, 0);
         sl_task_changelog(t, name, nlen, val, len);
+        sl_task_origin(t, NULL, 0, 0);
         if (name != nbuf)
                 free(name);
         *sl_backlog_key_opflags(k) |= OPF_HAS_RECORD;

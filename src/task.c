@@ -696,6 +696,25 @@ void sl_task_dlq_count(sl_task_t *t, const char *reason) {
             t->pl->conf->name, "reason", reason, NULL));
 }
 
+int sl_task_refusals(const sl_task_t *t) {
+        return t->rt->refused.used > 0;
+}
+
+int sl_task_refused(const sl_task_t *t, const char *topic, const void *key,
+                    size_t keylen, const void *origin, size_t origin_len,
+                    int64_t n) {
+        int e = 0;
+        uint64_t id;
+        if (!t->rt->refused.used)
+                return 0;
+        id = sl_refused_id(topic, key, keylen,
+                           sl_refused_origin(origin, origin_len, n), NULL, 0);
+        return sl_refused_get(&t->rt->refused, id, sl_now_ms(), &e) ==
+                       SL_REFUSED_GUILTY
+                   ? e
+                   : 0;
+}
+
 const char *sl_task_refused_why(const sl_task_t *t) {
         return t->rt->refused_why;
 }

@@ -319,6 +319,19 @@ int sl_task_dlq_send(sl_task_t *t, const void *key, size_t keylen,
 int64_t sl_task_max_bytes(const sl_task_t *t, const char *topic);
 int64_t sl_pipeline_max_bytes(const sl_pipeline_t *pl, const char *topic);
 
+/* 1 when the broker refused some record for good lately (refused.h): the
+ * cheap test before sl_task_refused(). */
+int sl_task_refusals(const sl_task_t *t);
+
+/* The error the broker refused a record with, sent alone (refused.h,
+ * GUILTY), or 0: the record of topic and key that was produced under the
+ * origin (origin, origin_len, n) of sl_task_origin().  For an operator
+ * that must not take input whose record it could never write (a state
+ * record written at commit, where a refusal could only abort). */
+int sl_task_refused(const sl_task_t *t, const char *topic, const void *key,
+                    size_t keylen, const void *origin, size_t origin_len,
+                    int64_t n);
+
 /* Why the last record this process produced was refused up front (a
  * sentence naming its size and the topic's limit, or the broker's error):
  * for the DLQ detail of an operator whose write got a negative return.
