@@ -1333,6 +1333,7 @@ static void app_input(sl_app_t *app, const rd_kafka_message_t *m) {
 struct sl_held_s {
         rd_kafka_message_t *m;
         uint32_t epoch; /* of its task when held; 0: no task */
+        uint64_t batch; /* rt.input_batch it came in */
 };
 
 static void app_held_push(sl_app_t *app, rd_kafka_message_t *m) {
@@ -1345,24 +1346,30 @@ static void app_held_push(sl_app_t *app, rd_kafka_message_t *m) {
         h = &app->held[(app->held_head + app->held_cnt) % SL_HELD_MAX];
         h->m = m;
         h->epoch = t ? t->epoch : 0;
+        h->batch = app->rt.input_batch;
         app->held_cnt++;
+        app->held_bytes += (int64_t)(m->len + m->key_len);
 }
 
-static rd_kafka_message_t *app_held_pop(sl_app_t *app, uint32_t *epochp) {
+static rd_kafka_message_t *app_held_pop(sl_app_t *app, uint32_t *epochp,
+                                        uint64_t *batchp) {
         struct sl_held_s *h;
         if (!app->held_cnt)
                 return NULL;
         h = &app->held[app->held_head];
         app->held_head = (app->held_head + 1) % SL_HELD_MAX;
         app->held_cnt--;
+        app->held_bytes -= (int64_t)(h->m->len + h->m->key_len);
         if (epochp)
                 *epochp = h->epoch;
+        if (batchp)
+                *batchp = h->batch;
         return h->m;
 }
 
 static void app_held_clear(sl_app_t *app) {
         rd_kafka_message_t *m;
-        while ((m = app_held_pop(app, NULL)))
+        while ((m = app_held_pop(app, NULL, NULL)))
                 rd_kafka_message_destroy(m);
 }
 
@@ -1377,9 +1384,12 @@ int64_t sl_app_now_ms(sl_app_t *app) {
 static void app_held_drain(sl_app_t *app) {
         rd_kafka_message_t *m;
         uint32_t epoch;
-        while (app_may_produce(app) && (m = app_held_pop(app, &epoch))) {
+        uint64_t batch;
+        while (app_may_produce(app) &&
+               (m = app_held_pop(app, &epoch, &batch))) {
                 sl_task_t *t =
                     app_task_of(app, rd_kafka_topic_name(m->rkt), m->partition);
+                app->rt.input_batch_cur = batch;
                 if (t && t->epoch == epoch)
                         app_input(app, m);
                 rd_kafka_message_destroy(m);
@@ -1410,6 +1420,7 @@ static void app_consumed(sl_app_t *app, rd_kafka_message_t *m) {
         if (app->phase != SL_RUN_RUNNING) {
                 rd_kafka_message_destroy(m); /* leaving */
         } else if (take) {
+                app->rt.input_batch_cur = app->rt.input_batch;
                 app_input(app, m);
                 rd_kafka_message_destroy(m);
         } else {
@@ -1489,7 +1500,8 @@ static int app_serve_consumer(void *opaque, int budget) {
                         want =
                             SL_MIN(want, (size_t)(SL_HELD_MAX - app->held_cnt));
                 if (!take && app->phase == SL_RUN_RUNNING &&
-                    app->held_cnt >= SL_HELD_MAX)
+                    (app->held_cnt >= SL_HELD_MAX ||
+                     app->held_bytes >= SL_HELD_MAX_BYTES))
                         break; /* resumed() kicks us */
                 if (!want)
                         break;
@@ -1500,6 +1512,7 @@ static int app_serve_consumer(void *opaque, int budget) {
                         break;
                 }
                 sl_app_now_fresh_ms(app);
+                app->rt.input_batch++;
                 /* What the queue held before this batch. */
                 if (app->fetch_full_at && !app->fetch_full &&
                     rd_kafka_queue_length(app->consumer_q) + (size_t)got >=

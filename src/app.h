@@ -54,8 +54,11 @@ typedef enum {
 } sl_run_phase_t;
 
 /* Input records held while the transaction cannot take work (a commit or
- * an abort in flight); past this many the consumer is not polled. */
-#define SL_HELD_MAX 20000
+ * an abort in flight); past this many, or this many bytes of keys and
+ * values (a batch more at most: SL_CONSUME_BATCH records), the consumer is
+ * not polled. */
+#define SL_HELD_MAX       20000
+#define SL_HELD_MAX_BYTES (64 << 20)
 /* The outbox's bounds (records decided during a commit); past them input is
  * held as above. */
 #define SL_OUTBOX_MAX_BYTES   (64 * 1024 * 1024)
@@ -93,6 +96,7 @@ struct sl_app_s {
          * task that was rebuilt or replaced since is dropped. */
         struct sl_held_s *held;
         int held_head, held_cnt;
+        int64_t held_bytes; /* their keys and values (SL_HELD_MAX_BYTES) */
 
         /* librdkafka 2.0.2 stops fetching once queued.min.messages wait in
          * the consumer queue, and looks again only when its broker thread

@@ -74,8 +74,14 @@ struct sl_runtime_s {
         rd_kafka_t *reader;
         sl_kwatch_t *consumer_w;
         sl_kwatch_t *reader_w;
-        sl_kquery_t *kq;        /* lookups off the loop (app.h: lookup) */
-        uint64_t reader_batch;  /* batches taken from the reader so far */
+        sl_kquery_t *kq;       /* lookups off the loop (app.h: lookup) */
+        uint64_t reader_batch; /* batches taken from the reader so far */
+        /* Batches taken from the consumer so far, and the batch the input
+         * record being handed to a task came in (app.c sets it): a record
+         * of a batch taken before a task sought its input back (a cap or
+         * a lookup) was fetched before the seek (task.c). */
+        uint64_t input_batch;
+        uint64_t input_batch_cur;
         uint32_t epoch_counter; /* task epochs (task.h) */
 
         /* Records decided while a commit is in flight, for the next

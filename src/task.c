@@ -87,6 +87,7 @@ static void task_resume_input(sl_task_t *t) {
             t->retry_offset >= 0 ? t->retry_offset : RD_KAFKA_OFFSET_INVALID);
         rd_kafka_error_t *error;
         rd_kafka_resume_partitions(t->rt->consumer, l);
+        t->retry_batch = t->rt->input_batch;
         if (t->retry_offset >= 0 &&
             (error = rd_kafka_seek_partitions(t->rt->consumer, l, 0)))
                 rd_kafka_error_destroy(error);
@@ -466,10 +467,22 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
         if (t->state != SL_TASK_RUNNING || t->lookup_wait || t->cap_wait)
                 return;
         if (t->retry_offset >= 0) {
-                /* After a retry's seek the record comes again first;
-                 * anything else was fetched before the seek. */
-                if (m->offset != t->retry_offset)
+                /* After a retry's seek, the first record of a later batch
+                 * is the one that waited, or, when that one is gone from
+                 * the input (compacted away, deleted) while it waited, the
+                 * first one after it.  Records of the batches taken before
+                 * the seek were fetched before it: they come again. */
+                if (t->rt->input_batch_cur <= t->retry_batch ||
+                    m->offset < t->retry_offset)
                         return;
+                if (m->offset > t->retry_offset)
+                        sl_log(LOG_NOTICE, "INPUT",
+                               "%s [%d]: the record at offset %" PRId64
+                               " that waited is gone from the input "
+                               "(compacted or deleted); input goes on at "
+                               "%" PRId64,
+                               t->pl->conf->name, t->partition, t->retry_offset,
+                               m->offset);
                 t->retry_offset = -1;
         }
         if (t->next_offset >= 0 && m->offset < t->next_offset)
@@ -492,6 +505,7 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         t->lookup_wait = 1;
                 }
                 t->retry_offset = m->offset;
+                t->retry_batch = t->rt->input_batch;
                 l = task_tp(t->pl->conf->input, t->partition, m->offset);
                 rd_kafka_pause_partitions(t->rt->consumer, l);
                 error = rd_kafka_seek_partitions(t->rt->consumer, l, 0);

@@ -206,6 +206,8 @@ struct sl_task_s {
         int input_retry;      /* op->input() asked to see the record again */
         int lookup_wait;      /* input paused until a topic lookup answers */
         int64_t retry_offset; /* the record to see again, -1: none */
+        uint64_t retry_batch; /* rt->input_batch when input was sought back
+                                 to it: later batches come from the seek */
         uint64_t origin;      /* refusal origin of what is produced now */
 
         /* Caps (below): input paused until a full cap opens; the cap
