@@ -233,7 +233,9 @@ static const conf_key_t conf_keys[] = {
      "Partitions for a missing input topic created by `sluice topics "
      "apply`; 0 = never create the input."},
     {SECT_PIPELINE, ALL_OPS, "max_record_bytes", KT_SIZE, NULL, "1MiB", "1",
-     "1GiB", 0, PIPE(max_record_bytes), "Larger input records go to the DLQ."},
+     "1GiB", 0, PIPE(max_record_bytes),
+     "Input records whose key and value together are larger go to the DLQ "
+     "(oversize)."},
     {SECT_PIPELINE, ALL_OPS, "catchup_rate", KT_INT, NULL, "50000", "0", NULL,
      0, PIPE(catchup_rate),
      "Work that fell due while a partition was unowned is fired at most "
@@ -282,6 +284,16 @@ static const conf_key_t conf_keys[] = {
      "Messages buffered in the backlog on this instance; a record that "
      "would be buffered waits (input paused) at the cap. The index is <= 32 "
      "B per message: 20M ~ 640 MiB. 0 = unlimited."},
+    {SECT_PIPELINE, SL_OP_THROTTLE, "max_key_bytes", KT_SIZE, NULL, "1GiB", "0",
+     NULL, 0, PIPE(max_key_bytes),
+     "Memory of the keys held on this instance (their bytes and ~200 B "
+     "each); a record for a new key waits (input paused) at the cap. 0 = "
+     "unlimited."},
+    {SECT_PIPELINE, SL_OP_THROTTLE, "max_rates_bytes", KT_SIZE, NULL, "256MiB",
+     "0", NULL, 0, PIPE(max_rates_bytes),
+     "Memory of the rates table on each instance (keys and ~100 B each); a "
+     "rates record for a new key past it is ignored (the key keeps the "
+     "default rate), logged and counted as rejected. 0 = unlimited."},
 
     /* delay */
     {SECT_PIPELINE, SL_OP_DELAY, "default_target", KT_TOPIC, NULL, "", NULL,
@@ -341,8 +353,9 @@ static const conf_key_t conf_keys[] = {
     {SECT_PIPELINE, SL_OP_DELAY | SL_OP_DEBOUNCE, "max_pending_bytes", KT_SIZE,
      NULL, "1GiB", "0", NULL, 0, PIPE(max_pending_bytes),
      "Bytes of pending state on this instance (delay: timer keys and data; "
-     "debounce: item payloads); a record that would add to it waits (input "
-     "paused) at the cap, which one record may pass. 0 = unlimited."},
+     "debounce: group keys, item ids and payloads); a record that would add "
+     "to it waits (input paused) at the cap, which one record may pass. 0 = "
+     "unlimited."},
 };
 
 #define KEY_CNT ((int)SL_ARRAY_SIZE(conf_keys))

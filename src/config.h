@@ -95,6 +95,8 @@ typedef struct sl_pipeline_conf_s {
         int64_t payload_cache_bytes;
         int64_t max_backlog_keys; /* caps (task.h): 0 = unlimited */
         int64_t max_backlog_messages;
+        int64_t max_key_bytes;   /* throttle keys' bytes: a cap too */
+        int64_t max_rates_bytes; /* the rates table (rates.h) */
 
         /* delay and debounce */
         int64_t max_pending_bytes;

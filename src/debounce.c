@@ -170,7 +170,8 @@ struct sl_debounce_s {
         char *salt;
         sl_timerheap_t *groups;
         size_t items;
-        size_t bytes;
+        size_t bytes;     /* payload bytes of the pending items */
+        size_t key_bytes; /* and of the open groups' keys and items' ids */
         int64_t next_gseq;
         /* The group last looked up or scheduled, NULL when it closed: an
          * input record asks for its group five times (the flush check,
@@ -343,6 +344,8 @@ static void group_drop(sl_debounce_t *d, const void *key, size_t keylen,
         if (d->hot == g)
                 d->hot = NULL;
         d->gen++;
+        if (g->gt)
+                d->key_bytes -= keylen;
         sl_timerheap_remove(d->groups, key, keylen);
         group_free(g);
 }
@@ -677,8 +680,12 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                 seen_mark(g, hash);
         g->bytes = g->bytes - old_plen + plen;
         d->bytes = d->bytes - old_plen + plen;
-        if (!old)
+        if (!old) {
                 d->items++;
+                d->key_bytes += idlen;
+        }
+        if (created)
+                d->key_bytes += keylen; /* in d->groups from here on */
         if (created) {
                 g->opened_ms = first_seen;
                 g->last_update_ms = last_update;
@@ -788,13 +795,14 @@ static void group_after_leave(sl_debounce_t *d, const void *key, size_t keylen,
  * rebuild, which only reads). */
 static void item_remove(sl_debounce_t *d, const void *key, size_t keylen,
                         group_t *g, const sl_timer_t *t, int log) {
-        size_t plen = t->datalen - ITEM_HDR;
+        size_t plen = t->datalen - ITEM_HDR, idlen = t->keylen;
         int chunk_left = log ? log_left(d, key, keylen, g, t) : 0;
         g->jstale = 1;
         sl_timerheap_remove(g->items, sl_timer_key(t), t->keylen);
         d->gen++;
         g->bytes -= plen;
         d->bytes -= plen;
+        d->key_bytes -= idlen;
         d->items--;
         if (!log && !sl_timerheap_count(g->items)) {
                 group_drop(d, key, keylen, g);
@@ -863,6 +871,7 @@ static void restore_drop_chunks(sl_debounce_t *d, const void *key,
                         continue;
                 d->bytes -= t->datalen - ITEM_HDR;
                 g->bytes -= t->datalen - ITEM_HDR;
+                d->key_bytes -= l;
                 d->items--;
                 g->jstale = 1;
                 sl_timerheap_remove(g->items, p + 4, l);
@@ -1062,6 +1071,7 @@ static int seal_settle(sl_debounce_t *d, const char *key, size_t keylen,
                  * dropped, if it empties, once its seal is over. */
                 d->bytes -= v[i]->datalen - ITEM_HDR;
                 g->bytes -= v[i]->datalen - ITEM_HDR;
+                d->key_bytes -= v[i]->keylen;
                 d->items--;
                 d->gen++;
                 g->jstale = 1;
@@ -1190,6 +1200,8 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
         size_t cap;
         int chunk_left = 0;
 
+        size_t ids = 0; /* id bytes of the batch's items */
+
         g = group_of(gt);
         b = sl_calloc(1, sizeof(*b));
         b->keylen = gt->keylen;
@@ -1219,6 +1231,7 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
                         if (b->items[b->cnt].first_seen_ms < b->opened_ms)
                                 b->opened_ms = b->items[b->cnt].first_seen_ms;
                         b->bytes += b->items[b->cnt].payload_len;
+                        ids += t->keylen;
                 }
         }
         while (b->cnt < cap) {
@@ -1236,12 +1249,14 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
                 if (b->items[b->cnt].first_seen_ms < b->opened_ms)
                         b->opened_ms = b->items[b->cnt].first_seen_ms;
                 b->bytes += plen;
+                ids += t->keylen;
                 b->cnt++;
         }
         sl_debounce_batch_id(d->salt, b->key, b->keylen, b->items, b->cnt,
                              b->id);
         g->bytes -= b->bytes;
         d->bytes -= b->bytes;
+        d->key_bytes -= ids;
         d->items -= b->cnt;
         group_after_leave(d, b->key, b->keylen, g, chunk_left);
         return b;
@@ -1340,7 +1355,7 @@ size_t sl_debounce_items(const sl_debounce_t *d) {
 }
 
 size_t sl_debounce_bytes(const sl_debounce_t *d) {
-        return d->bytes;
+        return d->bytes + d->key_bytes;
 }
 
 static void oldest_cb(const sl_timer_t *t, void *opaque) {
@@ -1614,11 +1629,12 @@ sl_debounce_verb_t sl_debounce_check(const void *key, size_t keylen, int nids,
                                       "by sluice-item, which is missing");
                 return SL_DEBOUNCE_REMOVE;
         }
-        if (max_record_bytes > 0 && len > (uint64_t)max_record_bytes)
+        if (max_record_bytes > 0 &&
+            (uint64_t)keylen + len > (uint64_t)max_record_bytes)
                 return refuse(reason, "oversize", detail, detail_size,
-                              "value is %zu bytes, max_record_bytes is "
-                              "%" PRId64,
-                              len, max_record_bytes);
+                              "key and value are %zu bytes, max_record_bytes "
+                              "is %" PRId64,
+                              keylen + len, max_record_bytes);
         return SL_DEBOUNCE_UPSERT;
 }
 

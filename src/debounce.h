@@ -183,7 +183,8 @@ int sl_debounce_batch_split(const sl_debounce_t *d, sl_debounce_batch_t *b,
 /* Frees a batch.  NULL is a no-op. */
 void sl_debounce_batch_free(sl_debounce_batch_t *b);
 
-/* Open groups; pending items; their payload bytes. */
+/* Open groups; pending items; the bytes of input they hold: the items'
+ * payloads and ids and the groups' keys (what max_pending_bytes bounds). */
 size_t sl_debounce_groups(const sl_debounce_t *d);
 size_t sl_debounce_items(const sl_debounce_t *d);
 size_t sl_debounce_bytes(const sl_debounce_t *d);
@@ -338,7 +339,8 @@ typedef enum {
 /* The checks of one input record, before any state is touched: key is the
  * group; nids is how many sluice-item headers it carries, id/idlen the
  * first one's value (id NULL: a null header); null_value and len describe
- * the record's value; max_record_bytes 0 is no limit.  On
+ * the record's value; max_record_bytes (0: no limit) bounds the key and
+ * the value together.  On
  * SL_DEBOUNCE_REFUSE, *reason is the DLQ reason code (missing-key,
  * bad-key, bad-header, missing-item, oversize) and detail says why
  * (quoting no input bytes).  Pure; any thread. */

@@ -10,7 +10,7 @@
  *   1. key        null or empty key: the id is      missing-key for a
  *                 "<partition>-<offset>"            cancel (null value)
  *   2. cancel     null value: done (headers ignored)
- *   3. size       value over max_record_bytes       oversize
+ *   3. size       key and value over max_record_bytes oversize
  *   4. headers    a control header twice or null    bad-header
  *   5. envelope   (json-envelope mode) parse it     bad-envelope
  *   6. target     header, envelope or default       missing-target,
@@ -582,11 +582,13 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
 
         /* 3: size. */
         if (params->max_record_bytes > 0 &&
-            rec->value_len > (uint64_t)params->max_record_bytes)
+            (uint64_t)rec->key_len + rec->value_len >
+                (uint64_t)params->max_record_bytes)
                 return refuse(req, SL_DELAY_OVERSIZE, detail, detail_size,
-                              "value is %zu bytes, max_record_bytes is "
-                              "%" PRId64,
-                              rec->value_len, params->max_record_bytes);
+                              "key and value are %zu bytes, max_record_bytes "
+                              "is %" PRId64,
+                              rec->key_len + rec->value_len,
+                              params->max_record_bytes);
 
         /* 4: control headers, each at most once and not null. */
         if ((r = read_controls(rec, ctl, &npass, req, detail, detail_size)))

@@ -253,7 +253,8 @@ static const sl_metric_def_t debounce_metrics[] = {
                      "Items waiting in open groups."),
     SL_METRICS_GAUGE(debounce_pipeline_t, m_bytes,
                      "sluice_debounce_pending_bytes",
-                     "Payload bytes of the items waiting in open groups."),
+                     "Bytes of input the open groups hold: the items' payloads "
+                     "and ids, the groups' keys."),
     SL_METRICS_GAUGE(
         debounce_pipeline_t, m_oldest, "sluice_debounce_oldest_pending_seconds",
         "Age of the oldest pending item (now minus its first-seen time)."),
@@ -308,9 +309,8 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                        pc->max_open_groups);
         dp->c_items = sl_pipeline_cap(pl, "max_pending_items", "pending items",
                                       pc->max_pending_items);
-        dp->c_bytes =
-            sl_pipeline_cap(pl, "max_pending_bytes", "payload bytes pending",
-                            pc->max_pending_bytes);
+        dp->c_bytes = sl_pipeline_cap(pl, "max_pending_bytes", "bytes pending",
+                                      pc->max_pending_bytes);
         pl->op_data = dp;
         return 0;
 }
@@ -710,12 +710,16 @@ static void debounce_control_flush(sl_task_t *t, const rd_kafka_message_t *m,
 }
 
 /* Caps (task.h): a new group needs room for one more group, a new item
- * for one more item, and the payload for what it adds to the bytes (an
- * upsert: its growth).  Returns 1 when the record must wait. */
+ * for one more item, and the record for what it adds to the bytes: its
+ * payload (an upsert: its growth), a new item's id and a new group's key.
+ * Returns 1 when the record must wait. */
 static int debounce_over_cap(sl_task_t *t, int open,
-                             const sl_debounce_item_t *old, size_t len) {
+                             const sl_debounce_item_t *old, size_t keylen,
+                             size_t idlen, size_t len) {
         debounce_pipeline_t *dp = dp_of(t);
-        int64_t grow = (int64_t)len - (old ? (int64_t)old->payload_len : 0);
+        int64_t grow = (int64_t)len - (old ? (int64_t)old->payload_len : 0) +
+                       (old ? 0 : (int64_t)idlen) +
+                       (open ? 0 : (int64_t)keylen);
         sl_pcap_t *c = NULL;
         if (!open && !sl_pcap_room(dp->c_groups, 1))
                 c = dp->c_groups;
@@ -820,7 +824,8 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
 
         found = sl_debounce_find(st->win, m->key, m->key_len, id, idlen, &old);
         open = sl_debounce_group(st->win, m->key, m->key_len, NULL);
-        if (debounce_over_cap(t, open, found ? &old : NULL, m->len))
+        if (debounce_over_cap(t, open, found ? &old : NULL, m->key_len, idlen,
+                              m->len))
                 return;
 
         /* The state writes the item's changelog record now (an item

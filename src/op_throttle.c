@@ -130,8 +130,10 @@ typedef struct throttle_pipeline_s {
         sl_gauge_t *m_keys;
         sl_gauge_t *m_index_bytes;
         sl_gauge_t *m_cache_bytes;
-        sl_pcap_t *c_keys; /* max_backlog_keys */
-        sl_pcap_t *c_msgs; /* max_backlog_messages */
+        sl_pcap_t *c_keys;      /* max_backlog_keys */
+        sl_pcap_t *c_msgs;      /* max_backlog_messages */
+        sl_pcap_t *c_key_bytes; /* max_key_bytes */
+        uint64_t rates_full;    /* rates records refused: the table full */
 } throttle_pipeline_t;
 
 typedef struct throttle_state_s {
@@ -160,7 +162,7 @@ typedef struct throttle_state_s {
         /* This partition's share of the pipeline's gauges. */
         uint64_t msgs_counted, bytes_counted, keys_counted, index_counted;
         /* ... and of its caps (kept exact on the input path). */
-        uint64_t keys_capped, msgs_capped;
+        uint64_t keys_capped, msgs_capped, key_bytes_capped;
         sl_scratch_t pack; /* an OverflowRecord being packed */
 } throttle_state_t;
 
@@ -183,8 +185,11 @@ static void throttle_count_caps(sl_task_t *t) {
         sl_pcap_add(st->tp->c_keys, (int64_t)s.keys - (int64_t)st->keys_capped);
         sl_pcap_add(st->tp->c_msgs,
                     (int64_t)s.messages - (int64_t)st->msgs_capped);
+        sl_pcap_add(st->tp->c_key_bytes,
+                    (int64_t)s.key_bytes - (int64_t)st->key_bytes_capped);
         st->keys_capped = s.keys;
         st->msgs_capped = s.messages;
+        st->key_bytes_capped = s.key_bytes;
 }
 
 static void throttle_update_gauges(sl_task_t *t) {
@@ -408,6 +413,9 @@ static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
         tp->c_msgs =
             sl_pipeline_cap(pl, "max_backlog_messages", "backlog messages",
                             pc->max_backlog_messages);
+        tp->c_key_bytes = sl_pipeline_cap(pl, "max_key_bytes", "bytes of keys",
+                                          pc->max_key_bytes);
+        sl_rates_set_max_bytes(tp->rates, (size_t)pc->max_rates_bytes);
         pl->op_data = tp;
         return 0;
 }
@@ -441,6 +449,7 @@ static void throttle_state_destroy(void *state) {
         sl_gauge_add_owner(st->tp->m_index_bytes, -(double)st->index_counted);
         sl_pcap_add(st->tp->c_keys, -(int64_t)st->keys_capped);
         sl_pcap_add(st->tp->c_msgs, -(int64_t)st->msgs_capped);
+        sl_pcap_add(st->tp->c_key_bytes, -(int64_t)st->key_bytes_capped);
         sl_backlog_destroy(st->bl);
         sl_scratch_free(&st->pack);
         free(st);
@@ -695,6 +704,10 @@ static size_t pack_overflow(const rd_kafka_message_t *m, int64_t deadline,
         return len;
 }
 
+/* What a key costs in memory beside its bytes (the backlog's key struct,
+ * its hash and heap slots), for the max_key_bytes cap: an estimate. */
+#define THROTTLE_KEY_COST 200
+
 /* The largest ThrottleKey value: three fields, each a tag and at most a
  * ten-byte varint or an eight-byte double. */
 #define THROTTLE_KEY_VALUE_MAX 31
@@ -804,10 +817,14 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
         }
 
         /* Caps (task.h): a key not in memory needs room for one more key
-         * (looked up only when the cap is reached). */
-        if (!sl_pcap_room(tp->c_keys, 1) &&
+         * and its bytes (looked up only when a cap is reached). */
+        if ((!sl_pcap_room(tp->c_keys, 1) ||
+             !sl_pcap_room(tp->c_key_bytes,
+                           (int64_t)m->key_len + THROTTLE_KEY_COST)) &&
             !sl_backlog_find(st->bl, m->key, m->key_len)) {
-                sl_task_input_full(t, tp->c_keys);
+                sl_task_input_full(t, sl_pcap_room(tp->c_keys, 1)
+                                          ? tp->c_key_bytes
+                                          : tp->c_keys);
                 return;
         }
         switch (
@@ -1172,7 +1189,8 @@ static void throttle_wake(sl_task_t *t, int64_t now) {
         }
         /* While the keys cap holds input back, sweeping idle keys is what
          * makes room: sweep at every commit interval, not every 5 s. */
-        maint_ms = sl_pcap_room(tp->c_keys, 1)
+        maint_ms = sl_pcap_room(tp->c_keys, 1) &&
+                           sl_pcap_room(tp->c_key_bytes, THROTTLE_KEY_COST)
                        ? SL_THROTTLE_MAINT_MS
                        : sl_app_conf(t->app)->commit_interval_ms;
         if (now - st->maint_ms >= maint_ms)
@@ -1394,14 +1412,29 @@ static void throttle_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
         throttle_pipeline_t *tp = pl->op_data;
         uint64_t gen = sl_rates_generation(tp->rates);
         char err[256], ee[300], ek[100], evl[100];
+        int r;
 
         if (m->err)
                 return;
         /* Keys, values and the parse errors quoting them are input:
          * escaped before they reach the log. */
         sl_escape(m->key, m->key ? m->key_len : 0, ek, sizeof(ek));
-        if (sl_rates_apply(tp->rates, m->key, m->key_len, m->payload, m->len,
-                           err, sizeof(err)) == -1) {
+        r = sl_rates_apply(tp->rates, m->key, m->key_len, m->payload, m->len,
+                           err, sizeof(err));
+        if (r == -2) {
+                /* Full: said once per 1000, or a flood of new keys would
+                 * flood the log too. */
+                sl_counter_inc(tp->m_rates_rejected);
+                if (tp->rates_full++ % 1000 == 0)
+                        sl_log(LOG_WARNING, "RATES",
+                               "%s: %s [%d] @%" PRId64 ": key '%s': %s "
+                               "(%" PRIu64 " such records so far)",
+                               pl->conf->name, pl->conf->rates,
+                               (int)m->partition, m->offset, ek, err,
+                               tp->rates_full);
+                return;
+        }
+        if (r == -1) {
                 sl_counter_inc(tp->m_rates_rejected);
                 sl_log(LOG_WARNING, "RATES",
                        "%s: %s [%d] @%" PRId64 ": key '%s': %s; ignored",

@@ -29,8 +29,14 @@
 #include "timerheap.h"
 #include "util.h"
 
+/* What an entry costs beside its key: the heap's timer and index slots
+ * and the rate (an estimate for the cap, rates.h). */
+#define SL_RATES_ENTRY_COST 96
+
 struct sl_rates_s {
         sl_timerheap_t *map; /* key -> sl_rate_t */
+        size_t max_bytes;    /* 0: no cap */
+        size_t used_bytes;   /* keys and SL_RATES_ENTRY_COST each */
         sl_rate_t fallback;
         sl_rate_t dflt; /* the "*" record, valid when has_dflt */
         int has_dflt;
@@ -70,7 +76,10 @@ static int rates_remove(sl_rates_t *rt, const void *key, size_t keylen) {
                 rt->has_dflt = 0;
                 return had;
         }
-        return sl_timerheap_remove(rt->map, key, keylen);
+        if (!sl_timerheap_remove(rt->map, key, keylen))
+                return 0;
+        rt->used_bytes -= keylen + SL_RATES_ENTRY_COST;
+        return 1;
 }
 
 /* Sets the entry for key; 1 if a lookup result changed. */
@@ -91,10 +100,16 @@ static int rates_set(sl_rates_t *rt, const void *key, size_t keylen,
                 memcpy(&cur, sl_timer_data(t), sizeof(cur));
                 if (rate_eq(&cur, rate))
                         return 0;
+        } else if (rt->max_bytes &&
+                   rt->used_bytes + keylen + SL_RATES_ENTRY_COST >
+                       rt->max_bytes) {
+                return -2;
         }
         if (sl_timerheap_upsert(rt->map, key, keylen, 0, 0, rate,
                                 sizeof(*rate)) < 0)
                 return -1;
+        if (!t)
+                rt->used_bytes += keylen + SL_RATES_ENTRY_COST;
         return 1;
 }
 
@@ -130,6 +145,14 @@ int sl_rates_apply(sl_rates_t *rt, const void *key, size_t keylen,
         if (sl_parse_rate(text, &rate, errstr, errstr_size) != 0)
                 return -1;
         r = rates_set(rt, key, keylen, &rate);
+        if (r == -2) {
+                snprintf(errstr, errstr_size,
+                         "the table is full (%zu keys, %zu of max_rates_bytes "
+                         "%zu): the key keeps the default rate",
+                         sl_timerheap_count(rt->map), rt->used_bytes,
+                         rt->max_bytes);
+                return -2;
+        }
         if (r < 0) {
                 snprintf(errstr, errstr_size, "key too long");
                 return -1;
@@ -160,6 +183,16 @@ sl_rate_source_t sl_rates_lookup(const sl_rates_t *rt, const void *key,
 uint64_t sl_rates_generation(const sl_rates_t *rt) {
         sl_assert(rt);
         return rt->gen;
+}
+
+void sl_rates_set_max_bytes(sl_rates_t *rt, size_t max_bytes) {
+        sl_assert(rt);
+        rt->max_bytes = max_bytes;
+}
+
+size_t sl_rates_bytes(const sl_rates_t *rt) {
+        sl_assert(rt);
+        return rt->used_bytes;
 }
 
 size_t sl_rates_count(const sl_rates_t *rt) {

@@ -46,9 +46,11 @@ void sl_rates_destroy(sl_rates_t *rt);
  * the record value, not NUL-terminated, or value NULL for a tombstone, which
  * removes the key's entry (a tombstone for an absent key changes nothing).
  * Returns 0 when applied, -1 when the record is malformed (NULL key, value
- * that sl_parse_rate refuses, or longer than SL_RATES_MAX_VALUE): the table
- * is left unchanged, the reason is written to errstr, and the caller logs
- * and counts it.  The generation is bumped only if a lookup result changed.
+ * that sl_parse_rate refuses, or longer than SL_RATES_MAX_VALUE), -2 when
+ * it is a new key and the table is full (sl_rates_set_max_bytes): the
+ * table is left unchanged, the reason is written to errstr, and the caller
+ * logs and counts it.  The generation is bumped only if a lookup result
+ * changed.
  */
 int sl_rates_apply(sl_rates_t *rt, const void *key, size_t keylen,
                    const void *value, size_t valuelen, char *errstr,
@@ -61,6 +63,16 @@ sl_rate_source_t sl_rates_lookup(const sl_rates_t *rt, const void *key,
 
 /* Increases whenever some lookup result may have changed (starts at 1). */
 uint64_t sl_rates_generation(const sl_rates_t *rt);
+
+/* Bounds what the per-key entries hold (the rates topic is input: any
+ * producer to it can add keys): each costs its key and about a hundred
+ * bytes, and a new key that would take the table past max_bytes is
+ * refused (sl_rates_apply: -2), so it keeps the default rate.  0: no
+ * bound.  Existing keys may still change or go. */
+void sl_rates_set_max_bytes(sl_rates_t *rt, size_t max_bytes);
+
+/* What the per-key entries hold, as the bound counts it. */
+size_t sl_rates_bytes(const sl_rates_t *rt);
 
 /* Number of per-key entries (the "*" entry not included). */
 size_t sl_rates_count(const sl_rates_t *rt);

@@ -91,7 +91,7 @@ wait_records "$bout" 40 60 || fail "only $(count_records "$bout") of 40 byte-cap
 bseries="{pipeline=\"$PFX.b\",cap=\"max_pending_bytes\"}"
 bpauses=$(sluice_metric main "sluice_input_pauses_total$bseries")
 [ "$bpauses" -ge 1 ] || fail "the byte cap never paused the input"
-log_has main "$PFX.b: input paused: [0-9]+ payload bytes pending" || fail "no log line for the byte cap"
+log_has main "$PFX.b: input paused: [0-9]+ bytes pending" || fail "no log line for the byte cap"
 consume_json "$bout" >"$WORK/bout.json"
 python3 - "$WORK/bout.json" <<'PY' || fail "byte-capped output check failed"
 import json, sys

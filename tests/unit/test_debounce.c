@@ -62,7 +62,8 @@ static void test_idle(void **state) {
         up(d, "WH-42", "c", "3", T0 + 900, 12);
         assert_int_equal(sl_debounce_groups(d), 1);
         assert_int_equal(sl_debounce_items(d), 3);
-        assert_int_equal(sl_debounce_bytes(d), 3);
+        /* Payloads, ids and the group's key: what the input holds here. */
+        assert_int_equal(sl_debounce_bytes(d), 3 + 3 + 5);
         /* Idle counts from the last update. */
         assert_int_equal(sl_debounce_next_due(d), T0 + 2900);
         assert_null(take(d, NULL, T0 + 2899));
@@ -225,7 +226,7 @@ static void test_max_bytes(void **state) {
         assert_int_equal(b->bytes, 80);
         sl_debounce_batch_free(b);
         assert_null(take(d, "g", T0 + 2));
-        assert_int_equal(sl_debounce_bytes(d), 40);
+        assert_int_equal(sl_debounce_bytes(d), 40 + 1 + 1);
 
         /* An item larger than max_bytes goes alone. */
         char big[201];
@@ -266,7 +267,7 @@ static void test_upsert(void **state) {
         assert_int_equal(
             up(d, "g", "A001", "{\"v\":3, \"x\": [1]}", T0 + 1000, 9), 1);
         assert_int_equal(sl_debounce_items(d), 2);
-        assert_int_equal(sl_debounce_bytes(d), 17 + 1);
+        assert_int_equal(sl_debounce_bytes(d), 17 + 1 + 4 + 1 + 1);
         assert_int_equal(sl_debounce_find(d, "g", 1, "A001", 4, &it), 1);
         assert_int_equal(it.first_seen_ms, T0);
         assert_int_equal(it.last_update_ms, T0 + 1000);
@@ -378,7 +379,7 @@ static void test_remove(void **state) {
         assert_int_equal(sl_debounce_remove(d, "g", 1, "b", 1), 0);
         assert_int_equal(sl_debounce_remove(d, "x", 1, "a", 1), 0);
         assert_int_equal(sl_debounce_items(d), 2);
-        assert_int_equal(sl_debounce_bytes(d), 2);
+        assert_int_equal(sl_debounce_bytes(d), 2 + 2 + 1);
         /* The deadline follows the remaining items. */
         assert_int_equal(sl_debounce_next_due(d), T0 + 2050);
         sl_debounce_batch_t *b = take(d, NULL, T0 + 2050);
@@ -930,8 +931,10 @@ static void test_check(void **state) {
              "bad-header"},
             {"g", 0, NULL, 0, 1, 0, SL_DEBOUNCE_REFUSE, "missing-item"},
             {"g", 0, NULL, 0, 0, 101, SL_DEBOUNCE_REFUSE, "oversize"},
+            /* The key counts too: 1 + 100 over 100. */
+            {"g", 0, NULL, 0, 0, 100, SL_DEBOUNCE_REFUSE, "oversize"},
             {"g", 1, "o", 1, 1, 0, SL_DEBOUNCE_REMOVE, NULL},
-            {"g", 1, "o", 1, 0, 100, SL_DEBOUNCE_UPSERT, NULL},
+            {"g", 1, "o", 1, 0, 99, SL_DEBOUNCE_UPSERT, NULL},
             {"g", 0, NULL, 0, 0, 0, SL_DEBOUNCE_UPSERT, NULL},
         };
         static char long_id[SL_DEBOUNCE_MAX_ID + 1];

@@ -421,7 +421,7 @@ static const refusal_t refusals[] = {
      "0123456789012345678901234567890123456789012345678901234567890123456789"
      "0123456789012345678901234567890123456789",
      {"sluice-target=orders.a", "sluice-delay=1s"},
-     "value is 110 bytes, max_record_bytes is 100"},
+     "key and value are 111 bytes, max_record_bytes is 100"},
     {"bad-header",
      0,
      NULL,

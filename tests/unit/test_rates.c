@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -168,12 +169,54 @@ static void test_generation(void **state) {
         sl_rates_destroy(rt);
 }
 
+/* The table's bound: new keys past it are refused (-2) and keep the
+ * default; keys already there may still change or go, and a tombstone
+ * makes room again. */
+static void test_bound(void **state) {
+        sl_rate_t fb = {10.0, 10.0}, r;
+        sl_rates_t *rt = sl_rates_new(&fb);
+        char key[16], err[256];
+        size_t n = 0;
+        (void)state;
+        sl_rates_set_max_bytes(rt, 10 * (8 + 96));
+        for (int i = 0; i < 20; i++) {
+                snprintf(key, sizeof(key), "key%05d", i); /* 8 bytes */
+                int res =
+                    sl_rates_apply(rt, key, 8, "5/s", 3, err, sizeof(err));
+                if (res == 0)
+                        n++;
+                else
+                        assert_int_equal(res, -2);
+        }
+        assert_int_equal(n, 10);
+        assert_int_equal(sl_rates_count(rt), 10);
+        assert_true(sl_rates_bytes(rt) <= 10 * (8 + 96));
+        assert_non_null(strstr(err, "full"));
+        assert_int_equal(sl_rates_lookup(rt, "key00015", 8, &r),
+                         SL_RATE_FALLBACK);
+        /* An existing key changes; the default "*" is no entry. */
+        assert_int_equal(
+            sl_rates_apply(rt, "key00001", 8, "7/s", 3, err, sizeof(err)), 0);
+        assert_int_equal(sl_rates_apply(rt, "*", 1, "9/s", 3, err, sizeof(err)),
+                         0);
+        /* A tombstone makes room for one more. */
+        assert_int_equal(
+            sl_rates_apply(rt, "key00000", 8, NULL, 0, err, sizeof(err)), 0);
+        assert_int_equal(
+            sl_rates_apply(rt, "key00015", 8, "1/s", 3, err, sizeof(err)), 0);
+        assert_int_equal(sl_rates_lookup(rt, "key00015", 8, &r), SL_RATE_KEY);
+        assert_int_equal(
+            sl_rates_apply(rt, "key00016", 8, "1/s", 3, err, sizeof(err)), -2);
+        sl_rates_destroy(rt);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_default_and_fallback),
             cmocka_unit_test(test_values),
             cmocka_unit_test(test_malformed),
             cmocka_unit_test(test_generation),
+            cmocka_unit_test(test_bound),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
