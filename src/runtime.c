@@ -162,6 +162,13 @@ static int runtime_send(sl_runtime_t *rt, const sl_outbox_rec_t *r,
                 else if (sl_now_ms() > until)
                         break;
                 sl_txn_drain(rt->txn, 10);
+                if (sl_txn_produce_begin(rt->txn) == -1) {
+                        /* A report doomed the transaction, or a fatal
+                         * error came (txn.h): the work is redone. */
+                        if (r->hdrs)
+                                rd_kafka_headers_destroy(r->hdrs);
+                        return 0;
+                }
         }
         if (!err) {
                 sl_txn_produced(rt->txn);

@@ -187,6 +187,7 @@ struct sl_txn_s {
          * is in flight. */
         int test_commit_pause_ms;
         uv_timer_t deferring_timer; /* tells the runtime a commit left */
+        uv_timer_t fatal_timer;     /* a fatal error is acted on from here */
         /* Set by the loop when a record was deferred during the commit in
          * flight; read by the worker once the commit is done. */
         atomic_int open_next;
@@ -205,6 +206,7 @@ struct sl_txn_s {
 
 static void txn_enter_recovering(sl_txn_t *txn);
 static void txn_settle(sl_txn_t *txn);
+static void txn_on_fatal(uv_timer_t *timer);
 
 static void txn_set_state(sl_txn_t *txn, sl_txn_state_t s) {
         if (txn->state == s)
@@ -643,7 +645,8 @@ static int txn_serve_cb(void *opaque, int budget) {
  * short flushes and the reports, in turn. */
 int sl_txn_drain(sl_txn_t *txn, int timeout_ms) {
         int64_t end = sl_now_ms() + timeout_ms;
-        while (txn->producer && txn->pqs[0]) {
+        /* A fatal error met: nothing more will be delivered. */
+        while (txn->producer && txn->pqs[0] && !txn->recover_pending) {
                 rd_kafka_event_t *ev;
                 if (rd_kafka_outq_len(txn->producer) == 0)
                         return 0;
@@ -791,6 +794,8 @@ static void txn_start_commit_job(sl_txn_t *txn) {
          * it are taken (the transaction is open, nothing is deferred). */
         if (txn->hooks.seal) {
                 txn->hooks.seal(txn->hooks.opaque);
+                if (txn->recover_pending)
+                        return; /* the clients go: txn_on_fatal() */
                 if (txn->doomed) {
                         txn_start_abort(txn, txn->doom_why);
                         return;
@@ -830,7 +835,7 @@ static void txn_start_commit_job(sl_txn_t *txn) {
  * once nothing is awaited any more; txn_on_done() comes back here. */
 static void txn_flush_check(sl_txn_t *txn) {
         int pending;
-        if (txn->state != SL_TXN_FLUSHING)
+        if (txn->state != SL_TXN_FLUSHING || txn->recover_pending)
                 return;
         /* (Nothing left in the producer: every report was served,
          * whatever the hook counts.) */
@@ -862,6 +867,8 @@ static void txn_flush_check(sl_txn_t *txn) {
         }
         uv_timer_stop(&txn->flush_timer);
         txn->hooks.precommit(txn->hooks.opaque);
+        if (txn->recover_pending)
+                return; /* the clients go: txn_on_fatal() */
         if (txn->doomed) {
                 txn_start_abort(txn, txn->doom_why);
                 return;
@@ -1157,10 +1164,23 @@ void sl_txn_fatal(sl_txn_t *txn, const char *who, const char *reason,
         sl_counter_inc(txn->m_recoveries);
         txn->recover_fenced = fenced;
         txn->recover_pending = 1;
-        if (!txn->job)
+        /* Never inside whoever met the error: an event served while an
+         * operator's produce drained the producer (a full queue, a suspect
+         * sent alone), begin_transaction inside a produce, a seal.  Going
+         * RECOVERING destroys every task and both clients, which that
+         * caller still holds.  Until the loop acts, recover_pending makes
+         * every produce a no-op (the work is redone after the rebuild) and
+         * no commit starts.  With a call on the worker, txn_on_done()
+         * enters RECOVERING once it ends (within its bound). */
+        uv_timer_start(&txn->fatal_timer, txn_on_fatal, 0, 0);
+}
+
+/* The loop acts on a fatal error (sl_txn_fatal). */
+static void txn_on_fatal(uv_timer_t *timer) {
+        sl_txn_t *txn = timer->data;
+        if (txn->recover_pending && !txn->job &&
+            txn->state != SL_TXN_RECOVERING && txn->state != SL_TXN_DEAD)
                 txn_enter_recovering(txn);
-        /* else: the worker's call ends within its bound; txn_on_done()
-         * enters RECOVERING then. */
 }
 
 /* ------------------------------------------------------------------ */
@@ -1405,6 +1425,8 @@ sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
         uv_timer_init(loop, &txn->backoff_timer);
         uv_timer_init(loop, &txn->deferring_timer);
         txn->deferring_timer.data = txn;
+        uv_timer_init(loop, &txn->fatal_timer);
+        txn->fatal_timer.data = txn;
         txn->done_async.data = txn->retry_timer.data = txn;
         txn->flush_timer.data = txn->backoff_timer.data = txn;
         txn->m_commits = sl_metrics_counter(
@@ -1512,6 +1534,7 @@ void sl_txn_destroy(sl_txn_t *txn) {
         uv_close((uv_handle_t *)&txn->flush_timer, txn_on_close);
         uv_close((uv_handle_t *)&txn->backoff_timer, txn_on_close);
         uv_close((uv_handle_t *)&txn->deferring_timer, txn_on_close);
+        uv_close((uv_handle_t *)&txn->fatal_timer, txn_on_close);
         uv_run(txn->loop, UV_RUN_NOWAIT);
         for (int i = 0; i < SL_TXN_PRODUCERS_MAX; i++)
                 if (txn->pqs[i])
