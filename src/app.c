@@ -1259,6 +1259,31 @@ static void app_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                 lost = rd_kafka_assignment_lost(app->rt.consumer);
                 sl_log(LOG_INFO, "REBALANCE", "revoking %d partitions%s",
                        parts->cnt, lost ? " (lost)" : "");
+                if (!lost && app->rt.revoking) {
+                        /* A second revocation while the first waits for
+                         * its commit: it joins the first.  Dropping these
+                         * tasks now would let what they wrote into the
+                         * open transaction commit without their input
+                         * offsets (a duplicate at their next owner); they
+                         * go with the first, once a commit carries their
+                         * work too (app_offsets counts revoking tasks). */
+                        for (int i = 0; i < parts->cnt; i++) {
+                                sl_task_t *t =
+                                    app_task_of(app, parts->elems[i].topic,
+                                                parts->elems[i].partition);
+                                if (t)
+                                        t->revoking = 1;
+                                rd_kafka_topic_partition_list_add(
+                                    app->rt.revoking, parts->elems[i].topic,
+                                    parts->elems[i].partition);
+                        }
+                        sl_log(LOG_NOTICE, "REBALANCE",
+                               "%d more partitions join the revocation that "
+                               "waits for its commit",
+                               parts->cnt);
+                        app_revoke_try(app);
+                        break;
+                }
                 if (lost || app->rt.revoking) {
                         /* Our offsets for them would be refused: abort so
                          * nothing written for them becomes visible. */
