@@ -4,6 +4,8 @@
  */
 #include "log.h"
 
+#include "util.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,4 +56,25 @@ void sl_log(int level, const char *fac, const char *fmt, ...) {
         va_end(ap);
         fputc('\n', stderr);
         funlockfile(stderr);
+}
+
+int sl_log_budget_take(sl_log_budget_t *b, uint64_t *dropped) {
+        int64_t now = sl_mono_us() / 1000;
+        int ok;
+
+        pthread_mutex_lock(&b->lock);
+        if (!b->start_ms || now - b->start_ms >= SL_LOG_BUDGET_MS) {
+                b->start_ms = now;
+                b->used = 0;
+        }
+        ok = b->used < SL_LOG_BUDGET_LINES;
+        if (ok) {
+                b->used++;
+                *dropped = b->dropped;
+                b->dropped = 0;
+        } else {
+                b->dropped++;
+        }
+        pthread_mutex_unlock(&b->lock);
+        return ok;
 }

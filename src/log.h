@@ -7,6 +7,8 @@
 #ifndef SL_LOG_H
 #define SL_LOG_H
 
+#include <pthread.h>
+#include <stdint.h>
 #include <syslog.h>
 
 /* Lines above this level are dropped.  Default LOG_INFO. */
@@ -18,5 +20,28 @@ void sl_log(int level, const char *fac, const char *fmt, ...)
 
 /* Level name ("info", "warning", ...) to syslog level; -1 if unknown. */
 int sl_log_level_parse(const char *name);
+
+/*
+ * A budget of lines for a source that others can make talk: libmicrohttpd
+ * logs a line for each client that leaves in the middle of a request, and
+ * a flood of clients must not become a flood of lines.  At most
+ * SL_LOG_BUDGET_LINES lines per SL_LOG_BUDGET_MS; the others are counted.
+ * Initialise with SL_LOG_BUDGET_INIT.
+ */
+#define SL_LOG_BUDGET_LINES 10
+#define SL_LOG_BUDGET_MS    10000
+typedef struct sl_log_budget_s {
+        pthread_mutex_t lock;
+        int64_t start_ms;
+        int used;
+        uint64_t dropped;
+} sl_log_budget_t;
+#define SL_LOG_BUDGET_INIT                                                     \
+        { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 }
+
+/* 1 when a line may be logged now, with *dropped the lines dropped since
+ * the last one allowed (say so in the line); 0 when it is to be dropped.
+ * Any thread. */
+int sl_log_budget_take(sl_log_budget_t *b, uint64_t *dropped);
 
 #endif
