@@ -2500,8 +2500,13 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         rd_kafka_conf_t *kc;
 
         if (conf->metrics_listen && *conf->metrics_listen) {
+                sl_http_limits_t limits = {
+                    conf->metrics_max_connections,
+                    conf->metrics_max_connections_client,
+                    conf->metrics_request_timeout_ms,
+                };
                 app->http = sl_http_start(conf->metrics_listen, app->rt.metrics,
-                                          errstr, errstr_size);
+                                          &limits, errstr, errstr_size);
                 if (!app->http)
                         return -1;
                 sl_log(LOG_INFO, "HTTP", "metrics on %s (port %d)",

@@ -134,6 +134,21 @@ static const conf_key_t conf_keys[] = {
      NULL, NULL, 0, SLUICE(metrics_listen),
      "Address of the HTTP server for /metrics, /healthz and /readyz; empty "
      "= no server."},
+    {SECT_SLUICE, 0, "metrics_max_connections", KT_INT, NULL, "64", "1",
+     "65536", 0, SLUICE(metrics_max_connections),
+     "Connections metrics_listen holds; a new one past it closes the one "
+     "that has waited longest for its request (none waiting: the new one "
+     "is closed)."},
+    {SECT_SLUICE, 0, "metrics_max_connections_per_client", KT_INT, NULL, "32",
+     "1", "65536", 0, SLUICE(metrics_max_connections_client),
+     "Connections one client address (IPv4, or IPv6 /64) holds on "
+     "metrics_listen; a new one past it closes that client's connection "
+     "that has waited longest for its request."},
+    {SECT_SLUICE, 0, "metrics_request_timeout", KT_DURATION, NULL, "5s",
+     "100ms", "10m", 0, SLUICE(metrics_request_timeout_ms),
+     "A request to metrics_listen must be all in this long after its "
+     "connection opened (or its previous answer was sent), or the "
+     "connection is closed, however slowly bytes keep coming."},
     {SECT_SLUICE, 0, "log_level", KT_ENUM, log_levels, "info", NULL, NULL, 0,
      SLUICE(log_level), "Lines below this level are not logged."},
     {SECT_SLUICE, 0, "commit_interval", KT_DURATION, NULL, "100ms", "1ms",

@@ -132,7 +132,10 @@ typedef struct sl_conf_s {
         char *app_id;         /* group.id and transactional.id prefix */
         char *instance_id;    /* group.instance.id; NULL = dynamic member */
         char *metrics_listen; /* "host:port"; NULL or "" = no HTTP server */
-        int log_level;        /* syslog level */
+        int metrics_max_connections;
+        int metrics_max_connections_client;
+        int64_t metrics_request_timeout_ms;
+        int log_level; /* syslog level */
         int64_t commit_interval_ms;
         int64_t backlog_commit_interval_ms;
         int64_t shutdown_grace_ms;

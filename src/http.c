@@ -24,12 +24,25 @@
  * Every response is one small buffer handed to libmicrohttpd, which frees
  * it (or copies it) when sent.  Request bodies are never read: any request
  * is answered on the first call of the access handler.
+ *
+ * Connections are guarded (connguard.h), through libmicrohttpd's
+ * connection notifications: STARTED and CLOSED open and close the guard's
+ * entries, the access handler's call marks the request all in (BUSY: its
+ * head is, and its body is never read), and NOTIFY_COMPLETED marks the
+ * connection waiting again.  libmicrohttpd's own limit sits above the
+ * guard's (sl_connguard_mhd_limit()) so that the guard, not libmicrohttpd,
+ * decides who goes when the server is full; libmicrohttpd's inactivity
+ * timeout (10 s) still bounds an answer nobody reads.  The guard's reaper
+ * is a second thread of this server, and its counters are families of
+ * the registry (guard_defs).
  */
 #include "http.h"
 
+#include "connguard.h"
 #include "log.h"
 #include "util.h"
 
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -46,9 +59,16 @@
 
 typedef int(alive_fn_t)(void *opaque, char *why, size_t why_size);
 
+/* The defaults of sl_http_limits_t (and of the metrics_* keys). */
+#define DEF_MAX_CONNECTIONS        64
+#define DEF_MAX_CONNECTIONS_CLIENT 32
+#define DEF_REQUEST_TIMEOUT_MS     5000
+
 struct sl_http_s {
         struct MHD_Daemon *daemon;
         sl_metrics_t *metrics; /* borrowed */
+        sl_connguard_t *guard;
+        sl_connguard_metrics_t guard_m;
         int port;
         atomic_int alive;
         pthread_mutex_t alive_lock; /* guards alive_fn and alive_opaque */
@@ -62,6 +82,7 @@ struct sl_http_s {
         char starterr[256];
         atomic_int starting;
         pthread_t starter;
+        sl_log_budget_t log_budget;
 };
 
 /*
@@ -177,6 +198,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
         sl_http_t *h = cls;
         char buf[512];
         size_t n;
+        uint64_t dropped;
 
         vsnprintf(buf, sizeof(buf), fmt, ap);
         n = strlen(buf);
@@ -186,7 +208,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
             pthread_equal(pthread_self(), h->starter))
                 snprintf(h->starterr, sizeof(h->starterr), "%.*s",
                          (int)sizeof(h->starterr) - 1, buf);
-        sl_log(LOG_WARNING, "HTTP", "%s", buf);
+        /* Clients make libmicrohttpd talk (a line for each one that leaves
+         * mid-request, as every connection the guard closes does). */
+        if (!sl_log_budget_take(&h->log_budget, &dropped))
+                return;
+        if (dropped)
+                sl_log(LOG_WARNING, "HTTP",
+                       "%s (and %" PRIu64 " more libmicrohttpd messages "
+                       "in the last %d s)",
+                       buf, dropped, SL_LOG_BUDGET_MS / 1000);
+        else
+                sl_log(LOG_WARNING, "HTTP", "%s", buf);
 }
 
 /*
@@ -267,6 +299,10 @@ handle_request(void *cls, struct MHD_Connection *conn, const char *url,
         (void)upload_data_size;
         (void)req_cls;
 
+        /* The head is in, and the answer is given now: out of the
+         * deadline's reach until it is sent. */
+        sl_connguard_mhd_busy(h->guard, conn);
+
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
             strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
                 return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
@@ -302,11 +338,52 @@ handle_request(void *cls, struct MHD_Connection *conn, const char *url,
         return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
-sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
+/* NOTIFY_COMPLETED: the answer went out (or the request ended without
+ * one); the connection waits for its next request, if any. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+        sl_http_t *h = cls;
+        (void)req_cls;
+        (void)toe;
+        sl_connguard_mhd_idle(h->guard, conn);
+}
+
+/* What the guard counts, as families of the registry. */
+static const sl_metric_def_t guard_defs[] = {
+#define CLOSED_HELP                                                            \
+        "Connections to metrics_listen that sluice closed: a request not "     \
+        "all in within metrics_request_timeout (deadline), one still "         \
+        "waiting for its request closed to admit a newer connection of the "   \
+        "same client (client_limit) or at metrics_max_connections (limit), "   \
+        "or a new one closed at once because every other was being "           \
+        "answered (refused)."
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, deadline,
+                         "sluice_http_connections_closed_total", CLOSED_HELP,
+                         "reason", "deadline"),
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, client_limit,
+                         "sluice_http_connections_closed_total", CLOSED_HELP,
+                         "reason", "client_limit"),
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, limit,
+                         "sluice_http_connections_closed_total", CLOSED_HELP,
+                         "reason", "limit"),
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, refused,
+                         "sluice_http_connections_closed_total", CLOSED_HELP,
+                         "reason", "refused"),
+#undef CLOSED_HELP
+    SL_METRICS_GAUGE(sl_connguard_metrics_t, open, "sluice_http_connections",
+                     "Connections open to metrics_listen, not counting those "
+                     "sluice closed and libmicrohttpd has yet to clean up."),
+};
+
+sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m,
+                         const sl_http_limits_t *limits, char *errstr,
                          size_t errstr_size) {
         struct sockaddr_storage ss;
         unsigned int flags;
         sl_http_t *h;
+        sl_connguard_conf_t gc = {"metrics_listen", DEF_MAX_CONNECTIONS,
+                                  DEF_MAX_CONNECTIONS_CLIENT,
+                                  DEF_REQUEST_TIMEOUT_MS};
 
         if (!m) {
                 snprintf(errstr, errstr_size, "no metrics registry");
@@ -315,8 +392,19 @@ sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
         if (listen_resolve(listen, &ss, errstr, errstr_size) == -1)
                 return NULL;
 
+        if (limits && limits->max_connections > 0)
+                gc.max_conns = limits->max_connections;
+        if (limits && limits->max_connections_client > 0)
+                gc.per_client = limits->max_connections_client;
+        if (limits && limits->request_timeout_ms > 0)
+                gc.deadline_ms = limits->request_timeout_ms;
+
         h = sl_calloc(1, sizeof(*h));
+        h->log_budget = (sl_log_budget_t)SL_LOG_BUDGET_INIT;
         h->metrics = m;
+        sl_metrics_register(m, guard_defs, SL_ARRAY_SIZE(guard_defs),
+                            &h->guard_m, NULL);
+        h->guard = sl_connguard_new(&gc, &h->guard_m);
         atomic_init(&h->alive, 0);
         atomic_init(&h->starting, 0);
         pthread_mutex_init(&h->alive_lock, NULL);
@@ -340,13 +428,25 @@ sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
             /* The logger must come first to catch start-up errors. */
             MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_SOCK_ADDR,
             (struct sockaddr *)&ss,
-            /* Scrapers and probes are few; bound what a flood can take. */
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+            /* Scrapers and probes are few; the guard bounds what a flood
+             * can take, and libmicrohttpd's limit is above its own. */
+            MHD_OPTION_NOTIFY_CONNECTION, sl_connguard_mhd_notify, h->guard,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+            MHD_OPTION_CONNECTION_LIMIT, sl_connguard_mhd_limit(h->guard),
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
         atomic_store(&h->starting, 0);
+        if (h->daemon)
+                sl_connguard_mhd_listen(h->guard, h->daemon);
+        if (h->daemon && sl_connguard_start(h->guard) == -1) {
+                MHD_stop_daemon(h->daemon);
+                h->daemon = NULL;
+                snprintf(h->starterr, sizeof(h->starterr),
+                         "cannot start a thread");
+        }
         if (!h->daemon) {
                 snprintf(errstr, errstr_size, "cannot listen on %s: %s", listen,
                          h->starterr[0] ? h->starterr : "libmicrohttpd failed");
+                sl_connguard_destroy(h->guard);
                 pthread_mutex_destroy(&h->alive_lock);
                 pthread_mutex_destroy(&h->lock);
                 free(h);
@@ -358,15 +458,19 @@ sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
         h->port = info ? (int)info->port : 0;
         sl_log(LOG_INFO, "HTTP",
                "serving /metrics, /healthz, /readyz on %s "
-               "(port %d)",
-               listen, h->port);
+               "(port %d; at most %d connections, %d per client, a request "
+               "within %" PRId64 " ms)",
+               listen, h->port, gc.max_conns, gc.per_client, gc.deadline_ms);
         return h;
 }
 
 void sl_http_stop(sl_http_t *h) {
         if (!h)
                 return;
+        /* Every connection is reported CLOSED before this returns: the
+         * guard holds no descriptor after it. */
         MHD_stop_daemon(h->daemon);
+        sl_connguard_destroy(h->guard);
         pthread_mutex_destroy(&h->alive_lock);
         pthread_mutex_destroy(&h->lock);
         free(h);

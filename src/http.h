@@ -25,11 +25,21 @@
  * sets the alive and ready states from the loop thread; they are published
  * to the server thread through an atomic and a mutex.  The alive function
  * runs on the server thread.
+ *
+ * Hostile clients: this is the liveness probe's port, so whoever can
+ * reach it must not be able to make the probe fail.  The connections are
+ * guarded (connguard.h): a request must be all in within a deadline,
+ * however slowly it trickles; a client holds at most so many connections;
+ * and a new connection past either limit closes the oldest connection
+ * still waiting for its request rather than being turned away.  A probe,
+ * which sends its request at once, is answered under any flood of slow or
+ * idle clients, its own address's included.
  */
 #ifndef SL_HTTP_H
 #define SL_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "metrics.h"
 
@@ -44,14 +54,25 @@ typedef struct sl_http_s sl_http_t;
  */
 int sl_http_listen_check(const char *listen, char *errstr, size_t errstr_size);
 
+/* What clients may hold of the server (the metrics_* keys; connguard.h
+ * says what each bound does).  A field at 0 takes the default below. */
+typedef struct sl_http_limits_s {
+        int max_connections;        /* default 64 */
+        int max_connections_client; /* per client address; default 32 */
+        int64_t request_timeout_ms; /* the request's head; default 5 s */
+} sl_http_limits_t;
+
 /*
  * Starts serving on listen (see sl_http_listen_check()), rendering m on
- * /metrics.  The server starts not alive and not ready ("starting").  m is
- * borrowed: it must outlive the server.  Returns the server, or NULL with
- * the reason in errstr (bad address, address in use, ...).  Call from the
- * thread that will call sl_http_stop().
+ * /metrics, with limits (NULL: the defaults).  Counts what its guard
+ * closes in m (sluice_http_connections_closed_total{reason},
+ * sluice_http_connections).  The server starts not alive and not ready
+ * ("starting").  m is borrowed: it must outlive the server.  Returns the
+ * server, or NULL with the reason in errstr (bad address, address in use,
+ * ...).  Call from the thread that will call sl_http_stop().
  */
-sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m, char *errstr,
+sl_http_t *sl_http_start(const char *listen, sl_metrics_t *m,
+                         const sl_http_limits_t *limits, char *errstr,
                          size_t errstr_size);
 
 /* Stops serving, waiting for requests in progress, and frees h.  NULL is a

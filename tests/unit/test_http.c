@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -133,7 +134,7 @@ static int setup(void **state) {
         fixture_t *f = sl_calloc(1, sizeof(*f));
         char err[256] = "";
         f->m = sl_metrics_new();
-        f->h = sl_http_start("127.0.0.1:0", f->m, err, sizeof(err));
+        f->h = sl_http_start("127.0.0.1:0", f->m, NULL, err, sizeof(err));
         if (!f->h) {
                 fprintf(stderr, "sl_http_start: %s\n", err);
                 return -1;
@@ -428,16 +429,16 @@ static void test_start_errors(void **state) {
 
         /* The fixture holds the port: a second server cannot have it. */
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", f->port);
-        assert_null(sl_http_start(addr, f->m, err, sizeof(err)));
+        assert_null(sl_http_start(addr, f->m, NULL, err, sizeof(err)));
         assert_non_null(strstr(err, addr));
         assert_true(strlen(err) > strlen("cannot listen on ") + strlen(addr));
 
         err[0] = '\0';
-        assert_null(sl_http_start("nonsense", f->m, err, sizeof(err)));
+        assert_null(sl_http_start("nonsense", f->m, NULL, err, sizeof(err)));
         assert_true(err[0] != '\0');
 
         err[0] = '\0';
-        assert_null(sl_http_start("127.0.0.1:0", NULL, err, sizeof(err)));
+        assert_null(sl_http_start("127.0.0.1:0", NULL, NULL, err, sizeof(err)));
         assert_true(err[0] != '\0');
 
         /* NULL handles are no-ops. */
@@ -459,7 +460,7 @@ static void test_ipv6_loopback(void **state) {
         }
         close(probe);
 
-        sl_http_t *h = sl_http_start("[::1]:0", m, err, sizeof(err));
+        sl_http_t *h = sl_http_start("[::1]:0", m, NULL, err, sizeof(err));
         if (!h && strstr(err, "ddress")) { /* ::1 not configured */
                 sl_metrics_destroy(m);
                 skip();
@@ -485,7 +486,7 @@ static void test_stop_releases(void **state) {
 
         for (int i = 0; i < 3; i++) {
                 sl_http_t *h =
-                    sl_http_start("127.0.0.1:0", m, err, sizeof(err));
+                    sl_http_start("127.0.0.1:0", m, NULL, err, sizeof(err));
                 assert_non_null(h);
                 int port = sl_http_port(h);
                 resp_t r = http_req(port, "GET", "/metrics");
@@ -506,6 +507,96 @@ static void test_stop_releases(void **state) {
         sl_metrics_destroy(m);
 }
 
+/* A connection to 127.0.0.1:port that has sent nothing. */
+static int connect_to(int port) {
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port)};
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+        return fd;
+}
+
+/* 1 when the server closed fd (an end of file or a reset is waiting). */
+static int is_closed(int fd) {
+        char b[256];
+        ssize_t r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+        return r == 0 || (r == -1 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Waits up to ms for the gauge g to read v. */
+static int gauge_reaches(sl_gauge_t *g, double v, int ms) {
+        int64_t end = sl_mono_us() + (int64_t)ms * 1000;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        while (sl_gauge_get(g) != v) {
+                if (sl_mono_us() > end)
+                        return 0;
+                nanosleep(&ts, NULL);
+        }
+        return 1;
+}
+
+/* The guard in the server (connguard.h has the rules; test_connguard.c
+ * tests them alone): a request trickled a byte every 50 ms is closed at
+ * its deadline, though it never goes quiet for the 10 s of
+ * libmicrohttpd's inactivity timeout; and with the client's share held by
+ * two connections that sent a byte each (one that sends nothing is not
+ * even accepted: TCP_DEFER_ACCEPT), a request from the same address is
+ * answered and the older of the two makes room. */
+static void test_hostile_clients(void **state) {
+        sl_http_limits_t lim = {4, 2, 1000};
+        sl_metrics_t *m = sl_metrics_new();
+        char err[256] = "";
+        const char *head = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+        struct timespec tick = {0, 50 * 1000 * 1000};
+        (void)state;
+
+        sl_http_t *h = sl_http_start("127.0.0.1:0", m, &lim, err, sizeof(err));
+        assert_non_null(h);
+        sl_http_set_alive(h, 1);
+        int port = sl_http_port(h);
+        sl_gauge_t *open =
+            sl_metrics_gauge(m, "sluice_http_connections", "", NULL);
+        sl_counter_t *deadline =
+            sl_metrics_counter(m, "sluice_http_connections_closed_total", "",
+                               "reason", "deadline", NULL);
+        sl_counter_t *client_limit =
+            sl_metrics_counter(m, "sluice_http_connections_closed_total", "",
+                               "reason", "client_limit", NULL);
+
+        int64_t t0 = sl_mono_us();
+        int t = connect_to(port);
+        for (size_t i = 0; !is_closed(t); i++) {
+                /* A write to a connection closed meanwhile may fail. */
+                (void)send(t, head + i % strlen(head), 1, MSG_NOSIGNAL);
+                assert_true(sl_mono_us() - t0 < 5000 * 1000);
+                nanosleep(&tick, NULL);
+        }
+        int64_t held_ms = (sl_mono_us() - t0) / 1000;
+        assert_true(held_ms >= 1000 && held_ms < 2500);
+        assert_int_equal(sl_counter_get(deadline), 1);
+        close(t);
+        assert_true(gauge_reaches(open, 0, 2000));
+
+        int a = connect_to(port);
+        assert_int_equal(send(a, "G", 1, MSG_NOSIGNAL), 1);
+        assert_true(gauge_reaches(open, 1, 900));
+        int b = connect_to(port);
+        assert_int_equal(send(b, "G", 1, MSG_NOSIGNAL), 1);
+        assert_true(gauge_reaches(open, 2, 900));
+        resp_t r = http_req(port, "GET", "/healthz");
+        assert_int_equal(r.status, 200);
+        resp_free(&r);
+        assert_true(is_closed(a));
+        assert_false(is_closed(b));
+        assert_int_equal(sl_counter_get(client_limit), 1);
+        close(a);
+        close(b);
+        sl_http_stop(h);
+        sl_metrics_destroy(m);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_metrics_endpoint, setup,
@@ -520,6 +611,7 @@ int main(void) {
             cmocka_unit_test_setup_teardown(test_start_errors, setup, teardown),
             cmocka_unit_test(test_ipv6_loopback),
             cmocka_unit_test(test_stop_releases),
+            cmocka_unit_test(test_hostile_clients),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
