@@ -30,6 +30,15 @@
  *
  * Partition counts (input, rates, targets) come from the producer's
  * metadata, kept for META_TTL_MS.
+ *
+ * Connections are guarded (connguard.h) through libmicrohttpd's connection
+ * notifications, as on the metrics address: the request is all in (BUSY)
+ * once the access handler has its body, or has answered early (401, 413),
+ * and waiting again once NOTIFY_COMPLETED says the answer went out.  The
+ * guard's limits, not libmicrohttpd's, decide who goes when the server is
+ * full (libmicrohttpd's limit is above them, sl_connguard_mhd_limit());
+ * libmicrohttpd's 30 s inactivity timeout still bounds an answer nobody
+ * reads.
  */
 #include "api.h"
 
@@ -54,6 +63,7 @@
 #include <unistd.h>
 
 #include "apireq.h"
+#include "connguard.h"
 #include "debounce.h"
 #include "delay_input.h"
 #include "http.h"
@@ -227,6 +237,9 @@ typedef struct api_pipe_s {
 struct sl_api_s {
         const sl_conf_t *conf;
         struct MHD_Daemon *daemon;
+        sl_connguard_t *guard;
+        sl_connguard_metrics_t guard_m;
+        sl_log_budget_t log_budget;
         int port;
         char advertised[300];
         char group[256];
@@ -1462,6 +1475,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                                    "Authorization");
                 if (!sl_api_token_ok(auth, api->tokens, api->token_cnt)) {
                         cn->answered = 1;
+                        sl_connguard_mhd_busy(api->guard, c);
                         return reply_err(c, 401, "unauthorized",
                                          auth ? "the bearer token is not "
                                                 "accepted"
@@ -1472,6 +1486,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                 if (clen &&
                     strtoll(clen, NULL, 10) > api->conf->api_max_body_bytes) {
                         cn->answered = 1;
+                        sl_connguard_mhd_busy(api->guard, c);
                         return reply_err(
                             c, 413, "oversize",
                             "the body is larger than api_max_body "
@@ -1498,6 +1513,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                 *upload_size = 0;
                 return MHD_YES;
         }
+        /* The head and the body are in: out of the deadline's reach while
+         * the answer is made (which may wait up to api_timeout). */
+        sl_connguard_mhd_busy(api->guard, c);
         if (cn->too_big)
                 return reply_err(c, 413, "oversize",
                                  "the body is larger than api_max_body (%lld "
@@ -1516,10 +1534,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
+        sl_api_t *api = cls;
         conn_t *cn = *con_cls;
-        (void)cls;
-        (void)c;
         (void)toe;
+        /* Answered (or given up): the connection waits for its next
+         * request, under the deadline again. */
+        sl_connguard_mhd_idle(api->guard, c);
         if (cn) {
                 free(cn->body);
                 free(cn);
@@ -1536,12 +1556,49 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s) {
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        sl_api_t *api = cls;
         char buf[512];
-        (void)cls;
+        uint64_t dropped;
         vsnprintf(buf, sizeof(buf), fmt, ap);
         buf[strcspn(buf, "\n")] = '\0';
-        sl_log(LOG_WARNING, "API", "%s", buf);
+        /* Clients make libmicrohttpd talk: a line for each one that leaves
+         * mid-request, as every connection the guard closes does. */
+        if (!sl_log_budget_take(&api->log_budget, &dropped))
+                return;
+        if (dropped)
+                sl_log(LOG_WARNING, "API",
+                       "%s (and %" PRIu64 " more libmicrohttpd messages "
+                       "in the last %d s)",
+                       buf, dropped, SL_LOG_BUDGET_MS / 1000);
+        else
+                sl_log(LOG_WARNING, "API", "%s", buf);
 }
+
+/* What the guard counts, as families of the registry. */
+static const sl_metric_def_t guard_defs[] = {
+#define CLOSED_HELP                                                            \
+        "API connections that sluice closed: a request not all in within "     \
+        "api_request_timeout (deadline), one still waiting for its request "   \
+        "closed to admit a newer connection of the same client "               \
+        "(client_limit) or at api_max_connections (limit), or a new one "      \
+        "closed at once because every other was being answered (refused)."
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, deadline,
+                         "sluice_api_connections_closed_total", CLOSED_HELP,
+                         "reason", "deadline"),
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, client_limit,
+                         "sluice_api_connections_closed_total", CLOSED_HELP,
+                         "reason", "client_limit"),
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, limit,
+                         "sluice_api_connections_closed_total", CLOSED_HELP,
+                         "reason", "limit"),
+    SL_METRICS_COUNTER_L(sl_connguard_metrics_t, refused,
+                         "sluice_api_connections_closed_total", CLOSED_HELP,
+                         "reason", "refused"),
+#undef CLOSED_HELP
+    SL_METRICS_GAUGE(sl_connguard_metrics_t, open, "sluice_api_connections",
+                     "API connections open, not counting those sluice closed "
+                     "and libmicrohttpd has yet to clean up."),
+};
 
 /* ------------------------------------------------------------------ */
 /* Start and stop.                                                      */
@@ -1684,23 +1741,31 @@ static int api_bind(sl_api_t *api, char *errstr, size_t errstr_size) {
                 }
                 flags |= MHD_USE_TLS;
                 api->daemon = MHD_start_daemon(
-                    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_SOCK_ADDR,
-                    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-                    on_completed, api, MHD_OPTION_UNESCAPE_CALLBACK,
-                    no_unescape, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-                    api, MHD_OPTION_CONNECTION_LIMIT,
-                    (unsigned)api->conf->api_max_connections,
+                    flags, 0, NULL, NULL, on_request, api,
+                    /* The logger first, or libmicrohttpd says so on
+                     * stderr. */
+                    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, api,
+                    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+                    MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, api,
+                    MHD_OPTION_NOTIFY_CONNECTION, sl_connguard_mhd_notify,
+                    api->guard, MHD_OPTION_CONNECTION_LIMIT,
+                    sl_connguard_mhd_limit(api->guard),
                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
                     MHD_OPTION_HTTPS_MEM_CERT, api->tls_cert,
                     MHD_OPTION_HTTPS_MEM_KEY, api->tls_key, MHD_OPTION_END);
         } else {
                 api->daemon = MHD_start_daemon(
-                    flags, 0, NULL, NULL, on_request, api, MHD_OPTION_SOCK_ADDR,
-                    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED,
-                    on_completed, api, MHD_OPTION_UNESCAPE_CALLBACK,
-                    no_unescape, api, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-                    api, MHD_OPTION_CONNECTION_LIMIT,
-                    (unsigned)api->conf->api_max_connections,
+                    flags, 0, NULL, NULL, on_request, api,
+                    /* The logger first, or libmicrohttpd says so on
+                     * stderr. */
+                    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, api,
+                    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+                    MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, api,
+                    MHD_OPTION_NOTIFY_CONNECTION, sl_connguard_mhd_notify,
+                    api->guard, MHD_OPTION_CONNECTION_LIMIT,
+                    sl_connguard_mhd_limit(api->guard),
                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
                     MHD_OPTION_END);
         }
@@ -1708,6 +1773,16 @@ static int api_bind(sl_api_t *api, char *errstr, size_t errstr_size) {
                 snprintf(errstr, errstr_size,
                          "api_listen %s: cannot serve (address in use? bad "
                          "TLS key pair?)",
+                         listen);
+                return -1;
+        }
+        sl_connguard_mhd_listen(api->guard, api->daemon);
+        if (sl_connguard_start(api->guard) == -1) {
+                MHD_stop_daemon(api->daemon);
+                api->daemon = NULL;
+                snprintf(errstr, errstr_size,
+                         "api_listen %s: cannot start a "
+                         "thread",
                          listen);
                 return -1;
         }
@@ -1796,6 +1871,9 @@ static void api_free(sl_api_t *api) {
         free(api->tls_key);
         if (api->tls_client)
                 gnutls_certificate_free_credentials(api->tls_client);
+        /* After MHD_stop_daemon(): every connection was reported
+         * CLOSED, the guard holds no descriptor. */
+        sl_connguard_destroy(api->guard);
         free(api->pipes);
         free(api->internal);
         free(api->queue);
@@ -1812,12 +1890,19 @@ static void api_on_close(uv_handle_t *h) {
         api_free(h->data);
 }
 
-sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop,
+sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop, sl_metrics_t *m,
                        sl_api_lookup_fn *fn, void *opaque, char *errstr,
                        size_t errstr_size) {
         sl_api_t *api = sl_calloc(1, sizeof(*api));
+        sl_connguard_conf_t gc = {"api_listen", conf->api_max_connections,
+                                  conf->api_max_connections_client,
+                                  conf->api_request_timeout_ms};
 
         api->conf = conf;
+        api->log_budget = (sl_log_budget_t)SL_LOG_BUDGET_INIT;
+        sl_metrics_register(m, guard_defs, SL_ARRAY_SIZE(guard_defs),
+                            &api->guard_m, NULL);
+        api->guard = sl_connguard_new(&gc, &api->guard_m);
         api->fn = fn;
         api->opaque = opaque;
         pthread_mutex_init(&api->lock, NULL);
@@ -1848,9 +1933,11 @@ sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop,
         }
         uv_async_init(loop, &api->async, api_on_async);
         api->async.data = api;
-        sl_log(LOG_INFO, "API", "HTTP API on %s (port %d%s), advertised as %s",
+        sl_log(LOG_INFO, "API",
+               "HTTP API on %s (port %d%s), advertised as %s; at most %d "
+               "connections, %d per client, a request within %" PRId64 " ms",
                conf->api_listen, api->port, api->tls_cert ? ", TLS" : "",
-               api->advertised);
+               api->advertised, gc.max_conns, gc.per_client, gc.deadline_ms);
         return api;
 fail:
         api_free(api);

@@ -38,6 +38,14 @@
  * api_max_connections); the producer's delivery reports are served by a
  * thread of this module.  sl_api_start() and sl_api_stop() are for the
  * loop thread, before uv_run and after it stops taking work.
+ *
+ * HOSTILE CLIENTS: the connections are guarded as the metrics address's
+ * are (connguard.h): a request (TLS handshake, head and body) must be all
+ * in within api_request_timeout however slowly it trickles, a client
+ * address holds at most api_max_connections_per_client connections, and a
+ * new connection past either limit closes the oldest connection still
+ * waiting for its request.  A client that sends its request at once is
+ * answered under any flood of slow or idle connections.
  */
 #ifndef SL_API_H
 #define SL_API_H
@@ -47,6 +55,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "metrics.h"
 
 typedef struct sl_api_s sl_api_t;
 
@@ -69,12 +78,13 @@ typedef sl_api_lookup_t(sl_api_lookup_fn)(void *opaque, int pipeline,
 /*
  * Starts the API on conf->api_listen (must be set).  conf is borrowed and
  * must outlive the API; lookups arrive on loop through fn(opaque, ...).
+ * Its counters go to m (borrowed, may be NULL; it must outlive the API).
  * Loads the bearer tokens (api_tokens_file, SLUICE_API_TOKENS: at least
  * one is required), the TLS key pair when configured, creates the API's
  * producer from [kafka], and binds.  Returns NULL and the reason in errstr
  * on failure.  Loop thread, before uv_run.
  */
-sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop,
+sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop, sl_metrics_t *m,
                        sl_api_lookup_fn *fn, void *opaque, char *errstr,
                        size_t errstr_size);
 

@@ -2518,9 +2518,9 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         sl_app_update_ready(app);
         if (conf->api_listen && *conf->api_listen) {
                 size_t n = strlen(app->client_id);
-                if (!(app->api =
-                          sl_api_start(conf, app->rt.loop, app_api_lookup, app,
-                                       errstr, errstr_size)))
+                if (!(app->api = sl_api_start(conf, app->rt.loop,
+                                              app->rt.metrics, app_api_lookup,
+                                              app, errstr, errstr_size)))
                         return -1;
                 /* Members find each other's API in the group's client ids
                  * (api.h): before any client is created. */

@@ -222,7 +222,21 @@ static const conf_key_t conf_keys[] = {
      "503 at once."},
     {SECT_SLUICE, 0, "api_max_connections", KT_INT, NULL, "256", "1", "65536",
      0, SLUICE(api_max_connections),
-     "Open API connections (one thread each); more are refused."},
+     "Open API connections (one thread each); a new one past it closes the "
+     "one that has waited longest for its request (none waiting: the new "
+     "one is closed)."},
+    {SECT_SLUICE, 0, "api_max_connections_per_client", KT_INT, NULL, "64", "1",
+     "65536", 0, SLUICE(api_max_connections_client),
+     "API connections one client address (IPv4, or IPv6 /64) holds; a new "
+     "one past it closes that client's connection that has waited longest "
+     "for its request. Behind a proxy or sidecar every client has its "
+     "address: raise it to api_max_connections."},
+    {SECT_SLUICE, 0, "api_request_timeout", KT_DURATION, NULL, "10s", "100ms",
+     "10m", 0, SLUICE(api_request_timeout_ms),
+     "A request to the API (TLS handshake, head and body) must be all in "
+     "this long after its connection opened (or its previous answer was "
+     "sent), or the connection is closed, however slowly bytes keep "
+     "coming."},
 
     /* [pipeline NAME], every type */
     {SECT_PIPELINE, ALL_OPS, "type", KT_ENUM, op_types, NULL, NULL, NULL,

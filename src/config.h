@@ -153,6 +153,8 @@ typedef struct sl_conf_s {
         int64_t api_timeout_ms;
         int api_queue;
         int api_max_connections;
+        int api_max_connections_client;
+        int64_t api_request_timeout_ms;
 
         /* [kafka], in file order, environment overrides last */
         sl_kv_t *kafka;
