@@ -44,6 +44,7 @@ struct sl_topiccache_s {
         int lookups;
         uint64_t evictions;
         uint64_t deferred;
+        int64_t ttl_pos_ms, ttl_neg_ms;
         void *opaque;
 };
 
@@ -62,8 +63,17 @@ sl_topiccache_t *sl_topiccache_new(size_t capacity, int max_lookups,
         for (size_t i = 0; i < tc->nbuckets; i++)
                 tc->buckets[i] = NONE;
         tc->max_lookups = max_lookups;
+        tc->ttl_pos_ms = SL_TOPICCACHE_TTL_POS_MS;
+        tc->ttl_neg_ms = SL_TOPICCACHE_TTL_NEG_MS;
         tc->opaque = opaque;
         return tc;
+}
+
+void sl_topiccache_set_ttl(sl_topiccache_t *tc, int64_t pos_ms,
+                           int64_t neg_ms) {
+        sl_assert(pos_ms >= 1 && neg_ms >= 1);
+        tc->ttl_pos_ms = pos_ms;
+        tc->ttl_neg_ms = neg_ms;
 }
 
 void sl_topiccache_destroy(sl_topiccache_t *tc) {
@@ -176,8 +186,8 @@ void sl_topiccache_answer(sl_topiccache_t *tc, sl_topiccache_entry_t *e, int ok,
         e->partitions = partitions > 0 || partitions == SL_TOPICCACHE_FORBIDDEN
                             ? partitions
                             : 0;
-        e->expires_ms = now_ms + (partitions > 0 ? SL_TOPICCACHE_TTL_POS_MS
-                                                 : SL_TOPICCACHE_TTL_NEG_MS);
+        e->expires_ms =
+            now_ms + (partitions > 0 ? tc->ttl_pos_ms : tc->ttl_neg_ms);
         e->credit = partitions > 0 ? CREDIT_EXISTS : CREDIT_MISSING;
 }
 

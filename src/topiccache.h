@@ -32,7 +32,9 @@
  * the answer), and topics in use stay.  Each eviction costs at most four
  * sweeps of the slots, and the cost spreads over the insertions.
  *
- * Pure: no Kafka, no libuv; one cache per process, loop thread only.
+ * Pure: no Kafka, no libuv, no locks: each user serialises its calls (the
+ * runtime's cache runs on the loop thread; the API's, behind a mutex, on
+ * its connections' threads).
  */
 #ifndef SL_TOPICCACHE_H
 #define SL_TOPICCACHE_H
@@ -71,6 +73,11 @@ typedef struct sl_topiccache_stats_s {
  * callbacks (sl_topiccache_opaque()). */
 sl_topiccache_t *sl_topiccache_new(size_t capacity, int max_lookups,
                                    void *opaque);
+
+/* Replaces the expiry times of answers to come (SL_TOPICCACHE_TTL_POS_MS
+ * and _NEG_MS by default): pos_ms for a topic that exists, neg_ms for one
+ * that does not or may not be described.  Both >= 1. */
+void sl_topiccache_set_ttl(sl_topiccache_t *tc, int64_t pos_ms, int64_t neg_ms);
 
 /* Frees the cache and every entry.  The caller first cancels the lookups
  * still in flight (sl_topiccache_foreach_looking()).  NULL is a no-op. */

@@ -1,8 +1,9 @@
 /*
  * test_topiccache.c — the bounded topic metadata cache: answers and their
- * expiry, the bound on lookups in flight, eviction (names that do not
- * exist go first, topics in use stay, lookups in flight are never
- * evicted), and a flood of distinct names held to the capacity.
+ * expiry (the default times and one's own), the bound on lookups in flight,
+ * eviction (names that do not exist go first, topics in use stay, lookups in
+ * flight are never evicted), and a flood of distinct names held to the
+ * capacity.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,6 +79,28 @@ static void test_answers(void **state) {
         assert_int_equal(sl_topiccache_verify(tc), 0);
         sl_topiccache_destroy(tc);
         sl_topiccache_destroy(NULL);
+}
+
+/* Expiry times of one's own (the API's cache keeps every answer 10 s). */
+static void test_ttl(void **state) {
+        sl_topiccache_t *tc = sl_topiccache_new(16, 2, NULL);
+        sl_topiccache_entry_t *e, *l;
+        (void)state;
+
+        sl_topiccache_set_ttl(tc, 10000, 2000);
+        sl_topiccache_get(tc, "out", 0, &e);
+        sl_topiccache_answer(tc, e, 1, 4, 0);
+        assert_int_equal(sl_topiccache_get(tc, "out", 9999, &l), 4);
+        assert_null(l);
+        assert_int_equal(sl_topiccache_get(tc, "out", 10000, &l), 4);
+        assert_ptr_equal(l, e);
+        sl_topiccache_answer(tc, e, 1, 0, 10000);
+        assert_int_equal(sl_topiccache_get(tc, "out", 11999, &l), 0);
+        assert_null(l);
+        assert_int_equal(sl_topiccache_get(tc, "out", 12000, &l), 0);
+        assert_ptr_equal(l, e);
+        sl_topiccache_answer(tc, e, 1, 4, 12000);
+        sl_topiccache_destroy(tc);
 }
 
 static void count_cb(sl_topiccache_entry_t *e, void *opaque) {
@@ -200,6 +223,7 @@ static void test_missing_first(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_answers),
+            cmocka_unit_test(test_ttl),
             cmocka_unit_test(test_lookups_bounded),
             cmocka_unit_test(test_flood),
             cmocka_unit_test(test_missing_first),
