@@ -29,7 +29,11 @@
  * during a rebalance answer 503 rather than bounce a request between them.
  *
  * Partition counts (input, rates, targets) come from the producer's
- * metadata, kept for META_TTL_MS.
+ * metadata, kept for META_TTL_MS in a topic cache of META_CAPACITY
+ * entries (topiccache.h: a PUT's target is the client's choice, and made-up
+ * names, which do not exist, are evicted first), behind a lock of its own.
+ * A name the cache has no answer for yet (every lookup slot busy, or its
+ * first lookup in flight on another thread) is looked up without it.
  *
  * Connections are guarded (connguard.h) through libmicrohttpd's connection
  * notifications, as on the metrics address: the request is all in (BUSY)
@@ -69,11 +73,16 @@
 #include "http.h"
 #include "kafka.h"
 #include "log.h"
+#include "topiccache.h"
 #include "util.h"
 
 #define OWNER_TTL_MS         2000
 #define OWNER_MIN_REFRESH_MS 300
 #define META_TTL_MS          10000
+#define META_CAPACITY        256
+#define META_LOOKUPS         8
+#define STR_(x)              #x
+#define STR(x)               STR_(x)
 #define FORWARD_MAX_BYTES    (8 * 1024 * 1024)
 #define FORWARDED_HDR        "X-Sluice-Forwarded"
 #define ANSWERED_HDR         SL_APIREQ_ANSWERED_HDR
@@ -220,13 +229,7 @@ typedef struct owner_s {
         char *addr; /* "host:port", or "" when the member advertises none */
 } owner_t;
 
-typedef struct meta_s {
-        char *topic;
-        int cnt; /* > 0, 0 missing, SL_META_FORBIDDEN */
-        int64_t at_ms;
-} meta_t;
-
-#define SL_META_FORBIDDEN (-3)
+#define SL_META_FORBIDDEN SL_TOPICCACHE_FORBIDDEN
 
 /* Per pipeline: the header path's validation parameters. */
 typedef struct api_pipe_s {
@@ -267,13 +270,17 @@ struct sl_api_s {
         pthread_t poller;
         atomic_int poll_run;
 
-        pthread_mutex_t owner_lock; /* owners, meta */
+        pthread_mutex_t owner_lock; /* owners */
         owner_t *owners;
         int owner_cnt;
         int64_t owners_at_ms;
         int64_t owners_tried_ms;
-        meta_t *meta;
-        int meta_cnt;
+
+        pthread_mutex_t meta_lock; /* meta, meta_evictions */
+        sl_topiccache_t *meta;
+        uint64_t meta_evictions;
+        sl_gauge_t *m_meta_entries;
+        sl_counter_t *m_meta_evictions;
 };
 
 static waiter_t *waiter_new(void) {
@@ -420,25 +427,13 @@ api_produce(sl_api_t *api, const char *topic, int32_t partition,
         return err;
 }
 
-/* Partition count of topic from the producer's metadata (cached): > 0,
- * 0 when it does not exist, SL_META_FORBIDDEN, or -1 when Kafka did not
- * answer. */
-static int api_partitions(sl_api_t *api, const char *topic) {
+/* Asks Kafka the partition count of topic: > 0, 0 when it does not exist,
+ * SL_META_FORBIDDEN, or -1 when Kafka did not answer. */
+static int meta_ask(sl_api_t *api, const char *topic) {
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_topic_t *rkt;
         rd_kafka_resp_err_t err;
-        int64_t now = sl_now_ms();
         int cnt = -1;
-
-        pthread_mutex_lock(&api->owner_lock);
-        for (int i = 0; i < api->meta_cnt; i++)
-                if (!strcmp(api->meta[i].topic, topic) &&
-                    now - api->meta[i].at_ms < META_TTL_MS) {
-                        cnt = api->meta[i].cnt;
-                        pthread_mutex_unlock(&api->owner_lock);
-                        return cnt;
-                }
-        pthread_mutex_unlock(&api->owner_lock);
 
         rkt = rd_kafka_topic_new(api->producer, topic, NULL);
         if (!rkt)
@@ -457,23 +452,46 @@ static int api_partitions(sl_api_t *api, const char *topic) {
         if (md)
                 rd_kafka_metadata_destroy(md);
         rd_kafka_topic_destroy(rkt);
-        if (cnt == -1)
-                return -1;
+        return cnt;
+}
 
-        pthread_mutex_lock(&api->owner_lock);
-        int i;
-        for (i = 0; i < api->meta_cnt; i++)
-                if (!strcmp(api->meta[i].topic, topic))
-                        break;
-        if (i == api->meta_cnt) {
-                api->meta =
-                    sl_realloc(api->meta, sizeof(*api->meta) * (size_t)(i + 1));
-                api->meta[i].topic = sl_strdup(topic);
-                api->meta_cnt++;
+/* The cache's figures, into the metrics (meta_lock held). */
+static void meta_publish(sl_api_t *api) {
+        sl_topiccache_stats_t st;
+        sl_topiccache_stats(api->meta, &st);
+        sl_gauge_set(api->m_meta_entries, (double)st.entries);
+        sl_counter_add(api->m_meta_evictions,
+                       st.evictions - api->meta_evictions);
+        api->meta_evictions = st.evictions;
+}
+
+/* Partition count of topic from the producer's metadata, through the
+ * cache: > 0, 0 when it does not exist, SL_META_FORBIDDEN, or -1 when
+ * Kafka did not answer. */
+static int api_partitions(sl_api_t *api, const char *topic) {
+        sl_topiccache_entry_t *look;
+        int64_t now = sl_mono_us() / 1000;
+        int cnt;
+
+        pthread_mutex_lock(&api->meta_lock);
+        cnt = sl_topiccache_get(api->meta, topic, now, &look);
+        meta_publish(api);
+        pthread_mutex_unlock(&api->meta_lock);
+        if (!look) {
+                /* An answer (fresh, or stale while another thread looks
+                 * it up again), or none yet: then ask Kafka, uncached. */
+                if (cnt > 0 || cnt == 0 || cnt == SL_META_FORBIDDEN)
+                        return cnt;
+                return meta_ask(api, topic);
         }
-        api->meta[i].cnt = cnt;
-        api->meta[i].at_ms = now;
-        pthread_mutex_unlock(&api->owner_lock);
+        /* This thread looks it up for the cache; the entry stays put
+         * while its lookup is in flight (topiccache.h). */
+        cnt = meta_ask(api, topic);
+        pthread_mutex_lock(&api->meta_lock);
+        sl_topiccache_answer(api->meta, look, cnt != -1, cnt,
+                             sl_mono_us() / 1000);
+        meta_publish(api);
+        pthread_mutex_unlock(&api->meta_lock);
         return cnt;
 }
 
@@ -1574,6 +1592,19 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
                 sl_log(LOG_WARNING, "API", "%s", buf);
 }
 
+/* The API's own figures. */
+#define META_ENTRIES_HELP                                                      \
+        "Topics whose partition count the API holds (its inputs, rates "       \
+        "topics and the targets PUTs named); at most " STR(META_CAPACITY) "."
+static const sl_metric_def_t api_defs[] = {
+    SL_METRICS_GAUGE(sl_api_t, m_meta_entries, "sluice_api_topic_cache_entries",
+                     META_ENTRIES_HELP),
+    SL_METRICS_COUNTER(sl_api_t, m_meta_evictions,
+                       "sluice_api_topic_cache_evictions_total",
+                       "Entries evicted from the API's full topic cache "
+                       "(names that do not exist first)."),
+};
+
 /* What the guard counts, as families of the registry. */
 static const sl_metric_def_t guard_defs[] = {
 #define CLOSED_HELP                                                            \
@@ -1878,11 +1909,11 @@ static void api_free(sl_api_t *api) {
         free(api->internal);
         free(api->queue);
         owners_clear(api);
-        for (int i = 0; i < api->meta_cnt; i++)
-                free(api->meta[i].topic);
-        free(api->meta);
+        /* No lookup is in flight: the connections' threads are gone. */
+        sl_topiccache_destroy(api->meta);
         pthread_mutex_destroy(&api->lock);
         pthread_mutex_destroy(&api->owner_lock);
+        pthread_mutex_destroy(&api->meta_lock);
         free(api);
 }
 
@@ -1902,11 +1933,15 @@ sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop, sl_metrics_t *m,
         api->log_budget = (sl_log_budget_t)SL_LOG_BUDGET_INIT;
         sl_metrics_register(m, guard_defs, SL_ARRAY_SIZE(guard_defs),
                             &api->guard_m, NULL);
+        sl_metrics_register(m, api_defs, SL_ARRAY_SIZE(api_defs), api, NULL);
         api->guard = sl_connguard_new(&gc, &api->guard_m);
         api->fn = fn;
         api->opaque = opaque;
         pthread_mutex_init(&api->lock, NULL);
         pthread_mutex_init(&api->owner_lock, NULL);
+        pthread_mutex_init(&api->meta_lock, NULL);
+        api->meta = sl_topiccache_new(META_CAPACITY, META_LOOKUPS, api);
+        sl_topiccache_set_ttl(api->meta, META_TTL_MS, META_TTL_MS);
         api->q_cap = conf->api_queue;
         api->queue = sl_calloc((size_t)api->q_cap, sizeof(*api->queue));
         snprintf(api->group, sizeof(api->group), "%s", conf->app_id);

@@ -230,6 +230,33 @@ echo "${r#* }" | grep -q '"code":"not-found"' || fail "404 without code not-foun
 expect 404 not-found GET "$T/never-scheduled"
 echo "lookups: 201 then 200 (replaced), the timer's due/target/key/sizes as scheduled, rescheduled, 404 after cancel"
 
+# --- the topic cache --------------------------------------------------------
+# 400 PUTs over one connection, each naming a target that does not exist
+# (400 unknown-target, after a metadata lookup): the API's topic cache
+# holds at most 256 names, evicting made-up ones, and still serves the
+# input.
+python3 - "$api_port" "$token" "$PFX" <<'PY' || fail "the made-up targets were not refused"
+import http.client, json, sys
+port, token, pfx = sys.argv[1:4]
+c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
+for i in range(400):
+    c.request("PUT", f"/v1/pipelines/{pfx}/timers/m{i}",
+              body=json.dumps({"target": f"{pfx}.made-up-{i}", "delay": "1h"}),
+              headers={"Authorization": "Bearer " + token})
+    r = c.getresponse()
+    b = r.read()
+    assert r.status == 400 and json.loads(b)["code"] == "unknown-target", (i, r.status, b)
+PY
+entries=$(metric_value "$port" sluice_api_topic_cache_entries)
+evicted=$(metric_value "$port" sluice_api_topic_cache_evictions_total)
+note "API topic cache after 400 made-up targets: $entries entries, $evicted evicted"
+# 402 names (the input, $out and the 400): 146 evicted at least.
+[ "${entries:-999}" -le 256 ] && [ "${evicted:-0}" -ge 146 ] ||
+    fail "the API's topic cache grew past its bound: $entries entries, $evicted evicted"
+r=$(api PUT "$T/after-made-up" "{\"target\":\"$out\",\"delay\":\"1h\"}")
+case "${r%% *}" in 200 | 201) ;; *) fail "a PUT after the made-up targets → $r" ;; esac
+echo "topic cache: 400 made-up targets refused, the cache held to $entries entries"
+
 # --- TLS --------------------------------------------------------------------
 sluice_kill main TERM
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -days 1 \
