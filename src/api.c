@@ -24,9 +24,20 @@
  * not the loop): each member's assignment names its partitions, and its
  * client.id ends in "@HOST:PORT", the API address it advertises.  The map
  * is kept for OWNER_TTL_MS; a miss refreshes it at most every
- * OWNER_MIN_REFRESH_MS.  A forwarded request carries X-Sluice-Forwarded and
- * is never forwarded again, so two instances that disagree about the owner
- * during a rebalance answer 503 rather than bounce a request between them.
+ * OWNER_MIN_REFRESH_MS.
+ *
+ * Anyone who can join the group can advertise any address, so a forwarded
+ * request carries nothing of the client's (its bearer token stays here)
+ * but this instance's peer credential (peerauth.h: an HMAC-SHA256 with
+ * api_peer_secret over the request, the owner's address, a timestamp and
+ * a nonce), and the owner's answer is passed on only when it is signed
+ * for that nonce; an unsigned one is a 502.  Without a secret nothing is
+ * forwarded (421).  The receiving side (serve_peer) checks the credential,
+ * the clock and the nonce (a replay guard under a lock of its own), serves
+ * lookups only, and signs every answer it gives past that point.  A
+ * forwarded request is never forwarded again, so two instances that
+ * disagree about the owner during a rebalance answer 503 rather than
+ * bounce a request between them.
  *
  * Partition counts (input, rates, targets) come from the producer's
  * metadata, kept for META_TTL_MS in a topic cache of META_CAPACITY
@@ -49,6 +60,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <inttypes.h>
@@ -73,6 +85,7 @@
 #include "http.h"
 #include "kafka.h"
 #include "log.h"
+#include "peerauth.h"
 #include "topiccache.h"
 #include "util.h"
 
@@ -254,6 +267,16 @@ struct sl_api_s {
          * threads: GnuTLS credentials are read-only once set. */
         gnutls_certificate_credentials_t tls_client;
         atomic_llong tls_warned_ms;
+        /* api_peer_secret (peerauth.h); len 0: lookups owned elsewhere
+         * are not forwarded, and no forwarded request is taken. */
+        char *peer_secret;
+        sl_peerauth_key_t peer_key;
+        pthread_mutex_t replay_lock;
+        sl_peerauth_replay_t *replay;
+        atomic_llong peer_warned_ms, answer_warned_ms;
+        sl_counter_t *m_peer_signature, *m_peer_stale, *m_peer_replay,
+            *m_peer_busy, *m_peer_no_secret, *m_peer_route;
+        sl_counter_t *m_answers_unsigned;
         api_pipe_t *pipes;
         const char **internal;
 
@@ -847,34 +870,66 @@ static void fwd_close(fwd_conn_t *fc) {
                 close(fc->fd);
 }
 
-/* GETs url (as received: still escaped) from addr, over HTTPS when this
- * API serves HTTPS (every member of a group is configured alike).
- * Returns 0 with *a filled in (a->body owned by the caller), or -1 with
- * why; *tls_failed is set when TLS (not the network) refused. */
-static int forward_get(sl_api_t *api, const char *addr, const char *url,
-                       const char *auth, sl_apireq_answer_t *a, char *why,
-                       size_t why_size, int *tls_failed) {
+/* What forward_get() got. */
+typedef enum {
+        FWD_OK = 0,
+        FWD_UNREACHABLE, /* the network, or no HTTP answer */
+        FWD_TLS,         /* TLS refused the owner */
+        FWD_UNSIGNED,    /* an answer without a valid peer signature */
+} fwd_result_t;
+
+/* 32 random lowercase hex digits: 0, or -1 when gnutls has no random
+ * bytes (then nothing is forwarded). */
+static int nonce_new(char out[33]) {
+        static const char digits[] = "0123456789abcdef";
+        uint8_t b[16];
+        if (gnutls_rnd(GNUTLS_RND_NONCE, b, sizeof(b)) < 0)
+                return -1;
+        for (size_t i = 0; i < sizeof(b); i++) {
+                out[2 * i] = digits[b[i] >> 4];
+                out[2 * i + 1] = digits[b[i] & 15];
+        }
+        out[32] = '\0';
+        return 0;
+}
+
+/* GETs url (as received: still escaped) from addr, the owner, over HTTPS
+ * when this API serves HTTPS (every member of a group is configured
+ * alike), with this instance's peer credential (peerauth.h) and nothing
+ * of the client's.  Returns FWD_OK with *a filled in (a->body owned by the
+ * caller) when the answer is signed for this request, else another
+ * result with why. */
+static fwd_result_t forward_get(sl_api_t *api, const char *addr,
+                                const char *url, sl_apireq_answer_t *a,
+                                char *why, size_t why_size) {
         int timeout_ms = (int)(api->conf->api_timeout_ms / 2);
         fwd_conn_t fc = {fwd_connect(addr, timeout_ms), NULL};
-        char *req = NULL, *buf = NULL;
+        sl_peerauth_what_t w = {"GET", url, addr, api->advertised, NULL, 0};
+        char *req = NULL, *buf = NULL, nonce[33], cred[SL_PEERAUTH_HDR_MAX];
         size_t len = 0, cap = 0;
-        int rc = -1, n;
+        fwd_result_t rc = FWD_UNREACHABLE;
+        int n;
 
         memset(a, 0, sizeof(*a));
-        *tls_failed = 0;
         snprintf(why, why_size, "%.200s did not answer", addr);
         if (fc.fd == -1)
-                return -1;
+                return FWD_UNREACHABLE;
         if (api->tls_client &&
             fwd_tls_start(api, &fc, addr, timeout_ms, why, why_size) == -1) {
-                *tls_failed = 1;
+                rc = FWD_TLS;
                 goto out;
         }
-        n = asprintf(
-            &req,
-            "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: %s\r\n" FORWARDED_HDR
-            ": %s\r\nConnection: close\r\n\r\n",
-            url, addr, auth, api->advertised);
+        if (nonce_new(nonce) == -1 ||
+            sl_peerauth_request_sign(&api->peer_key, &w, sl_now_ms(), nonce,
+                                     cred) == -1) {
+                snprintf(why, why_size, "cannot sign the request");
+                goto out;
+        }
+        n = asprintf(&req,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\n" SL_PEERAUTH_HDR
+                     ": %s\r\n" FORWARDED_HDR ": %s\r\nConnection: "
+                     "close\r\n\r\n",
+                     url, addr, cred, api->advertised);
         if (n < 0 || fwd_send(&fc, req, (size_t)n) == -1)
                 goto out;
         for (;;) {
@@ -894,11 +949,30 @@ static int forward_get(sl_api_t *api, const char *addr, const char *url,
         }
         if (buf) {
                 char bad[64];
-                if (sl_apireq_answer_parse(buf, len, a, bad, sizeof(bad)) == 0)
-                        rc = 0;
-                else
+                sl_peerauth_answer_t pa;
+                if (sl_apireq_answer_parse(buf, len, a, bad, sizeof(bad))) {
                         snprintf(why, why_size, "the answer of %.200s %s", addr,
                                  bad);
+                        goto out;
+                }
+                pa = (sl_peerauth_answer_t){nonce,          a->status,
+                                            a->answered_by, a->retry_after,
+                                            a->body,        a->body_len};
+                /* Whoever does not hold the secret cannot pose as the
+                 * owner: its answer is never passed on. */
+                if (!sl_peerauth_answer_verify(&api->peer_key, a->peer_auth,
+                                               &pa)) {
+                        snprintf(why, why_size,
+                                 "the answer of %.200s (HTTP %d) is not signed "
+                                 "with api_peer_secret%s",
+                                 addr, a->status,
+                                 *a->peer_auth ? " (a wrong signature)" : "");
+                        free(a->body);
+                        memset(a, 0, sizeof(*a));
+                        rc = FWD_UNSIGNED;
+                        goto out;
+                }
+                rc = FWD_OK;
         }
 out:
         free(req);
@@ -915,6 +989,7 @@ typedef struct conn_s {
         size_t len;
         int too_big;
         int answered; /* a response was queued on the first call */
+        int peer;     /* another instance's request (peerauth.h) */
 } conn_t;
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, int status,
@@ -992,26 +1067,43 @@ static enum MHD_Result serve_index(struct MHD_Connection *c) {
             NULL);
 }
 
+/* The partition of key in topic (by pc's partitioner): >= 0, or -1 with
+ * the error's code and message (a 503). */
+static int32_t partition_of(sl_api_t *api, const sl_pipeline_conf_t *pc,
+                            const char *topic, const void *key, size_t keylen,
+                            const char **code, char *msg, size_t msg_size) {
+        int cnt = api_partitions(api, topic);
+        if (cnt > 0)
+                return sl_api_partition(pc->input_partitioner, key, keylen,
+                                        cnt);
+        if (cnt == 0) {
+                *code = "unknown-topic";
+                snprintf(msg, msg_size, "topic %s does not exist", topic);
+        } else if (cnt == SL_META_FORBIDDEN) {
+                *code = "topic-refused";
+                snprintf(msg, msg_size, "Kafka refuses to describe topic %s",
+                         topic);
+        } else {
+                *code = "kafka-unavailable";
+                snprintf(msg, msg_size, "no metadata for topic %s from Kafka",
+                         topic);
+        }
+        return -1;
+}
+
 /* The input partition of key in pipeline pi: >= 0, or < 0 after the
  * answer was queued on c (rc in *rcp). */
 static int32_t key_partition(sl_api_t *api, struct MHD_Connection *c,
                              const sl_pipeline_conf_t *pc, const char *topic,
                              const void *key, size_t keylen,
                              enum MHD_Result *rcp) {
-        int cnt = api_partitions(api, topic);
-        if (cnt > 0)
-                return sl_api_partition(pc->input_partitioner, key, keylen,
-                                        cnt);
-        if (cnt == 0)
-                *rcp = reply_err(c, 503, "unknown-topic",
-                                 "topic %s does not exist", topic);
-        else if (cnt == SL_META_FORBIDDEN)
-                *rcp = reply_err(c, 503, "topic-refused",
-                                 "Kafka refuses to describe topic %s", topic);
-        else
-                *rcp = reply_err(c, 503, "kafka-unavailable",
-                                 "no metadata for topic %s from Kafka", topic);
-        return -1;
+        const char *code;
+        char msg[400];
+        int32_t p =
+            partition_of(api, pc, topic, key, keylen, &code, msg, sizeof(msg));
+        if (p < 0)
+                *rcp = reply_err(c, 503, code, "%s", msg);
+        return p;
 }
 
 /* Result of a lookup, local or forwarded. */
@@ -1082,30 +1174,50 @@ static int lookup_answer_local(sl_api_t *api, int pi, int32_t partition,
         return 0;
 }
 
-/* Asks whoever owns (pi, partition) what it holds for key. */
-static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
-                   int32_t partition, const char *key, size_t keylen,
-                   look_t *l) {
+/* 1 when the log line of *last_ms is due (at most one every 10 s). */
+static int warn_due(atomic_llong *last_ms) {
+        int64_t now = sl_now_ms();
+        if (now - atomic_load(last_ms) <= 10000)
+                return 0;
+        atomic_store(last_ms, now);
+        return 1;
+}
+
+/* Asks whoever owns (pi, partition) what it holds for key.  forwarded:
+ * the request came from another instance (a peer request), which is
+ * never passed on again, so that two instances that disagree about the
+ * owner during a rebalance answer 503 rather than bounce it. */
+static void lookup(sl_api_t *api, int pi, int32_t partition, const char *key,
+                   size_t keylen, const char *forwarded_by, look_t *l) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pi];
         char *json = NULL, owner[300], *path, why[300];
         int res = api_lookup_local(api, pi, partition, key, keylen, &json);
-        const char *fwd =
-            MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
-        const char *auth;
         sl_apireq_answer_t a;
-        int tls_failed;
+        fwd_result_t fr;
 
         memset(l, 0, sizeof(*l));
         l->status = 503;
         snprintf(l->answered_by, sizeof(l->answered_by), "%s", api->advertised);
         if (lookup_answer_local(api, pi, partition, res, json, l) == 0)
                 return;
-        if (fwd) {
+        if (forwarded_by) {
                 l->code = "not-owner";
                 snprintf(l->msg, sizeof(l->msg),
                          "partition %d of %.100s is not owned by %.100s "
                          "(forwarded by %.100s)",
-                         partition, pc->input, api->advertised, fwd);
+                         partition, pc->input, api->advertised, forwarded_by);
+                return;
+        }
+        if (!api->peer_key.len) {
+                /* The client's token stays here, and nothing else would
+                 * prove to the owner who asks: no forwarding. */
+                l->status = 421;
+                l->code = "forwarding-disabled";
+                snprintf(l->msg, sizeof(l->msg),
+                         "partition %d of %.100s is owned by another "
+                         "instance, and this one forwards lookups only with "
+                         "api_peer_secret set",
+                         partition, pc->input);
                 return;
         }
         if (owner_find(api, pc->input, partition, owner, sizeof(owner)) == -1) {
@@ -1115,23 +1227,33 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
                          partition, pc->input);
                 return;
         }
-        auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         path = sl_apireq_lookup_path(pc, key, keylen);
-        res = forward_get(api, owner, path, auth ? auth : "", &a, why,
-                          sizeof(why), &tls_failed);
+        fr = forward_get(api, owner, path, &a, why, sizeof(why));
         free(path);
-        if (res == -1) {
-                l->code = tls_failed ? "owner-tls-failed" : "owner-unreachable";
+        if (fr != FWD_OK) {
+                l->code = fr == FWD_TLS        ? "owner-tls-failed"
+                          : fr == FWD_UNSIGNED ? "owner-unauthenticated"
+                                               : "owner-unreachable";
+                if (fr == FWD_UNSIGNED)
+                        l->status = 502;
                 snprintf(l->msg, sizeof(l->msg),
                          "the owner of partition %d of %.100s (%.100s): %.150s",
                          partition, pc->input, owner, why);
-                /* A configuration problem, not a passing one: said in the
-                 * log, at most every 10 s. */
-                if (tls_failed &&
-                    sl_now_ms() - atomic_load(&api->tls_warned_ms) > 10000) {
-                        atomic_store(&api->tls_warned_ms, sl_now_ms());
+                /* A configuration problem (or somebody posing as the
+                 * owner), not a passing one: said in the log, at most
+                 * every 10 s. */
+                if (fr == FWD_TLS && warn_due(&api->tls_warned_ms))
                         sl_log(LOG_WARNING, "API", "forwarding to %s: %s",
                                owner, why);
+                if (fr == FWD_UNSIGNED) {
+                        sl_counter_inc(api->m_answers_unsigned);
+                        if (warn_due(&api->answer_warned_ms))
+                                sl_log(LOG_WARNING, "API",
+                                       "forwarding to %s: %s; answered 502 "
+                                       "(is api_peer_secret the same on every "
+                                       "instance? is somebody else in the "
+                                       "group?)",
+                                       owner, why);
                 }
                 /* The map may be stale: read it again next time. */
                 pthread_mutex_lock(&api->owner_lock);
@@ -1147,10 +1269,13 @@ static void lookup(sl_api_t *api, struct MHD_Connection *c, int pi,
                          a.answered_by);
 }
 
-static enum MHD_Result answer_lookup(struct MHD_Connection *c, look_t *l) {
+/* Answers l on c; with peer set (the nonce of an authenticated peer
+ * request), signed for that request. */
+static enum MHD_Result answer_lookup(sl_api_t *api, struct MHD_Connection *c,
+                                     look_t *l, const char *peer) {
         struct MHD_Response *r;
         enum MHD_Result rc;
-        char *s = l->body;
+        char *s = l->body, cred[SL_PEERAUTH_HDR_MAX] = "";
         const char *ra = *l->retry_after    ? l->retry_after
                          : l->status == 503 ? RETRY_AFTER
                                             : NULL;
@@ -1159,6 +1284,12 @@ static enum MHD_Result answer_lookup(struct MHD_Connection *c, look_t *l) {
                     json_pack("{s:s, s:s}", "code", l->code, "message", l->msg);
                 s = json_dumps(j, JSON_COMPACT);
                 json_decref(j);
+        }
+        if (peer) {
+                sl_peerauth_answer_t pa = {peer, l->status, l->answered_by,
+                                           ra,   s,         s ? strlen(s) : 0};
+                if (sl_peerauth_answer_sign(&api->peer_key, &pa, cred) == -1)
+                        cred[0] = '\0'; /* refused by the asker: a 502 */
         }
         r = MHD_create_response_from_buffer(s ? strlen(s) : 0, s,
                                             MHD_RESPMEM_MUST_COPY);
@@ -1171,6 +1302,8 @@ static enum MHD_Result answer_lookup(struct MHD_Connection *c, look_t *l) {
         MHD_add_response_header(r, ANSWERED_HDR, l->answered_by);
         if (ra)
                 MHD_add_response_header(r, "Retry-After", ra);
+        if (*cred)
+                MHD_add_response_header(r, SL_PEERAUTH_HDR, cred);
         rc = MHD_queue_response(c, (unsigned)l->status, r);
         MHD_destroy_response(r);
         return rc;
@@ -1185,8 +1318,8 @@ static enum MHD_Result serve_get(sl_api_t *api, struct MHD_Connection *c,
             key_partition(api, c, pc, pc->input, pp->key, pp->keylen, &rc);
         if (p < 0)
                 return rc;
-        lookup(api, c, pp->pipeline, p, pp->key, pp->keylen, &l);
-        return answer_lookup(c, &l);
+        lookup(api, pp->pipeline, p, pp->key, pp->keylen, NULL, &l);
+        return answer_lookup(api, c, &l, NULL);
 }
 
 /* An error answer for a failed produce. */
@@ -1302,7 +1435,7 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
          * earlier, not yet read by the owner) is not seen.  201 only when
          * the owner said it holds no timer for the id; 200 when it holds
          * one or could not tell ("existed": null). */
-        lookup(api, c, pp->pipeline, p, pp->key, pp->keylen, &l);
+        lookup(api, pp->pipeline, p, pp->key, pp->keylen, NULL, &l);
         existed = l.status == 200 ? 1 : l.status == 404 ? 0 : -1;
         look_free(&l);
 
@@ -1475,6 +1608,118 @@ static enum MHD_Result dispatch(sl_api_t *api, struct MHD_Connection *c,
         return reply_err(c, 404, "not-found", "no such route");
 }
 
+/* A refused peer request: counted, logged at most every 10 s (with the
+ * sender's claim, escaped: anyone can send one), answered 401 unsigned
+ * (whoever sent it may not hold the secret). */
+static enum MHD_Result peer_refuse(sl_api_t *api, struct MHD_Connection *c,
+                                   sl_counter_t *counter, int status,
+                                   const char *why) {
+        const char *from =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
+        char esc[SL_ESCAPE_SIZE(100)];
+
+        sl_counter_inc(counter);
+        if (warn_due(&api->peer_warned_ms))
+                sl_log(LOG_WARNING, "API",
+                       "a forwarded request (from %s, it says) refused: %s",
+                       from ? sl_escape(from,
+                                        strlen(from) < 100 ? strlen(from) : 100,
+                                        esc, sizeof(esc))
+                            : "nobody",
+                       why);
+        return reply_err(c, status, "peer-auth-failed", "%s", why);
+}
+
+/* A request from another instance: its credential must verify (MAC, clock,
+ * nonce), and then it may only look up a key of this instance, which is
+ * answered signed for it. */
+static enum MHD_Result serve_peer(sl_api_t *api, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const conn_t *cn) {
+        const char *hdr =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, SL_PEERAUTH_HDR);
+        const char *from =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, FORWARDED_HDR);
+        sl_peerauth_what_t w = {method, url,      api->advertised,
+                                from,   cn->body, cn->len};
+        sl_peerauth_req_t r;
+        sl_peerauth_verdict_t v;
+        sl_apireq_path_t pp;
+        char why[200], msg[400];
+        const char *code;
+        look_t l;
+
+        if (!api->peer_key.len)
+                return peer_refuse(api, c, api->m_peer_no_secret, 401,
+                                   "this instance has no api_peer_secret: it "
+                                   "takes no forwarded request");
+        if (sl_peerauth_request_parse(hdr, &r, why, sizeof(why)) == -1)
+                return peer_refuse(api, c, api->m_peer_signature, 401, why);
+        if (!sl_peerauth_request_verify(&api->peer_key, &r, &w)) {
+                snprintf(msg, sizeof(msg),
+                         "the peer credential does not verify for %.150s "
+                         "(the same api_peer_secret on every instance?)",
+                         api->advertised);
+                return peer_refuse(api, c, api->m_peer_signature, 401, msg);
+        }
+        pthread_mutex_lock(&api->replay_lock);
+        v = sl_peerauth_replay_check(api->replay, r.ts_ms, r.nonce,
+                                     sl_now_ms());
+        pthread_mutex_unlock(&api->replay_lock);
+        if (v == SL_PEERAUTH_STALE) {
+                snprintf(msg, sizeof(msg),
+                         "the peer credential is %lld ms from this clock "
+                         "(more than %d s: are the clocks apart?)",
+                         (long long)(r.ts_ms - sl_now_ms()),
+                         SL_PEERAUTH_SKEW_MS / 1000);
+                return peer_refuse(api, c, api->m_peer_stale, 401, msg);
+        }
+        if (v == SL_PEERAUTH_REPLAY)
+                return peer_refuse(api, c, api->m_peer_replay, 401,
+                                   "the peer credential was used before");
+
+        /* Authenticated: every answer from here is signed. */
+        memset(&l, 0, sizeof(l));
+        l.status = 503;
+        snprintf(l.answered_by, sizeof(l.answered_by), "%s", api->advertised);
+        if (v == SL_PEERAUTH_FULL) {
+                sl_counter_inc(api->m_peer_busy);
+                l.code = "busy";
+                snprintf(l.msg, sizeof(l.msg),
+                         "too many forwarded requests in the last %d s",
+                         2 * SL_PEERAUTH_SKEW_MS / 1000);
+                return answer_lookup(api, c, &l, r.nonce);
+        }
+        sl_apireq_path_parse(api->conf, url, method, &pp);
+        if (pp.route != SL_ROUTE_TIMER_GET && pp.route != SL_ROUTE_KEY_GET &&
+            pp.route != SL_ROUTE_GROUP_GET) {
+                sl_counter_inc(api->m_peer_route);
+                l.status = pp.route == -1 && pp.bad == 404 ? 404 : 403;
+                l.code = l.status == 404 ? "not-found" : "peer-route";
+                snprintf(l.msg, sizeof(l.msg), "%s",
+                         l.status == 404 ? pp.why
+                                         : "forwarded requests are lookups "
+                                           "only");
+                sl_apireq_path_clear(&pp);
+                return answer_lookup(api, c, &l, r.nonce);
+        }
+        {
+                const sl_pipeline_conf_t *pc =
+                    &api->conf->pipelines[pp.pipeline];
+                int32_t p = partition_of(api, pc, pc->input, pp.key, pp.keylen,
+                                         &code, msg, sizeof(msg));
+                if (p < 0) {
+                        l.code = code;
+                        snprintf(l.msg, sizeof(l.msg), "%s", msg);
+                } else {
+                        lookup(api, pp.pipeline, p, pp.key, pp.keylen,
+                               from && *from ? from : "another instance", &l);
+                }
+        }
+        sl_apireq_path_clear(&pp);
+        return answer_lookup(api, c, &l, r.nonce);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
@@ -1489,9 +1734,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                 const char *auth, *clen;
                 cn = sl_calloc(1, sizeof(*cn));
                 *con_cls = cn;
+                /* Another instance's request proves itself with its
+                 * credential, once the body (which it covers) is in. */
+                cn->peer = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                       SL_PEERAUTH_HDR) != NULL;
                 auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                    "Authorization");
-                if (!sl_api_token_ok(auth, api->tokens, api->token_cnt)) {
+                if (!cn->peer &&
+                    !sl_api_token_ok(auth, api->tokens, api->token_cnt)) {
                         cn->answered = 1;
                         sl_connguard_mhd_busy(api->guard, c);
                         return reply_err(c, 401, "unauthorized",
@@ -1539,6 +1789,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                  "the body is larger than api_max_body (%lld "
                                  "bytes)",
                                  (long long)api->conf->api_max_body_bytes);
+        if (cn->peer)
+                return serve_peer(api, c, url, method, cn);
         sl_apireq_path_parse(api->conf, url, method, &pp);
         if (pp.bad == 405)
                 rc = reply_err(c, 405, "method-not-allowed", "%s", pp.why);
@@ -1596,7 +1848,37 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 #define META_ENTRIES_HELP                                                      \
         "Topics whose partition count the API holds (its inputs, rates "       \
         "topics and the targets PUTs named); at most " STR(META_CAPACITY) "."
+#define PEER_REFUSED_HELP                                                      \
+        "Requests that said they came from another instance "                  \
+        "(X-Sluice-Peer-Auth), refused: a credential that does not verify "    \
+        "(signature), a timestamp more than 30 s from this clock (stale), "    \
+        "a nonce used before (replay), this instance without "                 \
+        "api_peer_secret (no_secret), too many nonces to remember (busy), "    \
+        "or not a lookup (route)."
 static const sl_metric_def_t api_defs[] = {
+    SL_METRICS_COUNTER_L(sl_api_t, m_peer_signature,
+                         "sluice_api_peer_refused_total", PEER_REFUSED_HELP,
+                         "reason", "signature"),
+    SL_METRICS_COUNTER_L(sl_api_t, m_peer_stale,
+                         "sluice_api_peer_refused_total", PEER_REFUSED_HELP,
+                         "reason", "stale"),
+    SL_METRICS_COUNTER_L(sl_api_t, m_peer_replay,
+                         "sluice_api_peer_refused_total", PEER_REFUSED_HELP,
+                         "reason", "replay"),
+    SL_METRICS_COUNTER_L(sl_api_t, m_peer_no_secret,
+                         "sluice_api_peer_refused_total", PEER_REFUSED_HELP,
+                         "reason", "no_secret"),
+    SL_METRICS_COUNTER_L(sl_api_t, m_peer_busy, "sluice_api_peer_refused_total",
+                         PEER_REFUSED_HELP, "reason", "busy"),
+    SL_METRICS_COUNTER_L(sl_api_t, m_peer_route,
+                         "sluice_api_peer_refused_total", PEER_REFUSED_HELP,
+                         "reason", "route"),
+    SL_METRICS_COUNTER(sl_api_t, m_answers_unsigned,
+                       "sluice_api_forward_unsigned_total",
+                       "Answers of a key's owner, as the group named it, "
+                       "refused because they were not signed with "
+                       "api_peer_secret (the lookup answered 502 "
+                       "owner-unauthenticated)."),
     SL_METRICS_GAUGE(sl_api_t, m_meta_entries, "sluice_api_topic_cache_entries",
                      META_ENTRIES_HELP),
     SL_METRICS_COUNTER(sl_api_t, m_meta_evictions,
@@ -1696,6 +1978,48 @@ static int tokens_load(sl_api_t *api, char *errstr, size_t errstr_size) {
                          "configured (api_tokens_file, SLUICE_API_TOKENS)");
                 return -1;
         }
+        return 0;
+}
+
+/* api_peer_secret, or the first line of api_peer_secret_file (its end
+ * of line and trailing blanks cut), into api->peer_secret.  None is
+ * fine (nothing is forwarded); a short one is an error.  The secret is
+ * never in errstr. */
+static int peer_secret_load(sl_api_t *api, char *errstr, size_t errstr_size) {
+        const char *name = "api_peer_secret";
+        char *s = NULL;
+        size_t n;
+
+        if (api->conf->api_peer_secret) {
+                s = sl_strdup(api->conf->api_peer_secret);
+        } else if (api->conf->api_peer_secret_file) {
+                name = "api_peer_secret_file";
+                s = read_file(api->conf->api_peer_secret_file, 4096, errstr,
+                              errstr_size);
+                if (!s)
+                        return -1;
+                s[strcspn(s, "\r\n")] = '\0';
+        }
+        if (!s)
+                return 0;
+        n = strlen(s);
+        while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+                s[--n] = '\0';
+        if (n < SL_PEERAUTH_MIN_SECRET) {
+                snprintf(errstr, errstr_size,
+                         "%s: the secret must be %d bytes or more (it has "
+                         "%zu)",
+                         name, SL_PEERAUTH_MIN_SECRET, n);
+                for (volatile char *p = s; *p; p++)
+                        *p = 0;
+                free(s);
+                return -1;
+        }
+        api->peer_secret = s;
+        api->peer_key.p = s;
+        api->peer_key.len = n;
+        api->replay =
+            sl_peerauth_replay_new(SL_PEERAUTH_SKEW_MS, SL_PEERAUTH_REPLAY_MAX);
         return 0;
 }
 
@@ -1898,6 +2222,13 @@ static void api_free(sl_api_t *api) {
                 free(api->tokens[i]);
         }
         free(api->tokens);
+        if (api->peer_secret) {
+                for (volatile char *p = api->peer_secret; *p; p++)
+                        *p = 0;
+                free(api->peer_secret);
+        }
+        sl_peerauth_replay_destroy(api->replay);
+        pthread_mutex_destroy(&api->replay_lock);
         free(api->tls_cert);
         free(api->tls_key);
         if (api->tls_client)
@@ -1940,13 +2271,15 @@ sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop, sl_metrics_t *m,
         pthread_mutex_init(&api->lock, NULL);
         pthread_mutex_init(&api->owner_lock, NULL);
         pthread_mutex_init(&api->meta_lock, NULL);
+        pthread_mutex_init(&api->replay_lock, NULL);
         api->meta = sl_topiccache_new(META_CAPACITY, META_LOOKUPS, api);
         sl_topiccache_set_ttl(api->meta, META_TTL_MS, META_TTL_MS);
         api->q_cap = conf->api_queue;
         api->queue = sl_calloc((size_t)api->q_cap, sizeof(*api->queue));
         snprintf(api->group, sizeof(api->group), "%s", conf->app_id);
         pipes_init(api);
-        if (tokens_load(api, errstr, errstr_size) == -1)
+        if (tokens_load(api, errstr, errstr_size) == -1 ||
+            peer_secret_load(api, errstr, errstr_size) == -1)
                 goto fail;
         if (conf->api_tls_cert) {
                 if (!(api->tls_cert = read_file(conf->api_tls_cert, 1 << 20,
@@ -1973,6 +2306,18 @@ sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop, sl_metrics_t *m,
                "connections, %d per client, a request within %" PRId64 " ms",
                conf->api_listen, api->port, api->tls_cert ? ", TLS" : "",
                api->advertised, gc.max_conns, gc.per_client, gc.deadline_ms);
+        if (api->peer_key.len)
+                sl_log(LOG_INFO, "API",
+                       "lookups of keys another instance owns are forwarded "
+                       "to it with a credential made with api_peer_secret "
+                       "(HMAC-SHA256), never with the client's token; its "
+                       "answer must be signed likewise");
+        else
+                sl_log(LOG_NOTICE, "API",
+                       "no api_peer_secret: lookups of keys another instance "
+                       "owns are answered 421 forwarding-disabled, and "
+                       "forwarded requests are refused (set the same "
+                       "api_peer_secret on every instance to forward)");
         return api;
 fail:
         api_free(api);

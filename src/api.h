@@ -32,7 +32,10 @@
  * this instance does not own is forwarded, over HTTP, to the member that
  * owns it: every member advertises its API address in its consumer's
  * client.id ("sluice-...@HOST:PORT"), and the group's assignment
- * (DescribeConsumerGroups) says who owns what.
+ * (DescribeConsumerGroups) says who owns what.  The forwarded request and
+ * the owner's answer prove themselves with api_peer_secret (peerauth.h),
+ * never with the client's token; without the secret, such lookups are
+ * answered 421 forwarding-disabled.
  *
  * THREADS: libmicrohttpd runs a thread per connection (bounded by
  * api_max_connections); the producer's delivery reports are served by a

@@ -411,6 +411,7 @@ void sl_apireq_timer_clear(sl_apireq_timer_t *b) {
 int sl_apireq_answer_parse(char *buf, size_t len, sl_apireq_answer_t *a,
                            char *why, size_t why_size) {
         static const char answered[] = SL_APIREQ_ANSWERED_HDR ":";
+        static const char peer[] = SL_APIREQ_PEER_AUTH_HDR ":";
         long long clen = -1;
         char *hend, *p;
 
@@ -431,6 +432,11 @@ int sl_apireq_answer_parse(char *buf, size_t len, sl_apireq_answer_t *a,
                 else if (!strncasecmp(h, answered, sizeof(answered) - 1))
                         sscanf(h + sizeof(answered) - 1, " %299s",
                                a->answered_by);
+                else if (!strncasecmp(h, peer, sizeof(peer) - 1))
+                        /* Two words ("v1 mac=..."), to the end of the
+                         * line; checked by whoever reads it. */
+                        sscanf(h + sizeof(peer) - 1, " %159[^\r\n]",
+                               a->peer_auth);
         }
         a->body_len = len - (size_t)(hend + 4 - buf);
         if (clen >= 0 && (size_t)clen != a->body_len) {

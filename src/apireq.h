@@ -103,15 +103,20 @@ int sl_apireq_timer_read(const char *body, size_t len, sl_apireq_timer_t *b,
                          const char **code, char *why, size_t why_size);
 void sl_apireq_timer_clear(sl_apireq_timer_t *b);
 
-/* The header that names the instance that answered a lookup. */
-#define SL_APIREQ_ANSWERED_HDR "X-Sluice-Answered-By"
+/* The header that names the instance that answered a lookup, and the one
+ * that carries the owner's signature of its answer (peerauth.h's
+ * SL_PEERAUTH_HDR: apireq.h stays apart from gnutls). */
+#define SL_APIREQ_ANSWERED_HDR  "X-Sluice-Answered-By"
+#define SL_APIREQ_PEER_AUTH_HDR "X-Sluice-Peer-Auth"
 
-/* What the owner answered a forwarded lookup. */
+/* What the owner answered a forwarded lookup.  The header values are
+ * their first word (a longer one is cut to fit), "" when absent. */
 typedef struct sl_apireq_answer_s {
         int status; /* 100..599 */
         char retry_after[16];
         char answered_by[300];
-        char *body; /* owned, NUL-terminated (it may hold NULs) */
+        char peer_auth[160]; /* the whole value: "v1 mac=<64 hex>" */
+        char *body;          /* owned, NUL-terminated (it may hold NULs) */
         size_t body_len;
 } sl_apireq_answer_t;
 

@@ -74,6 +74,7 @@ typedef struct {
 #define F_NONEMPTY 0x2 /* "" is an error */
 #define F_NONE     0x4 /* the word "none" stores NULL */
 #define F_TXNID    0x8 /* in a transactional id: no SL_TXNID_SECOND_SUFFIX end */
+#define F_SECRET   0x10 /* `config dump` shows *** (never logged either) */
 
 typedef enum {
         SECT_NONE = 0, /* pairs before any section header */
@@ -198,6 +199,18 @@ static const conf_key_t conf_keys[] = {
      SLUICE(api_tokens_file),
      "File of accepted bearer tokens, one a line (# comments); the "
      "environment variable SLUICE_API_TOKENS (comma-separated) adds more."},
+    {SECT_SLUICE, 0, "api_peer_secret", KT_STRING, NULL, "", NULL, NULL,
+     F_SECRET, SLUICE(api_peer_secret),
+     "Secret the instances share (16 bytes or more, the same on each; or "
+     "SLUICE_API_PEER_SECRET): a lookup forwarded to a key's owner carries "
+     "an HMAC-SHA256 made with it instead of the client's token, and the "
+     "owner's answer is checked with it. Empty (and no "
+     "api_peer_secret_file): lookups of keys owned elsewhere are answered "
+     "421."},
+    {SECT_SLUICE, 0, "api_peer_secret_file", KT_STRING, NULL, "", NULL, NULL, 0,
+     SLUICE(api_peer_secret_file),
+     "File whose first line is api_peer_secret (e.g. a mounted Kubernetes "
+     "Secret); instead of api_peer_secret."},
     {SECT_SLUICE, 0, "api_tls_cert", KT_STRING, NULL, "", NULL, NULL, 0,
      SLUICE(api_tls_cert),
      "PEM certificate (chain) of the API; with api_tls_key, the API speaks "
@@ -1659,6 +1672,10 @@ static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
                        conf->api_tls_cert ? "api_tls_key" : "api_tls_cert",
                        "api_tls_cert and api_tls_key go together");
         check_linger(ld, conf);
+        if (conf->api_peer_secret && conf->api_peer_secret_file)
+                err_at(ld, -1, NULL, "api_peer_secret_file",
+                       "set api_peer_secret or api_peer_secret_file, not "
+                       "both");
         if (conf->api_tls_ca && !conf->api_tls_cert)
                 err_at(ld, -1, NULL, "api_tls_ca",
                        "api_tls_ca needs api_tls_cert (it verifies the "
@@ -1948,6 +1965,8 @@ static void dump_key(const conf_key_t *k, const void *base, FILE *out) {
         } else if (k->type == KT_STRING || k->type == KT_TOPIC ||
                    k->type == KT_HOSTPORT) {
                 const char *v = *(char *const *)field;
+                if (v && k->flags & F_SECRET)
+                        v = "***";
                 fprintf(out, "%s = %s\n", k->name,
                         v ? v : (k->flags & F_NONE ? "none" : ""));
         } else {

@@ -146,7 +146,9 @@ typedef struct sl_conf_s {
         char *api_listen;      /* "host:port"; NULL = no API */
         char *api_advertise;   /* NULL = derived from api_listen */
         char *api_tokens_file; /* NULL = none */
-        char *api_tls_cert;    /* NULL = plain HTTP */
+        char *api_peer_secret; /* NULL = none (see api_peer_secret_file) */
+        char *api_peer_secret_file;
+        char *api_tls_cert; /* NULL = plain HTTP */
         char *api_tls_key;
         char *api_tls_ca; /* NULL = trust api_tls_cert's certificates */
         int64_t api_max_body_bytes;

@@ -26,7 +26,8 @@
  * named, and sl_delay_input_parse() takes the record (the reason is not
  * checked: the body may be anything).  An answer read names a status
  * 100..599, its body is the bytes after the headers (NUL-terminated), and
- * its two header values fit their arrays.  ASan sees every read.
+ * its three header values fit their arrays (the peer signature within its
+ * line).  ASan sees every read.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -125,6 +126,8 @@ static void check_answer(const uint8_t *data, size_t size) {
         CHECK(!memcmp(a.body, data + size - a.body_len, a.body_len));
         CHECK(strlen(a.retry_after) < sizeof(a.retry_after));
         CHECK(strlen(a.answered_by) < sizeof(a.answered_by));
+        CHECK(strlen(a.peer_auth) < sizeof(a.peer_auth) &&
+              !strpbrk(a.peer_auth, "\r\n"));
         free(a.body);
         free(buf);
 }

@@ -3,21 +3,24 @@
 # sharing the partitions of an 8-partition input, a lookup asked of either
 # one is answered by the partition's owner (X-Sluice-Answered-By names the
 # same member both ways, and each member owns some ids), a request that was
-# already forwarded is never forwarded again (503 not-owner), and while a
-# partition is being rebuilt the answer is 503 "rebuilding" with
-# Retry-After.
+# already forwarded (one with another instance's credential, made here as
+# an instance makes it: tests/integration/peerauth.py) is never forwarded
+# again (503 not-owner, signed), and while a partition is being rebuilt
+# the answer is 503 "rebuilding" with Retry-After.  The instances share
+# api_peer_secret; the client's token is never forwarded (0507).
 source "$(dirname "$0")/lib.sh"
 
 in=$PFX.in
 out=$PFX.out
 token=tok-$RANDOM
 echo "$token" >"$WORK/tokens"
+secret=peer-secret-$RANDOM-$RANDOM-$RANDOM
 topic_create "$out" 2
 
 # conf_for NAME API_PORT — a config for one instance.
 conf_for() {
     base_conf "$WORK/$1.ini"
-    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$2\napi_tokens_file = $WORK/tokens\napi_timeout = 3s|" "$WORK/$1.ini"
+    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$2\napi_tokens_file = $WORK/tokens\napi_timeout = 3s\napi_peer_secret = $secret|" "$WORK/$1.ini"
     cat >>"$WORK/$1.ini" <<EOF
 
 [pipeline $PFX]
@@ -65,9 +68,12 @@ for i in $(seq 0 39); do
 done
 
 # Every lookup, asked of a and of b, is answered by the same member.
-python3 - "$apa" "$apb" "$token" "$PFX" "$WORK/puts" "$out" <<'PY' || fail "forwarding check failed"
+python3 - "$apa" "$apb" "$token" "$PFX" "$WORK/puts" "$out" "$secret" "$(cd "$(dirname "$0")" && pwd)" <<'PY' || fail "forwarding check failed"
 import http.client, json, sys, time, urllib.parse
 apa, apb, token, pfx = sys.argv[1:5]
+secret = sys.argv[7]
+sys.path.insert(0, sys.argv[8])
+import peerauth
 def name(i):
     if i == 39:
         return "long/" + "\u00fc" * 300
@@ -129,12 +135,22 @@ for owner, ids in owners.items():
         assert s == 200 and time.time() < deadline, (path, s, body)
         time.sleep(0.1)
     assert by == owner and json.loads(body)["code"] == "not-found", (by, owner, body)
-# A request already forwarded is answered 503 by a non-owner, not passed on.
+# A request already forwarded (another instance's credential, no token)
+# is answered 503 by a non-owner, signed, not passed on.
 for owner, ids in owners.items():
     other = apb if owner.endswith(":" + apa) else apa
-    s, by, ra, body = get(other, timer_path(ids[0]),
-                          {"X-Sluice-Forwarded": "test"})
+    path = timer_path(ids[0])
+    cred, nonce = peerauth.request_header(secret, "GET", path,
+                                          f"127.0.0.1:{other}", "test")
+    c = http.client.HTTPConnection("127.0.0.1", int(other), timeout=10)
+    c.request("GET", path, headers={"X-Sluice-Peer-Auth": cred,
+                                    "X-Sluice-Forwarded": "test"})
+    r = c.getresponse()
+    body = r.read()
+    s, by, ra = r.status, r.getheader("X-Sluice-Answered-By"), r.getheader("Retry-After")
     assert s == 503 and ra and json.loads(body)["code"] == "not-owner", (s, ra, body)
+    assert peerauth.answer_ok(secret, r.getheader("X-Sluice-Peer-Auth"), nonce,
+                              s, by, ra, body), r.getheaders()
 print("lookups answered by the owner from both instances, with the owner's JSON "
       "(due, partition, seq as the PUT said):", {k: len(v) for k, v in owners.items()})
 PY
@@ -192,4 +208,5 @@ wait "$lookups" && lookups_ok=1
 sed 's/^/# /' "$WORK/lookups.out"
 [ "$lookups_ok" = 1 ] || fail "no 503 rebuilding seen"
 sluice_kill a2 TERM
+grep -q "$secret" "$WORK"/sluice-*.log && fail "the peer secret appears in a log"
 echo "PASS"

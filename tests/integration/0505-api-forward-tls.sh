@@ -5,15 +5,17 @@
 # answered by the partition's owner over HTTPS, the owner's certificate
 # verified against api_tls_cert's own certificates (chain and address).
 # Then b restarts with api_tls_ca naming an unrelated CA: b no longer
-# trusts a, so b's forwarded lookups answer 503 "owner-tls-failed" (the
-# bearer token is never sent to an unverified peer) and say why in the
-# log, while a, which still trusts b, keeps forwarding.
+# trusts a, so b's forwarded lookups answer 503 "owner-tls-failed" (nothing
+# is sent to an unverified peer; the client's bearer token is never
+# forwarded at all, the instances sign with api_peer_secret) and say why
+# in the log, while a, which still trusts b, keeps forwarding.
 source "$(dirname "$0")/lib.sh"
 
 in=$PFX.in
 out=$PFX.out
 token=tok-$RANDOM
 echo "$token" >"$WORK/tokens"
+echo "peer-secret-$RANDOM-$RANDOM-$RANDOM" >"$WORK/peer-secret"
 topic_create "$out" 2
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=sluice-api -days 1 \
     -addext subjectAltName=IP:127.0.0.1 \
@@ -24,7 +26,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=other-ca -days 1 \
 # conf_for NAME API_PORT [EXTRA] — a config for one instance.
 conf_for() {
     base_conf "$WORK/$1.ini"
-    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$2\napi_tokens_file = $WORK/tokens\napi_timeout = 3s\napi_tls_cert = $WORK/cert.pem\napi_tls_key = $WORK/key.pem\n${3:-}|" "$WORK/$1.ini"
+    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$2\napi_tokens_file = $WORK/tokens\napi_timeout = 3s\napi_tls_cert = $WORK/cert.pem\napi_tls_key = $WORK/key.pem\napi_peer_secret_file = $WORK/peer-secret\n${3:-}|" "$WORK/$1.ini"
     cat >>"$WORK/$1.ini" <<EOF
 
 [pipeline $PFX]
@@ -121,6 +123,7 @@ wait_until 60 both_own || fail "the two instances do not share the 8 partitions 
 check b-distrusts-a || fail "an untrusted owner was not refused"
 log_has b2 "is not trusted" || fail "b2's log does not say why it refused"
 grep -q "$token" "$WORK"/sluice-*.log && fail "the token appears in a log"
+grep -qF "$(cat "$WORK/peer-secret")" "$WORK"/sluice-*.log && fail "the peer secret appears in a log"
 sluice_kill b2 TERM
 sluice_kill a TERM
 echo "PASS"

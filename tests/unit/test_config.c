@@ -618,6 +618,12 @@ static void test_misc_errors(void **state) {
         expect_errors("[pipeline p]\ntype = filter\ninput = a\n", 1,
                       "CFG:2: type: 'filter' is not one of throttle, delay, "
                       "debounce\n");
+        /* The secret's value is never in an error. */
+        expect_errors("[sluice]\napi_peer_secret = correct-horse-battery\n"
+                      "api_peer_secret_file = /run/secret\n" DELAY_OK,
+                      1,
+                      "CFG: api_peer_secret_file: set api_peer_secret or "
+                      "api_peer_secret_file, not both\n");
 }
 
 /* A boolean takes true/yes/on/1 and false/no/off/0, nothing else; a
@@ -824,6 +830,7 @@ static void test_dump_roundtrip(void **state) {
         char *d1, *d2, *body1, *body2;
         const char *ini = "[sluice]\n"
                           "app_id = billing\n"
+                          "api_peer_secret = correct-horse-battery\n"
                           "[kafka]\n"
                           "bootstrap.servers = b:9092\n"
                           "sasl.password = hunter2\n"
@@ -844,6 +851,8 @@ static void test_dump_roundtrip(void **state) {
         d1 = dump_str(conf);
         assert_null(strstr(d1, "hunter2"));
         assert_non_null(strstr(d1, "sasl.password = ***\n"));
+        assert_null(strstr(d1, "correct-horse"));
+        assert_non_null(strstr(d1, "api_peer_secret = ***\n"));
         assert_non_null(strstr(d1, "default_rate = 1/m burst=3\n"));
         assert_non_null(strstr(d1, "dlq = none\n"));
         assert_non_null(strstr(d1, "ttl = 90m\n"));
