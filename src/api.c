@@ -86,6 +86,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "peerauth.h"
+#include "recsize.h"
 #include "topiccache.h"
 #include "util.h"
 
@@ -383,6 +384,7 @@ static void *api_poller(void *arg) {
 static int api_producer_new(sl_api_t *api, char *errstr, size_t errstr_size) {
         rd_kafka_conf_t *kc = sl_conf_rdkafka(api->conf, errstr, errstr_size);
         char cid[320];
+        int mmb = 1; /* message.max.bytes is sluice's to set */
         if (!kc)
                 return -1;
         snprintf(cid, sizeof(cid), "sluice-api@%s", api->advertised);
@@ -398,6 +400,23 @@ static int api_producer_new(sl_api_t *api, char *errstr, size_t errstr_size) {
                 -1) {
                 rd_kafka_conf_destroy(kc);
                 return -1;
+        }
+        /* librdkafka's default (1,000,000) is below Kafka's 1,048,588: a
+         * record the input takes must not be refused here.  What the
+         * input does not take, the broker refuses (413). */
+        for (int i = 0; i < api->conf->kafka_cnt && mmb; i++)
+                if (!strcmp(api->conf->kafka[i].key, "message.max.bytes"))
+                        mmb = 0;
+        if (mmb) {
+                char v[32];
+                snprintf(v, sizeof(v), "%lld",
+                         (long long)SL_MAX(api->conf->api_max_body_bytes,
+                                           SL_RECSIZE_KAFKA_DEFAULT_MAX));
+                if (sl_kafka_conf_set(kc, "message.max.bytes", v, errstr,
+                                      errstr_size) == -1) {
+                        rd_kafka_conf_destroy(kc);
+                        return -1;
+                }
         }
         if (!(api->producer =
                   rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, errstr_size))) {

@@ -34,7 +34,11 @@ source "$(dirname "$0")/lib.sh"
 
 conf=$WORK/sluice.ini
 port=$(free_port)
+api_port=$(free_port)
+token=tok-$RANDOM
+echo "$token" >"$WORK/tokens"
 base_conf "$conf"
+sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$api_port\napi_tokens_file = $WORK/tokens|" "$conf"
 cat >>"$conf" <<EOF
 
 [pipeline $PFX-d]
@@ -83,12 +87,19 @@ for n in $sizes; do
     recgen "$PFX.b.in" --key "b-k$n" --key-bytes "$n" --value "k$n" -H sluice-item=i >/dev/null ||
         fail "producing debounce key $n"
 done
-echo "produced 8 records to each input"
+# And one through the API: a timer of 1,000,001 bytes (the API's producer
+# refused every record above 1,000,000 too).
+python3 -c 'import json, sys; print(json.dumps({"target": sys.argv[1], "delay": "1s", "value": "v" + "y" * 1000000}))' \
+    "$PFX.d.out" >"$WORK/put.json"
+code=$(curl -s -o "$WORK/put.out" -w '%{http_code}' -X PUT -H "Authorization: Bearer $token" \
+    --data-binary @"$WORK/put.json" "http://127.0.0.1:$api_port/v1/pipelines/$PFX-d/timers/d-api")
+[ "$code" = 201 ] || fail "PUT of a 1,000,001-byte timer: $code $(head -c 300 "$WORK/put.out")"
+echo "produced 8 records to each input, and a timer of 1,000,001 bytes through the API"
 
 # Every record is accounted for: in its output or in the DLQ.
 _all_out() {
     local d t b
-    d=$(($(count_records "$PFX.d.out") + $(count_records "$PFX-d.dlq")))
+    d=$(($(count_records "$PFX.d.out") + $(count_records "$PFX-d.dlq") - 1))
     t=$(($(count_records "$PFX.t.out") + $(count_records "$PFX-t.dlq")))
     b=$(consume_all "$PFX.b.out" -f '%s\n' | python3 -c '
 import json, sys
@@ -143,6 +154,12 @@ for op in "dtb":
     inp = load(f"{pfx}.{op}.in")
     dlq = load(f"{pfx}-{op}.dlq")
     out = load(f"{pfx}.{op}.out")
+    if op == "d":
+        # The API's timer: fired whole, then set aside.
+        api = [r for r in load(f"{pfx}.d.out") if r["key"] == "d-api"]
+        if len(api) != 1 or api[0]["payload"] != "v" + "y" * 1000000:
+            errors.append(f"the API's timer fired {len(api)} times, or not whole")
+        inp = [r for r in inp if r["key"] != "d-api"]
     if len(inp) != 8:
         errors.append(f"{op}: input holds {len(inp)} records")
     # The name of an input record: its key up to the first filler byte.
@@ -156,7 +173,8 @@ for op in "dtb":
                 got_out.setdefault(name(b["key"]), []).append((b["key"], it["payload"]))
     else:
         for r in out:
-            got_out.setdefault(name(r["key"]), []).append((r["key"], r["payload"]))
+            if r["key"] != "d-api":
+                got_out.setdefault(name(r["key"]), []).append((r["key"], r["payload"]))
     got_dlq = {}
     for r in dlq:
         h = hd(r)
