@@ -85,6 +85,7 @@
 #include "http.h"
 #include "kafka.h"
 #include "log.h"
+#include "partitioner.h"
 #include "peerauth.h"
 #include "recsize.h"
 #include "topiccache.h"
@@ -101,76 +102,6 @@
 #define FORWARDED_HDR        "X-Sluice-Forwarded"
 #define ANSWERED_HDR         SL_APIREQ_ANSWERED_HDR
 #define RETRY_AFTER          "1"
-
-/* ------------------------------------------------------------------ */
-/* Partitioners.                                                        */
-
-int32_t sl_api_murmur2(const void *key, size_t keylen) {
-        /* Kafka's org.apache.kafka.common.utils.Utils.murmur2, in 32-bit
-         * unsigned arithmetic (Java's int overflow wraps the same way). */
-        const uint8_t *d = key;
-        const uint32_t m = 0x5bd1e995;
-        const int r = 24;
-        uint32_t len = (uint32_t)keylen;
-        uint32_t h = 0x9747b28cU ^ len;
-        uint32_t n4 = len / 4;
-
-        for (uint32_t i = 0; i < n4; i++) {
-                uint32_t k = (uint32_t)d[i * 4] |
-                             ((uint32_t)d[i * 4 + 1] << 8) |
-                             ((uint32_t)d[i * 4 + 2] << 16) |
-                             ((uint32_t)d[i * 4 + 3] << 24);
-                k *= m;
-                k ^= k >> r;
-                k *= m;
-                h *= m;
-                h ^= k;
-        }
-        switch (len % 4) {
-        case 3:
-                h ^= (uint32_t)d[(len & ~3U) + 2] << 16;
-                /* fall through */
-        case 2:
-                h ^= (uint32_t)d[(len & ~3U) + 1] << 8;
-                /* fall through */
-        case 1:
-                h ^= (uint32_t)d[len & ~3U];
-                h *= m;
-        }
-        h ^= h >> 13;
-        h *= m;
-        h ^= h >> 15;
-        return (int32_t)h;
-}
-
-uint32_t sl_api_crc32(const void *key, size_t keylen) {
-        /* CRC-32 (IEEE, reflected; zlib's), as librdkafka's rd_crc32. */
-        static uint32_t table[256];
-        const uint8_t *d = key;
-        uint32_t c = 0xffffffffU;
-
-        if (!table[1]) {
-                for (uint32_t i = 0; i < 256; i++) {
-                        uint32_t v = i;
-                        for (int j = 0; j < 8; j++)
-                                v = v & 1 ? 0xedb88320U ^ (v >> 1) : v >> 1;
-                        table[i] = v; /* idempotent: racing threads agree */
-                }
-        }
-        for (size_t i = 0; i < keylen; i++)
-                c = table[(c ^ d[i]) & 0xff] ^ (c >> 8);
-        return c ^ 0xffffffffU;
-}
-
-int32_t sl_api_partition(sl_partitioner_t how, const void *key, size_t keylen,
-                         int cnt) {
-        if (cnt <= 0)
-                return -1;
-        if (how == SL_PARTITIONER_CRC32)
-                return (int32_t)(sl_api_crc32(key, keylen) % (uint32_t)cnt);
-        return (int32_t)(((uint32_t)sl_api_murmur2(key, keylen) & 0x7fffffff) %
-                         (uint32_t)cnt);
-}
 
 /* ------------------------------------------------------------------ */
 /* Routes.                                                              */
@@ -1092,9 +1023,10 @@ static int32_t partition_of(sl_api_t *api, const sl_pipeline_conf_t *pc,
                             const char *topic, const void *key, size_t keylen,
                             const char **code, char *msg, size_t msg_size) {
         int cnt = api_partitions(api, topic);
+        *code = "kafka-unavailable";
         if (cnt > 0)
-                return sl_api_partition(pc->input_partitioner, key, keylen,
-                                        cnt);
+                return sl_partitioner_partition(pc->input_partitioner, key,
+                                                keylen, cnt);
         if (cnt == 0) {
                 *code = "unknown-topic";
                 snprintf(msg, msg_size, "topic %s does not exist", topic);
@@ -1116,7 +1048,7 @@ static int32_t key_partition(sl_api_t *api, struct MHD_Connection *c,
                              const sl_pipeline_conf_t *pc, const char *topic,
                              const void *key, size_t keylen,
                              enum MHD_Result *rcp) {
-        const char *code;
+        const char *code = NULL;
         char msg[400];
         int32_t p =
             partition_of(api, pc, topic, key, keylen, &code, msg, sizeof(msg));
@@ -1419,7 +1351,7 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
                                        const char *body, size_t bodylen) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
         sl_apireq_timer_t b = {0};
-        const char *code;
+        const char *code = NULL;
         char why[300];
         sl_delay_req_t req = {0};
         enum MHD_Result rc = MHD_NO;
@@ -1665,7 +1597,7 @@ static enum MHD_Result serve_peer(sl_api_t *api, struct MHD_Connection *c,
         sl_peerauth_verdict_t v;
         sl_apireq_path_t pp;
         char why[200], msg[400];
-        const char *code;
+        const char *code = NULL;
         look_t l;
 
         if (!api->peer_key.len)

@@ -108,15 +108,6 @@ void sl_api_set_group(sl_api_t *api, const char *group);
  * no-op. */
 void sl_api_stop(sl_api_t *api);
 
-/* The partition of key among cnt partitions, as Kafka's Java client
- * (murmur2: toPositive(murmur2(key)) % cnt) or librdkafka's consistent
- * partitioner (crc32(key) % cnt) places it.  Pure; any thread. */
-int32_t sl_api_partition(sl_partitioner_t how, const void *key, size_t keylen,
-                         int cnt);
-/* The raw hashes, for tests against Kafka's vectors. */
-int32_t sl_api_murmur2(const void *key, size_t keylen);
-uint32_t sl_api_crc32(const void *key, size_t keylen);
-
 /* The route table (for the OpenAPI test and GET /v1): method and path
  * template, e.g. "PUT", "/v1/pipelines/{pipeline}/timers/{id}". */
 int sl_api_route_cnt(void);

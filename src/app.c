@@ -1836,9 +1836,10 @@ static void app_limits_learn(sl_app_t *app) {
         char errstr[256];
         int n = 0;
 
+        /* Inputs too: a keyed record on the wrong partition is written
+         * to its key's (reroute). */
         for (int i = 0; i < plan->cnt; i++)
-                if (plan->specs[i].role != SL_TOPIC_INPUT &&
-                    plan->specs[i].role != SL_TOPIC_RATES)
+                if (plan->specs[i].role != SL_TOPIC_RATES)
                         names[n++] = plan->specs[i].name;
         app->limits = sl_calloc((size_t)n + 1, sizeof(*app->limits));
         adm = sl_topics_admin_new(conf, 10000, errstr, sizeof(errstr));
@@ -2061,7 +2062,8 @@ static void app_warm_topics(sl_app_t *app) {
         for (int i = 0; i < app->rt.pipeline_cnt; i++) {
                 const sl_pipeline_conf_t *pc = app->rt.pipelines[i].conf;
                 const char *names[] = {pc->changelog, pc->dlq, pc->output,
-                                       pc->overflow};
+                                       pc->overflow,
+                                       pc->reroute ? pc->input : NULL};
                 for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
                         rd_kafka_topic_t *rkt[SL_TXN_PRODUCERS_MAX] = {NULL};
                         int k;
@@ -2227,6 +2229,11 @@ static const sl_metric_def_t pipeline_metrics[] = {
     SL_METRICS_COUNTER(sl_pipeline_metrics_t, records_out,
                        "sluice_records_out_total",
                        "Records produced to outputs/targets."),
+    SL_METRICS_COUNTER(sl_pipeline_metrics_t, records_rerouted,
+                       "sluice_records_rerouted_total",
+                       "Keyed input records that arrived on a partition their "
+                       "key does not belong to (input_partitioner) and were "
+                       "moved to the right one."),
     SL_METRICS_COUNTER(sl_pipeline_metrics_t, rebuild_records,
                        "sluice_rebuild_records_total",
                        "Changelog records applied during rebuilds."),

@@ -163,7 +163,7 @@ struct sl_app_s {
         int has_tracking; /* some operator tracks deliveries */
 
         /* What the pipelines' own written topics (changelog, overflow,
-         * DLQ, output, default target) accept, learned at start with
+         * DLQ, output, default target, input) accept, learned at start with
          * DescribeConfigs (app_limits_learn): what the producers are
          * configured for, and each topic's limit until the topic cache
          * learns it again.  broker_max_bytes: the broker's

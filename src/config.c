@@ -289,10 +289,18 @@ static const conf_key_t conf_keys[] = {
      "its routes 404."},
     {SECT_PIPELINE, ALL_OPS, "input_partitioner", KT_ENUM, partitioners,
      "murmur2", NULL, NULL, 0, PIPE(input_partitioner),
-     "How the API picks the input partition of a key, as producers must: "
-     "`murmur2` (Java's default; kcat/librdkafka `-X "
-     "partitioner=murmur2_random`) or `crc32` (librdkafka's default "
-     "`consistent_random`)."},
+     "The partition a key belongs to: `murmur2` (Java's default; "
+     "kcat/librdkafka `-X partitioner=murmur2_random`) or `crc32` "
+     "(librdkafka's and kcat's default `consistent_random`). The API writes "
+     "a key there; with `reroute`, a keyed record produced elsewhere is "
+     "moved there."},
+    {SECT_PIPELINE, ALL_OPS, "reroute", KT_BOOL, NULL, "true", NULL, NULL, 0,
+     PIPE(reroute),
+     "A keyed input record on a partition its key does not belong to (by "
+     "`input_partitioner`) is moved to the right input partition in the same "
+     "transaction (sluice writes to the input: give it Write there); false: "
+     "handled where it arrived, so every producer must use "
+     "`input_partitioner` for cancel, upsert, order and grouping to hold."},
 
     /* throttle */
     {SECT_PIPELINE, SL_OP_THROTTLE | SL_OP_DEBOUNCE, "output", KT_TOPIC, NULL,

@@ -88,6 +88,7 @@ typedef struct sl_pipeline_conf_s {
                                      after a rebuild; 0 = unlimited */
         int api;                  /* served by the HTTP API */
         sl_partitioner_t input_partitioner;
+        int reroute; /* keyed records on another partition move (task.c) */
 
         /* throttle */
         sl_rate_t default_rate;

@@ -878,6 +878,9 @@ static size_t delay_read_headers(const rd_kafka_message_t *m, sl_hdr_t *hdrs_in,
                 size_t size;
                 if (rd_kafka_header_get_all(kh, i, &name, &val, &size))
                         break;
+                /* A rerouted record is handled as if produced here. */
+                if (!strcmp(name, SL_TASK_REROUTED_HEADER))
+                        continue;
                 hdrs[hdr_cnt].name = name;
                 hdrs[hdr_cnt].value = val;
                 hdrs[hdr_cnt].size = size;

@@ -638,8 +638,11 @@ static void forward_live(sl_task_t *t, const rd_kafka_message_t *m) {
         throttle_pipeline_t *tp = tp_of(t);
         rd_kafka_headers_t *src = NULL, *h = NULL;
         int r;
-        if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR) {
                 h = rd_kafka_headers_copy(src);
+                /* A rerouted record goes on as if produced here. */
+                rd_kafka_header_remove(h, SL_TASK_REROUTED_HEADER);
+        }
         r = sl_task_produce(t, t->pl->conf->output, RD_KAFKA_PARTITION_UA,
                             m->key, m->key_len, m->payload, m->len, h);
         if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
@@ -677,20 +680,25 @@ static size_t pack_overflow(const rd_kafka_message_t *m, int64_t deadline,
                 hv = sl_calloc(cnt, sizeof(*hv));
                 hp = sl_calloc(cnt, sizeof(*hp));
         }
-        for (size_t i = 0; i < cnt; i++) {
+        for (size_t i = 0, j = 0;; i++) {
                 const char *name;
                 const void *val;
                 size_t size;
-                if (rd_kafka_header_get_all(h, i, &name, &val, &size)) {
-                        cnt = i;
+                if (i == cnt ||
+                    rd_kafka_header_get_all(h, i, &name, &val, &size)) {
+                        cnt = j;
                         break;
                 }
-                sluice__v1__header__init(&hv[i]);
-                hv[i].name = (char *)name;
-                hv[i].value.data = (uint8_t *)val;
-                hv[i].value.len = val ? size : 0;
-                hv[i].null_value = val == NULL;
-                hp[i] = &hv[i];
+                /* A rerouted record goes on as if produced here. */
+                if (!strcmp(name, SL_TASK_REROUTED_HEADER))
+                        continue;
+                sluice__v1__header__init(&hv[j]);
+                hv[j].name = (char *)name;
+                hv[j].value.data = (uint8_t *)val;
+                hv[j].value.len = val ? size : 0;
+                hv[j].null_value = val == NULL;
+                hp[j] = &hv[j];
+                j++;
         }
         rec.n_headers = cnt;
         rec.headers = hp;

@@ -29,6 +29,7 @@ typedef struct ob_rec_s {
         rd_kafka_headers_t *hdrs;
         uintptr_t flags;
         int64_t decided_ms;
+        int64_t timestamp_ms;
         /* topic, NUL, key, value follow */
 } ob_rec_t;
 
@@ -148,6 +149,7 @@ void sl_outbox_push(sl_outbox_t *ob, const sl_outbox_rec_t *rec) {
         r->hdrs = rec->hdrs;
         r->flags = rec->flags;
         r->decided_ms = rec->decided_ms;
+        r->timestamp_ms = rec->timestamp_ms;
         p = (char *)(r + 1);
         memcpy(p, rec->topic, topiclen + 1);
         p += topiclen + 1;
@@ -184,6 +186,7 @@ int sl_outbox_pop(sl_outbox_t *ob, sl_outbox_rec_t *rec) {
         rec->hdrs = r->hdrs;
         rec->flags = r->flags;
         rec->decided_ms = r->decided_ms;
+        rec->timestamp_ms = r->timestamp_ms;
         rec->pl_index = r->pl_index;
         rec->task_partition = r->task_partition;
         rec->epoch = r->epoch;

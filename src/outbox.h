@@ -50,6 +50,8 @@ typedef struct sl_outbox_rec_s {
         rd_kafka_headers_t *hdrs; /* may be NULL */
         uintptr_t flags;          /* the produce's msg_opaque (app.h) */
         int64_t decided_ms;       /* when the operator produced it */
+        int64_t timestamp_ms;     /* its own timestamp (a rerouted input
+                                     record's), 0: its time of production */
         /* The task that made it: its pipeline, partition and epoch, so a
          * record of a task dropped since (revoked) is not sent. */
         int pl_index;

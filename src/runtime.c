@@ -103,7 +103,9 @@ static void send_args(sl_runtime_t *rt, const sl_outbox_rec_t *r, int replayed,
         vu[4].vtype = RD_KAFKA_VTYPE_MSGFLAGS;
         vu[4].u.i = RD_KAFKA_MSG_F_COPY;
         vu[5].vtype = RD_KAFKA_VTYPE_TIMESTAMP;
-        vu[5].u.i64 = replayed ? r->decided_ms : 0;
+        vu[5].u.i64 = r->timestamp_ms ? r->timestamp_ms
+                      : replayed      ? r->decided_ms
+                                      : 0;
         vu[6].vtype = RD_KAFKA_VTYPE_HEADERS;
         vu[6].u.headers = r->hdrs;
         vu[7].vtype = RD_KAFKA_VTYPE_OPAQUE;

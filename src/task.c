@@ -36,6 +36,7 @@
 #include "kafka.h"
 #include "kwatch.h"
 #include "log.h"
+#include "partitioner.h"
 #include "recsize.h"
 #include "runtime.h"
 #include "util.h"
@@ -460,6 +461,56 @@ void sl_task_fetch_stop(sl_task_t *t) {
                 task_reader_unassign(t);
 }
 
+static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
+                        const void *key, size_t keylen, const void *value,
+                        size_t valuelen, rd_kafka_headers_t *hdrs,
+                        uintptr_t flags, int64_t timestamp_ms);
+
+/* A keyed input record on a partition its key does not belong to (by the
+ * pipeline's input_partitioner): a copy goes to the key's partition, in
+ * the transaction that also commits this record's offset, with its key,
+ * value, headers and timestamp and a header sluice-rerouted-from naming
+ * where it came from; its key's partition handles it as if it had been
+ * produced there.  Returns 1 when m was moved (or, when the copy cannot
+ * be written, sent to the DLQ), 0 when it belongs here. */
+static int task_reroute(sl_task_t *t, const rd_kafka_message_t *m) {
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        int32_t want = sl_partitioner_partition(
+            pc->input_partitioner, m->key, m->key_len, t->pl->partition_cnt);
+        rd_kafka_headers_t *src = NULL, *hdrs;
+        rd_kafka_timestamp_type_t tstype;
+        int64_t ts;
+        char from[48];
+        int r;
+
+        if (want < 0 || want == t->partition)
+                return 0;
+        ts = rd_kafka_message_timestamp(m, &tstype);
+        if (rd_kafka_message_headers(m, &src) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                hdrs = rd_kafka_headers_copy(src);
+        else
+                hdrs = rd_kafka_headers_new(1);
+        snprintf(from, sizeof(from), "%" PRId32 ":%" PRId64, m->partition,
+                 m->offset);
+        rd_kafka_header_add(hdrs, SL_TASK_REROUTED_HEADER, -1, from, -1);
+        r = task_produce(t, pc->input, want, m->key, m->key_len, m->payload,
+                         m->len, hdrs, 0,
+                         tstype == RD_KAFKA_TIMESTAMP_CREATE_TIME ? ts : 0);
+        if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+                char detail[320];
+                snprintf(detail, sizeof(detail),
+                         "its copy for partition %" PRId32 ": %s", want,
+                         sl_task_refused_why(t));
+                sl_task_dlq(t, m, "too-large", detail);
+        } else if (r < 0) {
+                sl_task_dlq(t, m, "reroute-refused",
+                            rd_kafka_err2str((rd_kafka_resp_err_t)-r));
+        } else {
+                sl_counter_inc_owner(t->pl->metrics->records_rerouted);
+        }
+        return 1;
+}
+
 void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rd_kafka_topic_partition_list_t *l;
         rd_kafka_error_t *error;
@@ -491,6 +542,12 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
         t->input_full = NULL;
         t->origin = sl_refused_origin(&p, sizeof(p), m->offset) ^
                     (uint64_t)t->pl->index;
+        if (m->key && t->pl->conf->reroute && task_reroute(t, m)) {
+                t->origin = 0;
+                sl_counter_inc_owner(t->pl->metrics->records_in);
+                t->next_offset = m->offset + 1;
+                return;
+        }
         t->pl->op->input(t, m);
         t->origin = 0;
         if (t->input_retry) {
@@ -638,7 +695,7 @@ void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n) {
 static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
                         const void *key, size_t keylen, const void *value,
                         size_t valuelen, rd_kafka_headers_t *hdrs,
-                        uintptr_t flags) {
+                        uintptr_t flags, int64_t timestamp_ms) {
         sl_outbox_rec_t r = {
             .topic = topic,
             .partition = partition,
@@ -650,6 +707,7 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
             .pl_index = t->pl->index,
             .task_partition = t->partition,
             .epoch = t->epoch,
+            .timestamp_ms = timestamp_ms,
         };
         /* The origin travels with an untracked record, so a delivery
          * failure can name it (app.c); the identity is hashed (runtime.c) only
@@ -664,15 +722,15 @@ int sl_task_produce(sl_task_t *t, const char *topic, int32_t partition,
                     const void *key, size_t keylen, const void *value,
                     size_t valuelen, rd_kafka_headers_t *hdrs) {
         return task_produce(t, topic, partition, key, keylen, value, valuelen,
-                            hdrs, 0);
+                            hdrs, 0, 0);
 }
 
 int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
                             const void *key, size_t keylen, const void *value,
                             size_t valuelen, rd_kafka_headers_t *hdrs) {
-        return task_produce(t, topic, partition, key, keylen, value, valuelen,
-                            hdrs,
-                            SL_MSG_TRACK(t->pl->index, t->partition, t->epoch));
+        return task_produce(
+            t, topic, partition, key, keylen, value, valuelen, hdrs,
+            SL_MSG_TRACK(t->pl->index, t->partition, t->epoch), 0);
 }
 
 void sl_task_abort(sl_task_t *t, const char *why) {
@@ -883,7 +941,7 @@ int sl_task_dlq_send(sl_task_t *t, const void *key, size_t keylen,
 void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
                  const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        rd_kafka_headers_t *src = NULL, *hdrs;
+        rd_kafka_headers_t *src = NULL, *own_src = NULL, *hdrs;
         char buf[32], esc[512];
 
         sl_task_dlq_count(t, reason);
@@ -900,6 +958,14 @@ void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
         }
         if (rd_kafka_message_headers(m, &src) != RD_KAFKA_RESP_ERR_NO_ERROR)
                 src = NULL;
+        if (src &&
+            !rd_kafka_header_get_last(src, SL_TASK_REROUTED_HEADER,
+                                      &(const void *){NULL}, &(size_t){0})) {
+                /* A rerouted record goes on as if produced here. */
+                own_src = rd_kafka_headers_copy(src);
+                rd_kafka_header_remove(own_src, SL_TASK_REROUTED_HEADER);
+                src = own_src;
+        }
         hdrs = rd_kafka_headers_new(6);
         rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
         if (detail)
@@ -912,6 +978,8 @@ void sl_task_dlq(sl_task_t *t, const rd_kafka_message_t *m, const char *reason,
         snprintf(buf, sizeof(buf), "%" PRId64, m->offset);
         rd_kafka_header_add(hdrs, "sluice-source-offset", -1, buf, -1);
         sl_task_dlq_send(t, m->key, m->key_len, m->payload, m->len, src, hdrs);
+        if (own_src)
+                rd_kafka_headers_destroy(own_src);
 }
 
 void sl_task_wake_at(sl_task_t *t, int64_t when_ms) {

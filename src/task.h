@@ -139,6 +139,7 @@ extern const sl_op_t sl_op_throttle;
 typedef struct sl_pipeline_metrics_s {
         sl_counter_t *records_in;
         sl_counter_t *records_out; /* by the operators, on the loop thread */
+        sl_counter_t *records_rerouted; /* moved to their key's partition */
         sl_counter_t *rebuild_records;
         sl_gauge_t *rebuild_seconds;
         sl_gauge_t *partitions_running;
@@ -228,6 +229,11 @@ struct sl_task_s {
                 int asking;
         } input_end;
 };
+
+/* The header on a keyed input record that sluice moved to its key's
+ * partition (the pipeline's input_partitioner): "PARTITION:OFFSET" where
+ * it arrived. */
+#define SL_TASK_REROUTED_HEADER "sluice-rerouted-from"
 
 /* sl_task_topic_partitions(): the topic is being looked up. */
 #define SL_TOPIC_LOOKING (-2)

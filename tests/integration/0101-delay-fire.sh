@@ -23,6 +23,10 @@ cat >>"$conf" <<EOF
 type = delay
 input = $in
 input_partitions = 4
+# Keys are placed as sluice places a timer's output (librdkafka's default
+# partitioner, CRC-32), so each target partition is fed by one input
+# partition (checked below).
+input_partitioner = crc32
 EOF
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 "$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
@@ -38,7 +42,7 @@ for g in $(seq 0 $((groups - 1))); do
     ms=$((1000 + g * 100))
     for i in $(seq 0 $((per_group - 1))); do echo "t$g-$i:p-t$g-$i"; done |
         produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=${ms}ms" \
-            -H "x-delay-ms=$ms" &
+            -H "x-delay-ms=$ms" -X partitioner=consistent_random &
     pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || fail "kcat failed to produce"; done
@@ -113,8 +117,9 @@ for p, recs in by_part.items():
         if b[1] < a[1]:
             disorder.append((p, a[2], a[1], b[2], b[1]))
 if disorder: errors.append(f"{len(disorder)} out of due order, e.g. (partition, id, due, next id, due) {disorder[:5]}")
-# Same partitioner (kcat's and sluice's default) and the same partition
-# count: each target partition is fed by exactly one input partition, so
+# Same partitioner (kcat's default, the pipeline's input_partitioner and
+# sluice's target writes) and the same partition count: each target
+# partition is fed by exactly one input partition, so
 # due order per target partition is what sluice promises.
 if any(len(v) != 1 for v in mapping.values()):
     errors.append(f"input->target partition mapping not 1:1: {dict(mapping)}")

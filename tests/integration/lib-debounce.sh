@@ -185,6 +185,13 @@ def load_records(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
+def load_input(path):
+    # What producers wrote: the input less the copies sluice moved to
+    # their key's partition (reroute), which carry sluice-rerouted-from.
+    return [r for r in load_records(path)
+            if "sluice-rerouted-from" not in headers(r)]
+
+
 def load_batches(path):
     out = []
     for r in load_records(path):

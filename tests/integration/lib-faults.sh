@@ -110,12 +110,16 @@ _fault_feed_cleanup() {
 }
 
 # _fault_kcat TOPIC [kcat args] — one producer run that gives up after 3 s
-# without the broker (idempotent: a retry never duplicates a record).
+# without the broker (idempotent: a retry never duplicates a record).  It
+# keeps kcat's own partitioner (consistent_random, CRC-32), not the
+# pipelines' murmur2: most keyed records arrive off their key's partition
+# and are moved there (reroute) through every fault; the verdicts read the
+# inputs less those copies (dbcheck.load_input).
 _fault_kcat() {
     local topic=$1
     shift
     kcat -P -b "$BOOTSTRAP" -t "$topic" -X message.timeout.ms=3000 \
-        -X enable.idempotence=true "$@" 2>/dev/null
+        -X enable.idempotence=true -X partitioner=consistent_random "$@" 2>/dev/null
 }
 
 # fault_feed_start — per round r, in parallel: 20 delay timers d<r>-<i>
@@ -357,7 +361,7 @@ def throttle(inp, out):
 
 if __name__ == "__main__":
     op, w = sys.argv[1], sys.argv[2]
-    inp = load(f"{w}/{op}.in.json")
+    inp = dbcheck.load_input(f"{w}/{op}.in.json")
     if op == "d":
         s, e = delay(inp, load(f"{w}/d.out.json"))
     elif op == "b":
@@ -375,7 +379,7 @@ PY
 # output count reached the input count).
 _fault_done() {
     local op=$1 n_in
-    n_in=$(count_records "$PFX.$op.in")
+    n_in=$(count_input_records "$PFX.$op.in")
     case $op in
     d)
         [ "$(consume_all "$PFX.d.out" -f '%k\n' | sort -u | wc -l)" -ge "$n_in" ] || return 1

@@ -113,11 +113,15 @@ topic_create() {
     "$SLUICE_BIN" topics create -c "$WORK/admin.ini" "$name" --partitions "$parts" "${args[@]}" >/dev/null
 }
 
-# produce TOPIC [kcat args...] — records on stdin, one per line.
+# produce TOPIC [kcat args...] — records on stdin, one per line, keyed
+# records to the partition the pipelines' default input_partitioner
+# (murmur2) gives their key, as the README asks of producers; a test of
+# sluice moving records produced otherwise (reroute) passes
+# -X partitioner=consistent_random, kcat's own default (a later -X wins).
 produce() {
     local topic=$1
     shift
-    kcat -P -b "$BOOTSTRAP" -t "$topic" "$@"
+    kcat -P -b "$BOOTSTRAP" -t "$topic" -X partitioner=murmur2_random "$@"
 }
 
 # _kcat_read CMD... — runs a kcat read; when KCAT_READ_TIMEOUT (seconds)
@@ -153,6 +157,13 @@ consume_all() {
 # count_records TOPIC — number of committed records in TOPIC.
 count_records() {
     consume_all "$1" -f 'x\n' | wc -l
+}
+
+# count_input_records TOPIC — the committed records of an input topic that
+# producers wrote: less the copies sluice moved to their key's partition
+# (reroute: they carry sluice-rerouted-from).
+count_input_records() {
+    consume_all "$1" -f '%h\n' | grep -vc 'sluice-rerouted-from=' || true
 }
 
 # list_txns PREFIX — "<id> <state> <producer id>" for each transactional id
