@@ -4,9 +4,9 @@
  * key, the sluice-item headers and the value), then the window state
  * (upsert, remove, take, split) and both batch encodings.
  *
- * Only the header lookup itself (rd_kafka_header_get of "sluice-item",
- * which counts them) stays in op_debounce.c: it needs an
- * rd_kafka_message_t.
+ * Only the pass over the record's headers itself (rd_kafka_header_get_all,
+ * counting sluice-control and sluice-item) stays in op_debounce.c: it
+ * needs an rd_kafka_message_t.
  *
  * Input: byte 0 picks max_items (1, 2, 3, 1000) and max_bytes (8, 100,
  * 1 MiB); the rest is records, one per line, "key\tid\tpayload": no tab

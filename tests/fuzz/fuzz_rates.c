@@ -6,11 +6,15 @@
  * tombstone for that key; a key of "\x01" alone is a null key.  "*" is the
  * default entry.
  *
+ * The table is bounded (sl_rates_set_max_bytes, 8 KiB: a few dozen keys),
+ * so new keys past it are refused.
+ *
  * Checks, against a small model of the table kept here: every apply
- * either succeeds or leaves every lookup unchanged; a lookup returns the
- * key's own rate, else "*", else the fallback, always finite and within
- * the parse.h bounds; the generation never goes back and moves whenever
- * some lookup result changed; the count is the number of keys.
+ * either succeeds or leaves every lookup unchanged (a refusal for a full
+ * table only ever for a new key, and never past the bound); a lookup returns
+ * the key's own rate, else "*", else the fallback, always finite and within the
+ * parse.h bounds; the generation never goes back and moves whenever some lookup
+ * result changed; the count is the number of keys.
  */
 #include <math.h>
 #include <stdint.h>
@@ -71,9 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t cnt = 0;
         int has_dflt = 0;
         sl_rates_t *rt = sl_rates_new(&fallback);
-        uint64_t gen = sl_rates_generation(rt);
+        uint64_t gen;
         char err[256];
 
+        sl_rates_set_max_bytes(rt, 8192);
+        gen = sl_rates_generation(rt);
         for (s = data; s < end && cnt < MAX_KEYS;) {
                 const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
                 const uint8_t *le = nl ? nl : end;
@@ -91,8 +97,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 s = le + 1;
                 r = sl_rates_apply(rt, null_key ? NULL : key, keylen, val,
                                    vallen, err, sizeof(err));
-                CHECK(r == 0 || r == -1);
-                if (r == -1) {
+                CHECK(r == 0 || r == -1 || r == -2);
+                CHECK(sl_rates_bytes(rt) <= 8192);
+                if (r == -2) {
+                        /* Full: only a new key, with a valid value. */
+                        CHECK(!null_key && val && !is_star(key, keylen));
+                        for (i = 0; i < cnt; i++)
+                                CHECK(m[i].len != keylen ||
+                                      memcmp(m[i].key, key, keylen));
+                        CHECK(sl_rates_generation(rt) == gen);
+                } else if (r == -1) {
                         CHECK(null_key || val);
                         CHECK(sl_rates_generation(rt) == gen);
                 } else {
