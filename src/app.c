@@ -1975,11 +1975,14 @@ static rd_kafka_conf_t *app_producer_conf(void *opaque, int idx, char *errstr,
                          SL_MIN(app->rt.producer_max_bytes, 1000000000));
                 SET(kc, "message.max.bytes", buf);
         }
-        /* A batch of many records must fit the smallest topic too. */
+        /* A batch of many records must fit the smallest topic too: its
+         * limit less the batch's header and some slack (librdkafka counts
+         * framing its own way).  One record larger than batch.size still
+         * goes, alone in its batch. */
         if (!user_set(app->rt.conf, "batch.size") &&
             app->rt.max_bytes_floor - 128 < 1000000) {
                 snprintf(buf, sizeof(buf), "%" PRId64,
-                         SL_MAX(app->rt.max_bytes_floor - 128, 1000));
+                         SL_MAX(app->rt.max_bytes_floor - 128, 1));
                 SET(kc, "batch.size", buf);
         }
         SET(kc, "delivery.report.only.error",

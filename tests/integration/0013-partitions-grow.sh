@@ -31,6 +31,8 @@ cat >>"$conf" <<EOF
 type = delay
 input = $in
 input_partitions = 2
+# Records go to the partition the producer names (-p), whatever their key.
+reroute = false
 EOF
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 "$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 3 >/dev/null
