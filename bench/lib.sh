@@ -167,11 +167,15 @@ bench_topic() {
 # bench_load TOPIC COUNT SIZE [load options] — produces COUNT records with
 # SIZE-byte values (see build/bench/load --help for keys, headers and
 # partitioners); prints the result line "load records=N seconds=S rate=R".
+# Records go to the partition their key's murmur2 gives (a keyed producer's,
+# the pipelines' input_partitioner), unless the options name a partitioner:
+# a record placed otherwise would be measured moving (reroute).
 bench_load() {
-    local topic=$1 count=$2 size=$3
+    local topic=$1 count=$2 size=$3 a part=(--partitioner murmur2_random)
     shift 3
+    for a in "$@"; do case $a in -p | --partitioner) part=() ;; esac; done
     bench_run 200 "load-$topic" "$BENCH_BIN/load" -b "$BENCH_BOOTSTRAP" \
-        -t "$topic" -n "$count" -s "$size" --timeout 180 "$@" ||
+        -t "$topic" -n "$count" -s "$size" --timeout 180 "${part[@]}" "$@" ||
         bench_fail "load into $topic failed"
 }
 
