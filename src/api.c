@@ -1779,20 +1779,11 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s) {
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
         sl_api_t *api = cls;
         char buf[512];
-        uint64_t dropped;
         vsnprintf(buf, sizeof(buf), fmt, ap);
         buf[strcspn(buf, "\n")] = '\0';
         /* Clients make libmicrohttpd talk: a line for each one that leaves
          * mid-request, as every connection the guard closes does. */
-        if (!sl_log_budget_take(&api->log_budget, &dropped))
-                return;
-        if (dropped)
-                sl_log(LOG_WARNING, "API",
-                       "%s (and %" PRIu64 " more libmicrohttpd messages "
-                       "in the last %d s)",
-                       buf, dropped, SL_LOG_BUDGET_MS / 1000);
-        else
-                sl_log(LOG_WARNING, "API", "%s", buf);
+        sl_log_budgeted(&api->log_budget, "API", buf);
 }
 
 /* The API's own figures. */
@@ -2046,6 +2037,15 @@ static int api_bind(sl_api_t *api, char *errstr, size_t errstr_size) {
                         return -1;
                 }
                 flags |= MHD_USE_TLS;
+        }
+        {
+                /* The TLS options only with TLS: an empty array (its first
+                 * item MHD_OPTION_END) adds nothing. */
+                struct MHD_OptionItem tls[] = {
+                    {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)api->tls_cert},
+                    {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)api->tls_key},
+                    {MHD_OPTION_END, 0, NULL},
+                };
                 api->daemon = MHD_start_daemon(
                     flags, 0, NULL, NULL, on_request, api,
                     /* The logger first, or libmicrohttpd says so on
@@ -2058,21 +2058,7 @@ static int api_bind(sl_api_t *api, char *errstr, size_t errstr_size) {
                     api->guard, MHD_OPTION_CONNECTION_LIMIT,
                     sl_connguard_mhd_limit(api->guard),
                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                    MHD_OPTION_HTTPS_MEM_CERT, api->tls_cert,
-                    MHD_OPTION_HTTPS_MEM_KEY, api->tls_key, MHD_OPTION_END);
-        } else {
-                api->daemon = MHD_start_daemon(
-                    flags, 0, NULL, NULL, on_request, api,
-                    /* The logger first, or libmicrohttpd says so on
-                     * stderr. */
-                    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, api,
-                    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-                    MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, api,
-                    MHD_OPTION_NOTIFY_CONNECTION, sl_connguard_mhd_notify,
-                    api->guard, MHD_OPTION_CONNECTION_LIMIT,
-                    sl_connguard_mhd_limit(api->guard),
-                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                    MHD_OPTION_ARRAY, api->tls_cert ? tls : tls + 2,
                     MHD_OPTION_END);
         }
         if (!api->daemon) {

@@ -198,7 +198,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
         sl_http_t *h = cls;
         char buf[512];
         size_t n;
-        uint64_t dropped;
 
         vsnprintf(buf, sizeof(buf), fmt, ap);
         n = strlen(buf);
@@ -210,15 +209,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
                          (int)sizeof(h->starterr) - 1, buf);
         /* Clients make libmicrohttpd talk (a line for each one that leaves
          * mid-request, as every connection the guard closes does). */
-        if (!sl_log_budget_take(&h->log_budget, &dropped))
-                return;
-        if (dropped)
-                sl_log(LOG_WARNING, "HTTP",
-                       "%s (and %" PRIu64 " more libmicrohttpd messages "
-                       "in the last %d s)",
-                       buf, dropped, SL_LOG_BUDGET_MS / 1000);
-        else
-                sl_log(LOG_WARNING, "HTTP", "%s", buf);
+        sl_log_budgeted(&h->log_budget, "HTTP", buf);
 }
 
 /*

@@ -4,6 +4,8 @@
  */
 #include "log.h"
 
+#include <inttypes.h>
+
 #include "util.h"
 
 #include <stdarg.h>
@@ -77,4 +79,17 @@ int sl_log_budget_take(sl_log_budget_t *b, uint64_t *dropped) {
         }
         pthread_mutex_unlock(&b->lock);
         return ok;
+}
+
+void sl_log_budgeted(sl_log_budget_t *b, const char *fac, const char *line) {
+        uint64_t dropped;
+        if (!sl_log_budget_take(b, &dropped))
+                return;
+        if (dropped)
+                sl_log(LOG_WARNING, fac,
+                       "%s (and %" PRIu64 " more libmicrohttpd messages "
+                       "in the last %d s)",
+                       line, dropped, SL_LOG_BUDGET_MS / 1000);
+        else
+                sl_log(LOG_WARNING, fac, "%s", line);
 }

@@ -44,4 +44,8 @@ typedef struct sl_log_budget_s {
  * Any thread. */
 int sl_log_budget_take(sl_log_budget_t *b, uint64_t *dropped);
 
+/* Logs line (a warning of facility fac, line its text) if b allows it,
+ * saying how many lines were dropped before it.  Any thread. */
+void sl_log_budgeted(sl_log_budget_t *b, const char *fac, const char *line);
+
 #endif

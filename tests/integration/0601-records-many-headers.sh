@@ -24,29 +24,12 @@ max_stall=0.05
 conf=$WORK/sluice.ini
 port=$(free_port)
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX-d]
-type = delay
-input = $PFX.d.in
-input_partitions = 1
-allowed_targets = $PFX.d.*
-
-[pipeline $PFX-t]
-type = throttle
-input = $PFX.t.in
-input_partitions = 1
-output = $PFX.t.out
-default_rate = 1/s burst=1
-
-[pipeline $PFX-b]
-type = debounce
-input = $PFX.b.in
-input_partitions = 1
-output = $PFX.b.out
-idle = 1s
-max_age = 5s
-EOF
+pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=1 \
+    allowed_targets="$PFX.d.*"
+pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=1 \
+    output="$PFX.t.out" default_rate="1/s burst=1"
+pipeline_section "$conf" "$PFX-b" debounce input="$PFX.b.in" input_partitions=1 \
+    output="$PFX.b.out" idle=1s max_age=5s
 for op in d t b; do topic_create "$PFX.$op.out" 1; done
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"

@@ -39,32 +39,12 @@ token=tok-$RANDOM
 echo "$token" >"$WORK/tokens"
 base_conf "$conf"
 sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$api_port\napi_tokens_file = $WORK/tokens|" "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX-d]
-type = delay
-input = $PFX.d.in
-input_partitions = 1
-allowed_targets = $PFX.d.*
-max_record_bytes = 4MiB
-
-[pipeline $PFX-t]
-type = throttle
-input = $PFX.t.in
-input_partitions = 1
-output = $PFX.t.out
-default_rate = 1000/s
-max_record_bytes = 4MiB
-
-[pipeline $PFX-b]
-type = debounce
-input = $PFX.b.in
-input_partitions = 1
-output = $PFX.b.out
-idle = 1s
-max_age = 5s
-max_record_bytes = 4MiB
-EOF
+pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=1 \
+    allowed_targets="$PFX.d.*" max_record_bytes=4MiB
+pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=1 \
+    output="$PFX.t.out" default_rate=1000/s max_record_bytes=4MiB
+pipeline_section "$conf" "$PFX-b" debounce input="$PFX.b.in" input_partitions=1 \
+    output="$PFX.b.out" idle=1s max_age=5s max_record_bytes=4MiB
 for op in d t b; do
     topic_create "$PFX.$op.in" 1 max.message.bytes=2097152
     topic_create "$PFX.$op.out" 1

@@ -36,32 +36,12 @@ max_aborts=4
 conf=$WORK/sluice.ini
 port=$(free_port)
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX-d]
-type = delay
-input = $PFX.d.in
-input_partitions = 1
-allowed_targets = $PFX.d.*
-max_record_bytes = 4MiB
-
-[pipeline $PFX-t]
-type = throttle
-input = $PFX.t.in
-input_partitions = 1
-output = $PFX.t.out
-default_rate = 1/s burst=1
-max_record_bytes = 4MiB
-
-[pipeline $PFX-b]
-type = debounce
-input = $PFX.b.in
-input_partitions = 1
-output = $PFX.b.out
-idle = 1s
-max_age = 5s
-max_record_bytes = 4MiB
-EOF
+pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=1 \
+    allowed_targets="$PFX.d.*" max_record_bytes=4MiB
+pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=1 \
+    output="$PFX.t.out" default_rate="1/s burst=1" max_record_bytes=4MiB
+pipeline_section "$conf" "$PFX-b" debounce input="$PFX.b.in" input_partitions=1 \
+    output="$PFX.b.out" idle=1s max_age=5s max_record_bytes=4MiB
 for op in d t b; do
     topic_create "$PFX.$op.in" 1 max.message.bytes=2097152
     topic_create "$PFX.$op.out" 1
@@ -129,15 +109,8 @@ sluice_kill main TERM || fail "sluice did not stop cleanly"
 conf2=$WORK/sluice2.ini
 base_conf "$conf2"
 sed -i "s/^app_id = .*/app_id = $PFX-2/; s/^\[kafka\]$/[kafka]\ncompression.type = lz4/" "$conf2"
-cat >>"$conf2" <<EOF
-
-[pipeline $PFX-z]
-type = throttle
-input = $PFX.z.in
-input_partitions = 1
-output = $PFX.z.out
-default_rate = 100/s
-EOF
+pipeline_section "$conf2" "$PFX-z" throttle input="$PFX.z.in" input_partitions=1 \
+    output="$PFX.z.out" default_rate=100/s
 topic_create "$PFX.z.out" 1
 topic_create "$PFX-z.changelog" 1 cleanup.policy=compact max.message.bytes=2000
 "$SLUICE_BIN" topics apply -c "$conf2" >/dev/null || true # the changelog differs on purpose

@@ -23,15 +23,8 @@ conf=$WORK/sluice.ini
 port=$(free_port)
 base_conf "$conf"
 for p in x y; do
-    cat >>"$conf" <<EOF
-
-[pipeline $PFX-$p]
-type = delay
-input = $PFX.$p.in
-input_partitions = 1
-allowed_targets = $PFX.out
-max_pending_timers = 1
-EOF
+    pipeline_section "$conf" "$PFX-$p" delay input="$PFX.$p.in" input_partitions=1 \
+        allowed_targets="$PFX.out" max_pending_timers=1
 done
 topic_create "$PFX.out" 1
 topic_create "$PFX.x.in" 1

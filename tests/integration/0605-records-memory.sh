@@ -26,25 +26,10 @@ margin=$((256 << 20)) # librdkafka's fetch queue (64 MiB), its producer
 conf=$WORK/sluice.ini
 port=$(free_port)
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX-b]
-type = debounce
-input = $PFX.b.in
-input_partitions = 1
-output = $PFX.b.out
-idle = 10m
-max_age = 20m
-max_pending_bytes = 64MiB
-
-[pipeline $PFX-t]
-type = throttle
-input = $PFX.t.in
-input_partitions = 1
-output = $PFX.t.out
-default_rate = 1/h burst=1
-max_key_bytes = 64MiB
-EOF
+pipeline_section "$conf" "$PFX-b" debounce input="$PFX.b.in" input_partitions=1 \
+    output="$PFX.b.out" idle=10m max_age=20m max_pending_bytes=64MiB
+pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=1 \
+    output="$PFX.t.out" default_rate="1/h burst=1" max_key_bytes=64MiB
 topic_create "$PFX.b.out" 1
 topic_create "$PFX.t.out" 1
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null

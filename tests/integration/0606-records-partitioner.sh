@@ -23,29 +23,12 @@ source "$(dirname "$0")/lib.sh"
 conf=$WORK/sluice.ini
 port=$(free_port)
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX-d]
-type = delay
-input = $PFX.d.in
-input_partitions = 4
-allowed_targets = $PFX.d.out
-
-[pipeline $PFX-b]
-type = debounce
-input = $PFX.b.in
-input_partitions = 4
-output = $PFX.b.out
-idle = 3s
-max_age = 20s
-
-[pipeline $PFX-t]
-type = throttle
-input = $PFX.t.in
-input_partitions = 4
-output = $PFX.t.out
-default_rate = 1000/s
-EOF
+pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=4 \
+    allowed_targets="$PFX.d.out"
+pipeline_section "$conf" "$PFX-b" debounce input="$PFX.b.in" input_partitions=4 \
+    output="$PFX.b.out" idle=3s max_age=20s
+pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=4 \
+    output="$PFX.t.out" default_rate=1000/s
 for op in d b t; do topic_create "$PFX.$op.out" 4; done
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"

@@ -103,6 +103,20 @@ bootstrap.servers = $BOOTSTRAP
 EOF
 }
 
+# pipeline_section CONF NAME TYPE [key=value ...] — appends a [pipeline NAME]
+# of TYPE with these keys to CONF (lib-debounce.sh's db_pipeline is the
+# debounce form).
+pipeline_section() {
+    local conf=$1 name=$2 type=$3 kv
+    shift 3
+    {
+        echo
+        echo "[pipeline $name]"
+        echo "type = $type"
+        for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
+    } >>"$conf"
+}
+
 # topic_create NAME PARTITIONS [key=value ...] — creates a topic.
 topic_create() {
     local name=$1 parts=$2
