@@ -2549,6 +2549,12 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         rd_kafka_poll_set_consumer(app->rt.reader);
         if (!(kc = app_lookup_conf(app, errstr, errstr_size)))
                 return -1;
+        /* Its group lookups must see a moved coordinator (kquery.h). */
+        if (sl_kafka_conf_set(kc, "metadata.max.age.ms", SL_KQUERY_COORD_TTL,
+                              errstr, errstr_size) == -1) {
+                rd_kafka_conf_destroy(kc);
+                return -1;
+        }
         if (!(app->lookup =
                   rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size))) {
                 rd_kafka_conf_destroy(kc);

@@ -80,6 +80,11 @@
 #define SL_KQUERY_RETRY_MS 150
 /* Extra time past the deadline for a call in flight to return. */
 #define SL_KQUERY_GRACE_MS 200
+/* After a group's coordinator moved: how long the lookup client may keep
+ * an unused coordinator (its metadata.max.age.ms, sl_kquery_client_conf),
+ * and the margin past it for librdkafka's once-a-second expiry scan.  See
+ * kquery_coord_moved. */
+#define SL_KQUERY_COORD_SLACK_MS 1500
 /* The admin API's request timeout cannot exceed an hour. */
 #define SL_KQUERY_ADMIN_TIMEOUT_MAX (3600 * 1000)
 
@@ -162,6 +167,10 @@ struct sl_kquery_s {
         TAILQ_HEAD(, kq_req_s) done; /* lock */
         int bulk_running;            /* lock: watermark calls in flight */
         int stopping;                /* lock: workers exit */
+        /* Group requests (loop thread): when the last was sent, and until
+         * when none is sent (kquery_coord_moved). */
+        int64_t group_sent_us;
+        int64_t coord_hold_until_us;
 };
 
 static void kquery_on_timer(uv_timer_t *timer);
@@ -501,6 +510,34 @@ static int kquery_retriable(rd_kafka_resp_err_t err) {
         }
 }
 
+/* A group request was answered "not the coordinator" (or "none
+ * available").  librdkafka 2.0.2 keeps each group's coordinator in a
+ * cache that admin requests never correct: the answer leaves the entry in
+ * place, and every request renews it (rd_kafka_coord_cache_expire drops
+ * only entries unused for metadata.max.age.ms).  Asked again and again,
+ * it would send every ListConsumerGroupOffsets to the old node for as long
+ * as the asking lasts — a rebuild waiting for ever.  So no group request
+ * is sent until the entry has gone unused for the lookup client's
+ * metadata.max.age.ms (SL_KQUERY_COORD_TTL_MS) and the next expiry scan
+ * has run; the next request then looks the coordinator up afresh. */
+static void kquery_coord_moved(sl_kquery_t *q, rd_kafka_resp_err_t err) {
+        int64_t until;
+
+        if (err != RD_KAFKA_RESP_ERR_NOT_COORDINATOR &&
+            err != RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE)
+                return;
+        until =
+            q->group_sent_us +
+            (int64_t)(SL_KQUERY_COORD_TTL_MS + SL_KQUERY_COORD_SLACK_MS) * 1000;
+        if (until <= q->coord_hold_until_us)
+                return;
+        q->coord_hold_until_us = until;
+        sl_log(LOG_NOTICE, "LOOKUP",
+               "group coordinator moved (%s): group lookups wait %d ms for "
+               "the client to forget the old one",
+               rd_kafka_err2str(err), (int)((until - sl_mono_us()) / 1000));
+}
+
 /* Parks req to ask again after SL_KQUERY_RETRY_MS if its deadline leaves
  * room; 1 if it did. */
 static int kquery_backoff(kq_req_t *req) {
@@ -598,6 +635,7 @@ static void kquery_on_committed(kq_req_t *req, rd_kafka_event_t *ev) {
         int64_t offset = RD_KAFKA_OFFSET_INVALID;
 
         kquery_out_init(&out, kquery_committed_parse(req, ev, &offset));
+        kquery_coord_moved(req->q, out.err);
         if (kquery_retriable(out.err) && kquery_backoff(req))
                 return;
         if (!out.err)
@@ -641,6 +679,7 @@ static void kquery_on_group(kq_req_t *req, rd_kafka_event_t *ev) {
         kq_out_t out;
 
         kquery_out_init(&out, kquery_group_parse(ev, &desc));
+        kquery_coord_moved(req->q, out.err);
         if (kquery_retriable(out.err) && kquery_backoff(req))
                 return;
         if (desc) {
@@ -765,9 +804,27 @@ static int kquery_serve(void *opaque, int budget) {
 /* Hands req to a worker or to librdkafka and arms the deadline guard. */
 static void kquery_dispatch(kq_req_t *req) {
         sl_kquery_t *q = req->q;
+        int group = req->kind == KQ_COMMITTED || req->kind == KQ_GROUP;
 
-        if (req->kind == KQ_COMMITTED || req->kind == KQ_GROUP ||
-            req->kind == KQ_MAX_BYTES) {
+        if (group && q->coord_hold_until_us > sl_mono_us()) {
+                /* kquery_coord_moved: wait, within the deadline. */
+                int64_t held = (q->coord_hold_until_us - sl_mono_us()) / 1000;
+                int left = kquery_left_ms(req);
+                if (!left && req->where == KQ_BACKOFF) {
+                        kq_out_t out;
+                        kquery_out_init(&out, RD_KAFKA_RESP_ERR__TIMED_OUT);
+                        kquery_answer(req, &out);
+                        return;
+                }
+                req->where = KQ_BACKOFF;
+                uv_update_time(q->loop);
+                uv_timer_start(&req->timer, kquery_on_timer,
+                               (uint64_t)SL_MIN(held, left) + 1, 0);
+                return;
+        }
+        if (group)
+                q->group_sent_us = sl_mono_us();
+        if (group || req->kind == KQ_MAX_BYTES) {
                 kquery_admin_send(req);
         } else {
                 req->where = KQ_WORKER;

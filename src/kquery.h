@@ -37,13 +37,23 @@
 
 typedef struct sl_kquery_s sl_kquery_t;
 
+/* The metadata.max.age.ms the lookup client must run with (as a string for
+ * rd_kafka_conf_set, and in ms): librdkafka 2.0.2 forgets a group
+ * coordinator only once it went unused that long, and after a coordinator
+ * moved kquery waits that long before asking the group again (kquery.c,
+ * kquery_coord_moved).  It also bounds how old the client's cached topic
+ * metadata gets, which costs a metadata request per lookup at most. */
+#define SL_KQUERY_COORD_TTL    "2000"
+#define SL_KQUERY_COORD_TTL_MS 2000
+
 /* A lookup handle.  rk is the client every lookup uses (sluice passes a
  * client of its own that fetches nothing, app.h: a client whose fetches
  * a broker throttles has its connection muted, lookups included); it is
- * borrowed and must outlive q.  Its configuration shapes some answers: with
- * isolation.level=read_committed the "high" watermark is the last stable
- * offset.  Starts the worker threads.  Returns NULL and a message in errstr
- * on failure (handles it opened close on the loop's next turn, as after
+ * borrowed and must outlive q; it must be configured with
+ * metadata.max.age.ms = SL_KQUERY_COORD_TTL.  Its configuration shapes some
+ * answers: with isolation.level=read_committed the "high" watermark is the last
+ * stable offset.  Starts the worker threads.  Returns NULL and a message in
+ * errstr on failure (handles it opened close on the loop's next turn, as after
  * sl_kquery_destroy).  Loop thread. */
 sl_kquery_t *sl_kquery_new(uv_loop_t *loop, rd_kafka_t *rk, char *errstr,
                            size_t errstr_size);

@@ -7,6 +7,10 @@
  * silences callbacks; destroy with lookups in flight is clean (run under
  * ASan); bad arguments return -1 and never call back.
  *
+ * On librdkafka's mock cluster (three brokers, in-process): a group's
+ * coordinator moves between two lookups, and the second is still answered
+ * (kquery.c, kquery_coord_moved).
+ *
  * Against a real broker: the it_* cases run only when
  * tests/integration/0011-kquery.sh sets SLUICE_TEST_BOOTSTRAP and
  * SLUICE_TEST_KQUERY_TOPIC (a topic it created with `sluice topics create`
@@ -28,6 +32,9 @@
 
 #include "kquery.h"
 #include "util.h"
+
+/* After rdkafka.h (kquery.h). */
+#include <librdkafka/rdkafka_mock.h>
 
 /* Every lookup here that expects a silent broker uses this timeout. */
 #define TIMEOUT_MS 300
@@ -185,6 +192,11 @@ static rd_kafka_t *client_new(const char *bootstrap, const char *group,
                          RD_KAFKA_CONF_OK);
         assert_int_equal(rd_kafka_conf_set(conf, "enable.auto.commit", "false",
                                            errstr, sizeof(errstr)),
+                         RD_KAFKA_CONF_OK);
+        /* As a lookup client must be (kquery.h). */
+        assert_int_equal(rd_kafka_conf_set(conf, "metadata.max.age.ms",
+                                           SL_KQUERY_COORD_TTL, errstr,
+                                           sizeof(errstr)),
                          RD_KAFKA_CONF_OK);
         if (instance) {
                 assert_int_equal(rd_kafka_conf_set(conf, "group.instance.id",
@@ -573,6 +585,88 @@ static void test_strings_copied(void **state) {
 }
 
 /*
+ * On librdkafka's mock cluster.
+ */
+
+/* The Kafka protocol's ApiKey of OffsetFetch (librdkafka does not install
+ * its protocol header). */
+#define SL_TEST_API_OFFSETFETCH 9
+
+/* The mock cluster lives in a handle of its own, kept here; the fixture
+ * itself is the usual one, pointed at it. */
+static rd_kafka_t *mock_host;
+static rd_kafka_mock_cluster_t *mock_mc;
+
+static int mock_setup(void **state) {
+        fx_t *fx = sl_calloc(1, sizeof(*fx));
+        char errstr[256];
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+
+        rd_kafka_conf_set_log_cb(conf, log_quiet);
+        assert_non_null(mock_host = rd_kafka_new(RD_KAFKA_PRODUCER, conf,
+                                                 errstr, sizeof(errstr)));
+        assert_non_null(mock_mc = rd_kafka_mock_cluster_new(mock_host, 3));
+        assert_int_equal(rd_kafka_mock_topic_create(mock_mc, "t", 1, 3),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+        fx_open(fx, rd_kafka_mock_cluster_bootstraps(mock_mc));
+        *state = fx;
+        return 0;
+}
+
+static int mock_teardown(void **state) {
+        fx_teardown(state);
+        rd_kafka_mock_cluster_destroy(mock_mc);
+        rd_kafka_destroy(mock_host);
+        return 0;
+}
+
+/* librdkafka 2.0.2 keeps a group's coordinator in a cache its admin
+ * requests never correct, and renews the entry at each use: after the
+ * coordinator moved, ListConsumerGroupOffsets kept going to the old broker,
+ * answered NOT_COORDINATOR, and asked again every 150 ms until its deadline
+ * — for ever, to a rebuild that asks again.  Now the lookup is answered
+ * once the entry has expired: within the coordinator TTL plus a few
+ * seconds. */
+static void test_mock_coordinator_moved(void **state) {
+        fx_t *fx = *state;
+        rec_t first, second;
+        rec_t *f[] = {&first}, *s[] = {&second};
+
+        assert_int_equal(
+            rd_kafka_mock_coordinator_set(mock_mc, "group", "g", 1),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        rec_start(&first, fx);
+        assert_int_equal(sl_kquery_committed(fx->q, "g", "t", 0, 10000,
+                                             on_committed, &first),
+                         0);
+        run_until(fx, f, 1, 15000);
+        print_message("    coordinator 1: %s after %" PRId64 " ms\n",
+                      rd_kafka_err2name(first.err), rec_ms(&first));
+        assert_int_equal(first.err, RD_KAFKA_RESP_ERR_NO_ERROR);
+
+        /* The coordinator moves to broker 2; broker 1, still cached, now
+         * answers every OffsetFetch as a broker that is no longer the
+         * coordinator does (the mock itself would answer anyway). */
+        assert_int_equal(
+            rd_kafka_mock_coordinator_set(mock_mc, "group", "g", 2),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+        for (int i = 0; i < 500; i++)
+                assert_int_equal(rd_kafka_mock_broker_push_request_error_rtts(
+                                     mock_mc, 1, SL_TEST_API_OFFSETFETCH, 1,
+                                     RD_KAFKA_RESP_ERR_NOT_COORDINATOR, 0),
+                                 RD_KAFKA_RESP_ERR_NO_ERROR);
+        rec_start(&second, fx);
+        assert_int_equal(sl_kquery_committed(fx->q, "g", "t", 0, 15000,
+                                             on_committed, &second),
+                         0);
+        run_until(fx, s, 1, 20000);
+        print_message("    moved to 2: %s after %" PRId64 " ms\n",
+                      rd_kafka_err2name(second.err), rec_ms(&second));
+        assert_int_equal(second.err, RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_true(rec_ms(&second) < SL_KQUERY_COORD_TTL_MS + 6000);
+}
+
+/*
  * Against a real broker (tests/integration/0011-kquery.sh).
  */
 
@@ -933,6 +1027,8 @@ int main(void) {
                                             fx_teardown),
             cmocka_unit_test_setup_teardown(test_strings_copied, fx_setup,
                                             fx_teardown),
+            cmocka_unit_test_setup_teardown(test_mock_coordinator_moved,
+                                            mock_setup, mock_teardown),
             cmocka_unit_test_setup_teardown(test_it_watermarks, it_setup,
                                             it_teardown),
             cmocka_unit_test_setup_teardown(test_it_partitions, it_setup,
