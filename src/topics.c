@@ -174,7 +174,7 @@ md_topic(const struct rd_kafka_metadata *md, const char *name) {
 }
 
 static int describe(sl_topics_admin_t *adm, sl_topics_observed_t *obs,
-                    char *errstr, size_t errstr_size) {
+                    int *unknownp, char *errstr, size_t errstr_size) {
         rd_kafka_ConfigResource_t **res;
         rd_kafka_AdminOptions_t *opts;
         const rd_kafka_ConfigResource_t **rres;
@@ -217,6 +217,9 @@ static int describe(sl_topics_admin_t *adm, sl_topics_observed_t *obs,
                 if (rd_kafka_ConfigResource_error(rres[i])) {
                         const char *e =
                             rd_kafka_ConfigResource_error_string(rres[i]);
+                        if (rd_kafka_ConfigResource_error(rres[i]) ==
+                            RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+                                (*unknownp)++;
                         free(st->error);
                         st->error = sl_strdup(
                             e ? e
@@ -238,43 +241,100 @@ static int describe(sl_topics_admin_t *adm, sl_topics_observed_t *obs,
         return 0;
 }
 
-int sl_topics_observe(sl_topics_admin_t *adm, const char *const *names, int cnt,
-                      sl_topics_observed_t **obsp, char *errstr,
-                      size_t errstr_size) {
+/* Whether name is one of the cnt in list. */
+static int named(const char *const *list, int cnt, const char *name) {
+        for (int i = 0; i < cnt; i++)
+                if (!strcmp(list[i], name))
+                        return 1;
+        return 0;
+}
+
+/* One look: the metadata, then the configs.  *unsettledp counts the
+ * topics a cluster is still telling apart: one the metadata shows but
+ * DescribeConfigs calls unknown, and one of the cnt in expect (known to
+ * exist) that the metadata leaves out or shows without a leader. */
+static int observe_once(sl_topics_admin_t *adm, const char *const *names,
+                        int cnt, const char *const *expect, int expect_cnt,
+                        sl_topics_observed_t **obsp, int *unsettledp,
+                        int *brokersp, char *errstr, size_t errstr_size) {
         const struct rd_kafka_metadata *md;
         sl_topics_observed_t *obs;
-        int r;
+        int r, unsettled = 0;
 
         *obsp = NULL;
         if ((r = metadata(adm, &md, errstr, errstr_size)))
                 return r;
+        *brokersp = md->broker_cnt;
         obs = sl_topics_observed_new();
         for (int i = 0; i < cnt; i++) {
                 const rd_kafka_metadata_topic_t *t = md_topic(md, names[i]);
+                int expected = named(expect, expect_cnt, names[i]);
                 sl_topic_state_t *st;
 
                 if (sl_topics_observed_find(obs, names[i]))
                         continue;
                 st = sl_topics_observed_add(obs, names[i], t != NULL,
                                             t ? t->partition_cnt : 0);
-                for (int p = 0; t && p < t->partition_cnt; p++)
+                unsettled += expected && (!t || t->err);
+                for (int p = 0; t && p < t->partition_cnt; p++) {
                         if (!st->replicas ||
                             t->partitions[p].replica_cnt < st->replicas)
                                 st->replicas = t->partitions[p].replica_cnt;
+                        if (expected && t->partitions[p].leader < 0) {
+                                unsettled++;
+                                break;
+                        }
+                }
                 if (t && t->err)
                         st->error = sl_strdup(rd_kafka_err2str(t->err));
         }
         rd_kafka_metadata_destroy(md);
-        if ((r = describe(adm, obs, errstr, errstr_size))) {
+        if ((r = describe(adm, obs, &unsettled, errstr, errstr_size))) {
                 sl_topics_observed_destroy(obs);
                 return r;
         }
+        *unsettledp = unsettled;
         *obsp = obs;
         return 0;
 }
 
-/* Waits until the metadata shows name with partitions partitions: a created
- * topic is then usable by the next command. */
+int sl_topics_observe_expect(sl_topics_admin_t *adm, const char *const *names,
+                             int cnt, const char *const *expect, int expect_cnt,
+                             sl_topics_observed_t **obsp, char *errstr,
+                             size_t errstr_size) {
+        int settle_ms = adm->timeout_ms < SL_TOPICS_SETTLE_MS
+                            ? adm->timeout_ms
+                            : SL_TOPICS_SETTLE_MS;
+        int64_t end = sl_mono_us() + (int64_t)settle_ms * 1000;
+        int r, unsettled, brokers;
+
+        for (;;) {
+                if ((r = observe_once(adm, names, cnt, expect, expect_cnt, obsp,
+                                      &unsettled, &brokers, errstr,
+                                      errstr_size)))
+                        return r;
+                /* One node is never behind itself. */
+                if (!unsettled || brokers < 2 || sl_mono_us() > end)
+                        return 0;
+                sl_log(LOG_DEBUG, "TOPICS",
+                       "%d topic(s) not yet known to every node; asking "
+                       "again",
+                       unsettled);
+                sl_topics_observed_destroy(*obsp);
+                *obsp = NULL;
+                rd_kafka_poll(adm->rk, 200);
+        }
+}
+
+int sl_topics_observe(sl_topics_admin_t *adm, const char *const *names, int cnt,
+                      sl_topics_observed_t **obsp, char *errstr,
+                      size_t errstr_size) {
+        return sl_topics_observe_expect(adm, names, cnt, NULL, 0, obsp, errstr,
+                                        errstr_size);
+}
+
+/* Waits until the metadata shows name with partitions partitions, each
+ * with a leader: a created topic is then usable by the next command. */
 static int await_topic(sl_topics_admin_t *adm, const char *name, int partitions,
                        char *errstr, size_t errstr_size) {
         int64_t end = sl_mono_us() + (int64_t)adm->timeout_ms * 1000;
@@ -289,6 +349,8 @@ static int await_topic(sl_topics_admin_t *adm, const char *name, int partitions,
                 t = md_topic(md, name);
                 ok = t && !t->err &&
                      (partitions <= 0 || t->partition_cnt == partitions);
+                for (int p = 0; ok && p < t->partition_cnt; p++)
+                        ok = t->partitions[p].leader >= 0;
                 rd_kafka_metadata_destroy(md);
                 if (ok)
                         return 0;
@@ -682,15 +744,19 @@ static int open_admin(const char *sub, const topics_opts_t *o,
         return 0;
 }
 
+/* The plan's topics as the cluster has them; expect (expect_cnt names) were
+ * created or found existing just now (sl_topics_observe_expect). */
 static int observe_plan(const char *sub, sl_topics_admin_t *adm,
-                        const sl_topicplan_t *plan,
-                        sl_topics_observed_t **obsp) {
+                        const sl_topicplan_t *plan, char *const *expect,
+                        int expect_cnt, sl_topics_observed_t **obsp) {
         const char **names = sl_calloc(plan->cnt, sizeof(*names));
         int cnt = sl_topicplan_names(plan, names);
         char errstr[512];
         int r;
 
-        r = sl_topics_observe(adm, names, cnt, obsp, errstr, sizeof(errstr));
+        r = sl_topics_observe_expect(adm, names, cnt,
+                                     (const char *const *)expect, expect_cnt,
+                                     obsp, errstr, sizeof(errstr));
         free(names);
         if (r) {
                 fprintf(stderr, "sluice topics %s: %s\n", sub, errstr);
@@ -775,8 +841,10 @@ static int print_grown(const sl_topic_verdict_t *v,
 /* What `topics apply` did, topic by topic (names point into the plan). */
 typedef struct apply_s {
         char **created, **failed, **failed_why, **printed, **grown;
+        char **expect; /* created, or found existing when creating it */
         int *grown_from;
-        int created_cnt, failed_cnt, printed_cnt, grown_cnt, attempts;
+        int created_cnt, failed_cnt, printed_cnt, grown_cnt, expect_cnt;
+        int attempts;
         int problems, existed, would_create, would_grow;
 } apply_t;
 
@@ -810,6 +878,8 @@ static void apply_changes(apply_t *ap, sl_topics_admin_t *adm,
                         r = sl_topics_grow(adm, v->spec->name, v->grow_parts,
                                            errstr, sizeof(errstr));
                 }
+                if (r == 0 || (create && r == -EEXIST))
+                        ap->expect[ap->expect_cnt++] = v->spec->name;
                 if (r == 0) {
                         if (create)
                                 ap->created[ap->created_cnt++] = v->spec->name;
@@ -933,7 +1003,8 @@ static int cmd_apply(const topics_opts_t *o) {
         ap.printed = sl_calloc(plan->cnt, sizeof(*ap.printed));
         ap.grown = sl_calloc(plan->cnt, sizeof(*ap.grown));
         ap.grown_from = sl_calloc(plan->cnt, sizeof(*ap.grown_from));
-        if ((rc = observe_plan("apply", adm, plan, &obs)))
+        ap.expect = sl_calloc(plan->cnt, sizeof(*ap.expect));
+        if ((rc = observe_plan("apply", adm, plan, NULL, 0, &obs)))
                 goto done;
         ev = sl_topicplan_eval(plan, obs);
         if (!o->dry_run)
@@ -945,7 +1016,8 @@ static int cmd_apply(const topics_opts_t *o) {
                 sl_topicplan_eval_destroy(ev);
                 sl_topics_observed_destroy(obs);
                 ev = NULL;
-                if ((rc = observe_plan("apply", adm, plan, &obs)))
+                if ((rc = observe_plan("apply", adm, plan, ap.expect,
+                                       ap.expect_cnt, &obs)))
                         goto done;
                 ev = sl_topicplan_eval(plan, obs);
         }
@@ -961,6 +1033,7 @@ done:
         free(ap.printed);
         free(ap.grown);
         free(ap.grown_from);
+        free(ap.expect);
         sl_topicplan_eval_destroy(ev);
         sl_topics_observed_destroy(obs);
         sl_topicplan_destroy(plan);
@@ -981,7 +1054,7 @@ static int cmd_check(const topics_opts_t *o) {
                 return rc;
         plan = sl_topicplan_new(conf);
         set_name_width(plan);
-        if ((rc = observe_plan("check", adm, plan, &obs)))
+        if ((rc = observe_plan("check", adm, plan, NULL, 0, &obs)))
                 goto done;
         ev = sl_topicplan_eval(plan, obs);
         for (int i = 0; i < ev->cnt; i++) {

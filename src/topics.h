@@ -43,6 +43,21 @@ int sl_topics_observe(sl_topics_admin_t *adm, const char *const *names, int cnt,
                       sl_topics_observed_t **obsp, char *errstr,
                       size_t errstr_size);
 
+/* How long sl_topics_observe_expect asks again (at most the admin timeout). */
+#define SL_TOPICS_SETTLE_MS 15000
+
+/* sl_topics_observe, on a cluster that may not have told every node of a
+ * new topic yet (KRaft brokers learn it from the controller one after the
+ * other): while a topic the metadata shows is unknown to DescribeConfigs,
+ * or one of the expect_cnt in expect (created or found existing just now)
+ * is missing from the metadata or has a partition without a leader, it
+ * asks again every 200 ms for up to SL_TOPICS_SETTLE_MS, then answers with
+ * what it saw last.  A single-broker cluster is taken at its first word. */
+int sl_topics_observe_expect(sl_topics_admin_t *adm, const char *const *names,
+                             int cnt, const char *const *expect, int expect_cnt,
+                             sl_topics_observed_t **obsp, char *errstr,
+                             size_t errstr_size);
+
 /* Creates topic name with partitions and replication_factor (-1: broker
  * default) and the cnt key=value configs in keys/values, then waits until
  * the metadata shows it.  Returns 0 when created, -EEXIST when it already
