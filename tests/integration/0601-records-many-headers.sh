@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # 0601-records-many-headers — records with 50,000 headers on every
 # operator's input, read in one pass each: the event loop never stalls for
-# 50 ms (sluice_loop_stall_max_seconds), and every header comes out where
+# 0.5 s (sluice_loop_stall_max_seconds), and every header comes out where
 # the record does, in order.  (Each by-name header lookup librdkafka offers
 # walks the list from its start: counting sluice-item headers that way was
-# quadratic, 4.4 s for a record of 40,000.)
+# quadratic, 4.4 s for a record of 40,000; one pass takes milliseconds.
+# The bound leaves room for a loop thread that a machine with both cores
+# busy does not schedule for a while: 0.07 s seen under stress-ng.)
 #
 #   delay     a timer with 50,000 headers, due in 1 s: fires with all of
 #             them (and sluice-timer-id, sluice-due)
@@ -20,7 +22,7 @@
 source "$(dirname "$0")/lib.sh"
 
 n=50000
-max_stall=0.05
+max_stall=0.5
 conf=$WORK/sluice.ini
 port=$(free_port)
 base_conf "$conf"
