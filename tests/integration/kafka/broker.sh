@@ -19,6 +19,13 @@
 #   broker.sh bootstrap
 #                      print its bootstrap address
 #   broker.sh libdir   print the folder of the version's jars (fetch first)
+#   broker.sh common-props
+#                      print the server.properties lines every test broker
+#                      shares (cluster.sh's nodes)
+#   broker.sh logconf DIR LOG
+#                      write the version's logging file into DIR (the log
+#                      goes to LOG) and print the JVM option that reads it
+#                      (cluster.sh's nodes)
 #   broker.sh java ARGS...
 #                      java with the version's jars on the class path and
 #                      their logging off: the tests' Java tools
@@ -124,24 +131,11 @@ fetch() {
     fi
 }
 
-write_config() {
-    cat >"$dir/server.properties" <<EOF
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
-log.dirs=$dir/data
+# common_props — the settings every test broker shares, single or in a
+# cluster (cluster.sh: broker.sh common-props).
+common_props() {
+    cat <<EOF
 num.partitions=1
-default.replication.factor=1
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-transaction.state.log.num.partitions=4
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 # Make the cleaner visible within seconds.
@@ -155,15 +149,43 @@ log.cleaner.dedupe.buffer.size=33554432
 transaction.abort.timed.out.transaction.cleanup.interval.ms=2000
 transaction.remove.expired.transaction.cleanup.interval.ms=10000
 EOF
+}
+
+write_config() {
+    cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$dir/data
+default.replication.factor=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+EOF
+    common_props >>"$dir/server.properties"
     # shellcheck disable=SC2086 # word-split on purpose: key=value pairs
     [ -z "${SLUICE_TEST_KAFKA_PROPS:-}" ] ||
         printf '%s\n' $SLUICE_TEST_KAFKA_PROPS >>"$dir/server.properties"
-    # The same levels and the one file, in each backend's own format.
+    write_log_config "$dir" "$log"
+}
+
+# write_log_config DIR LOG — the logging backend's file in DIR, sending
+# everything to LOG: the same levels and the one file, in each backend's
+# own format (cluster.sh uses it for its nodes too: broker.sh logconf).
+write_log_config() {
+    local d=$1 f=$2
     if [ "$logging" = reload4j ]; then
-        cat >"$dir/log4j.properties" <<EOF
+        cat >"$d/log4j.properties" <<EOF
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=$log
+log4j.appender.file.File=$f
 log4j.appender.file.layout=org.apache.log4j.PatternLayout
 log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka.log.LogCleaner=INFO
@@ -171,11 +193,11 @@ log4j.logger.org.apache.kafka.clients=WARN
 log4j.logger.kafka.request.logger=WARN
 EOF
     else
-        cat >"$dir/log4j2.properties" <<EOF
+        cat >"$d/log4j2.properties" <<EOF
 status = warn
 appender.file.type = File
 appender.file.name = file
-appender.file.fileName = $log
+appender.file.fileName = $f
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = INFO
@@ -197,10 +219,11 @@ EOF
 
 # log_opts — the JVM option that points the backend at write_config's file.
 log_opts() {
+    local d=${1:-$dir}
     if [ "$logging" = reload4j ]; then
-        echo "-Dlog4j.configuration=file:$dir/log4j.properties"
+        echo "-Dlog4j.configuration=file:$d/log4j.properties"
     else
-        echo "-Dlog4j2.configurationFile=$dir/log4j2.properties"
+        echo "-Dlog4j2.configurationFile=$d/log4j2.properties"
     fi
 }
 
@@ -340,6 +363,13 @@ status) answers ;;
 logs) tail -n "${2:-200}" "$log" 2>/dev/null || true ;;
 bootstrap) echo "127.0.0.1:$port" ;;
 libdir) echo "$lib" ;;
+common-props) common_props ;;
+logconf)
+    # logconf DIR LOG — writes the version's logging file into DIR, sending
+    # the log to LOG, and prints the JVM option that reads it.
+    write_log_config "$2" "$3"
+    log_opts "$2"
+    ;;
 java)
     shift
     [ -f "$lib/kafka_2.13-$version.jar" ] || {
