@@ -5,7 +5,7 @@ DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
              protobuf-c-compiler libcmocka-dev libinih-dev libmicrohttpd-dev \
              libjansson-dev libgnutls28-dev kcat clang-format maven default-jre-headless procps \
              python3 python3-venv curl clang libclang-rt-14-dev mmdebstrap python3-yaml \
-             libjemalloc-dev
+             libjemalloc-dev iproute2 iptables
 CC        ?= gcc
 BUILD     ?= build
 CFLAGS    ?= -O2 -g
@@ -37,7 +37,7 @@ ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefin
 ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check \
-        docs docs-check clean help broker-start broker-stop ops-tools ops-check ops-rules \
+        docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
         image-check
 all: sluice
 
@@ -47,11 +47,13 @@ help:
 	@echo "make test       deps, build, unit tests, broker, integration tests"
 	@echo "make unit       cmocka unit tests only"
 	@echo "make integration integration tests (starts and stops the test broker)"
+	@echo "make test-cluster the cluster fault tests alone (07NN: three nodes in"
+	@echo "                network namespaces; needs root; part of make test)"
 	@echo "make demo       local broker + example pipelines + sample input"
 	@echo "make bench      benchmarks against the local broker"
 	@echo "make asan       AddressSanitizer + UBSan build (./sluice-asan, unit tests)"
 	@echo "make unit-asan  the unit tests under ASan + UBSan"
-	@echo "make docs       regenerate the README configuration reference"
+	@echo "make docs       regenerate the README configuration reference and ACL example"
 	@echo "make format-check  clang-format check"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
@@ -144,6 +146,11 @@ integration: sluice asan $(TOOL_BINS)
 image-check: deps sluice
 	@tests/integration/run.sh -image-
 
+# The cluster fault tests alone (07NN-cluster-*: three nodes in network
+# namespaces, needs root); make test runs them too.
+test-cluster: deps sluice $(TOOL_BINS)
+	@tests/integration/run.sh -cluster-
+
 broker-start:
 	@tests/integration/kafka/broker.sh start
 broker-stop:
@@ -155,13 +162,21 @@ demo: deps sluice
 bench: deps sluice $(BENCH_BINS)
 	@bench/run.sh
 
+# The README's generated sections: the configuration reference, and the
+# ACL example (Security) from examples/acls.ini, without the caller's
+# SLUICE_* environment (env -i), so every run writes the same text.
+DOCS_GEN = ./sluice config reference > $(BUILD)/config-reference.md && \
+	{ echo '```sh' && env -i ./sluice acls -c examples/acls.ini && echo '```'; } > $(BUILD)/acls.md
+
 docs: sluice
-	@./sluice config reference > $(BUILD)/config-reference.md
+	@$(DOCS_GEN)
 	@tools/replace-section.sh README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
+	@tools/replace-section.sh README.md ACLS $(BUILD)/acls.md
 
 docs-check: sluice
-	@./sluice config reference > $(BUILD)/config-reference.md
+	@$(DOCS_GEN)
 	@tools/replace-section.sh --check README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
+	@tools/replace-section.sh --check README.md ACLS $(BUILD)/acls.md
 
 format:
 	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c $(FUZZ_SRCS) 2>/dev/null || true

@@ -16,5 +16,6 @@ int sl_app_cmd(int argc, char **argv);     /* run      (app.c)     */
 int sl_topics_cmd(int argc, char **argv);  /* topics   (topics.c)  */
 int sl_conf_cmd(int argc, char **argv);    /* config   (config.c)  */
 int sl_inspect_cmd(int argc, char **argv); /* inspect  (inspect.c) */
+int sl_acls_cmd(int argc, char **argv);    /* acls     (acls_cmd.c) */
 
 #endif

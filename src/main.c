@@ -26,6 +26,8 @@ static void usage(FILE *out) {
             "reference\n"
             "  inspect -c FILE PIPELINE    print a pipeline's pending "
             "state\n"
+            "  acls -c FILE                print the Kafka ACLs sluice "
+            "needs\n"
             "  version                     print versions\n"
             "\n"
             "`sluice <command> --help` describes each command.\n");
@@ -44,10 +46,11 @@ int main(int argc, char **argv) {
                 const char *name;
                 int (*fn)(int argc, char **argv);
         } cmds[] = {
-            {"run", sl_app_cmd},
-            {"topics", sl_topics_cmd},
-            {"config", sl_conf_cmd},
-            {"inspect", sl_inspect_cmd},
+            {"run", sl_app_cmd},         /* app.c */
+            {"topics", sl_topics_cmd},   /* topics.c */
+            {"config", sl_conf_cmd},     /* config.c */
+            {"inspect", sl_inspect_cmd}, /* inspect.c */
+            {"acls", sl_acls_cmd},       /* acls_cmd.c */
         };
 
         if (argc < 2) {

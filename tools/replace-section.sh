@@ -4,11 +4,14 @@
 #   tools/replace-section.sh [--check] FILE NAME GENERATED
 #
 # Replaces the lines between "<!-- BEGIN NAME -->" and "<!-- END NAME -->"
-# in FILE (the marker lines stay) with the content of GENERATED.  With
+# in FILE (the marker lines stay) with the content of GENERATED.  A marker
+# may be indented (a section inside a Markdown list item): each non-empty
+# line of GENERATED then gets the BEGIN marker's indentation.  With
 # --check, changes nothing: exits 1 and says so when the section differs
 # from GENERATED, 0 when it is current.  Exit 2 on usage errors or when the
 # markers are missing, repeated or out of order.  Used by `make docs` and
-# `make docs-check` for the README's configuration reference.
+# `make docs-check` for the README's configuration reference and ACL
+# example.
 set -euo pipefail
 
 prog=${0##*/}
@@ -34,9 +37,11 @@ esac
 begin="<!-- BEGIN $name -->"
 end="<!-- END $name -->"
 
-# Marker lines (exact, whole line), each exactly once, BEGIN before END.
-begin_lines=$(grep -nxF -- "$begin" "$file" | cut -d: -f1 || true)
-end_lines=$(grep -nxF -- "$end" "$file" | cut -d: -f1 || true)
+# Marker lines (whole lines, maybe indented), each exactly once, BEGIN
+# before END.  The name holds no regex character but '.'.
+name_re=${name//./\\.}
+begin_lines=$(grep -nE -- "^[[:blank:]]*<!-- BEGIN $name_re -->\$" "$file" | cut -d: -f1 || true)
+end_lines=$(grep -nE -- "^[[:blank:]]*<!-- END $name_re -->\$" "$file" | cut -d: -f1 || true)
 if [ -z "$begin_lines" ] || [ -z "$end_lines" ]; then
     echo "$prog: $file: markers '$begin' and '$end' not found" >&2
     exit 2
@@ -54,12 +59,19 @@ fi
 tmp=$(mktemp "${file}.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 
+indent=$(sed -n "${begin_lines}s/[^[:blank:]].*//p" "$file")
+
 {
     head -n "$begin_lines" "$file"
-    cat "$generated"
-    # A generated file without a final newline must not glue onto END.
-    if [ -s "$generated" ] && [ -n "$(tail -c 1 "$generated")" ]; then
-        echo
+    if [ -n "$indent" ]; then
+        # Every line ends in a newline here, the last one too.
+        awk -v indent="$indent" '{ print (length($0) ? indent $0 : $0) }' "$generated"
+    else
+        cat "$generated"
+        # A generated file without a final newline must not glue onto END.
+        if [ -s "$generated" ] && [ -n "$(tail -c 1 "$generated")" ]; then
+            echo
+        fi
     fi
     tail -n "+$end_lines" "$file"
 } >"$tmp"

@@ -1,0 +1,699 @@
+/*
+ * acls.c — the Kafka ACL bindings of a configuration and their two
+ * renderings (see acls.h for what each binding is for).
+ *
+ * The derivation walks the topic plan pipeline by pipeline, so a topic
+ * shared by two pipelines (one's output the other's input, a shared DLQ)
+ * is listed where it first appears, and every later reason is added to
+ * that binding's why bits.
+ *
+ * The command rendering groups the bindings by what they are for (the
+ * section of the binding's first reason), and within a section puts the
+ * resources that need the same operations on one kafka-acls.sh line, so
+ * it reads like a hand-written list: the inputs, the state topics, the
+ * sinks, the targets, the groups, the transactional id, DescribeConfigs.
+ * Every binding is granted by exactly one line.
+ */
+#include "acls.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topicplan.h"
+#include "util.h"
+
+/* Columns of a command line and of a comment line: the longest
+ * one-resource kafka-acls.sh line fits. */
+#define LINE_WIDTH    84
+#define COMMENT_WIDTH 72
+
+const char *sl_acl_resource_name(sl_acl_resource_t resource) {
+        switch (resource) {
+        case SL_ACL_TOPIC:
+                return "TOPIC";
+        case SL_ACL_GROUP:
+                return "GROUP";
+        case SL_ACL_TRANSACTIONAL_ID:
+                return "TRANSACTIONAL_ID";
+        }
+        return "?";
+}
+
+const char *sl_acl_pattern_name(sl_acl_pattern_t pattern) {
+        switch (pattern) {
+        case SL_ACL_LITERAL:
+                return "LITERAL";
+        case SL_ACL_PREFIXED:
+                return "PREFIXED";
+        }
+        return "?";
+}
+
+const char *sl_acl_op_name(sl_acl_op_t op) {
+        switch (op) {
+        case SL_ACL_READ:
+                return "READ";
+        case SL_ACL_WRITE:
+                return "WRITE";
+        case SL_ACL_DESCRIBE:
+                return "DESCRIBE";
+        case SL_ACL_DESCRIBE_CONFIGS:
+                return "DESCRIBE_CONFIGS";
+        }
+        return "?";
+}
+
+/* kafka-acls.sh's names. */
+static const char *op_option(sl_acl_op_t op) {
+        switch (op) {
+        case SL_ACL_READ:
+                return "Read";
+        case SL_ACL_WRITE:
+                return "Write";
+        case SL_ACL_DESCRIBE:
+                return "Describe";
+        case SL_ACL_DESCRIBE_CONFIGS:
+                return "DescribeConfigs";
+        }
+        return "?";
+}
+
+static const char *resource_option(sl_acl_resource_t resource) {
+        switch (resource) {
+        case SL_ACL_TOPIC:
+                return "--topic";
+        case SL_ACL_GROUP:
+                return "--group";
+        case SL_ACL_TRANSACTIONAL_ID:
+                return "--transactional-id";
+        }
+        return "?";
+}
+
+/*
+ * Derivation
+ */
+
+char *sl_acls_glob_pattern(const char *glob, sl_acl_pattern_t *pattern) {
+        size_t k = strcspn(glob, "*?[");
+
+        if (!glob[k]) {
+                *pattern = SL_ACL_LITERAL;
+                return sl_strdup(glob);
+        }
+        if (k == 0) {
+                /* Kafka has no suffix patterns: every topic. */
+                *pattern = SL_ACL_LITERAL;
+                return sl_strdup("*");
+        }
+        *pattern = SL_ACL_PREFIXED;
+        return sl_strndup(glob, k);
+}
+
+typedef struct {
+        sl_acls_t *acls;
+        int alloc;
+} builder_t;
+
+/* Adds glob to the list in *globs ("a.*, a.**"), once. */
+static void glob_add(char **globs, const char *glob) {
+        size_t n = strlen(glob);
+        const char *p = *globs;
+        char *s;
+
+        /* A glob holds neither ',' nor ' ' (sl_globs_parse splits there). */
+        while (p) {
+                if (!strncmp(p, glob, n) && (!p[n] || p[n] == ','))
+                        return;
+                if ((p = strchr(p, ',')))
+                        p += 2;
+        }
+        if (asprintf(&s, "%s%s%s", *globs ? *globs : "", *globs ? ", " : "",
+                     glob) < 0)
+                sl_assert(!"out of memory");
+        free(*globs);
+        *globs = s;
+}
+
+static void add(builder_t *b, sl_acl_resource_t resource,
+                sl_acl_pattern_t pattern, const char *name, sl_acl_op_t op,
+                unsigned why, const char *glob) {
+        sl_acls_t *a = b->acls;
+        sl_acl_t *e = NULL;
+
+        for (int i = 0; i < a->cnt && !e; i++)
+                if (a->acls[i].resource == resource &&
+                    a->acls[i].pattern == pattern && a->acls[i].op == op &&
+                    !strcmp(a->acls[i].name, name))
+                        e = &a->acls[i];
+        if (!e) {
+                if (a->cnt == b->alloc) {
+                        b->alloc = b->alloc ? b->alloc * 2 : 32;
+                        a->acls =
+                            sl_realloc(a->acls, sizeof(*a->acls) * b->alloc);
+                }
+                e = &a->acls[a->cnt++];
+                memset(e, 0, sizeof(*e));
+                e->resource = resource;
+                e->pattern = pattern;
+                e->name = sl_strdup(name);
+                e->op = op;
+                e->first = why;
+        }
+        e->why |= why;
+        if (glob)
+                glob_add(&e->glob, glob);
+}
+
+static void topic(builder_t *b, const char *name, sl_acl_op_t op,
+                  unsigned why) {
+        add(b, SL_ACL_TOPIC, SL_ACL_LITERAL, name, op, why, NULL);
+}
+
+/* What the pipeline's topics in the plan need.  The API writes what its
+ * routes for the pipeline's type write (api.c): timers and cancels to a
+ * delay input, flushes to a debounce input, rates to a throttle's rates
+ * topic. */
+static void spec_acls(builder_t *b, const sl_conf_t *conf,
+                      const sl_pipeline_conf_t *p, const sl_topic_spec_t *s) {
+        int api = conf->api_listen && *conf->api_listen && p->api;
+
+        switch (s->role) {
+        case SL_TOPIC_INPUT:
+                topic(b, s->name, SL_ACL_READ, SL_ACL_WHY_INPUT);
+                if (p->reroute)
+                        topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_REROUTE);
+                if (api && p->type != SL_OP_THROTTLE)
+                        topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_API_INPUT);
+                /* The limit a rerouted record must respect (app.c's
+                 * app_limits_learn).  The API's producer does not learn
+                 * it: the broker refuses what the input does not take. */
+                if (p->reroute)
+                        topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS,
+                              SL_ACL_WHY_LIMITS);
+                break;
+        case SL_TOPIC_RATES:
+                topic(b, s->name, SL_ACL_READ, SL_ACL_WHY_RATES);
+                if (api)
+                        topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_API_RATES);
+                break;
+        case SL_TOPIC_CHANGELOG:
+        case SL_TOPIC_OVERFLOW: {
+                unsigned why = s->role == SL_TOPIC_CHANGELOG
+                                   ? SL_ACL_WHY_CHANGELOG
+                                   : SL_ACL_WHY_OVERFLOW;
+                topic(b, s->name, SL_ACL_READ, why);
+                topic(b, s->name, SL_ACL_WRITE, why);
+                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
+                break;
+        }
+        case SL_TOPIC_DLQ:
+        case SL_TOPIC_OUTPUT: {
+                unsigned why = s->role == SL_TOPIC_DLQ ? SL_ACL_WHY_DLQ
+                               : p->type == SL_OP_DELAY
+                                   ? SL_ACL_WHY_DEFAULT_TARGET
+                                   : SL_ACL_WHY_OUTPUT;
+                topic(b, s->name, SL_ACL_WRITE, why);
+                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
+                break;
+        }
+        }
+}
+
+/* A delay pipeline's targets: each glob's topic pattern. */
+static void target_acls(builder_t *b, const sl_pipeline_conf_t *p) {
+        for (int i = 0; i < p->allowed_targets.cnt; i++) {
+                const char *glob = p->allowed_targets.pat[i];
+                sl_acl_pattern_t pattern;
+                char *name = sl_acls_glob_pattern(glob, &pattern);
+
+                add(b, SL_ACL_TOPIC, pattern, name, SL_ACL_WRITE,
+                    SL_ACL_WHY_TARGET, glob);
+                add(b, SL_ACL_TOPIC, pattern, name, SL_ACL_DESCRIBE_CONFIGS,
+                    SL_ACL_WHY_LIMITS, NULL);
+                free(name);
+        }
+}
+
+sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
+        builder_t b = {sl_calloc(1, sizeof(sl_acls_t)), 0};
+        sl_topicplan_t *plan = sl_topicplan_new(conf);
+        const char *app_id = conf->app_id ? conf->app_id : "sluice";
+        char *txn_prefix;
+
+        b.acls->path = sl_strdup(conf->path ? conf->path : "");
+        b.acls->app_id = sl_strdup(app_id);
+        for (int i = 0; i < conf->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *p = &conf->pipelines[i];
+                const char *pn = p->name ? p->name : "?";
+
+                /* Pipeline names are unique (config.c). */
+                for (int j = 0; j < plan->cnt; j++)
+                        if (!strcmp(plan->specs[j].pipeline, pn))
+                                spec_acls(&b, conf, p, &plan->specs[j]);
+                if (p->type == SL_OP_DELAY)
+                        target_acls(&b, p);
+        }
+        sl_topicplan_destroy(plan);
+
+        add(&b, SL_ACL_GROUP, SL_ACL_LITERAL, app_id, SL_ACL_READ,
+            SL_ACL_WHY_GROUP, NULL);
+        add(&b, SL_ACL_GROUP, SL_ACL_LITERAL, SL_ACLS_REBUILD_GROUP,
+            SL_ACL_DESCRIBE, SL_ACL_WHY_REBUILD, NULL);
+        /* <app_id>-<instance_id>, <app_id>-<instance_id>#2 (app.c). */
+        if (asprintf(&txn_prefix, "%s-", app_id) < 0)
+                sl_assert(!"out of memory");
+        add(&b, SL_ACL_TRANSACTIONAL_ID, SL_ACL_PREFIXED, txn_prefix,
+            SL_ACL_WRITE, SL_ACL_WHY_TXN, NULL);
+        add(&b, SL_ACL_TRANSACTIONAL_ID, SL_ACL_PREFIXED, txn_prefix,
+            SL_ACL_DESCRIBE, SL_ACL_WHY_TXN, NULL);
+        free(txn_prefix);
+        return b.acls;
+}
+
+void sl_acls_destroy(sl_acls_t *acls) {
+        if (!acls)
+                return;
+        for (int i = 0; i < acls->cnt; i++) {
+                free(acls->acls[i].name);
+                free(acls->acls[i].glob);
+        }
+        free(acls->acls);
+        free(acls->path);
+        free(acls->app_id);
+        free(acls);
+}
+
+const sl_acl_t *sl_acls_find(const sl_acls_t *acls, sl_acl_resource_t resource,
+                             sl_acl_pattern_t pattern, const char *name,
+                             sl_acl_op_t op) {
+        for (int i = 0; acls && i < acls->cnt; i++) {
+                const sl_acl_t *e = &acls->acls[i];
+                if (e->resource == resource && e->pattern == pattern &&
+                    e->op == op && !strcmp(e->name, name))
+                        return e;
+        }
+        return NULL;
+}
+
+int sl_acls_principal_ok(const char *principal) {
+        const char *colon = principal ? strchr(principal, ':') : NULL;
+
+        if (!colon || colon == principal || !colon[1])
+                return 0;
+        for (const char *p = principal; p < colon; p++)
+                if (!isalpha((unsigned char)*p))
+                        return 0;
+        for (const char *p = colon + 1; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        return 0;
+        return 1;
+}
+
+/*
+ * Table
+ */
+
+void sl_acls_write_table(const sl_acls_t *acls, FILE *out) {
+        for (int i = 0; i < acls->cnt; i++) {
+                const sl_acl_t *e = &acls->acls[i];
+                fprintf(out, "%s\t%s\t%s\t%s\n",
+                        sl_acl_resource_name(e->resource),
+                        sl_acl_pattern_name(e->pattern), e->name,
+                        sl_acl_op_name(e->op));
+        }
+}
+
+/*
+ * Commands
+ */
+
+static void buf_str(sl_buf_t *b, const char *s) {
+        sl_buf_put(b, s, strlen(s));
+}
+
+static void buf_fmt(sl_buf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void buf_fmt(sl_buf_t *b, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                sl_assert(!"out of memory");
+        va_end(ap);
+        buf_str(b, s);
+        free(s);
+}
+
+/* 1 when s stands for itself as one shell word. */
+static int shell_safe(const char *s) {
+        if (!*s)
+                return 0;
+        for (; *s; s++)
+                if (!isalnum((unsigned char)*s) && !strchr("._-:/@%+=,", *s))
+                        return 0;
+        return 1;
+}
+
+/* s as one shell word: itself, or single-quoted. */
+static void buf_shell_word(sl_buf_t *b, const char *s) {
+        if (shell_safe(s)) {
+                buf_str(b, s);
+                return;
+        }
+        buf_str(b, "'");
+        for (; *s; s++) {
+                if (*s == '\'')
+                        buf_str(b, "'\\''");
+                else
+                        sl_buf_put(b, s, 1);
+        }
+        buf_str(b, "'");
+}
+
+/* Words of text as '#' lines of at most COMMENT_WIDTH columns (a longer
+ * word has a line of its own).  A control character (a config path may
+ * hold one) is written '?', so no comment ends early. */
+static void write_comment(FILE *out, const char *text) {
+        const char *p = text;
+        int col = 0;
+
+        while (*p) {
+                size_t n;
+
+                p += strspn(p, " ");
+                n = strcspn(p, " ");
+                if (!n)
+                        break;
+                if (col && col + 1 + (int)n > COMMENT_WIDTH) {
+                        fputc('\n', out);
+                        col = 0;
+                }
+                if (!col) {
+                        fputc('#', out);
+                        col = 1;
+                }
+                fputc(' ', out);
+                for (size_t i = 0; i < n; i++) {
+                        int c = (unsigned char)p[i];
+                        fputc(c < 0x20 || c == 0x7f ? '?' : c, out);
+                }
+                col += 1 + (int)n;
+                p += n;
+        }
+        if (col)
+                fputc('\n', out);
+}
+
+/* "a", "a and b", "a, b and c" of the n words given. */
+static void buf_list(sl_buf_t *b, const char *const *words, int n) {
+        for (int i = 0; i < n; i++) {
+                if (i)
+                        buf_str(b, i == n - 1 ? " and " : ", ");
+                buf_str(b, words[i]);
+        }
+}
+
+typedef enum {
+        SEC_INPUT = 0,
+        SEC_STATE,
+        SEC_SINK,
+        SEC_TARGET,
+        SEC_GROUP,
+        SEC_TXN,
+        SEC_LIMITS,
+        SEC_CNT,
+} section_t;
+
+static section_t section_of(unsigned first) {
+        if (first & (SL_ACL_WHY_INPUT | SL_ACL_WHY_RATES | SL_ACL_WHY_REROUTE |
+                     SL_ACL_WHY_API_INPUT | SL_ACL_WHY_API_RATES))
+                return SEC_INPUT;
+        if (first & (SL_ACL_WHY_CHANGELOG | SL_ACL_WHY_OVERFLOW))
+                return SEC_STATE;
+        if (first &
+            (SL_ACL_WHY_DLQ | SL_ACL_WHY_OUTPUT | SL_ACL_WHY_DEFAULT_TARGET))
+                return SEC_SINK;
+        if (first & SL_ACL_WHY_TARGET)
+                return SEC_TARGET;
+        if (first & (SL_ACL_WHY_GROUP | SL_ACL_WHY_REBUILD))
+                return SEC_GROUP;
+        if (first & SL_ACL_WHY_TXN)
+                return SEC_TXN;
+        sl_assert(first & SL_ACL_WHY_LIMITS);
+        return SEC_LIMITS;
+}
+
+/* The comment of a section whose bindings have the why bits why, in b. */
+static void section_comment(sl_buf_t *b, section_t sec, unsigned why,
+                            const sl_acls_t *acls) {
+        const char *words[4];
+        int n = 0, rates = 0;
+
+        for (int i = 0; i < acls->cnt; i++)
+                rates += acls->acls[i].op == SL_ACL_READ &&
+                         acls->acls[i].why & SL_ACL_WHY_RATES;
+
+        switch (sec) {
+        case SEC_INPUT:
+                if (why & SL_ACL_WHY_INPUT || !(why & SL_ACL_WHY_RATES))
+                        words[n++] = "Inputs";
+                if (why & SL_ACL_WHY_RATES)
+                        words[n++] =
+                            rates > 1 ? "the rates topics" : "the rates topic";
+                buf_list(b, words, n);
+                buf_str(b, ": read (Read implies Describe).");
+                n = 0;
+                if (why & SL_ACL_WHY_REROUTE)
+                        buf_str(b, " An input is written too: a keyed record "
+                                   "off its key's partition is moved there "
+                                   "(reroute; not needed with reroute = "
+                                   "false).");
+                if (why & SL_ACL_WHY_API_INPUT)
+                        words[n++] = "to the inputs it serves (timers, "
+                                     "cancels, flushes)";
+                if (why & SL_ACL_WHY_API_RATES)
+                        words[n++] = rates > 1 ? "to the rates topics (rates)"
+                                               : "to the rates topic (rates)";
+                if (n) {
+                        buf_str(b, " The HTTP API (api_listen) writes ");
+                        buf_list(b, words, n);
+                        buf_str(b, ".");
+                }
+                break;
+        case SEC_STATE:
+                buf_str(b, why & SL_ACL_WHY_OVERFLOW
+                               ? "Changelogs and the overflow: written, and "
+                                 "read back (at every rebuild; the overflow "
+                                 "as its backlog drains)."
+                               : "Changelogs: written, and read back at "
+                                 "every rebuild.");
+                break;
+        case SEC_SINK:
+                if (why & SL_ACL_WHY_DLQ)
+                        words[n++] = "DLQs";
+                if (why & SL_ACL_WHY_OUTPUT)
+                        words[n++] = "outputs";
+                if (why & SL_ACL_WHY_DEFAULT_TARGET)
+                        words[n++] = "default targets";
+                buf_list(b, words, n);
+                buf_str(b, ": write only.");
+                break;
+        case SEC_TARGET: {
+                int prefixed = 0, wildcard = 0, globs = 0;
+
+                buf_str(b, "Delay targets (allowed_targets ");
+                for (int i = 0; i < acls->cnt; i++) {
+                        const sl_acl_t *e = &acls->acls[i];
+                        if (!e->glob || section_of(e->first) != SEC_TARGET)
+                                continue;
+                        buf_fmt(b, "%s%s", globs++ ? ", " : "", e->glob);
+                        prefixed |= e->pattern == SL_ACL_PREFIXED;
+                        wildcard |= e->pattern == SL_ACL_LITERAL &&
+                                    !strcmp(e->name, "*");
+                }
+                buf_str(b, "): write only.");
+                if (prefixed)
+                        buf_str(b, " A prefixed ACL grants every topic under "
+                                   "its prefix, which may be more than the "
+                                   "glob matches (sluice still checks the "
+                                   "glob).");
+                if (wildcard)
+                        buf_str(b, " A glob without a literal prefix (** is "
+                                   "the default) needs Kafka's wildcard "
+                                   "topic '*', Write on every topic: narrow "
+                                   "allowed_targets to narrow it.");
+                break;
+        }
+        case SEC_GROUP:
+                buf_str(b, "The consumer group (group.id = app_id; offsets "
+                           "are committed in the transaction), and the group "
+                           "id of the assign-only rebuild reader.");
+                break;
+        case SEC_TXN:
+                buf_str(b, "Transactions: transactional.id is "
+                           "<app_id>-<instance_id> (<app_id>-<client.id> "
+                           "without instance_id), and the second "
+                           "producer's has #2 after it.");
+                break;
+        case SEC_LIMITS:
+                buf_str(b, "DescribeConfigs on every topic the transactions "
+                           "write, to learn the largest record each takes "
+                           "(max.message.bytes).");
+                break;
+        case SEC_CNT:
+                break;
+        }
+}
+
+/* One kafka-acls.sh line: head, then each arg; on one line when it fits
+ * LINE_WIDTH, else the args on continuation lines. */
+static void write_command(FILE *out, const char *head, char **args, int n) {
+        size_t total = strlen(head);
+        size_t col;
+
+        for (int i = 0; i < n; i++)
+                total += 1 + strlen(args[i]);
+        if (total <= LINE_WIDTH) {
+                fputs(head, out);
+                for (int i = 0; i < n; i++)
+                        fprintf(out, " %s", args[i]);
+                fputc('\n', out);
+                return;
+        }
+        fprintf(out, "%s \\\n ", head);
+        col = 1;
+        for (int i = 0; i < n; i++) {
+                size_t len = strlen(args[i]);
+                /* Room for " \" after it unless it is the last. */
+                size_t tail = i < n - 1 ? 2 : 0;
+                if (col > 1 && col + 1 + len + tail > LINE_WIDTH) {
+                        fputs(" \\\n ", out);
+                        col = 1;
+                }
+                fprintf(out, " %s", args[i]);
+                col += 1 + len;
+        }
+        fputc('\n', out);
+}
+
+/* A resource of a section and the operations it needs there. */
+typedef struct {
+        const sl_acl_t *acl; /* the first binding: resource, pattern, name */
+        unsigned ops;        /* bits 1 << sl_acl_op_t */
+} entry_t;
+
+static void write_section(FILE *out, const sl_acls_t *acls, section_t sec,
+                          const char *grant) {
+        entry_t *ents = sl_calloc((size_t)acls->cnt + 1, sizeof(*ents));
+        int *line_of = sl_calloc((size_t)acls->cnt + 1, sizeof(*line_of));
+        int ent_cnt = 0, line_cnt = 0;
+        unsigned why = 0;
+        sl_buf_t comment = {0};
+
+        for (int i = 0; i < acls->cnt; i++) {
+                const sl_acl_t *e = &acls->acls[i];
+                int j;
+                if (section_of(e->first) != sec)
+                        continue;
+                why |= e->why;
+                for (j = 0; j < ent_cnt; j++)
+                        if (ents[j].acl->resource == e->resource &&
+                            ents[j].acl->pattern == e->pattern &&
+                            !strcmp(ents[j].acl->name, e->name))
+                                break;
+                if (j == ent_cnt)
+                        ents[ent_cnt++].acl = e;
+                ents[j].ops |= 1u << e->op;
+        }
+        if (!ent_cnt)
+                goto out;
+
+        section_comment(&comment, sec, why, acls);
+        write_comment(out, sl_buf_cstr(&comment));
+
+        /* Lines: the entries with the same resource type, pattern type and
+         * operations, in the order of their first entry. */
+        for (int i = 0; i < ent_cnt; i++) {
+                int j;
+                for (j = 0; j < i; j++)
+                        if (ents[j].acl->resource == ents[i].acl->resource &&
+                            ents[j].acl->pattern == ents[i].acl->pattern &&
+                            ents[j].ops == ents[i].ops)
+                                break;
+                line_of[i] = j < i ? line_of[j] : line_cnt++;
+        }
+        for (int l = 0; l < line_cnt; l++) {
+                char **args = sl_calloc((size_t)ent_cnt + 1, sizeof(*args));
+                sl_buf_t head = {0};
+                const entry_t *first = NULL;
+                int n = 0;
+
+                for (int i = 0; i < ent_cnt; i++) {
+                        sl_buf_t arg = {0};
+                        if (line_of[i] != l)
+                                continue;
+                        if (!first) {
+                                first = &ents[i];
+                                if (first->acl->pattern == SL_ACL_PREFIXED)
+                                        args[n++] =
+                                            sl_strdup("--resource-pattern-type "
+                                                      "prefixed");
+                        }
+                        buf_fmt(&arg, "%s ",
+                                resource_option(ents[i].acl->resource));
+                        buf_shell_word(&arg, ents[i].acl->name);
+                        args[n++] = sl_buf_cstr(&arg);
+                }
+                buf_str(&head, grant);
+                for (int op = SL_ACL_READ; op <= SL_ACL_DESCRIBE_CONFIGS; op++)
+                        if (first->ops & (1u << op))
+                                buf_fmt(&head, " --operation %s",
+                                        op_option((sl_acl_op_t)op));
+                write_command(out, sl_buf_cstr(&head), args, n);
+                for (int i = 0; i < n; i++)
+                        free(args[i]);
+                free(args);
+                free(head.p);
+        }
+out:
+        free(comment.p);
+        free(line_of);
+        free(ents);
+}
+
+void sl_acls_write_commands(const sl_acls_t *acls, const char *principal,
+                            const char *bootstrap, FILE *out) {
+        sl_buf_t b = {0};
+        int quote = !shell_safe(principal);
+
+        buf_str(&b, "The Kafka ACLs sluice's principal needs with ");
+        buf_str(&b, *acls->path ? acls->path : "this configuration");
+        buf_fmt(&b, " (app_id %s), from `sluice acls -c FILE`.", acls->app_id);
+        write_comment(out, sl_buf_cstr(&b));
+        free(b.p);
+
+        /* A: where, and as whom, kafka-acls.sh runs; inside "...". */
+        fputs("A=\"--bootstrap-server ", out);
+        for (const char *p = bootstrap ? bootstrap : "broker:9092"; *p; p++) {
+                if (strchr("\"$`\\", *p))
+                        fputc('\\', out);
+                fputc(*p, out);
+        }
+        fputs(" --command-config admin.properties\"\n", out);
+        b = (sl_buf_t){0};
+        buf_str(&b, "P=");
+        buf_shell_word(&b, principal);
+        fprintf(out, "%s\n", sl_buf_cstr(&b));
+        free(b.p);
+
+        for (int sec = 0; sec < SEC_CNT; sec++)
+                write_section(out, acls, (section_t)sec,
+                              quote ? "kafka-acls.sh $A --add "
+                                      "--allow-principal \"$P\""
+                                    : "kafka-acls.sh $A --add "
+                                      "--allow-principal $P");
+}
