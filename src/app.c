@@ -61,6 +61,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acls.h"
 #include "cli.h"
 #include "delay_input.h"
 #include "kwatch.h"
@@ -2024,7 +2025,7 @@ static rd_kafka_conf_t *app_lookup_conf(sl_app_t *app, char *errstr,
         rd_kafka_conf_t *kc;
         if (!(kc = app_kconf(app, errstr, errstr_size)))
                 return NULL;
-        SET(kc, "group.id", "sluice-rebuild");
+        SET(kc, "group.id", SL_ACLS_REBUILD_GROUP); /* acls.h */
         SET(kc, "enable.auto.commit", "false");
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "client.id", app->client_id);

@@ -251,11 +251,9 @@ static void task_on_source_end(void *opaque, rd_kafka_resp_err_t err,
         topic = t->pl->op->rebuild_source(t, &from);
         if (from < lo)
                 from = lo; /* older records left with retention */
+        /* Read even when the last stable offset says there is nothing:
+         * a transaction still undecided may hold records (task_settled). */
         t->rebuild_end = hi;
-        if (from >= hi) {
-                task_finish_rebuild(t);
-                return;
-        }
         t->rebuild_phase = SL_REBUILD_SOURCE;
         if (task_reader_assign(t, topic, from) == -1) {
                 t->rebuild_phase = SL_REBUILD_SOURCE_END;
@@ -296,11 +294,11 @@ static void task_on_changelog_end(void *opaque, rd_kafka_resp_err_t err,
                 task_retry_in(t, SL_TASK_RETRY_MS);
                 return;
         }
+        /* Read even when the last stable offset says the changelog is
+         * empty: a transaction still undecided may hold records
+         * (task_settled). */
+        (void)lo;
         t->rebuild_end = hi;
-        if (hi <= lo) {
-                task_start_source(t);
-                return;
-        }
         t->rebuild_phase = SL_REBUILD_CHANGELOG;
         if (task_reader_assign(t, task_changelog(t),
                                RD_KAFKA_OFFSET_BEGINNING) == -1) {
@@ -353,6 +351,7 @@ static void task_start_rebuild(sl_task_t *t) {
         t->rebuild_source_records = 0;
         t->rebuild_committed = -1;
         t->rebuild_waits = 0;
+        t->settle_logged = 0;
         t->wake_deferred = 0;
         t->lookup_wait = 0;
         t->cap_wait = 0;
@@ -411,6 +410,37 @@ void sl_task_restart(sl_task_t *t) {
         task_start_rebuild(t);
 }
 
+/* Whether the reader, at offset pos of what it rebuilds from, has read
+ * everything written there: the partition's high watermark of the
+ * reader's last fetch is not past pos.  The reader is read_committed, so
+ * it stops (and reports the partition's end) at the last stable offset,
+ * before the first record of a transaction not yet decided — one still
+ * open (a previous owner's, to be aborted at its timeout), or one already
+ * committed whose markers have not reached this partition yet (their
+ * leader was away: seen with two of three nodes down).  The records
+ * after it, that transaction's and later ones, are part of the state too:
+ * finishing there would miss a committed timer (lost) or its tombstone
+ * (fired again).  So a rebuild goes on until the two ends meet; the
+ * partition's end is reported again once the stable offset moves. */
+static int task_settled(sl_task_t *t, int64_t pos, int at_end) {
+        int64_t lo = -1, hi = -1;
+
+        if (rd_kafka_get_watermark_offsets(t->rt->reader, t->reader_topic,
+                                           t->partition, &lo, &hi) ||
+            hi < 0 || hi <= pos)
+                return 1;
+        /* Past the last record, the commit's own marker is expected: only
+         * the partition's end tells a wait. */
+        if (at_end && !t->settle_logged) {
+                t->settle_logged = 1;
+                sl_log(LOG_NOTICE, "REBUILD",
+                       "%s [%d]: a transaction not yet decided holds offsets "
+                       "%" PRId64 " to %" PRId64 "; waiting for it",
+                       t->reader_topic, t->partition, pos, hi - 1);
+        }
+        return 0;
+}
+
 void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
         if (!t->reader_topic ||
             strcmp(rd_kafka_topic_name(m->rkt), t->reader_topic))
@@ -424,7 +454,8 @@ void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
             t->rebuild_phase != SL_REBUILD_SOURCE)
                 return;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                if (m->offset < t->rebuild_end)
+                if (m->offset < t->rebuild_end ||
+                    !task_settled(t, m->offset, 1))
                         return;
         } else if (m->err) {
                 sl_log(LOG_WARNING, "REBUILD", "%s [%d]: %s", t->reader_topic,
@@ -439,7 +470,8 @@ void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
                         t->rebuild_source_records++;
                 }
                 sl_counter_inc_owner(t->pl->metrics->rebuild_records);
-                if (m->offset + 1 < t->rebuild_end)
+                if (m->offset + 1 < t->rebuild_end ||
+                    !task_settled(t, m->offset + 1, 0))
                         return;
         }
         if (t->rebuild_phase == SL_REBUILD_CHANGELOG)

@@ -50,7 +50,8 @@ _cleanup() {
     # an owner (src/groupcheck.h) is worth seeing in any test's summary.
     grep -h "GROUP .*leaves and rejoins" "$WORK"/sluice-*.log 2>/dev/null |
         cut -c1-300 | sed 's/^/# group repair: /' || true
-    if [ "$rc" -eq 0 ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
+    # SLUICE_TEST_KEEP_WORK=1 keeps it after a pass too (logs of a run by hand).
+    if [ "$rc" -eq 0 ] && [ -z "${SLUICE_TEST_KEEP_WORK:-}" ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
     exit "$rc"
 }
 trap _cleanup EXIT

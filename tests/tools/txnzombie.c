@@ -11,6 +11,7 @@
  *   init_transactions, begin_transaction,
  *   send_offsets_to_transaction((INPUT, P) = O, group GROUP)
  *                                          prints "offsets-sent"
+ *                                          (--no-offsets: skipped)
  *   ... waits for a line on stdin ...
  *   produce the changelog record (KEY, VALUE) to (CHANGELOG, P), flush
  *                                          prints "produced"
@@ -57,6 +58,7 @@ typedef struct zombie_s {
         size_t valuelen;
         int txn_timeout_ms;
         int call_timeout_ms;
+        int no_offsets; /* --no-offsets: the transaction holds no offsets */
         rd_kafka_resp_err_t dr_err; /* first failed delivery */
 } zombie_t;
 
@@ -68,7 +70,7 @@ static void usage(FILE *fp) {
             "                 (--key K --value-file F |\n"
             "                  --delay-timer ID,DUE_MS,TARGET,PAYLOAD)\n"
             "                 [--txn-timeout-ms MS (60000)]\n"
-            "                 [--call-timeout-ms MS (30000)]\n"
+            "                 [--call-timeout-ms MS (30000)] [--no-offsets]\n"
             "\n"
             "Opens a transaction that commits input offset O of (TOPIC, P) "
             "for GROUP,\n"
@@ -76,7 +78,10 @@ static void usage(FILE *fp) {
             "changelog record\n"
             "to partition P, prints produced; after another line commits, "
             "prints\n"
-            "committed.  Exits 0 once committed, 1 on any error.\n");
+            "committed.  Exits 0 once committed, 1 on any error.  With\n"
+            "--no-offsets the transaction holds the changelog record only\n"
+            "(offsets-sent is printed all the same): a transaction open on\n"
+            "the changelog that no offset lookup waits for.\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
@@ -236,6 +241,7 @@ int main(int argc, char **argv) {
             {"delay-timer", required_argument, NULL, 'd'},
             {"txn-timeout-ms", required_argument, NULL, 'T'},
             {"call-timeout-ms", required_argument, NULL, 'C'},
+            {"no-offsets", no_argument, NULL, 'N'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         zombie_t z = {.partition = -1,
@@ -292,6 +298,9 @@ int main(int argc, char **argv) {
                         z.call_timeout_ms =
                             (int)parse_int(optarg, "--call-timeout-ms");
                         break;
+                case 'N':
+                        z.no_offsets = 1;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -329,16 +338,18 @@ int main(int argc, char **argv) {
         check(rk, rd_kafka_begin_transaction(rk), "begin_transaction",
               z.call_timeout_ms);
 
-        offsets = rd_kafka_topic_partition_list_new(1);
-        rd_kafka_topic_partition_list_add(offsets, z.input, z.partition)
-            ->offset = z.offset;
-        cgmd = rd_kafka_consumer_group_metadata_new(z.group);
-        check(rk,
-              rd_kafka_send_offsets_to_transaction(rk, offsets, cgmd,
-                                                   z.call_timeout_ms),
-              "send_offsets_to_transaction", z.call_timeout_ms);
-        rd_kafka_consumer_group_metadata_destroy(cgmd);
-        rd_kafka_topic_partition_list_destroy(offsets);
+        if (!z.no_offsets) {
+                offsets = rd_kafka_topic_partition_list_new(1);
+                rd_kafka_topic_partition_list_add(offsets, z.input, z.partition)
+                    ->offset = z.offset;
+                cgmd = rd_kafka_consumer_group_metadata_new(z.group);
+                check(rk,
+                      rd_kafka_send_offsets_to_transaction(rk, offsets, cgmd,
+                                                           z.call_timeout_ms),
+                      "send_offsets_to_transaction", z.call_timeout_ms);
+                rd_kafka_consumer_group_metadata_destroy(cgmd);
+                rd_kafka_topic_partition_list_destroy(offsets);
+        }
         say("offsets-sent");
 
         wait_line(rk, &z, "the changelog record");
