@@ -23,6 +23,11 @@
 #                            all its replicas in sync (after a node's return)
 #   cluster_controller       the node leading the controller quorum
 #                            (tests/tools/QuorumLeader.java, ~2 s)
+#   cluster_acls add|delete|list PRINCIPAL
+#                            ACL bindings (stdin: sluice acls --format table)
+#                            added for or deleted from PRINCIPAL, or those it
+#                            has listed (tests/tools/Acls.java, as a super
+#                            user: the plaintext listener)
 #   cluster_health SINCE_MS NAME...
 #                            per instance: alive, /healthz never failed
 #                            since SINCE_MS, /readyz 200 and
@@ -121,6 +126,12 @@ cluster_controller() {
     local here
     here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
     timeout 60 "$here/kafka/broker.sh" java "$here/../tools/QuorumLeader.java" "$BOOTSTRAP" 2>"$WORK/quorum.err"
+}
+
+cluster_acls() {
+    local here
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    timeout 90 "$here/kafka/broker.sh" java "$here/../tools/Acls.java" "$BOOTSTRAP" "$@" 2>"$WORK/acls.err"
 }
 
 cluster_health() {

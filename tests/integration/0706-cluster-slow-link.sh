@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# 0706-cluster-slow-link — a slow link, the scenario of Jepsen's 2024
+# analysis of Kafka's transaction protocol: for 60 s every packet between
+# sluice and the node that leads the most input partitions is held 200 ms
+# each way (a delaying proxy, tests/tools/slowproxy.c, that the node
+# advertises to sluice: cluster.sh bootstrap-proxied), while sluice's
+# request timeout (500 ms) is shorter than a round trip plus the broker's
+# work.  Requests time out, librdkafka drops the connection and retries on
+# a new one, and the proxy still delivers the old requests — late, after
+# their retries.  The test's own readers and writers bypass the proxy.
+#
+# Checks: both instances alive with /healthz never failing and /readyz 200
+# at the end; every record out exactly once (read_committed), per-key
+# order, no timer before due, no DLQ record.  Prints the time from the
+# slowdown and from its end to the first committed output.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-debounce.sh"
+source "$(dirname "$0")/lib-faults.sh"
+source "$(dirname "$0")/lib-cluster.sh"
+
+slow_secs=${SLUICE_TEST_FAULT_SECS:-60}
+delay_ms=${SLUICE_TEST_SLOW_MS:-200}
+
+cluster_start
+conf=$WORK/sluice.ini
+fault_conf "$conf" dbt
+# sluice through the proxies, with timeouts a slow round trip crosses.
+sed -i "s|^bootstrap.servers = .*|bootstrap.servers = $(cluster bootstrap-proxied)|" "$conf"
+cat >>"$conf.kafka" <<EOF
+request.timeout.ms = 500
+socket.timeout.ms = 1500
+EOF
+sed -i "/^heartbeat.interval.ms = /r $conf.kafka" "$conf"
+grep -q '^request.timeout.ms = 500' "$conf" || fail "could not shorten the timeouts in $conf"
+fault_start_ready a b
+
+fault_feed_start
+fault_wait_flowing
+
+victim=$(cluster_leader_of "$PFX.d.in" "$PFX.b.in" "$PFX.t.in")
+t_fault=$(now_ms)
+cluster slow "$victim" "$delay_ms"
+sleep "$slow_secs"
+cluster slow "$victim" 0
+t_heal=$(now_ms)
+note "node $victim's link to sluice held ${delay_ms} ms each way for $(((t_heal - t_fault) / 1000)) s (request.timeout.ms 500)"
+timeouts=$(grep -c -i 'timed out' "$WORK/sluice-a.log" "$WORK/sluice-b.log" | awk -F: '{ n += $2 } END { print n + 0 }')
+note "log lines with 'timed out' meanwhile: $timeouts"
+
+sleep 8
+fault_feed_stop
+fault_drain 180 a b
+cluster_timing "$t_fault" "$t_heal" "slow link to node $victim"
+cluster_health "$t_fault" a b
+problems_verdict
+echo "PASS"
