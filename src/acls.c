@@ -188,16 +188,17 @@ static void spec_acls(builder_t *b, const sl_conf_t *conf,
                 if (api && p->type != SL_OP_THROTTLE)
                         topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_API_INPUT);
                 /* The limit a rerouted record must respect (app.c's
-                 * app_limits_learn).  The API's producer does not learn
-                 * it: the broker refuses what the input does not take. */
-                if (p->reroute)
-                        topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS,
-                              SL_ACL_WHY_LIMITS);
+                 * app_limits_learn describes every topic of the plan but
+                 * the rates), and `sluice topics check` reads its configs
+                 * (it needs DescribeConfigs on every topic it checks). */
+                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
                 break;
         case SL_TOPIC_RATES:
                 topic(b, s->name, SL_ACL_READ, SL_ACL_WHY_RATES);
                 if (api)
                         topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_API_RATES);
+                /* `sluice topics check`. */
+                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
                 break;
         case SL_TOPIC_CHANGELOG:
         case SL_TOPIC_OVERFLOW: {
@@ -540,9 +541,9 @@ static void section_comment(sl_buf_t *b, section_t sec, unsigned why,
                            "producer's has #2 after it.");
                 break;
         case SEC_LIMITS:
-                buf_str(b, "DescribeConfigs on every topic the transactions "
-                           "write, to learn the largest record each takes "
-                           "(max.message.bytes).");
+                buf_str(b, "DescribeConfigs on every topic: sluice learns "
+                           "the largest record each takes (max.message.bytes), "
+                           "and `sluice topics check` reads their configs.");
                 break;
         case SEC_CNT:
                 break;

@@ -371,6 +371,7 @@ static void test_three_operators(void **state) {
                      "TOPIC\tLITERAL\tlimits.overflow\tWRITE\n"
                      "TOPIC\tLITERAL\tlimits.overflow\tDESCRIBE_CONFIGS\n"
                      "TOPIC\tLITERAL\tlimits.rates\tREAD\n"
+                     "TOPIC\tLITERAL\tlimits.rates\tDESCRIBE_CONFIGS\n"
                      "TOPIC\tLITERAL\tlimits.dlq\tWRITE\n"
                      "TOPIC\tLITERAL\tlimits.dlq\tDESCRIBE_CONFIGS\n"
                      "TOPIC\tLITERAL\tapi.calls.limited\tWRITE\n"
@@ -419,10 +420,11 @@ static void test_reroute_false(void **state) {
                        "type = debounce\n"
                        "input = orders.in\n"
                        "output = transfers.out\n");
-        /* Read stays; Write and its DescribeConfigs go. */
+        /* Read stays, and DescribeConfigs (sluice describes every topic,
+         * and so does topics check); Write goes. */
         assert_true(has_topic(acls, "api.calls", SL_ACL_READ));
         assert_false(has_topic(acls, "api.calls", SL_ACL_WRITE));
-        assert_false(has_topic(acls, "api.calls", SL_ACL_DESCRIBE_CONFIGS));
+        assert_true(has_topic(acls, "api.calls", SL_ACL_DESCRIBE_CONFIGS));
         /* The other pipeline still reroutes. */
         assert_true(has_topic(acls, "orders.in", SL_ACL_WRITE));
         assert_true(has_topic(acls, "orders.in", SL_ACL_DESCRIBE_CONFIGS));
@@ -612,9 +614,10 @@ static void test_api_writes(void **state) {
                        "reroute = false\n"
                        "api = false\n");
         /* The API writes timers and cancels to the delay input, rates to
-         * the throttle's rates topic; neither needs DescribeConfigs. */
+         * the throttle's rates topic; DescribeConfigs is there for every
+         * topic anyway (topics check). */
         assert_true(has_topic(acls, "timers.in", SL_ACL_WRITE));
-        assert_false(has_topic(acls, "timers.in", SL_ACL_DESCRIBE_CONFIGS));
+        assert_true(has_topic(acls, "timers.in", SL_ACL_DESCRIBE_CONFIGS));
         assert_true(has_topic(acls, "limits.rates", SL_ACL_WRITE));
         assert_false(has_topic(acls, "api.calls", SL_ACL_WRITE));
         /* api = false: not served. */

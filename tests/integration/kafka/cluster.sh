@@ -299,7 +299,16 @@ start() {
     fi
     net_up
     local i id t0
-    id=$(python3 -c 'import base64,uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+    # A Kafka Uuid in base64; not one starting with "-", which the storage
+    # tool would take for an option (Kafka's own Uuid.randomUuid() skips
+    # those too).
+    id=$(python3 -c '
+import base64, uuid
+while True:
+    s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s)
+        break')
     for i in "${nodes[@]}"; do
         mkdir -p "$(ndir "$i")/data"
         write_config "$i"
