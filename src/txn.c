@@ -999,6 +999,19 @@ static void txn_on_retry_timer(uv_timer_t *timer) {
                 txn_post_create(txn);
 }
 
+/* Whether member mb holds instance_id.  The classic DescribeGroups answer
+ * (kquery's group owners) carries no group.instance.id, but a static
+ * member's id is the broker's "<group.instance.id>-<uuid>" (Kafka's group
+ * coordinators, classic and new, name it so). */
+static int txn_member_is(const sl_kquery_member_t *mb,
+                         const char *instance_id) {
+        size_t n = strlen(instance_id);
+        if (mb->group_instance_id)
+                return !strcmp(mb->group_instance_id, instance_id);
+        return mb->consumer_id && !strncmp(mb->consumer_id, instance_id, n) &&
+               mb->consumer_id[n] == '-';
+}
+
 /* One look at the group: a member holding our instance_id under a member
  * id that is not our consumer's is another process (a static member that
  * replaces another keeps the old client id and host, so only the member id
@@ -1027,9 +1040,8 @@ static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
          * joins) nothing can be told apart: that look counts as clean. */
         for (int i = 0; mine && *mine && i < member_cnt && !foreign[0]; i++) {
                 const sl_kquery_member_t *mb = &members[i];
-                if (mb->group_instance_id &&
-                    !strcmp(mb->group_instance_id, txn->instance_id) &&
-                    mb->consumer_id && strcmp(mb->consumer_id, mine))
+                if (txn_member_is(mb, txn->instance_id) && mb->consumer_id &&
+                    strcmp(mb->consumer_id, mine))
                         snprintf(foreign, sizeof(foreign), "%s",
                                  mb->consumer_id);
         }
@@ -1088,9 +1100,14 @@ static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
                        txn->owner_checks ? SL_TXN_OWNER_CHECK_MS : 0, 0);
 }
 
+/* Through the classic DescribeGroups (kquery's group owners), not the
+ * admin API's DescribeConsumerGroups: librdkafka 2.0.2 aborts on an
+ * assertion (rd_kafka_enq_once_del_source_return: eonce->refcnt > 0) when
+ * that request cannot be built for a coordinator whose API versions it
+ * does not know, which it met while nodes were down (0703, 0704). */
 static void txn_owner_check(sl_txn_t *txn) {
-        if (sl_kquery_describe_group(txn->kq, txn->group_id, SL_TXN_CALL_MS,
-                                     txn_on_group, txn) == -1) {
+        if (sl_kquery_group_owners(txn->kq, txn->group_id, SL_TXN_CALL_MS,
+                                   txn_on_group, txn) == -1) {
                 txn->owner_checks = 0;
                 txn_post_create(txn);
         }
