@@ -1148,6 +1148,8 @@ static void app_on_stats_timer(uv_timer_t *timer) {
         int64_t now = sl_now_ms();
         int64_t lag_all = 0, read = 0;
         app_consumer_polled(app);
+        if (app->offsets)
+                rd_kafka_poll(app->offsets, 0); /* its errors */
         if (app->rt.consumer)
                 app_ask_input_ends(app, now);
         for (int i = 0; i < app->rt.pipeline_cnt && app->rt.consumer; i++) {
@@ -1681,6 +1683,7 @@ static void app_error_cb(rd_kafka_t *rk, int err, const char *reason,
                 app_set_kafka_up(app, 0, reason);
         sl_kafka_log_error(rk == app->rt.reader ? "reader"
                            : rk == app->lookup  ? "lookups"
+                           : rk == app->offsets ? "offsets"
                                                 : "consumer",
                            err, reason);
 }
@@ -2430,6 +2433,8 @@ static void app_destroy(sl_app_t *app) {
         }
         free(app->rt.pipelines);
         sl_kquery_destroy(app->rt.kq);
+        if (app->offsets)
+                rd_kafka_destroy(app->offsets);
         sl_kwatch_close(app->lookup_w);
         app->lookup_w = NULL;
         if (app->lookup_q)
@@ -2569,6 +2574,21 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
         if (!(app->rt.kq = sl_kquery_new(app->rt.loop, app->lookup, errstr,
                                          errstr_size)))
                 return -1;
+        /* Committed offsets through a consumer of the group (kquery.h). */
+        if (!(kc = app_lookup_conf(app, errstr, errstr_size)))
+                return -1;
+        if (sl_kafka_conf_set(kc, "group.id", app->rt.conf->app_id, errstr,
+                              errstr_size) == -1) {
+                rd_kafka_conf_destroy(kc);
+                return -1;
+        }
+        if (!(app->offsets =
+                  rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, errstr_size))) {
+                rd_kafka_conf_destroy(kc);
+                return -1;
+        }
+        sl_kquery_set_offsets_client(app->rt.kq, app->offsets,
+                                     app->rt.conf->app_id);
         /* Before the pipelines: their set-up reads what topics take. */
         app_limits_learn(app);
         if (app_pipelines(app, errstr, errstr_size) == -1)

@@ -84,6 +84,9 @@ struct sl_app_s {
          * the lookups, the probe among them, would time out with it.  Its
          * events (errors) come on lookup_q, served by lookup_w. */
         rd_kafka_t *lookup;
+        /* A consumer of the group that never joins it: kquery's committed
+         * offsets (sl_kquery_set_offsets_client); polled each second. */
+        rd_kafka_t *offsets;
         rd_kafka_queue_t *lookup_q;
         sl_kwatch_t *lookup_w;
         sl_watchdog_t *watchdog;

@@ -167,6 +167,11 @@ struct sl_kquery_s {
         TAILQ_HEAD(, kq_req_s) done; /* lock */
         int bulk_running;            /* lock: watermark calls in flight */
         int stopping;                /* lock: workers exit */
+        /* Committed offsets of this group through this consumer's own
+         * group coordinator, on a worker (sl_kquery_set_offsets_client);
+         * NULL: the admin API. */
+        rd_kafka_t *offsets_rk;
+        char *offsets_group;
         /* Group requests (loop thread): when the last was sent, and until
          * when none is sent (kquery_coord_moved). */
         int64_t group_sent_us;
@@ -406,6 +411,31 @@ static void kquery_run_owners(rd_kafka_t *rk, kq_req_t *req) {
         req->out.member_cnt = req->owner_cnt;
 }
 
+/* The committed offset through rd_kafka_committed() on the offsets client,
+ * a consumer of the group that never joins it: its group coordinator is
+ * the consumer's own (found again when it moves, unlike the admin API's
+ * cached one), and with isolation.level=read_committed the fetch requires
+ * stable offsets.  Not the admin API: in librdkafka 2.0.2 its
+ * coordinator-bound requests can abort the process
+ * (rd_kafka_enq_once_del_source_return: eonce->refcnt > 0; issues #3663,
+ * #4605), which 0704 hit with a node cut off.  Blocks up to what is left
+ * of the deadline. */
+static void kquery_run_committed(rd_kafka_t *rk, kq_req_t *req) {
+        rd_kafka_topic_partition_list_t *l =
+            rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_t *p =
+            rd_kafka_topic_partition_list_add(l, req->topic, req->partition);
+        rd_kafka_resp_err_t err =
+            rd_kafka_committed(rk, l, kquery_left_ms(req));
+
+        if (!err)
+                err = p->err;
+        req->out.err = err;
+        if (!err)
+                req->out.offset = p->offset;
+        rd_kafka_topic_partition_list_destroy(l);
+}
+
 static void kquery_run(rd_kafka_t *rk, kq_req_t *req) {
         kquery_out_init(&req->out, RD_KAFKA_RESP_ERR_NO_ERROR);
         if (kquery_left_ms(req) == 0) {
@@ -425,6 +455,9 @@ static void kquery_run(rd_kafka_t *rk, kq_req_t *req) {
         case KQ_OWNERS:
                 kquery_run_owners(rk, req);
                 break;
+        case KQ_COMMITTED:
+                kquery_run_committed(req->q->offsets_rk, req);
+                break;
         default:
                 sl_assert(!"not a worker request");
         }
@@ -436,7 +469,7 @@ static kq_req_t *kquery_next(sl_kquery_t *q) {
         kq_req_t *req;
 
         TAILQ_FOREACH(req, &q->todo, wlink) {
-                if (req->kind == KQ_WATERMARKS &&
+                if ((req->kind == KQ_WATERMARKS || req->kind == KQ_COMMITTED) &&
                     q->bulk_running >= SL_KQUERY_BULK_MAX)
                         continue;
                 TAILQ_REMOVE(&q->todo, req, wlink);
@@ -457,7 +490,7 @@ static void *kquery_worker(void *arg) {
                 if (q->stopping)
                         break;
                 req->wstate = KQ_RUNNING;
-                bulk = req->kind == KQ_WATERMARKS;
+                bulk = req->kind == KQ_WATERMARKS || req->kind == KQ_COMMITTED;
                 q->bulk_running += bulk;
                 pthread_mutex_unlock(&q->lock);
 
@@ -802,9 +835,17 @@ static int kquery_serve(void *opaque, int budget) {
  */
 
 /* Hands req to a worker or to librdkafka and arms the deadline guard. */
+/* Whether req is a committed-offsets lookup the offsets client answers. */
+static int kquery_on_worker(const kq_req_t *req) {
+        const sl_kquery_t *q = req->q;
+        return req->kind == KQ_COMMITTED && q->offsets_rk &&
+               !strcmp(req->group, q->offsets_group);
+}
+
 static void kquery_dispatch(kq_req_t *req) {
         sl_kquery_t *q = req->q;
-        int group = req->kind == KQ_COMMITTED || req->kind == KQ_GROUP;
+        int group = (req->kind == KQ_COMMITTED && !kquery_on_worker(req)) ||
+                    req->kind == KQ_GROUP;
 
         if (group && q->coord_hold_until_us > sl_mono_us()) {
                 /* kquery_coord_moved: wait, within the deadline. */
@@ -900,6 +941,15 @@ int sl_kquery_watermarks(sl_kquery_t *q, const char *topic, int32_t partition,
         req->partition = partition;
         kquery_dispatch(req);
         return 0;
+}
+
+void sl_kquery_set_offsets_client(sl_kquery_t *q, rd_kafka_t *rk,
+                                  const char *group) {
+        free(q->offsets_group);
+        q->offsets_rk = rk;
+        q->offsets_group = rk && group ? sl_strdup(group) : NULL;
+        if (!q->offsets_group)
+                q->offsets_rk = NULL;
 }
 
 int sl_kquery_committed(sl_kquery_t *q, const char *group, const char *topic,
@@ -1010,6 +1060,7 @@ static void kquery_on_close(uv_handle_t *h) {
         sl_kquery_t *q = h->data;
         pthread_mutex_destroy(&q->lock);
         pthread_cond_destroy(&q->cond);
+        free(q->offsets_group);
         free(q);
 }
 

@@ -82,11 +82,22 @@ int sl_kquery_watermarks(sl_kquery_t *q, const char *topic, int32_t partition,
                          int timeout_ms, sl_kquery_watermarks_cb *cb,
                          void *opaque);
 
+/* Committed offsets of `group` go through rk, a consumer of that group
+ * that never joins it (group.id = group, isolation.level=read_committed),
+ * on a worker thread with rd_kafka_committed(): its own group coordinator,
+ * found again when it moves, not the admin API, whose coordinator-bound
+ * requests can abort the process in librdkafka 2.0.2 (kquery.c).  rk is
+ * borrowed and must outlive q; NULL (the default) leaves every group to
+ * the admin API.  Loop thread. */
+void sl_kquery_set_offsets_client(sl_kquery_t *q, rd_kafka_t *rk,
+                                  const char *group);
+
 /* The offset committed by consumer group `group` for (topic, partition),
  * read with require_stable semantics (KIP-447): while a transaction that
  * carries offsets for this partition is pending, the broker answers
- * UNSTABLE_OFFSET_COMMIT and the lookup asks again every 150 ms until
- * timeout_ms (then err is UNSTABLE_OFFSET_COMMIT).  offset is
+ * UNSTABLE_OFFSET_COMMIT and the lookup asks again (the admin API: every
+ * 150 ms until timeout_ms; the offsets client: librdkafka does) — then err
+ * is UNSTABLE_OFFSET_COMMIT or __TIMED_OUT.  offset is
  * RD_KAFKA_OFFSET_INVALID (-1001) when the group has no committed offset
  * for it, and on error. */
 typedef void(sl_kquery_committed_cb)(void *opaque, rd_kafka_resp_err_t err,
