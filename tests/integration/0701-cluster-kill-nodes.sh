@@ -4,7 +4,7 @@
 # node that leads the most input partitions, the one that leads the most
 # changelog partitions, the transaction coordinator of an instance, the
 # group coordinator, and the controller quorum's leader; each stays down
-# 15 s and is started again on its data, and the next fault waits until
+# 10 s and is started again on its data, and the next fault waits until
 # every partition has three in-sync replicas again (SPEC §4: nothing lost,
 # nothing duplicated, recovery by itself).
 #
@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"
 source "$(dirname "$0")/lib-cluster.sh"
 
-down_secs=${SLUICE_TEST_FAULT_SECS:-15}
+down_secs=${SLUICE_TEST_FAULT_SECS:-10}
 
 cluster_start
 conf=$WORK/sluice.ini

@@ -16,6 +16,7 @@
 # session timeout; every record out exactly once (read_committed); a alive
 # with /healthz never failing and /readyz 200 at the end.  Prints how long
 # the takeover took.
+# variant: kafka-4
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

@@ -12,6 +12,7 @@ public class Features {
     public static void main(String[] args) throws Exception {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
         try (Admin admin = Admin.create(p)) {
             TreeMap<String, Short> out = new TreeMap<>();
