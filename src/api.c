@@ -82,6 +82,7 @@
 #include "connguard.h"
 #include "debounce.h"
 #include "delay_input.h"
+#include "groupcheck.h"
 #include "http.h"
 #include "kafka.h"
 #include "log.h"
@@ -559,65 +560,52 @@ static void owners_clear(sl_api_t *api) {
         api->owner_cnt = 0;
 }
 
-/* Reads the group's assignment (owner_lock held).  Returns 0 or -1. */
+/* Reads the group's assignment (owner_lock held).  Returns 0 or -1.
+ * Through the classic ListGroups + DescribeGroups (rd_kafka_list_groups),
+ * not the admin DescribeConsumerGroups: librdkafka 2.0.2 can abort the
+ * process in a coordinator-bound admin request's failure path
+ * (rd_kafka_enq_once_del_source_return; kquery.c). */
 static int owners_refresh(sl_api_t *api) {
-        rd_kafka_queue_t *q = rd_kafka_queue_new(api->producer);
-        rd_kafka_AdminOptions_t *o = rd_kafka_AdminOptions_new(
-            api->producer, RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
-        const char *groups[1] = {api->group};
-        rd_kafka_event_t *ev;
-        char errstr[256];
-        int rc = -1;
+        const struct rd_kafka_group_list *gl = NULL;
+        const struct rd_kafka_group_info *g;
         int tmo = (int)(api->conf->api_timeout_ms / 2);
+        rd_kafka_resp_err_t err;
+        int rc = -1;
 
-        rd_kafka_AdminOptions_set_request_timeout(o, tmo, errstr,
-                                                  sizeof(errstr));
-        rd_kafka_DescribeConsumerGroups(api->producer, groups, 1, o, q);
-        ev = rd_kafka_queue_poll(q, tmo + 1000);
-        if (ev && !rd_kafka_event_error(ev)) {
-                const rd_kafka_DescribeConsumerGroups_result_t *res =
-                    rd_kafka_event_DescribeConsumerGroups_result(ev);
-                size_t n = 0;
-                const rd_kafka_ConsumerGroupDescription_t **gs =
-                    res ? rd_kafka_DescribeConsumerGroups_result_groups(res, &n)
-                        : NULL;
-                if (n == 1 && !rd_kafka_ConsumerGroupDescription_error(gs[0])) {
-                        const rd_kafka_ConsumerGroupDescription_t *g = gs[0];
-                        size_t mc =
-                            rd_kafka_ConsumerGroupDescription_member_count(g);
-                        owners_clear(api);
-                        for (size_t i = 0; i < mc; i++) {
-                                const rd_kafka_MemberDescription_t *m =
-                                    rd_kafka_ConsumerGroupDescription_member(g,
-                                                                             i);
-                                const char *cid =
-                                    rd_kafka_MemberDescription_client_id(m);
-                                const char *at = cid ? strrchr(cid, '@') : NULL;
-                                const rd_kafka_topic_partition_list_t *pl =
-                                    rd_kafka_MemberAssignment_partitions(
-                                        rd_kafka_MemberDescription_assignment(
-                                            m));
-                                for (int j = 0; pl && j < pl->cnt; j++) {
-                                        owner_t *ow;
-                                        api->owners = sl_realloc(
-                                            api->owners,
-                                            sizeof(*ow) *
-                                                (size_t)(api->owner_cnt + 1));
-                                        ow = &api->owners[api->owner_cnt++];
-                                        ow->topic =
-                                            sl_strdup(pl->elems[j].topic);
-                                        ow->partition = pl->elems[j].partition;
-                                        ow->addr = sl_strdup(at ? at + 1 : "");
-                                }
-                        }
-                        api->owners_at_ms = sl_now_ms();
-                        rc = 0;
+        err = rd_kafka_list_groups(api->producer, api->group, &gl, tmo);
+        if ((err && !(err == RD_KAFKA_RESP_ERR__PARTIAL && gl)) || !gl ||
+            gl->group_cnt != 1 || gl->groups[0].err)
+                goto done;
+        g = &gl->groups[0];
+        owners_clear(api);
+        for (int i = 0; i < g->member_cnt; i++) {
+                const struct rd_kafka_group_member_info *m = &g->members[i];
+                const char *at =
+                    m->client_id ? strrchr(m->client_id, '@') : NULL;
+                rd_kafka_topic_partition_list_t *pl =
+                    sl_groupcheck_parse_assignment(
+                        m->member_assignment,
+                        m->member_assignment_size > 0
+                            ? (size_t)m->member_assignment_size
+                            : 0);
+                for (int j = 0; pl && j < pl->cnt; j++) {
+                        owner_t *ow;
+                        api->owners = sl_realloc(
+                            api->owners,
+                            sizeof(*ow) * (size_t)(api->owner_cnt + 1));
+                        ow = &api->owners[api->owner_cnt++];
+                        ow->topic = sl_strdup(pl->elems[j].topic);
+                        ow->partition = pl->elems[j].partition;
+                        ow->addr = sl_strdup(at ? at + 1 : "");
                 }
+                if (pl)
+                        rd_kafka_topic_partition_list_destroy(pl);
         }
-        if (ev)
-                rd_kafka_event_destroy(ev);
-        rd_kafka_AdminOptions_destroy(o);
-        rd_kafka_queue_destroy(q);
+        api->owners_at_ms = sl_now_ms();
+        rc = 0;
+done:
+        if (gl)
+                rd_kafka_group_list_destroy(gl);
         return rc;
 }
 

@@ -4,11 +4,13 @@
 # sluice and the node that leads the most input partitions is held 200 ms
 # each way (a delaying proxy, tests/tools/slowproxy.c, that the node
 # advertises to sluice: cluster.sh bootstrap-proxied), while sluice's
-# produce request timeout (request.timeout.ms 350) is shorter than a round
-# trip (400 ms): every produce request to that node times out, librdkafka
-# drops the connection and retries on a new one, and the proxy still
-# delivers the old requests — late, after their retries.  (At 500 ms, in
-# a first run, no request timed out.)  The test's own readers and writers bypass the proxy.
+# client-side request timeout (socket.timeout.ms 300; fetch.wait.max.ms
+# 100 so that fetches to the other nodes fit in it) is shorter than a round
+# trip (400 ms): every request to that node times out, librdkafka drops
+# the connection and retries on a new one, and the proxy still delivers the
+# old requests — late, after their retries.  (request.timeout.ms is the
+# broker's ack timeout, not the client's: with it at 350 and 500 in first
+# runs no request timed out.)  The test's own readers and writers bypass the proxy.
 #
 # Checks: both instances alive with /healthz never failing and /readyz 200
 # at the end; every record out exactly once (read_committed), per-key
@@ -28,11 +30,11 @@ fault_conf "$conf" dbt
 # sluice through the proxies, with timeouts a slow round trip crosses.
 sed -i "s|^bootstrap.servers = .*|bootstrap.servers = $(cluster bootstrap-proxied)|" "$conf"
 cat >>"$conf.kafka" <<EOF
-request.timeout.ms = 350
-socket.timeout.ms = 1500
+socket.timeout.ms = 300
+fetch.wait.max.ms = 100
 EOF
 sed -i "/^heartbeat.interval.ms = /r $conf.kafka" "$conf"
-grep -q '^request.timeout.ms = 350' "$conf" || fail "could not shorten the timeouts in $conf"
+grep -q '^socket.timeout.ms = 300' "$conf" || fail "could not shorten the timeouts in $conf"
 fault_start_ready a b
 
 fault_feed_start
@@ -44,7 +46,7 @@ cluster slow "$victim" "$delay_ms"
 sleep "$slow_secs"
 cluster slow "$victim" 0
 t_heal=$(now_ms)
-note "node $victim's link to sluice held ${delay_ms} ms each way for $(((t_heal - t_fault) / 1000)) s (request.timeout.ms 350)"
+note "node $victim's link to sluice held ${delay_ms} ms each way for $(((t_heal - t_fault) / 1000)) s (socket.timeout.ms 300)"
 timeouts=$(cat "$WORK/sluice-a.log" "$WORK/sluice-b.log" | grep -ci 'timed out' || true)
 note "log lines with 'timed out' meanwhile: $timeouts"
 
