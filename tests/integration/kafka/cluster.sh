@@ -285,6 +285,15 @@ start() {
         echo "cluster: iptables is missing (make deps installs it)" >&2
         return 1
     }
+    # Another cluster of the same NET (another test's, DIR elsewhere) still
+    # running: clearing it would break that test; refuse instead.
+    local i
+    for i in "${nodes[@]}"; do
+        if [ -n "$(ip netns pids "$(ns "$i")" 2>/dev/null)" ] && ! running_pid "$i" >/dev/null; then
+            echo "cluster: namespace $(ns "$i") is in use by another cluster (stop it, or give SLUICE_TEST_CLUSTER_NET another value)" >&2
+            return 1
+        fi
+    done
     stop >/dev/null 2>&1 || true
     "$broker" fetch
     rm -rf "$dir"
@@ -298,7 +307,7 @@ start() {
             --add-scram 'SCRAM-SHA-512=[name=sluice,password=sluice-secret]')
     fi
     net_up
-    local i id t0
+    local id t0
     # A Kafka Uuid in base64; not one starting with "-", which the storage
     # tool would take for an option (Kafka's own Uuid.randomUuid() skips
     # those too).
