@@ -266,10 +266,10 @@ sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
         /* <app_id>-<instance_id>, <app_id>-<instance_id>#2 (app.c). */
         if (asprintf(&txn_prefix, "%s-", app_id) < 0)
                 sl_assert(!"out of memory");
+        /* Write implies Describe (FindCoordinator): 0711 runs without
+         * a Describe binding. */
         add(&b, SL_ACL_TRANSACTIONAL_ID, SL_ACL_PREFIXED, txn_prefix,
             SL_ACL_WRITE, SL_ACL_WHY_TXN, NULL);
-        add(&b, SL_ACL_TRANSACTIONAL_ID, SL_ACL_PREFIXED, txn_prefix,
-            SL_ACL_DESCRIBE, SL_ACL_WHY_TXN, NULL);
         free(txn_prefix);
         return b.acls;
 }
@@ -297,6 +297,98 @@ const sl_acl_t *sl_acls_find(const sl_acls_t *acls, sl_acl_resource_t resource,
                         return e;
         }
         return NULL;
+}
+
+/* Does binding e grant op on resource:name? */
+static int acl_covers(const sl_acl_t *e, sl_acl_resource_t resource,
+                      const char *name, sl_acl_op_t op) {
+        /* A topic's Describe comes with its Read or Write. */
+        if (resource == SL_ACL_TOPIC && op == SL_ACL_DESCRIBE)
+                return e->resource == resource &&
+                       (e->op == SL_ACL_READ || e->op == SL_ACL_WRITE) &&
+                       acl_covers(e, resource, name, e->op);
+        if (e->resource != resource || (op != SL_ACL_ANY && e->op != op))
+                return 0;
+        if (e->pattern == SL_ACL_PREFIXED)
+                return !strncmp(name, e->name, strlen(e->name));
+        return !strcmp(e->name, "*") || !strcmp(e->name, name);
+}
+
+static const char *why_text(unsigned first) {
+        switch (first) {
+        case SL_ACL_WHY_INPUT:
+                return "an input";
+        case SL_ACL_WHY_RATES:
+                return "a rates topic";
+        case SL_ACL_WHY_REROUTE:
+                return "an input, written by reroute";
+        case SL_ACL_WHY_API_INPUT:
+                return "an input, written by the HTTP API";
+        case SL_ACL_WHY_API_RATES:
+                return "a rates topic, written by the HTTP API";
+        case SL_ACL_WHY_CHANGELOG:
+                return "a changelog";
+        case SL_ACL_WHY_OVERFLOW:
+                return "an overflow topic";
+        case SL_ACL_WHY_DLQ:
+                return "a dead-letter topic";
+        case SL_ACL_WHY_OUTPUT:
+                return "an output";
+        case SL_ACL_WHY_DEFAULT_TARGET:
+                return "a delay pipeline's default target";
+        case SL_ACL_WHY_TARGET:
+                return "a delay target";
+        case SL_ACL_WHY_LIMITS:
+                return "its max.message.bytes";
+        case SL_ACL_WHY_GROUP:
+                return "the consumer group";
+        case SL_ACL_WHY_REBUILD:
+                return "the group id of the rebuild reader";
+        case SL_ACL_WHY_TXN:
+                return "the transactional ids";
+        }
+        return "?";
+}
+
+const char *sl_acls_refusal(const sl_acls_t *acls, sl_acl_resource_t resource,
+                            const char *name, sl_acl_op_t op, char *buf,
+                            size_t size) {
+        const sl_acl_t *first = NULL;
+        size_t len;
+        int n = 0;
+
+        len = (size_t)snprintf(buf, size, "%s on %s %s (",
+                               op == SL_ACL_ANY ? "an operation"
+                                                : sl_acl_op_name(op),
+                               sl_acl_resource_name(resource), name);
+        for (int i = 0; acls && i < acls->cnt; i++) {
+                const sl_acl_t *e = &acls->acls[i];
+                if (!acl_covers(e, resource, name, op))
+                        continue;
+                if (!first) {
+                        first = e;
+                        if (len < size)
+                                len += (size_t)snprintf(
+                                    buf + len, size - len,
+                                    "%s; sluice acls lists %s %s %s ",
+                                    why_text(e->first),
+                                    sl_acl_resource_name(e->resource),
+                                    sl_acl_pattern_name(e->pattern), e->name);
+                }
+                if (e->pattern != first->pattern ||
+                    strcmp(e->name, first->name))
+                        continue;
+                if (len < size)
+                        len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                                n++ ? ", " : "",
+                                                sl_acl_op_name(e->op));
+        }
+        if (!first && len < size)
+                len += (size_t)snprintf(buf + len, size - len,
+                                        "no binding of sluice acls grants it");
+        if (len < size)
+                snprintf(buf + len, size - len, ")");
+        return buf;
 }
 
 int sl_acls_principal_ok(const char *principal) {

@@ -34,11 +34,12 @@
  *   group "sluice-rebuild"          Describe the group.id of the
  *                                            assign-only reader and the
  *                                            lookup client (app.c)
- *   transactional id "<app_id>-"    Write,   prefixed: the producers' ids
- *                                   Describe are <app_id>-<instance_id>
+ *   transactional id "<app_id>-"    Write    prefixed: the producers' ids
+ *                                            are <app_id>-<instance_id>
  *                                            and <app_id>-<instance_id>#2
  *
- * Describe on a topic is never listed: Read and Write imply it.
+ * Describe on a topic or a transactional id is never listed: Read and
+ * Write imply it.
  *
  * A delay pipeline's allowed_targets glob becomes a PREFIXED topic pattern
  * on its literal part before the first glob character ("notify.*" ->
@@ -138,6 +139,21 @@ char *sl_acls_glob_pattern(const char *glob, sl_acl_pattern_t *pattern);
 const char *sl_acl_resource_name(sl_acl_resource_t resource);
 const char *sl_acl_pattern_name(sl_acl_pattern_t pattern);
 const char *sl_acl_op_name(sl_acl_op_t op);
+
+/* What a refusal by Kafka's authorizer means, for a log line: the operation
+ * on resource:name that was refused, what sluice uses it for and the
+ * binding of this set that grants it, e.g.
+ *   WRITE on TOPIC orders.dlq (a dead-letter topic; sluice acls lists
+ *   TOPIC LITERAL orders.dlq WRITE)
+ * op SL_ACL_ANY: Kafka did not say which (a transactional id's Write or
+ * Describe); every binding on the resource is named.  DESCRIBE on a
+ * topic (hidden from the principal) names its Read and Write bindings,
+ * which imply it.  A name no binding
+ * covers is said so.  Returns buf. */
+#define SL_ACL_ANY ((sl_acl_op_t)-1)
+const char *sl_acls_refusal(const sl_acls_t *acls, sl_acl_resource_t resource,
+                            const char *name, sl_acl_op_t op, char *buf,
+                            size_t size);
 
 /* 1 when principal reads TYPE:NAME (both non-empty, TYPE a word, no
  * control characters), as kafka-acls.sh --allow-principal takes it. */
