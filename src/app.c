@@ -64,6 +64,7 @@
 #include "acls.h"
 #include "cli.h"
 #include "delay_input.h"
+#include "hash.h"
 #include "kwatch.h"
 #include "log.h"
 #include "parts.h"
@@ -87,9 +88,18 @@
  * may last backlog_commit_interval. */
 #define SL_TXN_MAX_RECORDS     50000
 #define SL_TXN_MAX_INPUT_BYTES (64 << 20)
-/* Kafka probe: how often, and how long it may take. */
-#define SL_PROBE_EVERY_MS 2000
-#define SL_PROBE_TMO_MS   3000
+/* Kafka probe: how often, and how long it may take.  One probe asks one
+ * broker, picked at random among those librdkafka holds a connection to; a
+ * broker cut off without a reset keeps its connection "up" until a request
+ * on it times out (the lookup client's socket.timeout.ms,
+ * SL_LOOKUP_SOCKET_TMO_MS).  So a failed probe is asked again at the next
+ * tick, and Kafka is called unreachable only once probes have failed for
+ * SL_PROBE_DOWN_MS with none answering: one node of three cut off is not
+ * "Kafka unreachable" (0704). */
+#define SL_PROBE_EVERY_MS       2000
+#define SL_PROBE_TMO_MS         3000
+#define SL_PROBE_DOWN_MS        8000
+#define SL_LOOKUP_SOCKET_TMO_MS 10000
 /* Lookups of the topics operators write to. */
 #define SL_LOOKUP_TMO_MS 5000
 
@@ -131,6 +141,44 @@ static void topic_cache_metrics(sl_app_t *app) {
         }
 }
 
+static int app_first_refusal(sl_app_t *app, sl_acl_op_t op, const char *topic);
+
+/* A delay target may not be written: said once a topic. */
+static void app_target_refused(sl_app_t *app, const char *topic) {
+        char buf[512];
+        sl_acls_t *acls;
+        if (!app_first_refusal(app, SL_ACL_WRITE, topic))
+                return;
+        acls = sl_acls_new(app->rt.conf);
+        sl_log(LOG_WARNING, "AUTHZ",
+               "not authorized: %s; timers for it go to the DLQ "
+               "(target-refused)",
+               sl_acls_refusal(acls, SL_ACL_TOPIC, topic, SL_ACL_WRITE, buf,
+                               sizeof(buf)));
+        sl_acls_destroy(acls);
+}
+
+/* 1 when topic is one of the pipelines' own (app_limits_learn): a
+ * refusal to write it ends the process when it is written (txn.h's
+ * not_authorized), where a target's sends the timer to the DLQ. */
+static int app_own_topic(const sl_app_t *app, const char *topic) {
+        for (int i = 0; i < app->limit_cnt; i++)
+                if (!strcmp(app->limits[i].name, topic))
+                        return 1;
+        return 0;
+}
+
+/* 1 the first time op on topic is refused (of the last SL_APP_REFUSALS
+ * refusals). */
+static int app_first_refusal(sl_app_t *app, sl_acl_op_t op, const char *topic) {
+        uint64_t h = (sl_hash(topic, strlen(topic)) + (uint64_t)op) | 1;
+        for (int i = 0; i < SL_APP_REFUSALS; i++)
+                if (app->refusals[i] == h)
+                        return 0;
+        app->refusals[app->refusal_next++ % SL_APP_REFUSALS] = h;
+        return 1;
+}
+
 /* The largest record a topic accepts, learned after the topic was found:
  * kept in its cache entry, and the size check's floor follows it down. */
 static void topic_on_max_bytes(void *opaque, rd_kafka_resp_err_t err,
@@ -138,10 +186,24 @@ static void topic_on_max_bytes(void *opaque, rd_kafka_resp_err_t err,
         sl_topic_cache_t *c = opaque;
         sl_app_t *app = sl_topiccache_opaque(c->tc);
         (void)dflt;
-        if (err) {
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED &&
+            app_first_refusal(app, SL_ACL_DESCRIBE_CONFIGS, topic)) {
                 /* Without DescribeConfigs on the topic: the broker's limit
-                 * is assumed (README, Security). */
-                sl_kafka_log_error("describe configs", err, topic);
+                 * is assumed (README, Security); said once a topic. */
+                char buf[512];
+                sl_acls_t *acls = sl_acls_new(app->rt.conf);
+                sl_log(LOG_WARNING, "AUTHZ",
+                       "not authorized: %s; assuming the broker's "
+                       "message.max.bytes for it",
+                       sl_acls_refusal(acls, SL_ACL_TOPIC, topic,
+                                       SL_ACL_DESCRIBE_CONFIGS, buf,
+                                       sizeof(buf)));
+                sl_acls_destroy(acls);
+                return;
+        }
+        if (err) {
+                if (err != RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                        sl_kafka_log_error("describe configs", err, topic);
                 return;
         }
         sl_topiccache_set_max_bytes(c->tc, topic, max_bytes);
@@ -154,12 +216,14 @@ static void topic_on_lookup(void *opaque, rd_kafka_resp_err_t err,
         sl_topiccache_entry_t *e = opaque;
         sl_topiccache_t *tc = sl_topiccache_of(e);
         sl_app_t *app = sl_topiccache_opaque(tc);
-        if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
                 /* No Describe means no Write: refused up front rather
                  * than by the broker at delivery (which aborts). */
+                if (!app_own_topic(app, topic))
+                        app_target_refused(app, topic);
                 sl_topiccache_answer(tc, e, 1, SL_TOPICCACHE_FORBIDDEN,
                                      sl_now_ms());
-        else /* err: Kafka did not answer; keep what we knew, retry soon */
+        } else /* err: Kafka did not answer; keep what we knew, retry soon */
                 sl_topiccache_answer(tc, e, !err, cnt, sl_now_ms());
         /* Tell the producer now: a topic it first meets in producev()
          * waits for its once-a-second scan of unknown topics (librdkafka
@@ -247,6 +311,118 @@ sl_metrics_t *sl_app_metrics(sl_app_t *app) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Authorization.                                                       */
+
+static void app_exit_hook(void *opaque, int code);
+static void app_txn_id(const sl_app_t *app, int idx, char *buf, size_t size);
+
+/* A refusal by Kafka's authorizer ends the process with status 1 and one
+ * line naming the binding that is missing (acls.h): retrying cannot help
+ * until an operator grants it, and a loop of aborts or fetch errors would
+ * bury the cause among its retries (README, Security).  name NULL: Kafka
+ * did not say which (what stands in `what` then). */
+static void app_refused(sl_app_t *app, sl_acl_resource_t res, const char *name,
+                        sl_acl_op_t op, const char *what) {
+        char buf[512];
+        sl_acls_t *acls;
+        if (app->phase == SL_RUN_STOPPED)
+                return;
+        acls = sl_acls_new(app->rt.conf);
+        if (name)
+                sl_acls_refusal(acls, res, name, op, buf, sizeof(buf));
+        else
+                snprintf(buf, sizeof(buf), "%s on a %s of %s",
+                         op == SL_ACL_ANY ? "an operation" : sl_acl_op_name(op),
+                         sl_acl_resource_name(res), what);
+        sl_acls_destroy(acls);
+        sl_log(LOG_CRIT, "AUTHZ",
+               "not authorized: %s; exiting (%s; `sluice acls -c %s` prints "
+               "every binding sluice needs)",
+               buf, what, app->rt.conf->path ? app->rt.conf->path : "FILE");
+        app_exit_hook(app, SL_EXIT_FAIL);
+}
+
+static int app_err_is_refusal(rd_kafka_resp_err_t err) {
+        return err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+               err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED;
+}
+
+/* The first input named in text, or NULL. */
+static const char *app_input_in(const sl_app_t *app, const char *text) {
+        for (int i = 0; text && i < app->rt.pipeline_cnt; i++)
+                if (strstr(text, app->rt.pipelines[i].conf->input))
+                        return app->rt.pipelines[i].conf->input;
+        return NULL;
+}
+
+/* A fetch or group error of a consumer refused by the authorizer: 1 when
+ * it was one (and the process ends).  reader: the rebuild reader (its
+ * group id only looked up), else the group consumer; topic NULL when the
+ * error came without a partition. */
+static int app_fetch_refused(sl_app_t *app, int reader, rd_kafka_resp_err_t err,
+                             const char *topic, const char *errstr) {
+        if (!app_err_is_refusal(err))
+                return 0;
+        if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED) {
+                if (reader)
+                        app_refused(app, SL_ACL_GROUP, SL_ACLS_REBUILD_GROUP,
+                                    SL_ACL_DESCRIBE, errstr);
+                else
+                        app_refused(app, SL_ACL_GROUP, app->rt.conf->app_id,
+                                    SL_ACL_READ, errstr);
+                return 1;
+        }
+        if (!topic && !reader)
+                topic = app_input_in(app, errstr);
+        app_refused(app, SL_ACL_TOPIC, topic, SL_ACL_READ, errstr);
+        return 1;
+}
+
+/* The transaction's clients were refused (txn.h): Kafka names no
+ * resource but for a topic, which librdkafka logs (kafka.h) when it is
+ * AddPartitionsToTxn that refused.  A delay target's refusal (Describe
+ * granted, not Write) is the timer's: its topic is marked forbidden, the
+ * transaction aborted, and the timer goes to the DLQ when redone. */
+static int app_txn_refused(void *opaque, rd_kafka_resp_err_t code,
+                           const char *topic, const char *why) {
+        sl_app_t *app = opaque;
+        char name[512];
+        switch (code) {
+        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+                /* TxnOffsetCommit names the input partitions it refused;
+                 * committing an input's offsets takes its Read. */
+                if (!topic && strstr(why, "commit offsets") &&
+                    app_input_in(app, why)) {
+                        app_refused(app, SL_ACL_TOPIC, app_input_in(app, why),
+                                    SL_ACL_READ, why);
+                        break;
+                }
+                if (!topic) {
+                        sl_kafka_denied_topic(name, sizeof(name));
+                        topic = *name ? name : NULL;
+                }
+                if (topic && !app_own_topic(app, topic) && app->topics &&
+                    sl_topiccache_forbid(app->topics->tc, topic, sl_now_ms()) ==
+                        0) {
+                        app_target_refused(app, topic);
+                        return 0;
+                }
+                app_refused(app, SL_ACL_TOPIC, topic, SL_ACL_WRITE, why);
+                break;
+        case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+                app_refused(app, SL_ACL_GROUP, app->rt.conf->app_id,
+                            SL_ACL_READ, why);
+                break;
+        default: /* a transactional id's, or the cluster's */
+                app_txn_id(app, 0, name, sizeof(name));
+                app_refused(app, SL_ACL_TRANSACTIONAL_ID, name, SL_ACL_ANY,
+                            why);
+                break;
+        }
+        return 1;
+}
+
+/* ------------------------------------------------------------------ */
 /* Delivery reports.                                                    */
 
 /* Errors that will repeat however often the same record is sent.  A
@@ -256,7 +432,6 @@ static int refusal_is_permanent(rd_kafka_resp_err_t err) {
         case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
         case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
         case RD_KAFKA_RESP_ERR_INVALID_RECORD:
-        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
         case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
         case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
         case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
@@ -309,6 +484,11 @@ static void app_on_delivery(void *opaque, const rd_kafka_message_t *m) {
                 return; /* purged by an abort: its consequence, not a cause */
         snprintf(why, sizeof(why), "delivery to %s [%d] failed: %s", topic,
                  (int)m->partition, rd_kafka_err2str(m->err));
+        if (m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+                /* The topic's, not the record's (txn.h, not_authorized). */
+                sl_txn_refused(app->rt.txn, m->err, topic, why);
+                return;
+        }
         if (refusal_is_permanent(m->err)) {
                 id = sl_refused_id(
                     topic, m->key, m->key_len,
@@ -728,14 +908,16 @@ void sl_app_update_ready(sl_app_t *app) {
                 app_set_ready(app, 1, "ready");
 }
 
-static void app_set_kafka_up(sl_app_t *app, int up, const char *why) {
+/* since_ms: when Kafka stopped answering (when up is 0). */
+static void app_set_kafka_up(sl_app_t *app, int up, const char *why,
+                             int64_t since_ms) {
         if (up && !app->kafka_up)
                 sl_log(
                     LOG_NOTICE, "KAFKA", "Kafka answers again (after %.1f s)",
                     (double)(sl_now_ms() - app->kafka_down_since_ms) / 1000.0);
         else if (!up && app->kafka_up) {
                 sl_log(LOG_WARNING, "KAFKA", "Kafka unreachable: %s", why);
-                app->kafka_down_since_ms = sl_now_ms();
+                app->kafka_down_since_ms = since_ms;
         }
         if (!up)
                 snprintf(app->kafka_why, sizeof(app->kafka_why), "%s", why);
@@ -747,9 +929,20 @@ static void app_set_kafka_up(sl_app_t *app, int up, const char *why) {
 static void app_on_probe(void *opaque, rd_kafka_resp_err_t err,
                          int64_t rtt_ms) {
         sl_app_t *app = opaque;
+        int64_t now = sl_now_ms();
         (void)rtt_ms;
         app->probe_inflight = 0;
-        app_set_kafka_up(app, !err, rd_kafka_err2str(err));
+        if (!err) {
+                app->probe_failing_since_ms = 0;
+                app_set_kafka_up(app, 1, NULL, 0);
+                return;
+        }
+        if (!app->probe_failing_since_ms)
+                app->probe_failing_since_ms = app->probe_sent_ms;
+        app->probe_next_ms = 0; /* ask again at the next tick */
+        if (now - app->probe_failing_since_ms >= SL_PROBE_DOWN_MS)
+                app_set_kafka_up(app, 0, rd_kafka_err2str(err),
+                                 app->probe_failing_since_ms);
 }
 
 /* The input's end of a partition that is not fetched, for the lag.  A
@@ -1173,6 +1366,7 @@ static void app_on_stats_timer(uv_timer_t *timer) {
             sl_kquery_probe(app->rt.kq, SL_PROBE_TMO_MS, app_on_probe, app) ==
                 0) {
                 app->probe_inflight = 1;
+                app->probe_sent_ms = now;
                 app->probe_next_ms = now + SL_PROBE_EVERY_MS;
         }
         sl_app_update_ready(app);
@@ -1436,6 +1630,13 @@ static void app_consumed(sl_app_t *app, rd_kafka_message_t *m) {
         }
         if (m->err) {
                 rd_kafka_resp_err_t err = m->err;
+                if (app_fetch_refused(app, 0, err,
+                                      m->rkt ? rd_kafka_topic_name(m->rkt)
+                                             : NULL,
+                                      rd_kafka_message_errstr(m))) {
+                        rd_kafka_message_destroy(m);
+                        return;
+                }
                 if (err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
                     err != RD_KAFKA_RESP_ERR__FATAL)
                         sl_kafka_log_error("consumer", err,
@@ -1601,6 +1802,11 @@ static void app_on_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
 static void app_reader_record(sl_app_t *app, const rd_kafka_message_t *m) {
         const char *topic;
         int served = 0;
+        if (m->err &&
+            app_fetch_refused(app, 1, m->err,
+                              m->rkt ? rd_kafka_topic_name(m->rkt) : NULL,
+                              rd_kafka_message_errstr(m)))
+                return;
         if (!m->rkt) {
                 if (m->err)
                         sl_kafka_log_error("reader", m->err,
@@ -1679,8 +1885,24 @@ static void app_error_cb(rd_kafka_t *rk, int err, const char *reason,
                                rd_kafka_name(rk), reason);
                 return;
         }
-        if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
-                app_set_kafka_up(app, 0, reason);
+        /* The lookup and offsets clients connect to few nodes (one may be
+         * all they know of): the probe speaks for them. */
+        if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN &&
+            (rk == app->rt.consumer || rk == app->rt.reader))
+                app_set_kafka_up(app, 0, reason, sl_now_ms());
+        /* The lookup client's topic refusals are a target's, answered
+         * where it was looked up (topic_on_lookup). */
+        if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+            (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED &&
+             rk != app->lookup)) {
+                if (rk == app->rt.reader || rk == app->lookup)
+                        app_fetch_refused(app, 1, (rd_kafka_resp_err_t)err,
+                                          NULL, reason);
+                else
+                        app_fetch_refused(app, 0, (rd_kafka_resp_err_t)err,
+                                          NULL, reason);
+                return;
+        }
         sl_kafka_log_error(rk == app->rt.reader ? "reader"
                            : rk == app->lookup  ? "lookups"
                            : rk == app->offsets ? "offsets"
@@ -1950,20 +2172,24 @@ static int app_kafka_defaults(sl_app_t *app, rd_kafka_conf_t *kc,
  * static instance id) lets a restarted instance fence its predecessor and
  * abort its open transaction at once.  The second producer's id is the
  * first's with "#2" after it. */
+static void app_txn_id(const sl_app_t *app, int idx, char *buf, size_t size) {
+        const char *suffix = idx ? SL_TXNID_SECOND_SUFFIX : "";
+        if (app->rt.conf->instance_id && *app->rt.conf->instance_id)
+                snprintf(buf, size, "%s-%s%s", app->rt.conf->app_id,
+                         app->rt.conf->instance_id, suffix);
+        else
+                snprintf(buf, size, "%s-%s%s", app->rt.conf->app_id,
+                         app->client_id, suffix);
+}
+
 static rd_kafka_conf_t *app_producer_conf(void *opaque, int idx, char *errstr,
                                           size_t errstr_size) {
         sl_app_t *app = opaque;
         rd_kafka_conf_t *kc;
         char txnid[512], buf[64];
-        const char *suffix = idx ? SL_TXNID_SECOND_SUFFIX : "";
         if (!(kc = app_kconf(app, errstr, errstr_size)))
                 return NULL;
-        if (app->rt.conf->instance_id && *app->rt.conf->instance_id)
-                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->rt.conf->app_id,
-                         app->rt.conf->instance_id, suffix);
-        else
-                snprintf(txnid, sizeof(txnid), "%s-%s%s", app->rt.conf->app_id,
-                         app->client_id, suffix);
+        app_txn_id(app, idx, txnid, sizeof(txnid));
         SET(kc, "transactional.id", txnid);
         snprintf(buf, sizeof(buf), "%lld",
                  (long long)app->rt.conf->transaction_timeout_ms);
@@ -2033,6 +2259,23 @@ static rd_kafka_conf_t *app_lookup_conf(sl_app_t *app, char *errstr,
         SET(kc, "isolation.level", "read_committed");
         SET(kc, "client.id", app->client_id);
         return kc;
+}
+
+/* The lookup client gives up on a silent connection after
+ * SL_LOOKUP_SOCKET_TMO_MS at most (never raised above the configured
+ * value): its requests all have deadlines of a few seconds, and a broker
+ * whose connection is torn down is no longer picked by the probe. */
+static int app_lookup_socket_timeout(rd_kafka_conf_t *kc, char *errstr,
+                                     size_t errstr_size) {
+        char buf[32];
+        size_t size = sizeof(buf);
+        if (rd_kafka_conf_get(kc, "socket.timeout.ms", buf, &size) ==
+                RD_KAFKA_CONF_OK &&
+            atoll(buf) <= SL_LOOKUP_SOCKET_TMO_MS)
+                return 0;
+        snprintf(buf, sizeof(buf), "%d", SL_LOOKUP_SOCKET_TMO_MS);
+        return sl_kafka_conf_set(kc, "socket.timeout.ms", buf, errstr,
+                                 errstr_size);
 }
 
 /* The reader: assign-only, for rebuilds and global tables.  It is the
@@ -2305,6 +2548,19 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                         const char *topic = pl->op->table_topic(pl);
                         int tcnt = sl_kafka_partition_count(app->rt.reader,
                                                             topic, 10000);
+                        if (tcnt == SL_KAFKA_PARTS_REFUSED) {
+                                char why[400];
+                                sl_acls_t *acls = sl_acls_new(app->rt.conf);
+                                snprintf(errstr, errstr_size,
+                                         "pipeline %s: topic %s is hidden: "
+                                         "not authorized: %s",
+                                         pc->name, topic,
+                                         sl_acls_refusal(acls, SL_ACL_TOPIC,
+                                                         topic, SL_ACL_READ,
+                                                         why, sizeof(why)));
+                                sl_acls_destroy(acls);
+                                return -1;
+                        }
                         if (tcnt <= 0) {
                                 snprintf(errstr, errstr_size,
                                          "pipeline %s: topic %s %s (run "
@@ -2509,6 +2765,7 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
             .resumed = app_resumed,
             .delivery = app_on_delivery,
             .exit = app_exit_hook,
+            .not_authorized = app_txn_refused,
         };
 
         app->rt.outbox =
@@ -2557,7 +2814,8 @@ static int app_init(sl_app_t *app, char *errstr, size_t errstr_size) {
                 return -1;
         /* Its group lookups must see a moved coordinator (kquery.h). */
         if (sl_kafka_conf_set(kc, "metadata.max.age.ms", SL_KQUERY_COORD_TTL,
-                              errstr, errstr_size) == -1) {
+                              errstr, errstr_size) == -1 ||
+            app_lookup_socket_timeout(kc, errstr, errstr_size) == -1) {
                 rd_kafka_conf_destroy(kc);
                 return -1;
         }

@@ -143,8 +143,16 @@ struct sl_app_s {
         int kafka_up;
         int probe_inflight;
         int64_t probe_next_ms;
+        int64_t probe_sent_ms;
+        int64_t probe_failing_since_ms; /* 0: the last probe answered */
         int64_t kafka_down_since_ms;
         char kafka_why[200];
+
+        /* Topics whose DescribeConfigs was refused, said once each
+         * (app_first_refusal): hashes, 0 empty. */
+#define SL_APP_REFUSALS 64
+        uint64_t refusals[SL_APP_REFUSALS];
+        unsigned refusal_next;
 
         /* Partitions of the group nobody owns (groupcheck.h): a look at
          * the group every SL_GROUPCHECK_EVERY_MS; rejoin_at_ms, when this

@@ -3,6 +3,7 @@
  */
 #include "kafka.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,40 @@
 #include "log.h"
 #include "util.h"
 
+/* sl_kafka_denied_topic: written by librdkafka's threads, read by the
+ * loop. */
+static pthread_mutex_t denied_lock = PTHREAD_MUTEX_INITIALIZER;
+static char denied_topic[256];
+static uint64_t denied_seq;
+
+static void note_denied_topic(const char *buf) {
+        const char *q = strstr(buf, "partition \""), *end;
+        if (!q || !strstr(buf, "authorization failed"))
+                return;
+        q += strlen("partition \"");
+        if (!(end = strchr(q, '"')) || end - q >= (int)sizeof(denied_topic))
+                return;
+        pthread_mutex_lock(&denied_lock);
+        memcpy(denied_topic, q, (size_t)(end - q));
+        denied_topic[end - q] = '\0';
+        denied_seq++;
+        pthread_mutex_unlock(&denied_lock);
+}
+
+uint64_t sl_kafka_denied_topic(char *buf, size_t size) {
+        uint64_t seq;
+        pthread_mutex_lock(&denied_lock);
+        snprintf(buf, size, "%s", denied_topic);
+        seq = denied_seq;
+        pthread_mutex_unlock(&denied_lock);
+        return seq;
+}
+
 void sl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf) {
         (void)rk;
+        if (!strcmp(fac, "ADDPARTS"))
+                note_denied_topic(buf);
         /* [kafka] goes to every client, so a consumer property is always
          * "ignored by this producer instance" and vice versa: expected,
          * not worth a warning on every start. */
@@ -100,6 +132,9 @@ int sl_kafka_partition_count(rd_kafka_t *rk, const char *topic,
         if (md->topic_cnt != 1 ||
             md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
                 cnt = 0;
+        else if (md->topics[0].err ==
+                 RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                cnt = SL_KAFKA_PARTS_REFUSED;
         else if (md->topics[0].err)
                 cnt = -1;
         else

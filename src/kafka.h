@@ -17,6 +17,16 @@
 void sl_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf);
 
+/* The topic librdkafka last named in a refused AddPartitionsToTxn
+ * ("Failed to add partition \"T\" [P] to transaction: Broker: Topic
+ * authorization failed", its ADDPARTS log line): copied into buf (size
+ * > 0), "" when none was seen.  Returns how many such lines were seen so
+ * far (0: none).  librdkafka 2.0.2 says which topic only there; the
+ * transaction's error carries the code alone, and a transaction doomed
+ * for another reason meanwhile (a record's error) is aborted without it.
+ * Any thread. */
+uint64_t sl_kafka_denied_topic(char *buf, size_t size);
+
 /* Logs a client error (not fatal) as a warning, at most once every 30 s
  * for the same client and error; the next line says how many were
  * suppressed.  Loop thread. */
@@ -33,7 +43,10 @@ int sl_kafka_header(const rd_kafka_message_t *m, const char *name,
                     const void **valp, size_t *sizep);
 
 /* Partition count of topic as seen by rk (a metadata request, blocking up to
- * timeout_ms); 0 if the topic does not exist, -1 on error. */
+ * timeout_ms); 0 if the topic does not exist, SL_KAFKA_PARTS_REFUSED if the
+ * authorizer hides it (no Describe: none of the operations that imply
+ * it), -1 on another error. */
+#define SL_KAFKA_PARTS_REFUSED (-2)
 int sl_kafka_partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms);
 
 #endif

@@ -726,7 +726,7 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
                                "the target topic no longer exists");
         } else if (parts == SL_TOPIC_FORBIDDEN) {
                 delay_fire_dlq(t, tm, &v, "target-refused",
-                               "not authorized to write to the target");
+                               "not authorized: WRITE on the target");
         } else if (v.partition >= 0 && parts > 0 && v.partition >= parts) {
                 delay_fire_dlq(t, tm, &v, "bad-target-partition",
                                "the target has fewer partitions now");
@@ -927,7 +927,7 @@ static int delay_check_target(sl_task_t *t, const rd_kafka_message_t *m,
         }
         if (parts == SL_TOPIC_FORBIDDEN) {
                 snprintf(detail, sizeof(detail),
-                         "not authorized to write to %s", target);
+                         "not authorized: WRITE on TOPIC %s", target);
                 sl_task_dlq(t, m, "target-refused", detail);
                 return -1;
         }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acls.h"
 #include "app.h"
 #include "kafka.h"
 #include "log.h"
@@ -50,6 +51,21 @@ static int start_count(rd_kafka_t *rk, count_t *cache, int *cache_cnt,
         return cache[(*cache_cnt)++].cnt;
 }
 
+/* A topic the authorizer hides from sluice's principal. */
+static void start_refused(char *text, size_t size, const sl_conf_t *conf,
+                          const char *pipeline, const char *role,
+                          const char *name) {
+        char why[400];
+        sl_acls_t *acls = sl_acls_new(conf);
+        snprintf(text, size,
+                 "pipeline %s: %s topic %s is hidden: not "
+                 "authorized: %s",
+                 pipeline, role, name,
+                 sl_acls_refusal(acls, SL_ACL_TOPIC, name, SL_ACL_DESCRIBE, why,
+                                 sizeof(why)));
+        sl_acls_destroy(acls);
+}
+
 static void start_problem(int *problems, const char *text) {
         sl_log(LOG_ERR, "TOPICS", "%s", text);
         (*problems)++;
@@ -60,7 +76,7 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
         sl_topicplan_t *plan = sl_topicplan_new(conf);
         count_t *cache = sl_calloc((size_t)plan->cnt + 1, sizeof(*cache));
         const sl_topic_spec_t *input = NULL;
-        int cache_cnt = 0, problems = 0, pi = -1, in = 0;
+        int cache_cnt = 0, problems = 0, pi = -1, in = 0, hidden = 0;
         char text[512];
 
         for (int i = 0; i < plan->cnt; i++) {
@@ -79,7 +95,11 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
                                          "input_partitions and run `sluice "
                                          "topics apply`)",
                                          s->pipeline, s->name);
-                        else if (in < 0)
+                        else if (in == SL_KAFKA_PARTS_REFUSED) {
+                                start_refused(text, sizeof(text), conf,
+                                              s->pipeline, role, s->name);
+                                hidden++;
+                        } else if (in < 0)
                                 snprintf(text, sizeof(text),
                                          "pipeline %s: input topic %s cannot "
                                          "be described (is Kafka up?)",
@@ -93,7 +113,12 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
                 if (s->role == SL_TOPIC_OUTPUT || !input || in <= 0)
                         continue;
                 n = start_count(rk, cache, &cache_cnt, s->name);
-                if (n < 0) {
+                if (n == SL_KAFKA_PARTS_REFUSED) {
+                        start_refused(text, sizeof(text), conf, s->pipeline,
+                                      role, s->name);
+                        start_problem(&problems, text);
+                        hidden++;
+                } else if (n < 0) {
                         snprintf(text, sizeof(text),
                                  "pipeline %s: %s topic %s cannot be "
                                  "described (is Kafka up?)",
@@ -112,7 +137,14 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
                         start_problem(&problems, text);
                 }
         }
-        if (problems)
+        if (hidden)
+                snprintf(errstr, errstr_size,
+                         "%d topic%s hidden from sluice's principal (logged "
+                         "above); `sluice acls -c %s` prints every binding "
+                         "sluice needs",
+                         hidden, hidden == 1 ? "" : "s",
+                         conf->path ? conf->path : "FILE");
+        else if (problems)
                 snprintf(errstr, errstr_size,
                          "%d topic problem%s (logged above): every "
                          "pipeline's changelog, overflow and dlq need the "

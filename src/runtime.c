@@ -184,6 +184,18 @@ static int runtime_send(sl_runtime_t *rt, const sl_outbox_rec_t *r,
         }
         if (r->hdrs)
                 rd_kafka_headers_destroy(r->hdrs);
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+                /* librdkafka knows the topic may not be written: the
+                 * process ends (one of the pipelines' own), or a target's
+                 * timer goes to the DLQ once redone (txn.h). */
+                char why[300];
+                snprintf(why, sizeof(why),
+                         "the producer refused a record "
+                         "for %s: %s",
+                         r->topic, rd_kafka_err2str(err));
+                sl_txn_refused(rt->txn, err, r->topic, why);
+                return 0;
+        }
         if (!produce_err_is_permanent(err)) {
                 /* E.g. still QUEUE_FULL: the work is redone after the
                  * abort and rebuild. */

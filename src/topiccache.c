@@ -199,6 +199,18 @@ void sl_topiccache_set_max_bytes(sl_topiccache_t *tc, const char *topic,
                 e->max_bytes = max_bytes;
 }
 
+int sl_topiccache_forbid(sl_topiccache_t *tc, const char *topic,
+                         int64_t now_ms) {
+        sl_topiccache_entry_t *e =
+            find(tc, topic, sl_hash(topic, strlen(topic)));
+        if (!e || e->looking)
+                return -1;
+        e->partitions = SL_TOPICCACHE_FORBIDDEN;
+        e->expires_ms = now_ms + tc->ttl_neg_ms;
+        e->credit = CREDIT_MISSING;
+        return 0;
+}
+
 int64_t sl_topiccache_max_bytes(const sl_topiccache_t *tc, const char *topic) {
         const sl_topiccache_entry_t *e =
             find(tc, topic, sl_hash(topic, strlen(topic)));

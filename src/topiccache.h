@@ -112,6 +112,13 @@ void sl_topiccache_answer(sl_topiccache_t *tc, sl_topiccache_entry_t *e, int ok,
 void sl_topiccache_set_max_bytes(sl_topiccache_t *tc, const char *topic,
                                  int64_t max_bytes);
 
+/* Kafka refused to let topic be written although a lookup found it (Write
+ * not granted, Describe is): its entry answers SL_TOPICCACHE_FORBIDDEN
+ * until it expires like a missing topic's.  -1 when topic has no entry or
+ * its lookup is in flight. */
+int sl_topiccache_forbid(sl_topiccache_t *tc, const char *topic,
+                         int64_t now_ms);
+
 /* What the cache learned of topic's max.message.bytes, or -1 (not cached,
  * not learned yet, or not describable).  Starts no lookup and gives no
  * credit: for the size check of every produced record (runtime.h). */

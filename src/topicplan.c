@@ -445,6 +445,13 @@ static void judge_existing(const sl_topicplan_t *plan,
                                           "fails with NOT_ENOUGH_REPLICAS",
                                           mir, st->replicas));
         }
+        /* Run as sluice's principal, check needs DescribeConfigs on
+         * every topic (`sluice acls`), settings or not. */
+        if (!st->described && st->error &&
+            !strncmp(st->error, "not authorized", 14)) {
+                problem(v, strfmt("%s", st->error));
+                return;
+        }
         if (!spec->setting_cnt)
                 return;
         if (!st->described) {

@@ -152,6 +152,14 @@ static rd_kafka_AdminOptions_t *admin_options(sl_topics_admin_t *adm,
         return opts;
 }
 
+/* "not authorized: OP on TOPIC name", what `sluice acls` calls it. */
+static char *strfmt_authz(const char *op, const char *name) {
+        char *s;
+        if (asprintf(&s, "not authorized: %s on TOPIC %s", op, name) < 0)
+                sl_assert(!"out of memory");
+        return s;
+}
+
 /* Cluster metadata of every topic; never triggers auto-creation (a request
  * for all topics names none). */
 static int metadata(sl_topics_admin_t *adm,
@@ -221,10 +229,16 @@ static int describe(sl_topics_admin_t *adm, sl_topics_observed_t *obs,
                             RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
                                 (*unknownp)++;
                         free(st->error);
-                        st->error = sl_strdup(
-                            e ? e
-                              : rd_kafka_err2str(
-                                    rd_kafka_ConfigResource_error(rres[i])));
+                        if (rd_kafka_ConfigResource_error(rres[i]) ==
+                            RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                                st->error =
+                                    strfmt_authz("DESCRIBE_CONFIGS", st->name);
+                        else
+                                st->error = sl_strdup(
+                                    e ? e
+                                      : rd_kafka_err2str(
+                                            rd_kafka_ConfigResource_error(
+                                                rres[i])));
                         continue;
                 }
                 entries = rd_kafka_ConfigResource_configs(rres[i], &ecnt);
@@ -285,7 +299,11 @@ static int observe_once(sl_topics_admin_t *adm, const char *const *names,
                                 break;
                         }
                 }
-                if (t && t->err)
+                if (t && t->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+                        st->error = strfmt_authz("DESCRIBE (granted with READ "
+                                                 "or WRITE)",
+                                                 st->name);
+                else if (t && t->err)
                         st->error = sl_strdup(rd_kafka_err2str(t->err));
         }
         rd_kafka_metadata_destroy(md);

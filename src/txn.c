@@ -155,6 +155,7 @@ struct sl_txn_s {
 
         /* Recovery. */
         int recover_pending; /* a fatal error arrived while a job ran */
+        uint64_t denied_seq; /* sl_kafka_denied_topic's, at the last abort */
         int recover_fenced;
         int64_t recover_since_ms; /* start of the current streak, 0: none */
         int recover_attempts;
@@ -585,6 +586,48 @@ static void job_free(job_t *job) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Authorization.                                                       */
+
+/* 1 when err is the authorizer's refusal and the not_authorized hook
+ * ends the process (txn.h): the txn is then dead.  0 otherwise (a
+ * refusal the hook let go is then handled as any other error). */
+static int txn_refused(sl_txn_t *txn, rd_kafka_resp_err_t err,
+                       const char *why) {
+        switch (err) {
+        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+                break;
+        default:
+                return 0;
+        }
+        if (txn->state == SL_TXN_DEAD)
+                return 1;
+        if (!txn->hooks.not_authorized(txn->hooks.opaque, err, NULL, why))
+                return 0;
+        txn_set_state(txn, SL_TXN_DEAD);
+        return 1;
+}
+
+int sl_txn_refused(sl_txn_t *txn, rd_kafka_resp_err_t code, const char *topic,
+                   const char *why) {
+        if (txn->state == SL_TXN_DEAD)
+                return 1;
+        if (txn->hooks.not_authorized(txn->hooks.opaque, code, topic, why)) {
+                txn_set_state(txn, SL_TXN_DEAD);
+                return 1;
+        }
+        sl_txn_doom(txn, why);
+        return 0;
+}
+
+static int txn_error_refused(sl_txn_t *txn, const rd_kafka_error_t *error,
+                             const char *why) {
+        return error && txn_refused(txn, rd_kafka_error_code(error), why);
+}
+
+/* ------------------------------------------------------------------ */
 /* Producer events.                                                     */
 
 static void txn_on_producer_error(sl_txn_t *txn, rd_kafka_t *rk,
@@ -593,7 +636,9 @@ static void txn_on_producer_error(sl_txn_t *txn, rd_kafka_t *rk,
         char buf[256];
         if (rd_kafka_event_error_is_fatal(ev)) {
                 err = rd_kafka_fatal_error(rk, buf, sizeof(buf));
-                sl_txn_fatal(txn, "producer", buf, sl_txn_err_is_fencing(err));
+                if (!txn_refused(txn, err, buf))
+                        sl_txn_fatal(txn, "producer", buf,
+                                     sl_txn_err_is_fencing(err));
                 return;
         }
         sl_kafka_log_error("producer", err, rd_kafka_event_error_string(ev));
@@ -727,7 +772,9 @@ int sl_txn_produce_begin(sl_txn_t *txn) {
                 char why[256];
                 snprintf(why, sizeof(why), "begin_transaction: %s",
                          rd_kafka_error_string(error));
-                if (rd_kafka_error_is_fatal(error))
+                if (txn_error_refused(txn, error, why))
+                        ;
+                else if (rd_kafka_error_is_fatal(error))
                         sl_txn_fatal(txn, "producer", why, 0);
                 else
                         sl_txn_doom(txn, why);
@@ -774,7 +821,23 @@ static int offsets_same(const rd_kafka_topic_partition_list_t *a,
 }
 
 static void txn_start_abort(sl_txn_t *txn, const char *why) {
-        job_t *job = sl_calloc(1, sizeof(*job));
+        job_t *job;
+        char topic[256];
+        uint64_t seq = sl_kafka_denied_topic(topic, sizeof(topic));
+        /* AddPartitionsToTxn refused a topic since the last abort: the
+         * cause, whatever doomed the transaction first (txn.h). */
+        if (seq != txn->denied_seq) {
+                txn->denied_seq = seq;
+                if (txn->state != SL_TXN_DEAD &&
+                    txn->hooks.not_authorized(
+                        txn->hooks.opaque,
+                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, topic,
+                        "AddPartitionsToTxn refused it")) {
+                        txn_set_state(txn, SL_TXN_DEAD);
+                        return;
+                }
+        }
+        job = sl_calloc(1, sizeof(*job));
         txn_forget_open_offsets(txn);
         sl_log(LOG_WARNING, "TXN", "aborting transaction: %s", why);
         job->kind = JOB_ABORT;
@@ -1208,6 +1271,16 @@ static void txn_done_create(sl_txn_t *txn, job_t *job) {
         if (job->error) {
                 snprintf(errstr, sizeof(errstr), "%s: %s", job->call,
                          rd_kafka_error_string(job->error));
+                if (txn_error_refused(txn, job->error, errstr)) {
+                        /* What was made goes with the txn. */
+                        memcpy(txn->producers, job->producers,
+                               sizeof(txn->producers));
+                        memset(job->producers, 0, sizeof(job->producers));
+                        txn->producer = txn->producers[0];
+                        txn->consumer = job->consumer;
+                        job->consumer = NULL;
+                        return;
+                }
                 if (rd_kafka_error_code(job->error) ==
                     RD_KAFKA_RESP_ERR__INVALID_ARG) {
                         sl_log(LOG_CRIT, "TXN", "%s; exiting", errstr);
@@ -1294,6 +1367,8 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
                 if (job->next_error) {
                         snprintf(why, sizeof(why), "%s: %s", job->next_call,
                                  rd_kafka_error_string(job->next_error));
+                        if (txn_error_refused(txn, job->next_error, why))
+                                return;
                         if (rd_kafka_error_is_fatal(job->next_error)) {
                                 /* Every task is dropped: nothing of the
                                  * outbox may go anywhere. */
@@ -1319,6 +1394,8 @@ static void txn_done_commit(sl_txn_t *txn, job_t *job) {
         }
         snprintf(why, sizeof(why), "%s: %s", job->call,
                  rd_kafka_error_string(job->error));
+        if (txn_error_refused(txn, job->error, why))
+                return;
         if (rd_kafka_error_is_fatal(job->error)) {
                 sl_txn_fatal(
                     txn, "producer", why,
@@ -1334,6 +1411,8 @@ static void txn_done_abort(sl_txn_t *txn, job_t *job) {
                 char why[512];
                 snprintf(why, sizeof(why), "%s: %s", job->call,
                          rd_kafka_error_string(job->error));
+                if (txn_error_refused(txn, job->error, why))
+                        return;
                 /* An abort that cannot be done leaves the producer unusable:
                  * a new one fences whatever is left. */
                 sl_txn_fatal(

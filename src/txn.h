@@ -150,6 +150,15 @@ typedef struct sl_txn_hooks_s {
         void (*delivery)(void *opaque, const rd_kafka_message_t *m);
         /* The process must end with this exit code. */
         void (*exit)(void *opaque, int code);
+        /* Kafka's authorizer refused a call of these clients: code is one
+         * of the *_AUTHORIZATION_FAILED errors, topic the topic refused
+         * when known (else NULL), why the call and its error.  Returns 1
+         * when the process ends (retrying cannot help until an operator
+         * grants the ACL: the hook has said what is missing and called
+         * exit), 0 when the refusal is the work's (a delay target's): the
+         * transaction is then aborted and the work redone. */
+        int (*not_authorized)(void *opaque, rd_kafka_resp_err_t code,
+                              const char *topic, const char *why);
 } sl_txn_hooks_t;
 
 typedef struct sl_txn_conf_s {
@@ -168,6 +177,12 @@ typedef struct sl_txn_conf_s {
 sl_txn_t *sl_txn_new(uv_loop_t *loop, const sl_txn_conf_t *conf,
                      const sl_txn_hooks_t *hooks, sl_kquery_t *kq,
                      sl_metrics_t *metrics, char *errstr, size_t errstr_size);
+
+/* A produce of topic was refused by the authorizer (runtime.c): the
+ * not_authorized hook decides; 0 when the process goes on (the
+ * transaction is doomed), 1 when it ends. */
+int sl_txn_refused(sl_txn_t *txn, rd_kafka_resp_err_t code, const char *topic,
+                   const char *why);
 
 /* Creates the clients (asynchronously: clients_ready() follows). */
 void sl_txn_start(sl_txn_t *txn);

@@ -76,6 +76,21 @@ static void test_answers(void **state) {
             SL_TOPICCACHE_FORBIDDEN);
         assert_ptr_equal(l, e);
         sl_topiccache_answer(tc, e, 1, 6, t);
+        /* Found, then refused by the broker (Describe, no Write): forbidden
+         * from now on, until it expires like a missing topic. */
+        assert_int_equal(sl_topiccache_forbid(tc, "secret", t + 2), 0);
+        assert_int_equal(sl_topiccache_get(tc, "secret", t + 3, &l),
+                         SL_TOPICCACHE_FORBIDDEN);
+        assert_null(l);
+        assert_int_equal(sl_topiccache_get(tc, "secret",
+                                           t + 2 + SL_TOPICCACHE_TTL_NEG_MS,
+                                           &l),
+                         SL_TOPICCACHE_FORBIDDEN);
+        assert_ptr_equal(l, e);
+        /* Not while looked up, nor a topic it never saw. */
+        assert_int_equal(sl_topiccache_forbid(tc, "secret", t + 3), -1);
+        sl_topiccache_answer(tc, e, 1, 6, t);
+        assert_int_equal(sl_topiccache_forbid(tc, "unseen", t), -1);
         assert_int_equal(sl_topiccache_verify(tc), 0);
         sl_topiccache_destroy(tc);
         sl_topiccache_destroy(NULL);
