@@ -8,7 +8,8 @@
 #
 # Two instances run a delay, a debounce and a throttle pipeline (4
 # partitions each) under lib-faults.sh's load; `sluice topics check` runs as
-# User:sluice; a node restarts gracefully meanwhile.  Checks: every record
+# User:sluice; a node restarts gracefully meanwhile; then lookups through
+# the HTTP API are forwarded between the two instances.  Checks: every record
 # out exactly once (read_committed), per-key order, no timer before due,
 # no DLQ record; both instances alive with /healthz never failing and
 # /readyz 200 at the end; no authorization error in their logs.
@@ -21,18 +22,15 @@ export SLUICE_TEST_CLUSTER_SASL=1
 cluster_start
 plain=$WORK/admin-view.ini
 fault_conf "$plain" dbt
+# The HTTP API on, forwarding between the two instances (each gets its
+# own port: SLUICE_API_LISTEN), so that `sluice acls` lists its writes.
+token=tok-$RANDOM
+echo "$token" >"$WORK/tokens"
+sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:1\napi_tokens_file = $WORK/tokens\napi_timeout = 3s\napi_peer_secret = peer-$RANDOM-$RANDOM-$RANDOM|" "$plain"
 
 # sluice's own file: the same pipelines, as User:sluice over SASL_SSL.
 conf=$WORK/sluice.ini
-sed "s|^bootstrap.servers = .*|bootstrap.servers = $(cluster bootstrap-secure)|" "$plain" >"$conf"
-cat >"$WORK/sasl.props" <<EOF
-security.protocol = SASL_SSL
-sasl.mechanisms = SCRAM-SHA-512
-sasl.username = sluice
-sasl.password = sluice-secret
-ssl.ca.location = $(cluster ca)
-EOF
-sed -i "/^heartbeat.interval.ms = /r $WORK/sasl.props" "$conf"
+cluster_sasl_conf "$plain" "$conf"
 
 "$SLUICE_BIN" acls -c "$conf" --format table >"$WORK/acls.tsv" || fail "sluice acls failed"
 cluster_acls add User:sluice <"$WORK/acls.tsv" >/dev/null || fail "could not grant the ACLs: $(cat "$WORK/acls.err")"
@@ -49,8 +47,10 @@ else
     problem "topics check as User:sluice 30 s after the grant: $(tail -4 "$WORK/check.log" | tr '\n' ';')"
 fi
 
+declare -A api=()
 for n in a b; do
-    SLUICE_INSTANCE_ID=$PFX-$n sluice_start_http "$n" "$conf"
+    api[$n]=$(free_port)
+    SLUICE_API_LISTEN=127.0.0.1:${api[$n]} SLUICE_INSTANCE_ID=$PFX-$n sluice_start_http "$n" "$conf"
     readyz_watch "$n"
 done
 for n in a b; do wait_readyz "$n" 200 90; done
@@ -70,6 +70,38 @@ sleep 8
 fault_feed_stop
 fault_drain 180 a b
 cluster_timing "$t_fault" "$t_heal" "restart of node $victim, SASL_SSL"
+
+# The API's forwarding over the same principal (after the verdicts: these
+# timers are due in an hour): 16 timers put through a, each looked up
+# through a and through b, is answered by the same member, and both
+# members own some.
+python3 - "${api[a]}" "${api[b]}" "$token" "$PFX" <<'PY' >"$WORK/api.log" 2>&1 || problem "API forwarding over SASL_SSL: $(tail -3 "$WORK/api.log" | tr '\n' ' ')"
+import http.client, json, sys, time
+apa, apb, token, pfx = sys.argv[1:5]
+def req(port, method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
+    c.request(method, path, body=body, headers={"Authorization": "Bearer " + token})
+    r = c.getresponse()
+    return r.status, r.getheader("X-Sluice-Answered-By"), r.read()
+path = lambda i: f"/v1/pipelines/{pfx}-d/timers/api{i}"
+for i in range(16):
+    st, _, body = req(apa, "PUT", path(i), json.dumps({"target": f"{pfx}.d.out", "delay": "1h", "value": f"v{i}"}))
+    assert st == 201, (i, st, body[:300])
+owners = set()
+deadline = time.time() + 60
+for i in range(16):
+    while True:
+        sa, ba, bodya = req(apa, "GET", path(i))
+        sb, bb, bodyb = req(apb, "GET", path(i))
+        if sa == sb == 200 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert sa == sb == 200 and ba == bb and ba, (i, sa, ba, bodya[:200], sb, bb, bodyb[:200])
+    owners.add(ba)
+assert len(owners) == 2, owners
+print("16 timers, each answered by its owner through both members:", sorted(owners))
+PY
+[ -s "$WORK/api.log" ] && note "API: $(tail -1 "$WORK/api.log" | cut -c1-200)"
 cluster_health "$t_first" a b
 for n in a b; do
     ! grep -m3 -iE 'authori[sz]ation|not authorized' "$WORK/sluice-$n.log" >"$WORK/authz-$n.log" ||

@@ -71,15 +71,7 @@ done
     fail "topics apply failed: $(tail -5 "$WORK/topics-apply.log")"
 
 conf=$WORK/sluice.ini
-sed "s|^bootstrap.servers = .*|bootstrap.servers = $(cluster bootstrap-secure)|" "$plain" >"$conf"
-cat >"$WORK/sasl.props" <<EOF
-security.protocol = SASL_SSL
-sasl.mechanisms = SCRAM-SHA-512
-sasl.username = sluice
-sasl.password = sluice-secret
-ssl.ca.location = $(cluster ca)
-EOF
-sed -i "/^heartbeat.interval.ms = /r $WORK/sasl.props" "$conf"
+cluster_sasl_conf "$plain" "$conf"
 
 "$SLUICE_BIN" acls -c "$conf" --format table >"$WORK/acls.tsv" || fail "sluice acls failed"
 

@@ -28,6 +28,11 @@
 #                            added for or deleted from PRINCIPAL, or those it
 #                            has listed (tests/tools/Acls.java, as a super
 #                            user: the plaintext listener)
+#   cluster_sasl_conf CONF OUT
+#                            OUT: the config CONF as User:sluice over
+#                            SASL_SSL (SCRAM-SHA-512 on the SECURE
+#                            listeners, the harness's CA); the cluster was
+#                            started with SLUICE_TEST_CLUSTER_SASL=1
 #   cluster_health SINCE_MS NAME...
 #                            per instance: alive, /healthz never failed
 #                            since SINCE_MS, /readyz 200 and
@@ -132,6 +137,18 @@ cluster_acls() {
     local here
     here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
     timeout 90 "$here/kafka/broker.sh" java "$here/../tools/Acls.java" "$BOOTSTRAP" "$@" 2>"$WORK/acls.err"
+}
+
+cluster_sasl_conf() {
+    sed "s|^bootstrap.servers = .*|bootstrap.servers = $(cluster bootstrap-secure)|" "$1" >"$2"
+    cat >"$WORK/sasl.props" <<EOF
+security.protocol = SASL_SSL
+sasl.mechanisms = SCRAM-SHA-512
+sasl.username = sluice
+sasl.password = sluice-secret
+ssl.ca.location = $(cluster ca)
+EOF
+    sed -i "/^bootstrap.servers = /r $WORK/sasl.props" "$2"
 }
 
 cluster_health() {
