@@ -89,17 +89,18 @@
 #define SL_TXN_MAX_RECORDS     50000
 #define SL_TXN_MAX_INPUT_BYTES (64 << 20)
 /* Kafka probe: how often, and how long it may take.  One probe asks one
- * broker, picked at random among those librdkafka holds a connection to; a
- * broker cut off without a reset keeps its connection "up" until a request
- * on it times out (the lookup client's socket.timeout.ms,
- * SL_LOOKUP_SOCKET_TMO_MS).  So a failed probe is asked again at the next
- * tick, and Kafka is called unreachable only once probes have failed for
- * SL_PROBE_DOWN_MS with none answering: one node of three cut off is not
- * "Kafka unreachable" (0704). */
+ * broker: librdkafka 2.0.2 picks the connection it used last, so a node
+ * cut off without a reset is asked again and again while its connection
+ * looks up, until a request on it times out (the lookup client's
+ * socket.timeout.ms, SL_LOOKUP_SOCKET_TMO_MS) and the connection is torn
+ * down.  So a failed probe is asked again at the next tick, and Kafka is
+ * called unreachable only once probes have failed for SL_PROBE_DOWN_MS,
+ * longer than that timeout and a probe's: one node of three cut off is
+ * not "Kafka unreachable" (0704; with 8 s and 10 s it was). */
 #define SL_PROBE_EVERY_MS       2000
 #define SL_PROBE_TMO_MS         3000
-#define SL_PROBE_DOWN_MS        8000
-#define SL_LOOKUP_SOCKET_TMO_MS 10000
+#define SL_LOOKUP_SOCKET_TMO_MS 5000
+#define SL_PROBE_DOWN_MS        10000
 /* Lookups of the topics operators write to. */
 #define SL_LOOKUP_TMO_MS 5000
 
@@ -2263,8 +2264,8 @@ static rd_kafka_conf_t *app_lookup_conf(sl_app_t *app, char *errstr,
 
 /* The lookup client gives up on a silent connection after
  * SL_LOOKUP_SOCKET_TMO_MS at most (never raised above the configured
- * value): its requests all have deadlines of a few seconds, and a broker
- * whose connection is torn down is no longer picked by the probe. */
+ * value): its requests all have deadlines of 2 to 5 s, and a broker whose
+ * connection is torn down is no longer picked by the probe. */
 static int app_lookup_socket_timeout(rd_kafka_conf_t *kc, char *errstr,
                                      size_t errstr_size) {
         char buf[32];
