@@ -144,19 +144,26 @@ static void topic_cache_metrics(sl_app_t *app) {
 
 static int app_first_refusal(sl_app_t *app, sl_acl_op_t op, const char *topic);
 
+/* What a refusal of op on res:name means (sl_acls_refusal), against the
+ * bindings of this configuration. */
+static const char *app_refusal(sl_app_t *app, sl_acl_resource_t res,
+                               const char *name, sl_acl_op_t op, char *buf,
+                               size_t size) {
+        if (!app->acls)
+                app->acls = sl_acls_new(app->rt.conf);
+        return sl_acls_refusal(app->acls, res, name, op, buf, size);
+}
+
 /* A delay target may not be written: said once a topic. */
 static void app_target_refused(sl_app_t *app, const char *topic) {
         char buf[512];
-        sl_acls_t *acls;
         if (!app_first_refusal(app, SL_ACL_WRITE, topic))
                 return;
-        acls = sl_acls_new(app->rt.conf);
         sl_log(LOG_WARNING, "AUTHZ",
                "not authorized: %s; timers for it go to the DLQ "
                "(target-refused)",
-               sl_acls_refusal(acls, SL_ACL_TOPIC, topic, SL_ACL_WRITE, buf,
-                               sizeof(buf)));
-        sl_acls_destroy(acls);
+               app_refusal(app, SL_ACL_TOPIC, topic, SL_ACL_WRITE, buf,
+                           sizeof(buf)));
 }
 
 /* 1 when topic is one of the pipelines' own (app_limits_learn): a
@@ -192,14 +199,11 @@ static void topic_on_max_bytes(void *opaque, rd_kafka_resp_err_t err,
                 /* Without DescribeConfigs on the topic: the broker's limit
                  * is assumed (README, Security); said once a topic. */
                 char buf[512];
-                sl_acls_t *acls = sl_acls_new(app->rt.conf);
                 sl_log(LOG_WARNING, "AUTHZ",
                        "not authorized: %s; assuming the broker's "
                        "message.max.bytes for it",
-                       sl_acls_refusal(acls, SL_ACL_TOPIC, topic,
-                                       SL_ACL_DESCRIBE_CONFIGS, buf,
-                                       sizeof(buf)));
-                sl_acls_destroy(acls);
+                       app_refusal(app, SL_ACL_TOPIC, topic,
+                                   SL_ACL_DESCRIBE_CONFIGS, buf, sizeof(buf)));
                 return;
         }
         if (err) {
@@ -325,17 +329,14 @@ static void app_txn_id(const sl_app_t *app, int idx, char *buf, size_t size);
 static void app_refused(sl_app_t *app, sl_acl_resource_t res, const char *name,
                         sl_acl_op_t op, const char *what) {
         char buf[512];
-        sl_acls_t *acls;
         if (app->phase == SL_RUN_STOPPED)
                 return;
-        acls = sl_acls_new(app->rt.conf);
         if (name)
-                sl_acls_refusal(acls, res, name, op, buf, sizeof(buf));
+                app_refusal(app, res, name, op, buf, sizeof(buf));
         else
                 snprintf(buf, sizeof(buf), "%s on a %s of %s",
                          op == SL_ACL_ANY ? "an operation" : sl_acl_op_name(op),
                          sl_acl_resource_name(res), what);
-        sl_acls_destroy(acls);
         sl_log(LOG_CRIT, "AUTHZ",
                "not authorized: %s; exiting (%s; `sluice acls -c %s` prints "
                "every binding sluice needs)",
@@ -2551,15 +2552,13 @@ static int app_pipelines_init(sl_app_t *app, const int *in_cnt, char *errstr,
                                                             topic, 10000);
                         if (tcnt == SL_KAFKA_PARTS_REFUSED) {
                                 char why[400];
-                                sl_acls_t *acls = sl_acls_new(app->rt.conf);
                                 snprintf(errstr, errstr_size,
                                          "pipeline %s: topic %s is hidden: "
                                          "not authorized: %s",
                                          pc->name, topic,
-                                         sl_acls_refusal(acls, SL_ACL_TOPIC,
-                                                         topic, SL_ACL_READ,
-                                                         why, sizeof(why)));
-                                sl_acls_destroy(acls);
+                                         app_refusal(app, SL_ACL_TOPIC, topic,
+                                                     SL_ACL_READ, why,
+                                                     sizeof(why)));
                                 return -1;
                         }
                         if (tcnt <= 0) {
@@ -2676,6 +2675,8 @@ static void app_destroy(sl_app_t *app) {
         app->producer_cnt = 0;
         sl_txn_destroy(app->rt.txn);
         topic_cache_destroy(app);
+        sl_acls_destroy(app->acls);
+        app->acls = NULL;
         for (int i = 0; i < app->rt.pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &app->rt.pipelines[i];
                 if (pl->op && pl->op->pipeline_destroy)

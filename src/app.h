@@ -25,6 +25,7 @@
 #include <librdkafka/rdkafka.h>
 #include <uv.h>
 
+#include "acls.h"
 #include "api.h"
 #include "config.h"
 #include "groupcheck.h"
@@ -152,6 +153,8 @@ struct sl_app_s {
          * (app_first_refusal): hashes, 0 empty. */
 #define SL_APP_REFUSALS 64
         uint64_t refusals[SL_APP_REFUSALS];
+        sl_acls_t
+            *acls; /* the bindings conf needs, made at the first refusal */
         unsigned refusal_next;
 
         /* Partitions of the group nobody owns (groupcheck.h): a look at

@@ -588,6 +588,16 @@ static void job_free(job_t *job) {
 /* ------------------------------------------------------------------ */
 /* Authorization.                                                       */
 
+/* The not_authorized hook decides (txn.h): 1 when the process ends, the
+ * txn then dead. */
+static int txn_ask_refused(sl_txn_t *txn, rd_kafka_resp_err_t code,
+                           const char *topic, const char *why) {
+        if (!txn->hooks.not_authorized(txn->hooks.opaque, code, topic, why))
+                return 0;
+        txn_set_state(txn, SL_TXN_DEAD);
+        return 1;
+}
+
 /* 1 when err is the authorizer's refusal and the not_authorized hook
  * ends the process (txn.h): the txn is then dead.  0 otherwise (a
  * refusal the hook let go is then handled as any other error). */
@@ -602,22 +612,14 @@ static int txn_refused(sl_txn_t *txn, rd_kafka_resp_err_t err,
         default:
                 return 0;
         }
-        if (txn->state == SL_TXN_DEAD)
-                return 1;
-        if (!txn->hooks.not_authorized(txn->hooks.opaque, err, NULL, why))
-                return 0;
-        txn_set_state(txn, SL_TXN_DEAD);
-        return 1;
+        return txn->state == SL_TXN_DEAD ||
+               txn_ask_refused(txn, err, NULL, why);
 }
 
 int sl_txn_refused(sl_txn_t *txn, rd_kafka_resp_err_t code, const char *topic,
                    const char *why) {
-        if (txn->state == SL_TXN_DEAD)
+        if (txn->state == SL_TXN_DEAD || txn_ask_refused(txn, code, topic, why))
                 return 1;
-        if (txn->hooks.not_authorized(txn->hooks.opaque, code, topic, why)) {
-                txn_set_state(txn, SL_TXN_DEAD);
-                return 1;
-        }
         sl_txn_doom(txn, why);
         return 0;
 }
@@ -829,13 +831,10 @@ static void txn_start_abort(sl_txn_t *txn, const char *why) {
         if (seq != txn->denied_seq) {
                 txn->denied_seq = seq;
                 if (txn->state != SL_TXN_DEAD &&
-                    txn->hooks.not_authorized(
-                        txn->hooks.opaque,
-                        RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, topic,
-                        "AddPartitionsToTxn refused it")) {
-                        txn_set_state(txn, SL_TXN_DEAD);
+                    txn_ask_refused(
+                        txn, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED,
+                        topic, "AddPartitionsToTxn refused it"))
                         return;
-                }
         }
         job = sl_calloc(1, sizeof(*job));
         txn_forget_open_offsets(txn);
