@@ -45,7 +45,7 @@
 #include <syslog.h>
 
 #include "cli.h"
-#include "delay_input.h"
+#include "topicname.h"
 #include "util.h"
 
 extern char **environ;
@@ -535,17 +535,6 @@ static int vfail(char *errstr, size_t errstr_size, const char *fmt, ...) {
         return -1;
 }
 
-static int topic_name_ok(const char *s) {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 249 || !strcmp(s, ".") || !strcmp(s, ".."))
-                return 0;
-        for (; *s; s++)
-                if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
-                        return 0;
-        return 1;
-}
-
 static int hostport_ok(const char *s) {
         const char *colon = strrchr(s, ':');
         char *end;
@@ -698,7 +687,7 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
 
         switch (k->type) {
         case KT_TOPIC:
-                if (*value && !topic_name_ok(value))
+                if (*value && sl_topicname_illegal(value, strlen(value)))
                         return vfail(errstr, errstr_size,
                                      "invalid topic name '%s' (use "
                                      "A-Z a-z 0-9 . _ -, at most 249)",
@@ -1633,7 +1622,7 @@ static void check_external_topics(loader_t *ld, const sl_conf_t *conf,
                     *(char *const *)((const char *)p + key->off);
                 if (!topic)
                         continue;
-                if (r > 0 && sl_topic_is_kafka_internal(topic)) {
+                if (r > 0 && sl_topicname_kafka_internal(topic)) {
                         err_at(ld, pl_line(pl, external_roles[r]), NULL,
                                external_roles[r],
                                "'%s' is an internal topic of Kafka "

@@ -33,6 +33,7 @@
  * mode, the parsed JSON document that the payload points into.
  */
 #include "delay_input.h"
+#include "topicname.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -121,36 +122,9 @@ static int refuse(sl_delay_req_t *req, int reason, char *detail,
 #define EXCERPT_SIZE 100
 #define ERR_SIZE     160
 
-/* Why name (len bytes) is not a legal Kafka topic name, or NULL if it is:
- * 1 to 249 characters from [A-Za-z0-9._-], and not "." or "..". */
-static const char *topic_illegal(const char *name, size_t len) {
-        if (len == 0)
-                return "empty topic name";
-        if (len > SL_TOPIC_MAX)
-                return "topic name longer than 249 characters";
-        if ((len == 1 && name[0] == '.') ||
-            (len == 2 && name[0] == '.' && name[1] == '.'))
-                return "'.' and '..' are not topic names";
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char)name[i];
-                if (c >= 0x80)
-                        return "topic name is not ASCII";
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                      c == '-'))
-                        return "topic name has a character outside "
-                               "[A-Za-z0-9._-]";
-        }
-        return NULL;
-}
-
-int sl_topic_is_kafka_internal(const char *name) {
-        return name && name[0] == '_' && name[1] == '_';
-}
-
 const char *sl_delay_target_internal(const sl_delay_params_t *params,
                                      const char *target) {
-        if (sl_topic_is_kafka_internal(target))
+        if (sl_topicname_kafka_internal(target))
                 return "an internal topic of Kafka";
         for (int i = 0; i < params->internal_cnt; i++)
                 if (params->internal_topics[i] &&
@@ -545,7 +519,7 @@ static int read_target(const sl_delay_params_t *params, const sl_hdr_t *h,
                                   : "no sluice-target header and no "
                                     "default_target");
         }
-        if ((why = topic_illegal(tname, tlen)))
+        if ((why = sl_topicname_illegal(tname, tlen)))
                 return refuse(req, reasons[tsrc], detail, detail_size,
                               "%s: %s: '%s'", where[tsrc], why,
                               sl_escape(tname, tlen, ex, sizeof(ex)));

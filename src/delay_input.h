@@ -14,9 +14,7 @@
 
 #include "config.h"
 #include "parse.h"
-
-/* Kafka's longest legal topic name. */
-#define SL_TOPIC_MAX 249
+#include "topicname.h"
 
 /*
  * The due times sluice accepts, epoch ms: from the epoch itself (0 is a
@@ -64,11 +62,6 @@ typedef enum {
  * which.  Pure. */
 int64_t sl_delay_base_ms(int64_t timestamp_ms, int64_t now_ms, int64_t skew_ms,
                          sl_delay_base_t *basep);
-
-/* 1 if name is one of Kafka's own topics (__consumer_offsets,
- * __transaction_state, ...: by convention every name starting with "__"),
- * which are never a target whatever allowed_targets says. */
-int sl_topic_is_kafka_internal(const char *name);
 
 /* One record header.  value NULL is a null header (distinct from ""). */
 typedef struct sl_hdr_s {
@@ -168,9 +161,9 @@ typedef struct sl_delay_req_s {
         int id_generated;     /* keyless record: id is "<partition>-<offset>" */
         int64_t due_ms;       /* absolute, epoch ms; may lie in the past */
         sl_delay_base_t base; /* what a relative due_ms counted from */
-        char target[SL_TOPIC_MAX + 1]; /* NUL-terminated */
-        const void *target_key;        /* the id unless has_target_key or
-                                        * null_target_key */
+        char target[SL_TOPICNAME_MAX + 1]; /* NUL-terminated */
+        const void *target_key;            /* the id unless has_target_key or
+                                            * null_target_key */
         size_t target_key_len;
         int has_target_key;       /* target_key is the key to fire with */
         int null_target_key;      /* fire with a null key (keyless record, no

@@ -12,8 +12,8 @@
 
 /* Member a repairs before member b: fewer partitions, then the smaller
  * member id. */
-static int member_before(const sl_kquery_member_t *a,
-                         const sl_kquery_member_t *b) {
+static int member_before(const sl_groupcheck_member_t *a,
+                         const sl_groupcheck_member_t *b) {
         int na = a->assignment ? a->assignment->cnt : 0;
         int nb = b->assignment ? b->assignment->cnt : 0;
         if (na != nb)
@@ -23,7 +23,7 @@ static int member_before(const sl_kquery_member_t *a,
 }
 
 int sl_groupcheck_look(const sl_groupcheck_topic_t *topics, int topic_cnt,
-                       const sl_kquery_member_t *members, int member_cnt,
+                       const sl_groupcheck_member_t *members, int member_cnt,
                        const char *my_member_id, sl_groupcheck_look_t *look) {
         unsigned char **owned;
         memset(look, 0, sizeof(*look));

@@ -13,14 +13,14 @@
  * rebalance.  Nobody ever asks for phase 2, so those partitions stay
  * unowned, and every instance looks healthy.  Seen in CI (0401).
  *
- * What.  Every instance describes its group now and then (app.c).  A
+ * What.  Every instance describes its group now and then (member.c).  A
  * partition served by some pipeline (topic, 0 <= p < served count) that is
  * in no member's assignment while the group is Stable is a gap.  A gap
  * seen on every look for SL_GROUPCHECK_GAP_MS makes one member repair it:
  * the member with the fewest partitions (ties: the smallest member id), so
  * the repair moves as little as possible; after three times as long,
  * whoever sees it.  The repair is leaving the group and joining it again
- * (app.c), which makes the broker rebalance.
+ * (member.c), which makes the broker rebalance.
  *
  * Pure: no Kafka calls, no clock of its own.
  */
@@ -32,10 +32,18 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include "kquery.h"
-
 #define SL_GROUPCHECK_EVERY_MS 5000
 #define SL_GROUPCHECK_GAP_MS   15000
+
+/* One member of the group as DescribeGroups tells it (kquery.h). */
+typedef struct sl_groupcheck_member_s {
+        const char *consumer_id;
+        const char *group_instance_id; /* NULL for a dynamic member */
+        const char *client_id;
+        const char *host;
+        /* Its partitions; NULL or empty when it has none. */
+        const rd_kafka_topic_partition_list_t *assignment;
+} sl_groupcheck_member_t;
 
 /* A topic the group consumes and how many of its partitions are served. */
 typedef struct sl_groupcheck_topic_s {
@@ -55,7 +63,7 @@ typedef struct sl_groupcheck_look_s {
  * nothing assigned) and our own member id (NULL or "": not known).
  * Returns look->unowned. */
 int sl_groupcheck_look(const sl_groupcheck_topic_t *topics, int topic_cnt,
-                       const sl_kquery_member_t *members, int member_cnt,
+                       const sl_groupcheck_member_t *members, int member_cnt,
                        const char *my_member_id, sl_groupcheck_look_t *look);
 
 /* A member's assignment as the broker keeps it (ConsumerProtocol

@@ -100,6 +100,14 @@ void sl_kafka_log_error(const char *who, rd_kafka_resp_err_t err,
         errlog[slot].suppressed = 0;
 }
 
+const char *sl_kafka_user_value(const sl_conf_t *conf, const char *key) {
+        const char *v = NULL;
+        for (int i = 0; i < conf->kafka_cnt; i++)
+                if (!strcmp(conf->kafka[i].key, key))
+                        v = conf->kafka[i].value;
+        return v;
+}
+
 int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
                       const char *value, char *errstr, size_t errstr_size) {
         if (rd_kafka_conf_set(conf, name, value, errstr, errstr_size) !=

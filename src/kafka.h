@@ -33,6 +33,10 @@ uint64_t sl_kafka_denied_topic(char *buf, size_t size);
 void sl_kafka_log_error(const char *who, rd_kafka_resp_err_t err,
                         const char *reason);
 
+/* [kafka]'s value of key as the configuration sets it (the last one), or
+ * NULL when it does not. */
+const char *sl_kafka_user_value(const sl_conf_t *conf, const char *key);
+
 /* Sets a property on conf; on failure logs and returns -1. */
 int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
                       const char *value, char *errstr, size_t errstr_size);

@@ -112,7 +112,7 @@ typedef struct kq_out_s {
         int64_t rtt_ms;
         int64_t max_bytes;
         int max_bytes_default;
-        const sl_kquery_member_t *members;
+        const sl_groupcheck_member_t *members;
         int member_cnt;
         rd_kafka_consumer_group_state_t group_state;
 } kq_out_t;
@@ -143,7 +143,7 @@ typedef struct kq_req_s {
         kq_out_t out;     /* a worker's answer, read after KQ_DONE */
         /* KQ_OWNERS: what out.members points into, freed with req. */
         const struct rd_kafka_group_list *glist;
-        sl_kquery_member_t *owners;
+        sl_groupcheck_member_t *owners;
         int owner_cnt;
         LIST_ENTRY(kq_req_s) link;   /* q->reqs */
         TAILQ_ENTRY(kq_req_s) wlink; /* q->todo or q->done, under q->lock */
@@ -707,7 +707,7 @@ kquery_group_parse(rd_kafka_event_t *ev,
 
 static void kquery_on_group(kq_req_t *req, rd_kafka_event_t *ev) {
         const rd_kafka_ConsumerGroupDescription_t *desc = NULL;
-        sl_kquery_member_t *members = NULL;
+        sl_groupcheck_member_t *members = NULL;
         size_t n = 0;
         kq_out_t out;
 

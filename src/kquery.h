@@ -35,6 +35,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "groupcheck.h"
+
 typedef struct sl_kquery_s sl_kquery_t;
 
 /* The metadata.max.age.ms the lookup client must run with (as a string for
@@ -47,7 +49,7 @@ typedef struct sl_kquery_s sl_kquery_t;
 #define SL_KQUERY_COORD_TTL_MS 2000
 
 /* A lookup handle.  rk is the client every lookup uses (sluice passes a
- * client of its own that fetches nothing, app.h: a client whose fetches
+ * client of its own that fetches nothing, clients.h: a client whose fetches
  * a broker throttles has its connection muted, lookups included); it is
  * borrowed and must outlive q; it must be configured with
  * metadata.max.age.ms = SL_KQUERY_COORD_TTL.  Its configuration shapes some
@@ -119,17 +121,9 @@ int sl_kquery_partitions(sl_kquery_t *q, const char *topic, int timeout_ms,
  * whether some partition has no owner (groupcheck.h).  A group that does
  * not exist or is dead has no members: err 0, member_cnt 0, state DEAD (or
  * UNKNOWN).  On error, state is UNKNOWN. */
-typedef struct sl_kquery_member_s {
-        const char *consumer_id;
-        const char *group_instance_id; /* NULL for a dynamic member */
-        const char *client_id;
-        const char *host;
-        /* Its partitions; NULL or empty when it has none. */
-        const rd_kafka_topic_partition_list_t *assignment;
-} sl_kquery_member_t;
 typedef void(sl_kquery_group_cb)(void *opaque, rd_kafka_resp_err_t err,
                                  rd_kafka_consumer_group_state_t state,
-                                 const sl_kquery_member_t *members,
+                                 const sl_groupcheck_member_t *members,
                                  int member_cnt);
 int sl_kquery_describe_group(sl_kquery_t *q, const char *group, int timeout_ms,
                              sl_kquery_group_cb *cb, void *opaque);

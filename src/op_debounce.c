@@ -209,8 +209,8 @@ static long long kafka_conf_ll(rd_kafka_conf_t *kc, const char *name,
  * as item records. */
 static size_t debounce_chunk_max(sl_pipeline_t *pl) {
         char errstr[256];
-        rd_kafka_conf_t *kc =
-            sl_conf_rdkafka(sl_app_conf(pl->app), errstr, sizeof(errstr));
+        rd_kafka_conf_t *kc = sl_conf_rdkafka(sl_pipeline_sluice_conf(pl),
+                                              errstr, sizeof(errstr));
         long long m = SL_MIN(sl_pipeline_max_bytes(pl, pl->conf->changelog),
                              kafka_conf_ll(kc, "batch.size", 1000000));
         if (kc)
@@ -263,7 +263,7 @@ static const sl_metric_def_t debounce_metrics[] = {
 static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                   size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
-        sl_metrics_t *m = sl_app_metrics(pl->app);
+        sl_metrics_t *m = sl_pipeline_metrics_registry(pl);
         debounce_pipeline_t *dp;
         const char *name = pc->name;
 
@@ -446,7 +446,7 @@ static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         debounce_state_t *st = t->state_data;
         const char *why = NULL;
         if (sl_debounce_restore_record(st->win, m->key, m->key_len, m->payload,
-                                       m->len, sl_app_now_ms(t->app), &why) < 0)
+                                       m->len, sl_task_now_ms(t), &why) < 0)
                 debounce_restore_bad(t, m, why);
 }
 
@@ -455,7 +455,7 @@ static void debounce_restore(sl_task_t *t, const rd_kafka_message_t *m) {
 static void debounce_seal(sl_task_t *t) {
         debounce_state_t *st = t->state_data;
         sl_debounce_seal(st->win);
-        debounce_update_gauges(t, sl_app_now_ms(t->app), 0);
+        debounce_update_gauges(t, sl_task_now_ms(t), 0);
 }
 
 /* Arms the wake-up for the next deadline, and for the gauge refresh while
@@ -792,7 +792,7 @@ static void debounce_input(sl_task_t *t, const rd_kafka_message_t *m) {
         char idbuf[48], detail[256];
         const char *reason = NULL;
         sl_debounce_item_t old;
-        int64_t now = sl_app_now_ms(t->app);
+        int64_t now = sl_task_now_ms(t);
 
         if (debounce_read_headers(t, m, now, &id, &idlen, &nids))
                 return;

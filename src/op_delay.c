@@ -349,7 +349,7 @@ static const sl_metric_def_t delay_metrics[] = {
 static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
-        sl_metrics_t *m = sl_app_metrics(pl->app);
+        sl_metrics_t *m = sl_pipeline_metrics_registry(pl);
         delay_pipeline_t *dp = sl_calloc(1, sizeof(*dp));
         const char *name = pc->name;
         int n = 0;
@@ -357,11 +357,12 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
         (void)errstr_size;
 
         /* Every pipeline's internal topics are refused as targets. */
-        dp->internal = sl_calloc(
-            4 * (size_t)sl_app_conf(pl->app)->pipeline_cnt + 1, sizeof(char *));
-        for (int i = 0; i < sl_app_conf(pl->app)->pipeline_cnt; i++) {
+        dp->internal =
+            sl_calloc(4 * (size_t)sl_pipeline_sluice_conf(pl)->pipeline_cnt + 1,
+                      sizeof(char *));
+        for (int i = 0; i < sl_pipeline_sluice_conf(pl)->pipeline_cnt; i++) {
                 const sl_pipeline_conf_t *o =
-                    &sl_app_conf(pl->app)->pipelines[i];
+                    &sl_pipeline_sluice_conf(pl)->pipelines[i];
                 const char *names[] = {o->changelog, o->dlq, o->overflow,
                                        o->rates};
                 for (size_t j = 0; j < 4; j++)
@@ -539,7 +540,7 @@ static int delay_blob(delay_pipeline_t *dp, sl_buf_t *b, uint8_t flags,
 static const char *restore_target_refused(const delay_pipeline_t *dp,
                                           const char *target) {
         size_t len = strlen(target);
-        if (!len || len > SL_TOPIC_MAX)
+        if (!len || len > SL_TOPICNAME_MAX)
                 return "not a topic name (empty or too long)";
         return sl_delay_target_internal(&dp->params, target);
 }
@@ -549,7 +550,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_pipeline_t *dp = dp_of(t);
         sl_timerpb_t tm;
         sl_buf_t b = {0};
-        char target[SL_TOPIC_MAX + 1];
+        char target[SL_TOPICNAME_MAX + 1];
         const char *why;
 
         if (!m->key || !m->key_len) {
@@ -569,7 +570,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 sl_timerpb_free(&tm);
                 return;
         }
-        if (tm.target_topic_len > SL_TOPIC_MAX) {
+        if (tm.target_topic_len > SL_TOPICNAME_MAX) {
                 why = "not a topic name (empty or too long)";
         } else {
                 memcpy(target, tm.target_topic, tm.target_topic_len);

@@ -397,7 +397,7 @@ static const sl_metric_def_t throttle_metrics[] = {
 static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                   size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
-        sl_metrics_t *m = sl_app_metrics(pl->app);
+        sl_metrics_t *m = sl_pipeline_metrics_registry(pl);
         throttle_pipeline_t *tp = sl_calloc(1, sizeof(*tp));
         const char *name = pc->name;
         (void)errstr;
@@ -487,7 +487,7 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                  * the next sweep drops. */
                 sl_backlog_key_t *k =
                     sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2, 0,
-                                           HUGE_VAL, sl_app_now_ms(t->app));
+                                           HUGE_VAL, sl_task_now_ms(t));
                 if (k)
                         *sl_backlog_key_opflags(k) &= ~OPF_HAS_RECORD;
                 return;
@@ -505,8 +505,7 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                  * ahead of now (a corrupt record, or another instance's
                  * clock) would hold the refill until then, one before the
                  * epoch would overflow it. */
-                updated =
-                    SL_MAX(0, SL_MIN(r->updated_ms, sl_app_now_ms(t->app)));
+                updated = SL_MAX(0, SL_MIN(r->updated_ms, sl_task_now_ms(t)));
                 k = sl_backlog_restore_key(st->bl, key + 2, m->key_len - 2,
                                            r->drained_to, r->tokens, updated);
                 if (k)
@@ -532,7 +531,7 @@ static void throttle_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
         }
         if (sl_backlog_rebuild_append(st->bl, m->key, m->key_len, m->offset,
                                       deadline, m->payload, (uint32_t)m->len,
-                                      sl_app_now_ms(t->app)) == -1)
+                                      sl_task_now_ms(t)) == -1)
                 log_bad(t, "overflow record out of order", m->offset);
 }
 
@@ -792,7 +791,7 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
         throttle_state_t *st = st_of(t);
         throttle_pipeline_t *tp = st->tp;
         const sl_pipeline_conf_t *pc = t->pl->conf;
-        int64_t now = sl_app_now_ms(t->app), deadline;
+        int64_t now = sl_task_now_ms(t), deadline;
         const char *reason;
         char detail[256];
         sl_backlog_key_t *k;
@@ -1200,7 +1199,7 @@ static void throttle_wake(sl_task_t *t, int64_t now) {
         maint_ms = sl_pcap_room(tp->c_keys, 1) &&
                            sl_pcap_room(tp->c_key_bytes, THROTTLE_KEY_COST)
                        ? SL_THROTTLE_MAINT_MS
-                       : sl_app_conf(t->app)->commit_interval_ms;
+                       : sl_pipeline_sluice_conf(t->pl)->commit_interval_ms;
         if (now - st->maint_ms >= maint_ms)
                 throttle_maintain(t, now);
         if (s.keys > s.keys_queued)

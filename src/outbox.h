@@ -48,7 +48,7 @@ typedef struct sl_outbox_rec_s {
         const void *value; /* NULL: a null value (tombstone) */
         size_t valuelen;
         rd_kafka_headers_t *hdrs; /* may be NULL */
-        uintptr_t flags;          /* the produce's msg_opaque (app.h) */
+        uintptr_t flags;          /* the produce's msg_opaque (runtime.h) */
         int64_t decided_ms;       /* when the operator produced it */
         int64_t timestamp_ms;     /* its own timestamp (a rerouted input
                                      record's), 0: its time of production */

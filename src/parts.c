@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "acls.h"
-#include "app.h"
 #include "kafka.h"
 #include "log.h"
+#include "task.h"
 #include "topicplan.h"
 #include "util.h"
 
@@ -165,7 +165,7 @@ typedef struct parts_ask_s {
 } parts_ask_t;
 
 struct sl_parts_s {
-        sl_app_t *app;
+        sl_runtime_t *rt;
         sl_pipeline_t *pl;
         /* [0] the input, then the co-partitioned topics (conf's strings). */
         const char *names[SL_PARTS_TOPICS];
@@ -192,11 +192,11 @@ static void parts_set_gauges(sl_parts_t *ps) {
         sl_gauge_set(ps->m_waiting, ps->waiting_cnt);
 }
 
-sl_parts_t *sl_parts_new(sl_app_t *app, sl_pipeline_t *pl) {
+sl_parts_t *sl_parts_new(sl_runtime_t *rt, sl_pipeline_t *pl) {
         const sl_pipeline_conf_t *pc = pl->conf;
         sl_parts_t *ps = sl_calloc(1, sizeof(*ps));
 
-        ps->app = app;
+        ps->rt = rt;
         ps->pl = pl;
         ps->names[0] = pc->input;
         ps->roles[0] = SL_TOPIC_INPUT;
@@ -216,17 +216,16 @@ sl_parts_t *sl_parts_new(sl_app_t *app, sl_pipeline_t *pl) {
                 ps->asks[i].slot = i;
                 if (i)
                         ps->m_lacking[i] = sl_metrics_gauge(
-                            app->rt.metrics, "sluice_partition_mismatch",
+                            rt->metrics, "sluice_partition_mismatch",
                             "Partitions a pipeline's changelog, overflow or "
                             "dlq lacks to match its input (the input grew); "
                             "the new input partitions wait until `sluice "
                             "topics apply` adds them.",
                             "pipeline", pc->name, "topic", ps->names[i], NULL);
         }
-        ps->m_waiting =
-            sl_metrics_gauge(app->rt.metrics, "sluice_partitions",
-                             "Assigned partitions by state.", "pipeline",
-                             pc->name, "state", "waiting", NULL);
+        ps->m_waiting = sl_metrics_gauge(
+            rt->metrics, "sluice_partitions", "Assigned partitions by state.",
+            "pipeline", pc->name, "state", "waiting", NULL);
         return ps;
 }
 
@@ -234,7 +233,7 @@ void sl_parts_destroy(sl_parts_t *ps) {
         if (!ps)
                 return;
         for (int i = 0; i < ps->name_cnt; i++)
-                sl_kquery_cancel(ps->app->rt.kq, &ps->asks[i]);
+                sl_kquery_cancel(ps->rt->kq, &ps->asks[i]);
         free(ps->waiting);
         free(ps);
 }
@@ -277,10 +276,10 @@ static int parts_nudge_one(sl_parts_t *ps, rd_kafka_t *producer) {
 
 /* Every producer learns them. */
 static int parts_nudge_producer(sl_parts_t *ps) {
-        if (!ps->app->producer_cnt)
+        if (!ps->rt->producer_cnt)
                 return -1;
-        for (int k = 0; k < ps->app->producer_cnt; k++)
-                if (parts_nudge_one(ps, ps->app->producers[k]) == -1)
+        for (int k = 0; k < ps->rt->producer_cnt; k++)
+                if (parts_nudge_one(ps, ps->rt->producers[k]) == -1)
                         return -1;
         return 0;
 }
@@ -288,7 +287,7 @@ static int parts_nudge_producer(sl_parts_t *ps) {
 /* Every co-partitioned topic has the input's partitions: serve them. */
 static void parts_grow(sl_parts_t *ps, int in) {
         sl_pipeline_t *pl = ps->pl;
-        sl_app_t *app = ps->app;
+        sl_runtime_t *rt = ps->rt;
 
         if (in > pl->partition_cnt) {
                 pl->tasks = sl_realloc(pl->tasks, sizeof(*pl->tasks) * in);
@@ -308,8 +307,8 @@ static void parts_grow(sl_parts_t *ps, int in) {
         ps->logged[0] = '\0';
         for (int i = 0; i < ps->waiting_cnt;) {
                 int32_t p = ps->waiting[i];
-                if (p >= pl->partition_cnt || !app->rt.consumer ||
-                    app->phase != SL_RUN_RUNNING) {
+                if (p >= pl->partition_cnt || !rt->consumer ||
+                    rt->phase != SL_RUN_RUNNING) {
                         i++;
                         continue;
                 }
@@ -407,7 +406,7 @@ static void parts_judge(sl_parts_t *ps) {
                 parts_grow(ps, in);
         }
         parts_set_gauges(ps);
-        sl_app_update_ready(ps->app);
+        sl_runtime_update_ready(ps->rt);
 }
 
 static void parts_on_count(void *opaque, rd_kafka_resp_err_t err,
@@ -434,7 +433,7 @@ static void parts_check(sl_parts_t *ps) {
         ps->again = 0;
         for (int i = 0; i < ps->name_cnt; i++) {
                 ps->counts[i] = -1;
-                if (sl_kquery_partitions(ps->app->rt.kq, ps->names[i],
+                if (sl_kquery_partitions(ps->rt->kq, ps->names[i],
                                          SL_PARTS_LOOKUP_TMO_MS, parts_on_count,
                                          &ps->asks[i]) == 0)
                         ps->pending++;
@@ -484,18 +483,18 @@ void sl_parts_reset(sl_pipeline_t *pl) {
         parts_set_gauges(ps);
 }
 
-void sl_parts_tick(sl_app_t *app, int64_t now_ms) {
-        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
-                sl_parts_t *ps = app->rt.pipelines[i].parts;
+void sl_parts_tick(sl_runtime_t *rt, int64_t now_ms) {
+        for (int i = 0; i < rt->pipeline_cnt; i++) {
+                sl_parts_t *ps = rt->pipelines[i].parts;
                 if (ps && ps->waiting_cnt && !ps->pending &&
                     now_ms >= ps->next_ms)
                         parts_check(ps);
         }
 }
 
-int sl_parts_trouble(const sl_app_t *app, char *why, size_t size) {
-        for (int i = 0; i < app->rt.pipeline_cnt; i++) {
-                const sl_pipeline_t *pl = &app->rt.pipelines[i];
+int sl_parts_trouble(const sl_runtime_t *rt, char *why, size_t size) {
+        for (int i = 0; i < rt->pipeline_cnt; i++) {
+                const sl_pipeline_t *pl = &rt->pipelines[i];
                 const sl_parts_t *ps = pl->parts;
                 if (!ps || !ps->waiting_cnt)
                         continue;

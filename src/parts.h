@@ -46,9 +46,8 @@
 #include <librdkafka/rdkafka.h>
 
 #include "config.h"
+#include "runtime.h"
 
-typedef struct sl_app_s sl_app_t;
-typedef struct sl_pipeline_s sl_pipeline_t;
 typedef struct sl_parts_s sl_parts_t;
 
 /* Start-up check of every pipeline of conf: the input exists, and each
@@ -63,8 +62,8 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
 
 /* Run-time state of pl (metrics registered now); pl->partition_cnt is the
  * count served so far.  sl_parts_destroy(NULL) is a no-op; destroy before
- * the app's kquery handle. */
-sl_parts_t *sl_parts_new(sl_app_t *app, sl_pipeline_t *pl);
+ * the runtime's kquery handle. */
+sl_parts_t *sl_parts_new(sl_runtime_t *rt, sl_pipeline_t *pl);
 void sl_parts_destroy(sl_parts_t *ps);
 
 /* The consumer was assigned partition p >= pl->partition_cnt (the caller
@@ -76,10 +75,10 @@ void sl_parts_revoked(sl_pipeline_t *pl, int32_t p);
 void sl_parts_reset(sl_pipeline_t *pl);
 
 /* Every second: checks again where partitions wait. */
-void sl_parts_tick(sl_app_t *app, int64_t now_ms);
+void sl_parts_tick(sl_runtime_t *rt, int64_t now_ms);
 
 /* 1 and a reason for /readyz when some pipeline has partitions waiting,
  * else 0. */
-int sl_parts_trouble(const sl_app_t *app, char *why, size_t size);
+int sl_parts_trouble(const sl_runtime_t *rt, char *why, size_t size);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * runtime.c — the runtime the tasks of a process share (see runtime.h):
- * its clock, and the path by which every record a task decides enters the
- * transaction.
+ * runtime.c — the core of the handle every room of the process shares (see
+ * runtime.h): its clock, whether work may produce now, the exit, and the
+ * path by which every record a task decides enters the transaction.
  *
  * A record goes straight into the open transaction, or, while a commit is
  * in flight (txn.h: the commit runs off the loop), into the outbox, which
@@ -18,8 +18,39 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "recsize.h"
 #include "util.h"
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle.                                                          */
+
+int sl_runtime_may_produce(const sl_runtime_t *rt) {
+        if (rt->phase != SL_RUN_RUNNING || !rt->txn)
+                return 0;
+        if (sl_txn_accepting(rt->txn))
+                return 1;
+        /* A commit is on the worker: work goes on, and what it produces
+         * waits in the outbox for the next transaction. */
+        return sl_txn_deferring(rt->txn) && sl_outbox_room(rt->outbox);
+}
+
+void sl_runtime_exit(sl_runtime_t *rt, int code) {
+        rt->exit_code = code;
+        rt->phase = SL_RUN_STOPPED;
+        uv_stop(rt->loop);
+}
+
+void sl_runtime_txn_id(const sl_runtime_t *rt, int idx, char *buf,
+                       size_t size) {
+        const char *suffix = idx ? SL_TXNID_SECOND_SUFFIX : "";
+        if (rt->conf->instance_id && *rt->conf->instance_id)
+                snprintf(buf, size, "%s-%s%s", rt->conf->app_id,
+                         rt->conf->instance_id, suffix);
+        else
+                snprintf(buf, size, "%s-%s%s", rt->conf->app_id, rt->client_id,
+                         suffix);
+}
 
 /* ------------------------------------------------------------------ */
 /* Clock.                                                              */
@@ -303,24 +334,72 @@ int sl_runtime_produce(sl_runtime_t *rt, sl_outbox_rec_t *r) {
         return runtime_send(rt, r, 0);
 }
 
-void sl_runtime_outbox_replay(sl_runtime_t *rt) {
-        sl_outbox_rec_t r;
-        if (rt->replaying)
-                return;
-        rt->replaying = 1;
-        while (sl_outbox_pop(rt->outbox, &r)) {
-                sl_task_t *t = NULL;
-                if (r.pl_index < rt->pipeline_cnt &&
-                    r.task_partition < rt->pipelines[r.pl_index].partition_cnt)
-                        t = rt->pipelines[r.pl_index].tasks[r.task_partition];
-                if (!t || t->epoch != r.epoch) {
-                        /* Its task was dropped or rebuilt: the work is
-                         * redone by whoever owns the partition now. */
-                        if (r.hdrs)
-                                rd_kafka_headers_destroy(r.hdrs);
-                        continue;
-                }
-                runtime_send(rt, &r, 1);
+void sl_runtime_replay(sl_runtime_t *rt, sl_outbox_rec_t *r) {
+        runtime_send(rt, r, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Delivery reports.                                                    */
+
+/* Errors that will repeat however often the same record is sent.  A
+ * timeout is not one: the broker may just have been away. */
+static int refusal_is_permanent(rd_kafka_resp_err_t err) {
+        switch (err) {
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+        case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+        case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+        case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+        case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+                return 1;
+        default:
+                return 0;
         }
-        rt->replaying = 0;
+}
+
+/* Delivery reports: failures always; successes matter only for tracked
+ * records (delivery.report.only.error is off only when an operator tracks
+ * deliveries).  Any failure dooms the transaction (librdkafka would fail
+ * its commit anyway); a permanent one is remembered so the record is sent
+ * alone, then refused up front (refused.h). */
+int sl_runtime_delivered(sl_runtime_t *rt, const rd_kafka_message_t *m) {
+        uintptr_t flags = (uintptr_t)m->_private;
+        int alone = (flags & SL_MSG_ISOLATED) != 0;
+        const char *topic = rd_kafka_topic_name(m->rkt);
+        uint64_t id;
+        char why[256];
+
+        if ((flags & SL_MSG_TRACKED) && rt->tracked_inflight > 0)
+                rt->tracked_inflight--;
+        if (!m->err)
+                return (flags & SL_MSG_TRACKED) != 0;
+        if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+            m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+                return 0; /* purged by an abort: its consequence, not a cause */
+        snprintf(why, sizeof(why), "delivery to %s [%d] failed: %s", topic,
+                 (int)m->partition, rd_kafka_err2str(m->err));
+        if (m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+                /* The topic's, not the record's (txn.h, not_authorized). */
+                sl_txn_refused(rt->txn, m->err, topic, why);
+                return 0;
+        }
+        if (refusal_is_permanent(m->err)) {
+                id = sl_refused_id(
+                    topic, m->key, m->key_len,
+                    (flags & SL_MSG_TRACKED) ? 0 : (uint64_t)(flags >> 2),
+                    m->payload, m->len);
+                sl_log(LOG_WARNING, "PRODUCE",
+                       "%s [%d]: record of %zu bytes %s: %s", topic,
+                       (int)m->partition, m->len,
+                       alone ? "refused when sent alone (it will go to the "
+                               "DLQ)"
+                             : "refused with its batch (it will be retried "
+                               "alone)",
+                       rd_kafka_err2str(m->err));
+                sl_refused_note(&rt->refused, id, (int)m->err, alone,
+                                sl_now_ms());
+        }
+        sl_txn_doom(rt->txn, why);
+        return 0;
 }

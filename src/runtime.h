@@ -1,16 +1,34 @@
 /*
- * runtime.h — what the tasks of one process share, and the one path by
- * which a record enters the transaction.
+ * runtime.h — the one handle below app.c: what the modules of a running
+ * process share, and the one path by which a record enters the
+ * transaction.
  *
- * app.c owns the process (the group membership, the commit schedule,
- * readiness, shutdown) and task.c one partition of one pipeline.  Tasks
- * need a part of the process: the clients, the transaction, the outbox of
- * records decided during a commit, the memo of refused records, the clock.
- * That part is sl_runtime_t.  The app holds one (sl_app_t.rt) and keeps it
- * current; a task reaches it through t->rt, and what the app decides
- * (may work produce now? is the instance ready?) through the hooks the app
- * sets.  So task.c includes this header and never app.h, and app.c calls
- * task.c without task.c calling back into app.c's internals.
+ * `sluice run` is one libuv loop and one sl_runtime_t.  app.c makes it and
+ * wires the rooms that each keep one job of the process; every room and
+ * every task reaches the process through this handle (libuv passes a
+ * uv_loop_t *, librdkafka an rd_kafka_t *: one handle, never two):
+ *
+ *   runtime.c   the clock, may-produce, the exit, the produce path (below)
+ *   task.c      one partition of one pipeline (task.h: the operators' side)
+ *   authz.c     refusals by Kafka's authorizer: named, then the exit
+ *   table.c     the reader's records: rebuilds, fetches, global tables
+ *   parts.c     input partitions beyond what a pipeline's topics have
+ *   pipeline.c  the pipelines: set-up, tasks by partition, iteration
+ *   targets.c   the topics sluice writes: handles, limits, target lookups
+ *   health.c    readiness, the Kafka probe, lag
+ *   input.c     the consumer's records, held while the transaction is busy
+ *   member.c    group membership: rebalances, revocations, the group watch
+ *   commit.c    the commit schedule and the transaction's hooks
+ *   clients.c   the Kafka clients: configurations, creation, errors
+ *
+ * They are listed from the bottom up: each includes the headers of rooms
+ * above it in this list, never below (tools/check-layers.sh).  Where a
+ * lower one must reach a higher one (a task asks for a commit, a topic
+ * lookup, readiness to be worked out again), it goes through the hooks
+ * app.c sets (sl_runtime_hooks_t).  Each room's own state is opaque here
+ * (rt->commit, rt->member, ...), made by its _new and read only by it.
+ *
+ * Operators never include this header: they see task.h.
  *
  * Loop thread only, like everything the tasks touch.
  */
@@ -21,65 +39,97 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "cap.h"
 #include "config.h"
 #include "kquery.h"
 #include "kwatch.h"
 #include "metrics.h"
 #include "outbox.h"
 #include "refused.h"
-#include "task.h"
 #include "txn.h"
 
 typedef struct sl_runtime_s sl_runtime_t;
+typedef struct sl_pipeline_s sl_pipeline_t;
+typedef struct sl_task_s sl_task_t;
 
-/* What the app decides for the tasks (set by app.c at start). */
+/* Where the process stands; a SIGTERM walks it down (app.c). */
+typedef enum {
+        SL_RUN_RUNNING,
+        SL_RUN_STOP_COMMIT, /* committing what is open */
+        SL_RUN_STOP_CLOSE,  /* closing the consumer (revokes go through the
+                               usual path) */
+        SL_RUN_STOPPED,
+} sl_run_phase_t;
+
+/* What a lower room asks of a higher one (set by app.c at start). */
 typedef struct sl_runtime_hooks_s {
-        /* 1 when tasks may do work that produces (input, wake-ups): the
-         * process is running and the transaction is open or ready, or a
-         * commit is in flight and the outbox has room. */
-        int (*may_produce)(const sl_runtime_t *rt);
         /* A task's state or a cap changed: the readiness (and the gauges
-         * that count partitions) are worked out again. */
+         * that count partitions) are worked out again (health.c). */
         void (*update_ready)(sl_runtime_t *rt);
+        /* Commit soon: due work was produced (commit.c; task.h,
+         * sl_task_commit_soon). */
+        void (*commit_soon)(sl_runtime_t *rt);
+        /* Commit soon, lingering for deadlines clustered with this one
+         * (commit.c; task.h, sl_task_commit_linger). */
+        void (*commit_linger)(sl_runtime_t *rt);
+        /* A target's partition count from the topic cache (targets.c;
+         * task.h, sl_task_topic_partitions). */
+        int (*topic_partitions)(sl_runtime_t *rt, const char *topic);
         /* The producer's kept handle of topic name when it is one of the
          * pipelines' own topics (output, changelog, overflow, DLQ), else
-         * NULL.  Producing through it skips librdkafka's lookup of the
-         * topic by name, which takes the client's write lock for every
-         * record. */
+         * NULL (targets.c).  Producing through it skips librdkafka's
+         * lookup of the topic by name, which takes the client's write lock
+         * for every record. */
         rd_kafka_topic_t *(*topic)(const sl_runtime_t *rt, const char *name);
-        /* The largest record batch topic accepts, as far as the app knows
-         * (its max.message.bytes, learned with DescribeConfigs, or the
-         * broker's default): > 0. */
+        /* The largest record batch topic accepts, as far as the process
+         * knows (its max.message.bytes, learned with DescribeConfigs, or
+         * the broker's default): > 0 (targets.c). */
         int64_t (*max_bytes)(const sl_runtime_t *rt, const char *topic);
+        /* Something a shutdown waits for may have happened (app.c). */
+        void (*stop_step)(sl_runtime_t *rt);
 } sl_runtime_hooks_t;
 
 struct sl_runtime_s {
         /* Set once at start (the pipelines once the topics are known),
-         * then fixed; the app reads them here too. */
+         * then fixed. */
         const sl_conf_t *conf;
         uv_loop_t *loop;
         sl_metrics_t *metrics;
         sl_pipeline_t *pipelines;
         int pipeline_cnt;
         const sl_runtime_hooks_t *hooks;
+        /* Unique to this process; with the API on, it ends in
+         * "@HOST:PORT", the API address other members forward to. */
+        char client_id[384];
 
-        /* The clients.  The consumer and the producer belong to txn
+        /* Lifecycle. */
+        sl_run_phase_t phase;
+        int exit_code;
+        int assigned; /* an assignment since the consumer (re)joined */
+
+        /* The clients.  The consumer and the producers belong to txn
          * (re-created after a fatal error); these mirror it and are NULL
-         * while it has none.  producer is the one whose transaction
-         * records go to now (the producers take turns, txn.h).  The reader
-         * lives as long as the process. */
+         * while it has none.  producer is producers[turn], the one whose
+         * transaction records go to now (the producers take turns,
+         * txn.h).  The reader, the lookup client and the offsets client
+         * live as long as the process (clients.c). */
         sl_txn_t *txn;
         rd_kafka_t *consumer;
+        rd_kafka_queue_t *consumer_q;
         rd_kafka_t *producer;
+        rd_kafka_t *producers[SL_TXN_PRODUCERS_MAX];
+        int producer_cnt;
+        int turn;
         rd_kafka_t *reader;
+        rd_kafka_queue_t *reader_q;
         sl_kwatch_t *consumer_w;
         sl_kwatch_t *reader_w;
-        sl_kquery_t *kq;       /* lookups off the loop (app.h: lookup) */
+        sl_kquery_t *kq;       /* lookups off the loop (kquery.h) */
         uint64_t reader_batch; /* batches taken from the reader so far */
         /* Batches taken from the consumer so far, and the batch the input
-         * record being handed to a task came in (app.c sets it): a record
-         * of a batch taken before a task sought its input back (a cap or
-         * a lookup) was fetched before the seek (task.c). */
+         * record being handed to a task came in (input.c sets it): a
+         * record of a batch taken before a task sought its input back (a
+         * cap or a lookup) was fetched before the seek (task.c). */
         uint64_t input_batch;
         uint64_t input_batch_cur;
         uint32_t epoch_counter; /* task epochs (task.h) */
@@ -90,7 +140,8 @@ struct sl_runtime_s {
         int replaying;
         sl_refused_t refused;
 
-        /* A revocation waiting for the commit of its partitions' work. */
+        /* A revocation waiting for the commit of its partitions' work
+         * (member.c). */
         rd_kafka_topic_partition_list_t *revoking;
         int revoke_commit_started;
 
@@ -107,7 +158,7 @@ struct sl_runtime_s {
         char refused_why[256];
 
         int rebuilding_cnt; /* tasks in REBUILDING */
-        int input_end_asks; /* lookups of the inputs' ends (app.c) */
+        int input_end_asks; /* lookups of the inputs' ends (health.c) */
         /* Tracked records sent whose delivery report is not served yet:
          * a commit waits for them before the precommit hooks (txn.h,
          * reports_pending), and for nothing else. */
@@ -118,20 +169,43 @@ struct sl_runtime_s {
         int64_t clock_ms;
         uint64_t clock_turn;
         int clock_reads;
+
+        /* The rooms' own state (each module's _new makes it). */
+        struct sl_authz_s *authz;
+        struct sl_targets_s *targets;
+        struct sl_health_s *health;
+        struct sl_input_s *input;
+        struct sl_member_s *member;
+        struct sl_commit_s *commit;
+        struct sl_clients_s *clients;
 };
 
-static inline int sl_runtime_may_produce(const sl_runtime_t *rt) {
-        return rt->hooks->may_produce(rt);
-}
+/* 1 when tasks may do work that produces (input, wake-ups): the process
+ * is running and the transaction is open or ready, or a commit is in
+ * flight and the outbox has room. */
+int sl_runtime_may_produce(const sl_runtime_t *rt);
 
 static inline void sl_runtime_update_ready(sl_runtime_t *rt) {
         rt->hooks->update_ready(rt);
 }
 
-/* The wall clock in ms for the input path and for stamping records (see
- * sl_app_now_ms() in task.h, which answers this). */
+/* The process must end with status code: the loop stops. */
+void sl_runtime_exit(sl_runtime_t *rt, int code);
+
+/* The transactional.id of producer idx (0 or 1): from the static
+ * instance id when there is one (a restarted instance fences its
+ * predecessor and aborts its open transaction at once), else from the
+ * client id; the second producer's is the first's with "#2" after it. */
+void sl_runtime_txn_id(const sl_runtime_t *rt, int idx, char *buf, size_t size);
+
+/* The wall clock in ms for the input path and for stamping records: read
+ * at most once per 64 calls within one turn of the loop, so it is behind
+ * the true time by what serving those records took (microseconds each). */
 int64_t sl_runtime_now_ms(sl_runtime_t *rt);
-/* The wall clock read now (sl_app_now_fresh_ms()). */
+/* The wall clock read now, which also becomes what sl_runtime_now_ms()
+ * answers until its next read: for a decision against a due time (an
+ * operator's wake-up), so that the records it produces are never stamped
+ * earlier than the time the decision saw. */
 int64_t sl_runtime_now_fresh_ms(sl_runtime_t *rt);
 
 /* The msg_opaque of a produced record: bit 0, sent alone to test a
@@ -144,7 +218,10 @@ int64_t sl_runtime_now_fresh_ms(sl_runtime_t *rt);
 #define SL_MSG_TRACK(pl_index, partition, epoch)                               \
         (SL_MSG_TRACKED | ((uintptr_t)(pl_index) << 2) |                       \
          ((uintptr_t)(partition) << 10) | ((uintptr_t)(epoch) << 32))
-#define SL_MSG_ORIGIN(origin) ((uintptr_t)(origin) << 2)
+#define SL_MSG_ORIGIN(origin)   ((uintptr_t)(origin) << 2)
+#define SL_MSG_PIPELINE(flags)  ((int)(((flags) >> 2) & 0xff))
+#define SL_MSG_PARTITION(flags) ((int32_t)(((flags) >> 10) & 0x3fffff))
+#define SL_MSG_EPOCH(flags)     ((uint32_t)((flags) >> 32))
 
 /* The largest record topic takes now: what it accepts (the max_bytes
  * hook) and the producers can send.  With size_exact 0, the producers'
@@ -165,28 +242,21 @@ int64_t sl_runtime_max_bytes(const sl_runtime_t *rt, const char *topic);
  */
 int sl_runtime_produce(sl_runtime_t *rt, sl_outbox_rec_t *r);
 
-/* Sends what the outbox holds into a new transaction, in order; records
- * of tasks dropped or rebuilt since are left out.  Called when a commit
- * has returned. */
-void sl_runtime_outbox_replay(sl_runtime_t *rt);
+/* Sends r, a record taken from the outbox, into the transaction the
+ * commit's return opened (commit.c replays the outbox in order, leaving
+ * out the records of tasks dropped or rebuilt since).  r->hdrs is owned
+ * by this call. */
+void sl_runtime_replay(sl_runtime_t *rt, sl_outbox_rec_t *r);
 
-/* ------------------------------------------------------------------ */
-/* task.c, for the runtime (app.c, parts.c).                           */
+/* A delivery report's bookkeeping in the produce path: the tracked
+ * records in flight, and a refusal remembered (refused.h) or the
+ * transaction doomed.  Returns 1 for a tracked record delivered (its
+ * task is told, commit.c), else 0. */
+int sl_runtime_delivered(sl_runtime_t *rt, const rd_kafka_message_t *m);
 
-sl_task_t *sl_task_new(sl_pipeline_t *pl, int32_t partition);
-void sl_task_destroy(sl_task_t *t);
-/* Drops operator state and rebuilds from the changelog (after an abort). */
-void sl_task_restart(sl_task_t *t);
-/* A record (or partition EOF) the reader read for this task: changelog or
- * second source during rebuild, sl_task_fetch() records when running. */
-void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m);
-/* One input record for a task. */
-void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m);
-/* A topic lookup answered: input that waited for one resumes. */
-void sl_task_lookup_done(sl_task_t *t);
-
-/* A pipeline's cap (task.h): the arithmetic (cap.h) and what the runtime
- * shows of it. */
+/* A pipeline's cap (task.h): the arithmetic (cap.h) and what the rooms
+ * show of it. */
+typedef struct sl_pcap_s sl_pcap_t;
 struct sl_pcap_s {
         sl_cap_t cap;
         sl_pipeline_t *pl;
@@ -197,8 +267,5 @@ struct sl_pcap_s {
         sl_counter_t *m_pauses;
         sl_gauge_t *m_used, *m_limit;
 };
-
-/* Releases a pipeline's caps (app_destroy). */
-void sl_pipeline_caps_destroy(sl_pipeline_t *pl);
 
 #endif

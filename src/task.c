@@ -39,6 +39,7 @@
 #include "partitioner.h"
 #include "recsize.h"
 #include "runtime.h"
+#include "task.h"
 #include "util.h"
 
 /* How long a lookup may take before it is asked again. */
@@ -166,7 +167,7 @@ static void task_on_wake(uv_timer_t *timer) {
                 return;
         }
         if (!sl_runtime_may_produce(t->rt) || t->revoking) {
-                /* The transaction is busy: app.c wakes us when it is not. */
+                /* The transaction is busy: commit.c wakes us when it is not. */
                 t->wake_deferred = 1;
                 return;
         }
@@ -361,7 +362,6 @@ static void task_start_rebuild(sl_task_t *t) {
 
 sl_task_t *sl_task_new(sl_pipeline_t *pl, int32_t partition) {
         sl_task_t *t = sl_calloc(1, sizeof(*t));
-        t->app = pl->app;
         t->rt = pl->rt;
         t->pl = pl;
         t->partition = partition;
@@ -717,6 +717,37 @@ void sl_task_lookup_done(sl_task_t *t) {
         sl_kwatch_kick(t->rt->consumer_w);
 }
 
+/* ------------------------------------------------------------------ */
+/* What operators ask of the process (task.h), through the handle.      */
+
+void sl_task_commit_soon(sl_task_t *t) {
+        t->rt->hooks->commit_soon(t->rt);
+}
+
+void sl_task_commit_linger(sl_task_t *t) {
+        t->rt->hooks->commit_linger(t->rt);
+}
+
+int sl_task_topic_partitions(sl_task_t *t, const char *topic) {
+        return t->rt->hooks->topic_partitions(t->rt, topic);
+}
+
+const sl_conf_t *sl_pipeline_sluice_conf(const sl_pipeline_t *pl) {
+        return pl->rt->conf;
+}
+
+sl_metrics_t *sl_pipeline_metrics_registry(sl_pipeline_t *pl) {
+        return pl->rt->metrics;
+}
+
+int64_t sl_task_now_ms(sl_task_t *t) {
+        return sl_runtime_now_ms(t->rt);
+}
+
+int64_t sl_task_now_fresh_ms(sl_task_t *t) {
+        return sl_runtime_now_fresh_ms(t->rt);
+}
+
 void sl_task_origin(sl_task_t *t, const void *id, size_t len, int64_t n) {
         t->origin = len ? sl_refused_origin(id, len, n) : 0;
 }
@@ -742,7 +773,7 @@ static int task_produce(sl_task_t *t, const char *topic, int32_t partition,
             .timestamp_ms = timestamp_ms,
         };
         /* The origin travels with an untracked record, so a delivery
-         * failure can name it (app.c); the identity is hashed (runtime.c) only
+         * failure can name it; the identity is hashed (runtime.c) only
          * while something was refused (refused.h). */
         if (!(flags & SL_MSG_TRACKED))
                 flags |= SL_MSG_ORIGIN(t->origin);

@@ -39,7 +39,6 @@
 #include "cap.h"
 #include "config.h"
 
-typedef struct sl_app_s sl_app_t;
 typedef struct sl_runtime_s sl_runtime_t;
 typedef struct sl_pipeline_s sl_pipeline_t;
 typedef struct sl_task_s sl_task_t;
@@ -135,7 +134,7 @@ extern const sl_op_t sl_op_delay;
 extern const sl_op_t sl_op_debounce;
 extern const sl_op_t sl_op_throttle;
 
-/* The series every pipeline has (app.c's table registers them). */
+/* The series every pipeline has (pipeline.c's table registers them). */
 typedef struct sl_pipeline_metrics_s {
         sl_counter_t *records_in;
         sl_counter_t *records_out; /* by the operators, on the loop thread */
@@ -152,13 +151,12 @@ struct sl_pipeline_s {
         const sl_pipeline_conf_t *conf;
         const sl_op_t *op;
         void *op_data;     /* owned by the operator */
-        sl_app_t *app;     /* for the sl_app_*() calls below */
-        sl_runtime_t *rt;  /* the runtime's part the tasks share (runtime.h) */
+        sl_runtime_t *rt;  /* the process (runtime.h; not the operators') */
         int partition_cnt; /* of the input topic */
         sl_task_t **tasks; /* by partition; NULL when not assigned */
         sl_pipeline_metrics_t *metrics;
         struct sl_parts_s *parts; /* served partitions (parts.h) */
-        int index;                /* in the app's pipeline array */
+        int index;                /* in the runtime's pipeline array */
         int table_ready;          /* the table topic was read to its end once */
         int64_t *table_end;       /* per table partition, captured at start;
                                      INT64_MAX until known, -1 once reached */
@@ -170,7 +168,6 @@ struct sl_pipeline_s {
 };
 
 struct sl_task_s {
-        sl_app_t *app;    /* pl->app */
         sl_runtime_t *rt; /* pl->rt */
         sl_pipeline_t *pl;
         int32_t partition;
@@ -217,8 +214,8 @@ struct sl_task_s {
         int cap_wait;
         sl_pcap_t *input_full;
 
-        /* The input's end as last looked up for the lag (app.c,
-         * app_ask_input_ends): librdkafka's cached watermark comes from
+        /* The input's end as last looked up for the lag (health.c):
+         * librdkafka's cached watermark comes from
          * fetches, which a waiting partition (cap_wait, lookup_wait) does
          * not make.  offset -1: never looked up; start: the log's first
          * offset then.  The lookup's opaque is &input_end, so it is
@@ -422,27 +419,42 @@ void sl_task_commit_soon(sl_task_t *t);
  * run (one window more), so that one commit takes the whole cluster. */
 void sl_task_commit_linger(sl_task_t *t);
 
-/* 1 if name may never be written as a target: one of Kafka's internal
- * topics (__*) or of sluice's (any pipeline's changelog, overflow, rates
- * or DLQ). */
-int sl_app_is_internal_topic(const sl_app_t *app, const char *name);
+/* The configuration the process runs with: [sluice], [kafka] and every
+ * pipeline. */
+const sl_conf_t *sl_pipeline_sluice_conf(const sl_pipeline_t *pl);
 
-/* The configuration the app runs with. */
-const sl_conf_t *sl_app_conf(const sl_app_t *app);
+/* The process's metrics registry (metrics.h), for the operator's own
+ * series. */
+struct sl_metrics_s *sl_pipeline_metrics_registry(sl_pipeline_t *pl);
 
 /* The wall clock in ms for work on the input path and for stamping records:
  * read at most once per 64 calls within one turn of the loop, so it is
  * behind the true time by what serving those records took (microseconds
  * each).  Loop thread. */
-int64_t sl_app_now_ms(sl_app_t *app);
+int64_t sl_task_now_ms(sl_task_t *t);
 
-/* The wall clock read now, which also becomes what sl_app_now_ms() answers
+/* The wall clock read now, which also becomes what sl_task_now_ms() answers
  * until its next read: for a decision against a due time (an operator's
  * wake-up), so that the records it produces are never stamped earlier than
  * the time the decision saw.  Loop thread. */
-int64_t sl_app_now_fresh_ms(sl_app_t *app);
+int64_t sl_task_now_fresh_ms(sl_task_t *t);
 
-/* The app's metrics registry (metrics.h). */
-struct sl_metrics_s *sl_app_metrics(sl_app_t *app);
+/* ------------------------------------------------------------------ */
+/* The runtime's side of a task (pipeline.c, member.c, table.c, ...);   */
+/* operators never call these.                                          */
+
+sl_task_t *sl_task_new(sl_pipeline_t *pl, int32_t partition);
+void sl_task_destroy(sl_task_t *t);
+/* Drops operator state and rebuilds from the changelog (after an abort). */
+void sl_task_restart(sl_task_t *t);
+/* A record (or partition EOF) the reader read for this task: changelog or
+ * second source during rebuild, sl_task_fetch() records when running. */
+void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m);
+/* One input record for a task. */
+void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m);
+/* A topic lookup answered: input that waited for one resumes. */
+void sl_task_lookup_done(sl_task_t *t);
+/* Releases a pipeline's caps (pipeline.c, at the end). */
+void sl_pipeline_caps_destroy(sl_pipeline_t *pl);
 
 #endif

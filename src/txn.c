@@ -1065,7 +1065,7 @@ static void txn_on_retry_timer(uv_timer_t *timer) {
  * (kquery's group owners) carries no group.instance.id, but a static
  * member's id is the broker's "<group.instance.id>-<uuid>" (Kafka's group
  * coordinators, classic and new, name it so). */
-static int txn_member_is(const sl_kquery_member_t *mb,
+static int txn_member_is(const sl_groupcheck_member_t *mb,
                          const char *instance_id) {
         size_t n = strlen(instance_id);
         if (mb->group_instance_id)
@@ -1080,7 +1080,8 @@ static int txn_member_is(const sl_kquery_member_t *mb,
  * tells them apart). */
 static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
                          rd_kafka_consumer_group_state_t state,
-                         const sl_kquery_member_t *members, int member_cnt) {
+                         const sl_groupcheck_member_t *members,
+                         int member_cnt) {
         sl_txn_t *txn = opaque;
         (void)state;
         char *mine = NULL, foreign[256] = "";
@@ -1101,7 +1102,7 @@ static void txn_on_group(void *opaque, rd_kafka_resp_err_t err,
         /* Without a member id of our own (our consumer was between two
          * joins) nothing can be told apart: that look counts as clean. */
         for (int i = 0; mine && *mine && i < member_cnt && !foreign[0]; i++) {
-                const sl_kquery_member_t *mb = &members[i];
+                const sl_groupcheck_member_t *mb = &members[i];
                 if (txn_member_is(mb, txn->instance_id) && mb->consumer_id &&
                     strcmp(mb->consumer_id, mine))
                         snprintf(foreign, sizeof(foreign), "%s",

@@ -132,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         if (r == SL_DELAY_OK && req.action == SL_DELAY_SCHEDULE) {
                 size_t tl = strnlen(req.target, sizeof(req.target));
-                CHECK(tl > 0 && tl <= SL_TOPIC_MAX);
+                CHECK(tl > 0 && tl <= SL_TOPICNAME_MAX);
                 for (int i = 0; i < p.internal_cnt; i++)
                         CHECK(strcmp(req.target, internal[i]) != 0);
                 if (p.allowed_targets)

@@ -33,8 +33,8 @@ static void test_stale_phase_one(void **state) {
         const int a_in[] = {2, 3}, a_other[] = {0, 1};
         rd_kafka_topic_partition_list_t *a = parts("in", a_in, 2);
         rd_kafka_topic_partition_list_t *other = parts("other", a_other, 2);
-        sl_kquery_member_t m[2] = {{.consumer_id = "a-1", .assignment = a},
-                                   {.consumer_id = "b-1"}};
+        sl_groupcheck_member_t m[2] = {{.consumer_id = "a-1", .assignment = a},
+                                       {.consumer_id = "b-1"}};
         sl_groupcheck_look_t look;
         sl_groupcheck_t gc = {0};
         (void)state;
@@ -80,9 +80,9 @@ static void test_all_owned(void **state) {
         const int a_in[] = {0, 1, 9}, b_in[] = {2, 3}, b_other[] = {0, 1};
         rd_kafka_topic_partition_list_t *a = parts("in", a_in, 3);
         rd_kafka_topic_partition_list_t *b = parts("in", b_in, 2);
-        sl_kquery_member_t m[3] = {{.consumer_id = "a", .assignment = a},
-                                   {.consumer_id = "b", .assignment = b},
-                                   {.consumer_id = "c"}};
+        sl_groupcheck_member_t m[3] = {{.consumer_id = "a", .assignment = a},
+                                       {.consumer_id = "b", .assignment = b},
+                                       {.consumer_id = "c"}};
         sl_groupcheck_look_t look;
         sl_groupcheck_t gc = {.gap_since_ms = T0};
         (void)state;
@@ -101,7 +101,7 @@ static void test_all_owned(void **state) {
 /* A rebalancing group has gaps by design: each look that is not Stable
  * starts the history again. */
 static void test_rebalancing(void **state) {
-        sl_kquery_member_t m[1] = {{.consumer_id = "a"}};
+        sl_groupcheck_member_t m[1] = {{.consumer_id = "a"}};
         sl_groupcheck_look_t look;
         sl_groupcheck_t gc = {0};
         (void)state;
@@ -121,9 +121,9 @@ static void test_rebalancing(void **state) {
 /* Ties go to the smallest member id; a member that does not know its own
  * id (between two joins), or is not in the group, never repairs. */
 static void test_ties_and_strangers(void **state) {
-        sl_kquery_member_t m[3] = {{.consumer_id = "m-2"},
-                                   {.consumer_id = "m-1"},
-                                   {.consumer_id = "m-3"}};
+        sl_groupcheck_member_t m[3] = {{.consumer_id = "m-2"},
+                                       {.consumer_id = "m-1"},
+                                       {.consumer_id = "m-3"}};
         sl_groupcheck_look_t look;
         sl_groupcheck_t gc = {0};
         (void)state;

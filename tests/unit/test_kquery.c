@@ -129,7 +129,7 @@ static void on_partitions(void *opaque, rd_kafka_resp_err_t err,
 
 static void on_group(void *opaque, rd_kafka_resp_err_t err,
                      rd_kafka_consumer_group_state_t state,
-                     const sl_kquery_member_t *members, int cnt) {
+                     const sl_groupcheck_member_t *members, int cnt) {
         rec_t *r = opaque;
         r->group_state = state;
         r->member_cnt = cnt;

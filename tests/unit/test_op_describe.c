@@ -157,7 +157,7 @@ static const char *str_of(const json_t *o, const char *name) {
 
 static uint64_t counter(fz_runtime_t *rt, const char *name, const char *label,
                         const char *value) {
-        return sl_counter_get(sl_metrics_counter(rt->app.rt.metrics, name, "",
+        return sl_counter_get(sl_metrics_counter(rt->run.metrics, name, "",
                                                  "pipeline", rt->pl.conf->name,
                                                  label, value, NULL));
 }

@@ -50,7 +50,7 @@ static uint64_t run_input(int pl_index, const sl_op_t *op, const uint8_t *data,
         produced = rt.produced;
         if (bad)
                 *bad = sl_counter_get(sl_metrics_counter(
-                    rt.app.rt.metrics, "sluice_changelog_bad_records_total", "",
+                    rt.run.metrics, "sluice_changelog_bad_records_total", "",
                     "pipeline", conf->pipelines[pl_index].name, NULL));
         fz_teardown(&rt);
         fz_input_free(&in);
@@ -277,7 +277,7 @@ static void test_throttle_drain_values(void **state) {
         /* Both sent (the stub aborts on NULL with a length), and only one
          * as a null value; then the checkpoint and key records. */
         assert_int_equal(sl_counter_get(sl_metrics_counter(
-                             rt.app.rt.metrics, "sluice_throttle_drained_total",
+                             rt.run.metrics, "sluice_throttle_drained_total",
                              "", "pipeline", "lim", NULL)),
                          2);
         assert_int_equal(rt.null_values, 1);
@@ -330,7 +330,7 @@ static void test_throttle_key_time_clamped(void **state) {
                 fz_run(&rt, &in);
                 assert_int_equal(
                     sl_counter_get(sl_metrics_counter(
-                        rt.app.rt.metrics, "sluice_throttle_drained_total", "",
+                        rt.run.metrics, "sluice_throttle_drained_total", "",
                         "pipeline", "lim", NULL)),
                     1);
                 fz_teardown(&rt);
@@ -371,11 +371,10 @@ static void test_debounce_item_times_clamped(void **state) {
                 fz_parse(buf, n, &in);
                 fz_setup(&rt, conf, 1, &sl_op_debounce, in.mode);
                 fz_run(&rt, &in);
-                assert_int_equal(
-                    sl_counter_get(sl_metrics_counter(
-                        rt.app.rt.metrics, "sluice_records_out_total", "",
-                        "pipeline", "groups", NULL)),
-                    1);
+                assert_int_equal(sl_counter_get(sl_metrics_counter(
+                                     rt.run.metrics, "sluice_records_out_total",
+                                     "", "pipeline", "groups", NULL)),
+                                 1);
                 fz_teardown(&rt);
                 fz_input_free(&in);
         }
