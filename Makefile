@@ -36,7 +36,7 @@ ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefin
              -fno-omit-frame-pointer -Wno-format-truncation
 ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps asan unit-asan test unit integration demo bench format format-check \
+.PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
         image-check
 all: sluice
@@ -55,6 +55,8 @@ help:
 	@echo "make unit-asan  the unit tests under ASan + UBSan"
 	@echo "make docs       regenerate the README configuration reference and ACL example"
 	@echo "make format-check  clang-format check"
+	@echo "make check-layers  the include order of src/ (tools/check-layers.py;"
+	@echo "                part of make test)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
@@ -131,6 +133,7 @@ unit-asan: asan
 # tests run under ASan + UBSan; so do the integration tests marked
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps
+	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
@@ -180,6 +183,9 @@ docs-check: sluice
 
 format:
 	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c $(FUZZ_SRCS) 2>/dev/null || true
+
+check-layers:
+	@python3 tools/check-layers.py src
 
 format-check:
 	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"
