@@ -1,5 +1,5 @@
 /*
- * delay_input.h — reads one delay input record (SPEC §3 "delay") into a
+ * delay_input.h — reads one delay input record (README, Headers) into a
  * request to schedule or cancel a timer, or into the reason it goes to the
  * DLQ.
  *

@@ -116,17 +116,6 @@ int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
         return 0;
 }
 
-int sl_kafka_header(const rd_kafka_message_t *m, const char *name,
-                    const void **valp, size_t *sizep) {
-        rd_kafka_headers_t *hdrs;
-        if (rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
-                return -1;
-        if (rd_kafka_header_get_last(hdrs, name, valp, sizep) !=
-            RD_KAFKA_RESP_ERR_NO_ERROR)
-                return -1;
-        return 0;
-}
-
 int sl_kafka_partition_count(rd_kafka_t *rk, const char *topic,
                              int timeout_ms) {
         const struct rd_kafka_metadata *md;

@@ -1,7 +1,7 @@
 /*
  * kafka.h — small librdkafka helpers shared by the runtime and the
  * operators: its log lines into sl_log, rate-limited client errors,
- * config setters, header and metadata lookups.  The wake-ups of the
+ * config setters, metadata lookups.  The wake-ups of the
  * libuv loop by librdkafka's queues are kwatch.h.
  */
 #ifndef SL_KAFKA_H
@@ -40,11 +40,6 @@ const char *sl_kafka_user_value(const sl_conf_t *conf, const char *key);
 /* Sets a property on conf; on failure logs and returns -1. */
 int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
                       const char *value, char *errstr, size_t errstr_size);
-
-/* The value of header `name` of message m: 0 and the value in *valp, *sizep if
- * present (the last one wins when repeated), -1 if absent. */
-int sl_kafka_header(const rd_kafka_message_t *m, const char *name,
-                    const void **valp, size_t *sizep);
 
 /* Partition count of topic as seen by rk (a metadata request, blocking up to
  * timeout_ms); 0 if the topic does not exist, SL_KAFKA_PARTS_REFUSED if the

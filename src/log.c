@@ -23,10 +23,6 @@ void sl_log_set_level(int level) {
         log_level = level;
 }
 
-int sl_log_get_level(void) {
-        return log_level;
-}
-
 int sl_log_level_parse(const char *name) {
         for (int i = 0; i < 8; i++)
                 if (!strcmp(name, level_names[i]))

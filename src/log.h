@@ -13,7 +13,6 @@
 
 /* Lines above this level are dropped.  Default LOG_INFO. */
 void sl_log_set_level(int level);
-int sl_log_get_level(void);
 
 void sl_log(int level, const char *fac, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -362,7 +362,7 @@ int sl_task_topic_partitions(sl_task_t *t, const char *topic);
 void sl_task_input_retry(sl_task_t *t);
 
 /*
- * CAPS (SPEC §4 "Hostile input")
+ * CAPS (README, Memory caps)
  *
  * What a pipeline holds in memory is bounded per instance: the sum over the
  * pipeline's partitions assigned here (pending timers, open groups, backlog
