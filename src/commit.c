@@ -169,21 +169,18 @@ static void commit_on_timer(uv_timer_t *timer) {
                 c->commit_wanted = 1; /* right after the one in flight */
 }
 
+static void task_next_due(sl_task_t *t, void *opaque) {
+        int64_t *next = opaque;
+        if (t->pl->op->wake_is_deadline && t->state == SL_TASK_RUNNING &&
+            t->wake_at > 0 && (!*next || t->wake_at < *next))
+                *next = t->wake_at;
+}
+
 /* The earliest wake-up armed by a task whose wake-ups are deadlines
  * (sl_op_t wake_is_deadline), 0: none. */
 static int64_t commit_next_due(sl_runtime_t *rt) {
         int64_t next = 0;
-        for (int i = 0; i < rt->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &rt->pipelines[i];
-                if (!pl->op->wake_is_deadline)
-                        continue;
-                for (int p = 0; p < pl->partition_cnt; p++) {
-                        sl_task_t *t = pl->tasks[p];
-                        if (t && t->state == SL_TASK_RUNNING &&
-                            t->wake_at > 0 && (!next || t->wake_at < next))
-                                next = t->wake_at;
-                }
-        }
+        sl_pipeline_foreach_task(rt, task_next_due, &next);
         return next;
 }
 
@@ -311,25 +308,27 @@ void sl_commit_trim(sl_runtime_t *rt, int64_t now, int64_t lag, int64_t read) {
  * with all set, every task's.  A transaction always sends offsets when it
  * can: send_offsets_to_transaction carries the consumer-group generation,
  * which is what fences a zombie member whose partitions moved on. */
+typedef struct commit_offsets_s {
+        rd_kafka_topic_partition_list_t *offs;
+        int all;
+} commit_offsets_t;
+
+static void task_offset(sl_task_t *t, void *opaque) {
+        commit_offsets_t *co = opaque;
+        if (t->state != SL_TASK_RUNNING || t->next_offset < 0 ||
+            (!co->all && t->next_offset == t->committed_offset))
+                return;
+        if (!co->offs)
+                co->offs = rd_kafka_topic_partition_list_new(8);
+        rd_kafka_topic_partition_list_add(co->offs, t->pl->conf->input,
+                                          t->partition)
+            ->offset = t->next_offset;
+}
+
 rd_kafka_topic_partition_list_t *sl_commit_offsets(void *opaque, int all) {
-        sl_runtime_t *rt = opaque;
-        rd_kafka_topic_partition_list_t *offs = NULL;
-        for (int i = 0; i < rt->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &rt->pipelines[i];
-                for (int p = 0; p < pl->partition_cnt; p++) {
-                        sl_task_t *t = pl->tasks[p];
-                        if (!t || t->state != SL_TASK_RUNNING ||
-                            t->next_offset < 0 ||
-                            (!all && t->next_offset == t->committed_offset))
-                                continue;
-                        if (!offs)
-                                offs = rd_kafka_topic_partition_list_new(8);
-                        rd_kafka_topic_partition_list_add(offs, pl->conf->input,
-                                                          p)
-                            ->offset = t->next_offset;
-                }
-        }
-        return offs;
+        commit_offsets_t co = {NULL, all};
+        sl_pipeline_foreach_task(opaque, task_offset, &co);
+        return co.offs;
 }
 
 /* A precommit needs the reports of the tracked records alone. */
@@ -338,12 +337,14 @@ int sl_commit_reports_pending(void *opaque) {
         return rt->tracked_inflight > 0;
 }
 
-static void task_precommit(sl_task_t *t) {
+static void task_precommit(sl_task_t *t, void *opaque) {
+        (void)opaque;
         if (t->pl->op->precommit && t->state == SL_TASK_RUNNING)
                 t->pl->op->precommit(t);
 }
 
-static void task_seal(sl_task_t *t) {
+static void task_seal(sl_task_t *t, void *opaque) {
+        (void)opaque;
         if (t->pl->op->seal && t->state == SL_TASK_RUNNING)
                 t->pl->op->seal(t);
 }
@@ -351,13 +352,13 @@ static void task_seal(sl_task_t *t) {
 /* Operators with a precommit hook write their checkpoints, once every
  * tracked record of the transaction was delivered. */
 void sl_commit_precommit(void *opaque) {
-        sl_pipeline_foreach_task(opaque, task_precommit);
+        sl_pipeline_foreach_task(opaque, task_precommit, NULL);
 }
 
 /* Operators with a seal hook write what they gathered for the
  * transaction, just before its offsets are taken. */
 void sl_commit_seal(void *opaque) {
-        sl_pipeline_foreach_task(opaque, task_seal);
+        sl_pipeline_foreach_task(opaque, task_seal, NULL);
 }
 
 /* What was decided during a commit opens the next transaction, in order;
@@ -410,6 +411,11 @@ void sl_commit_committed(void *opaque,
                 rt->hooks->stop_step(rt);
 }
 
+static void task_restart(sl_task_t *t, void *opaque) {
+        (void)opaque;
+        sl_task_restart(t);
+}
+
 void sl_commit_aborted(void *opaque) {
         sl_runtime_t *rt = opaque;
         /* Revoked partitions go as they are: the next owner rebuilds them
@@ -419,13 +425,14 @@ void sl_commit_aborted(void *opaque) {
         sl_outbox_clear(rt->outbox);
         rt->commit->commit_wanted = 0;
         sl_input_txn_ended(rt); /* the input is read again from the commit */
-        sl_pipeline_foreach_task(rt, sl_task_restart);
+        sl_pipeline_foreach_task(rt, task_restart, NULL);
         sl_health_update_ready(rt);
         if (rt->phase != SL_RUN_RUNNING)
                 rt->hooks->stop_step(rt);
 }
 
-static void task_resume_wake(sl_task_t *t) {
+static void task_resume_wake(sl_task_t *t, void *opaque) {
+        (void)opaque;
         if (t->wake_deferred) {
                 t->wake_deferred = 0;
                 sl_task_wake_at(t, sl_now_ms());
@@ -441,7 +448,7 @@ void sl_commit_resumed(void *opaque) {
         }
         if (!sl_runtime_may_produce(rt))
                 return;
-        sl_pipeline_foreach_task(rt, task_resume_wake);
+        sl_pipeline_foreach_task(rt, task_resume_wake, NULL);
         sl_input_drain(rt);
         sl_kwatch_kick(rt->consumer_w);
         sl_kwatch_kick(rt->reader_w);

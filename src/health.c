@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "parts.h"
+#include "pipeline.h"
 #include "task.h"
 #include "util.h"
 
@@ -285,28 +286,24 @@ static void health_on_input_end(void *opaque, rd_kafka_resp_err_t err,
         health_ask_input_ends(t->rt, sl_now_ms());
 }
 
-static void health_ask_input_ends(sl_runtime_t *rt, int64_t now) {
-        for (int i = 0; i < rt->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &rt->pipelines[i];
-                for (int p = 0; p < pl->partition_cnt; p++) {
-                        sl_task_t *t = pl->tasks[p];
-                        if (rt->input_end_asks >= SL_HEALTH_END_ASKS)
-                                return;
-                        if (!t || !task_asks_input_end(t) ||
-                            t->input_end.asking ||
-                            now - t->input_end.asked_ms <
-                                SL_HEALTH_END_EVERY_MS)
-                                continue;
-                        t->input_end.asked_ms = now;
-                        if (sl_kquery_watermarks(rt->kq, pl->conf->input, p,
-                                                 SL_HEALTH_END_TMO_MS,
-                                                 health_on_input_end,
-                                                 &t->input_end) == 0) {
-                                t->input_end.asking = 1;
-                                rt->input_end_asks++;
-                        }
-                }
+static void task_ask_input_end(sl_task_t *t, void *opaque) {
+        sl_runtime_t *rt = t->rt;
+        int64_t now = *(const int64_t *)opaque;
+        if (rt->input_end_asks >= SL_HEALTH_END_ASKS ||
+            !task_asks_input_end(t) || t->input_end.asking ||
+            now - t->input_end.asked_ms < SL_HEALTH_END_EVERY_MS)
+                return;
+        t->input_end.asked_ms = now;
+        if (sl_kquery_watermarks(rt->kq, t->pl->conf->input, t->partition,
+                                 SL_HEALTH_END_TMO_MS, health_on_input_end,
+                                 &t->input_end) == 0) {
+                t->input_end.asking = 1;
+                rt->input_end_asks++;
         }
+}
+
+static void health_ask_input_ends(sl_runtime_t *rt, int64_t now) {
+        sl_pipeline_foreach_task(rt, task_ask_input_end, &now);
 }
 
 /* Where a partition's lag counts from: the next offset it reads; for a

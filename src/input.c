@@ -190,6 +190,25 @@ static void input_consumed(sl_runtime_t *rt, rd_kafka_message_t *m) {
         }
 }
 
+/* Where t's input is read next, in l: its next offset when it runs and
+ * may take input, past what l holds for it from the held ring; else
+ * nowhere (INVALID). */
+static void task_fetch_position(sl_task_t *t, void *opaque) {
+        rd_kafka_topic_partition_list_t *l = opaque;
+        const char *topic = t->pl->conf->input;
+        rd_kafka_topic_partition_t *tp =
+            rd_kafka_topic_partition_list_find(l, topic, t->partition);
+        if (t->state != SL_TASK_RUNNING || t->revoking || t->lookup_wait ||
+            t->cap_wait || t->retry_offset >= 0 || t->next_offset < 0) {
+                if (tp)
+                        tp->offset = RD_KAFKA_OFFSET_INVALID;
+                return;
+        }
+        if (!tp)
+                tp = rd_kafka_topic_partition_list_add(l, topic, t->partition);
+        tp->offset = SL_MAX(tp->offset, t->next_offset);
+}
+
 /* The consumer queue was full enough to stop librdkafka's fetcher and has
  * just been emptied: seek every running input partition to the record it
  * reads next, past what waits in the held ring.  Nothing is waiting in the
@@ -217,26 +236,7 @@ static void input_wake_fetcher(sl_runtime_t *rt) {
                                                                m->partition);
                 tp->offset = SL_MAX(tp->offset, m->offset + 1);
         }
-        for (int i = 0; i < rt->pipeline_cnt; i++) {
-                sl_pipeline_t *pl = &rt->pipelines[i];
-                for (int p = 0; p < pl->partition_cnt; p++) {
-                        sl_task_t *t = pl->tasks[p];
-                        rd_kafka_topic_partition_t *tp =
-                            rd_kafka_topic_partition_list_find(
-                                l, pl->conf->input, p);
-                        if (!t || t->state != SL_TASK_RUNNING || t->revoking ||
-                            t->lookup_wait || t->cap_wait ||
-                            t->retry_offset >= 0 || t->next_offset < 0) {
-                                if (tp)
-                                        tp->offset = RD_KAFKA_OFFSET_INVALID;
-                                continue;
-                        }
-                        if (!tp)
-                                tp = rd_kafka_topic_partition_list_add(
-                                    l, pl->conf->input, p);
-                        tp->offset = SL_MAX(tp->offset, t->next_offset);
-                }
-        }
+        sl_pipeline_foreach_task(rt, task_fetch_position, l);
         /* Only running partitions at a known offset: drop the rest. */
         for (int i = l->cnt - 1; i >= 0; i--)
                 if (l->elems[i].offset < 0)

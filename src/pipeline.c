@@ -150,21 +150,24 @@ void sl_pipeline_destroy_all(sl_runtime_t *rt) {
         rt->pipeline_cnt = 0;
 }
 
-static void task_drop(sl_task_t *t) {
+static void task_drop(sl_task_t *t, void *opaque) {
+        (void)opaque;
         t->pl->tasks[t->partition] = NULL;
         sl_task_destroy(t);
 }
 
 void sl_pipeline_drop_tasks(sl_runtime_t *rt) {
-        sl_pipeline_foreach_task(rt, task_drop);
+        sl_pipeline_foreach_task(rt, task_drop, NULL);
 }
 
-void sl_pipeline_foreach_task(sl_runtime_t *rt, void (*fn)(sl_task_t *t)) {
+void sl_pipeline_foreach_task(sl_runtime_t *rt,
+                              void (*fn)(sl_task_t *t, void *opaque),
+                              void *opaque) {
         for (int i = 0; i < rt->pipeline_cnt; i++) {
                 sl_pipeline_t *pl = &rt->pipelines[i];
                 for (int p = 0; p < pl->partition_cnt; p++)
                         if (pl->tasks[p])
-                                fn(pl->tasks[p]);
+                                fn(pl->tasks[p], opaque);
         }
 }
 
@@ -187,11 +190,14 @@ sl_task_t *sl_pipeline_task_at(sl_runtime_t *rt, int pl_index, int32_t p) {
         return rt->pipelines[pl_index].tasks[p];
 }
 
-int sl_pipeline_task_cnt(const sl_runtime_t *rt) {
+static void task_count(sl_task_t *t, void *opaque) {
+        (void)t;
+        (*(int *)opaque)++;
+}
+
+int sl_pipeline_task_cnt(sl_runtime_t *rt) {
         int n = 0;
-        for (int i = 0; i < rt->pipeline_cnt; i++)
-                for (int p = 0; p < rt->pipelines[i].partition_cnt; p++)
-                        n += rt->pipelines[i].tasks[p] != NULL;
+        sl_pipeline_foreach_task(rt, task_count, &n);
         return n;
 }
 

@@ -36,8 +36,11 @@ void sl_pipeline_destroy_all(sl_runtime_t *rt);
  * process ends). */
 void sl_pipeline_drop_tasks(sl_runtime_t *rt);
 
-/* Calls fn for every task, pipeline by pipeline, partition by partition. */
-void sl_pipeline_foreach_task(sl_runtime_t *rt, void (*fn)(sl_task_t *t));
+/* Calls fn(t, opaque) for every task, pipeline by pipeline, partition by
+ * partition.  fn may destroy t (and clear its slot), nothing else. */
+void sl_pipeline_foreach_task(sl_runtime_t *rt,
+                              void (*fn)(sl_task_t *t, void *opaque),
+                              void *opaque);
 
 /* The pipeline that reads topic, or NULL. */
 sl_pipeline_t *sl_pipeline_by_input(sl_runtime_t *rt, const char *topic);
@@ -51,7 +54,7 @@ sl_task_t *sl_pipeline_task(sl_runtime_t *rt, const char *topic, int32_t p);
 sl_task_t *sl_pipeline_task_at(sl_runtime_t *rt, int pl_index, int32_t p);
 
 /* How many tasks this member has. */
-int sl_pipeline_task_cnt(const sl_runtime_t *rt);
+int sl_pipeline_task_cnt(sl_runtime_t *rt);
 
 /* 1 when some operator tracks its deliveries (sl_op_t delivered). */
 int sl_pipeline_tracks_deliveries(const sl_runtime_t *rt);

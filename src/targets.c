@@ -121,7 +121,8 @@ static void targets_on_max_bytes(void *opaque, rd_kafka_resp_err_t err,
                 rt->max_bytes_floor = max_bytes;
 }
 
-static void task_lookup_answered(sl_task_t *t) {
+static void task_lookup_answered(sl_task_t *t, void *opaque) {
+        (void)opaque;
         if (t->lookup_wait)
                 sl_task_lookup_done(t);
 }
@@ -155,7 +156,7 @@ static void targets_on_lookup(void *opaque, rd_kafka_resp_err_t err,
                 sl_kquery_max_bytes(rt->kq, topic, SL_TARGETS_LOOKUP_TMO_MS,
                                     targets_on_max_bytes, tg);
         /* Inputs that waited for a lookup go on. */
-        sl_pipeline_foreach_task(rt, task_lookup_answered);
+        sl_pipeline_foreach_task(rt, task_lookup_answered, NULL);
 }
 
 int sl_targets_partitions(sl_runtime_t *rt, const char *topic) {
