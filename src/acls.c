@@ -220,13 +220,19 @@ static void spec_acls(builder_t *b, const sl_conf_t *conf,
                 topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
                 break;
         }
+        case SL_TOPIC_OTHER:
+                break;
         }
 }
 
-/* A delay pipeline's targets: each glob's topic pattern. */
+/* The targets its records may name (a delay pipeline's allowed_targets):
+ * each glob's topic pattern. */
 static void target_acls(builder_t *b, const sl_pipeline_conf_t *p) {
-        for (int i = 0; i < p->allowed_targets.cnt; i++) {
-                const char *glob = p->allowed_targets.pat[i];
+        const sl_opdef_t *op = sl_opdef_of(p->type);
+        const sl_globs_t *g = op && op->targets ? op->targets(p) : NULL;
+
+        for (int i = 0; g && i < g->cnt; i++) {
+                const char *glob = g->pat[i];
                 sl_acl_pattern_t pattern;
                 char *name = sl_acls_glob_pattern(glob, &pattern);
 
@@ -254,8 +260,7 @@ sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
                 for (int j = 0; j < plan->cnt; j++)
                         if (!strcmp(plan->specs[j].pipeline, pn))
                                 spec_acls(&b, conf, p, &plan->specs[j]);
-                if (p->type == SL_OP_DELAY)
-                        target_acls(&b, p);
+                target_acls(&b, p);
         }
         sl_topicplan_destroy(plan);
 

@@ -86,6 +86,7 @@
 #include "http.h"
 #include "kafka.h"
 #include "log.h"
+#include "opdef_delay.h"
 #include "partitioner.h"
 #include "peerauth.h"
 #include "recsize.h"
@@ -211,7 +212,6 @@ struct sl_api_s {
             *m_peer_busy, *m_peer_no_secret, *m_peer_route;
         sl_counter_t *m_answers_unsigned;
         api_pipe_t *pipes;
-        const char **internal;
 
         sl_api_lookup_fn *fn;
         void *opaque;
@@ -1351,7 +1351,7 @@ static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
         rd_kafka_headers_t *kh;
         rd_kafka_resp_err_t err;
 
-        if (pc->input_format != SL_INPUT_HEADERS)
+        if (sl_delay_conf(pc)->input_format != SL_INPUT_HEADERS)
                 return reply_err(c, 409, "unsupported-input-format",
                                  "pipeline %s reads json-envelope input; "
                                  "the API writes the header format only",
@@ -2102,33 +2102,13 @@ static int tls_client_new(sl_api_t *api, char *errstr, size_t errstr_size) {
 
 static void pipes_init(sl_api_t *api) {
         const sl_conf_t *conf = api->conf;
-        int n = 0;
         api->pipes =
             sl_calloc((size_t)conf->pipeline_cnt + 1, sizeof(*api->pipes));
-        api->internal =
-            sl_calloc(4 * (size_t)conf->pipeline_cnt + 1, sizeof(char *));
-        /* As op_delay builds them: every pipeline's internal topics are
-         * refused as targets. */
-        for (int i = 0; i < conf->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *o = &conf->pipelines[i];
-                const char *names[] = {o->changelog, o->dlq, o->overflow,
-                                       o->rates};
-                for (size_t j = 0; j < 4; j++)
-                        if (names[j])
-                                api->internal[n++] = names[j];
-        }
         for (int i = 0; i < conf->pipeline_cnt; i++) {
                 const sl_pipeline_conf_t *pc = &conf->pipelines[i];
-                sl_delay_params_t *dp = &api->pipes[i].params;
                 api->pipes[i].pc = pc;
-                dp->default_target = pc->default_target;
-                dp->allowed_targets = &pc->allowed_targets;
-                dp->max_delay_ms = pc->max_delay_ms;
-                dp->timestamp_skew_ms = pc->timestamp_skew_ms;
-                dp->max_record_bytes = pc->max_record_bytes;
-                dp->input_format = pc->input_format;
-                dp->internal_topics = api->internal;
-                dp->internal_cnt = n;
+                if (pc->type == SL_OP_DELAY)
+                        sl_delay_params_init(&api->pipes[i].params, conf, pc);
         }
 }
 
@@ -2161,8 +2141,9 @@ static void api_free(sl_api_t *api) {
         /* After MHD_stop_daemon(): every connection was reported
          * CLOSED, the guard holds no descriptor. */
         sl_connguard_destroy(api->guard);
+        for (int i = 0; api->pipes && i < api->conf->pipeline_cnt; i++)
+                sl_delay_params_clear(&api->pipes[i].params);
         free(api->pipes);
-        free(api->internal);
         free(api->queue);
         owners_clear(api);
         /* No lookup is in flight: the connections' threads are gone. */

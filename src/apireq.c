@@ -97,7 +97,7 @@ char *sl_apireq_lookup_path(const sl_pipeline_conf_t *pc, const void *key,
 
         for (int i = 0; i < SL_ROUTE_CNT && !what; i++)
                 if (sl_routes[i].what && !strcmp(sl_routes[i].method, "GET") &&
-                    (sl_routes[i].types & (int)pc->type))
+                    sl_routes[i].type == pc->type)
                         what = sl_routes[i].what;
         sl_assert(what);
         size = sizeof(prefix) + 3 * namelen + 1 + strlen(what) + 1 +
@@ -213,7 +213,7 @@ void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
         }
         free(name);
         pc = &conf->pipelines[pp->pipeline];
-        if (!(pc->type & sl_routes[pp->route].types)) {
+        if (pc->type != sl_routes[pp->route].type) {
                 snprintf(pp->why, sizeof(pp->why),
                          "pipeline '%.100s' is a %s pipeline: no %s", pc->name,
                          sl_op_type_name(pc->type), sl_routes[pp->route].what);

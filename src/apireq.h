@@ -41,10 +41,10 @@ typedef enum {
 
 typedef struct sl_route_s {
         const char *method;
-        const char *path; /* template, e.g. "/v1/pipelines/{pipeline}/..." */
-        const char *what; /* the collection segment ("timers", ...) */
-        int types;        /* pipeline types served (sl_op_type_t bits) */
-        int flush;        /* .../{key}/flush */
+        const char *path;  /* template, e.g. "/v1/pipelines/{pipeline}/..." */
+        const char *what;  /* the collection segment ("timers", ...) */
+        sl_op_type_t type; /* the pipeline type served (0: none) */
+        int flush;         /* .../{key}/flush */
 } sl_route_t;
 
 /* The route table, indexed by sl_route_id_t (GET /v1 and the OpenAPI

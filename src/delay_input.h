@@ -15,6 +15,13 @@
 #include "config.h"
 #include "parse.h"
 
+/* How a delay pipeline's input records carry their control (its
+ * input_format key, opdef_delay.h). */
+typedef enum {
+        SL_INPUT_HEADERS = 0,       /* control in sluice-* headers */
+        SL_INPUT_JSON_ENVELOPE = 1, /* {"topic","message","countdown"} */
+} sl_input_format_t;
+
 /* Kafka's longest legal topic name. */
 #define SL_TOPIC_MAX 249
 

@@ -30,6 +30,8 @@
 #include "debounce.h"
 #include "kafka.h"
 #include "log.h"
+#include "opdef_debounce.h"
+#include "opdef_throttle.h"
 #include "parse.h"
 #include "rates.h"
 #include "sluice.pb-c.h"
@@ -342,8 +344,9 @@ static void debounce_item_row(const sl_debounce_item_t *it, void *opaque) {
 
 static int inspect_debounce(const sl_pipeline_conf_t *pc, sl_timerheap_t **maps,
                             int parts, const char *key, long limit) {
-        sl_debounce_params_t params = {pc->idle_ms, pc->max_age_ms,
-                                       pc->max_items, pc->max_bytes, pc->name};
+        const sl_debounce_conf_t *dc = sl_debounce_conf(pc);
+        sl_debounce_params_t params = {dc->idle_ms, dc->max_age_ms,
+                                       dc->max_items, dc->max_bytes, pc->name};
         debounce_ctx_t c = {sl_timerheap_new(), 0};
         sl_debounce_t **wins = sl_calloc((size_t)parts, sizeof(*wins));
         int64_t now = sl_now_ms();
@@ -584,7 +587,7 @@ static int inspect_throttle(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
                             long limit) {
         throttle_ctx_t c = {0};
         throttle_rows_t rows = {0};
-        sl_rates_t *rates = sl_rates_new(&pc->default_rate);
+        sl_rates_t *rates = sl_rates_new(&sl_throttle_conf(pc)->default_rate);
         sl_backlog_cache_t *cache = sl_backlog_cache_new(0);
         int64_t *from = sl_calloc((size_t)parts, sizeof(*from));
         int rc = SL_EXIT_OK;

@@ -62,14 +62,14 @@ static void check_path(const char *url, const char *method) {
         }
         CHECK(pp.pipeline >= 0 && pp.pipeline < conf.pipeline_cnt);
         CHECK(pipes[pp.pipeline].api);
-        CHECK(pipes[pp.pipeline].type & sl_routes[pp.route].types);
+        CHECK(pipes[pp.pipeline].type == sl_routes[pp.route].type);
         CHECK(pp.key && pp.keylen > 0 && pp.key[pp.keylen] == '\0');
 
         /* What a forwarded lookup of the key asks the owner. */
         path = sl_apireq_lookup_path(&pipes[pp.pipeline], pp.key, pp.keylen);
         sl_apireq_path_parse(&conf, path, "GET", &back);
         CHECK(back.bad == 0 && back.pipeline == pp.pipeline);
-        CHECK(sl_routes[back.route].types & pipes[pp.pipeline].type);
+        CHECK(sl_routes[back.route].type == pipes[pp.pipeline].type);
         CHECK(back.keylen == pp.keylen && !memcmp(back.key, pp.key, pp.keylen));
         sl_apireq_path_clear(&back);
         free(path);

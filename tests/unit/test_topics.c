@@ -13,6 +13,9 @@
 
 #include <cmocka.h>
 
+#include "opdef_debounce.h"
+#include "opdef_delay.h"
+#include "opdef_throttle.h"
 #include "topicplan.h"
 
 #define HOUR_MS 3600000LL
@@ -21,18 +24,36 @@
 typedef struct {
         sl_conf_t conf;
         sl_pipeline_conf_t p[4];
+        union {
+                sl_throttle_conf_t t;
+                sl_delay_conf_t d;
+                sl_debounce_conf_t b;
+        } params[4];
 } conf_t;
+
+/* The operator's keys of a pipeline built by add_pipeline(). */
+static sl_throttle_conf_t *tconf(sl_pipeline_conf_t *p) {
+        return p->params;
+}
+
+static sl_delay_conf_t *dconf(sl_pipeline_conf_t *p) {
+        return p->params;
+}
 
 static sl_pipeline_conf_t *add_pipeline(conf_t *c, const char *name,
                                         sl_op_type_t type, const char *input) {
-        sl_pipeline_conf_t *p = &c->p[c->conf.pipeline_cnt++];
+        int i = c->conf.pipeline_cnt++;
+        sl_pipeline_conf_t *p = &c->p[i];
 
         memset(p, 0, sizeof(*p));
+        memset(&c->params[i], 0, sizeof(c->params[i]));
         p->name = (char *)name;
         p->type = type;
+        p->params = &c->params[i];
         p->input = (char *)input;
         p->replication_factor = -1;
-        p->ttl_ms = 6 * HOUR_MS;
+        if (type == SL_OP_THROTTLE)
+                tconf(p)->ttl_ms = 6 * HOUR_MS;
         c->conf.pipelines = c->p;
         return p;
 }
@@ -166,7 +187,7 @@ static void test_plan_delay_debounce(void **state) {
 
         p = add_pipeline(&c, "reminders", SL_OP_DELAY, "reminders.in");
         p->changelog = "rem.state";
-        p->default_target = "reminders.due";
+        dconf(p)->default_target = (char *)"reminders.due";
         /* dlq NULL: none */
         p = add_pipeline(&c, "transfers", SL_OP_DEBOUNCE, "transfers.in");
         p->output = "transfers.batches";
@@ -562,7 +583,7 @@ static void test_overflow_retention(void **state) {
                 sl_topic_state_t *st;
 
                 p = add_pipeline(&c, "t", SL_OP_THROTTLE, "t.in");
-                p->ttl_ms = 6 * HOUR_MS;
+                tconf(p)->ttl_ms = 6 * HOUR_MS;
                 plan = sl_topicplan_new(&c.conf);
                 sl_topics_observed_add(obs, "t.in", 1, 2);
                 st = add_as_created(obs, spec_of(plan, "t", SL_TOPIC_OVERFLOW),
@@ -615,7 +636,7 @@ static void test_conflicts(void **state) {
         /* a -> b chained through "mid": fine.  A shared DLQ: fine.
          * c's changelog is b's output: a conflict. */
         p = add_pipeline(&c, "a", SL_OP_DELAY, "a.in");
-        p->default_target = "mid";
+        dconf(p)->default_target = (char *)"mid";
         p->dlq = "all.dlq";
         p = add_pipeline(&c, "b", SL_OP_DEBOUNCE, "mid");
         p->output = "b.out";
