@@ -6,7 +6,12 @@
  */
 #include "opdef_debounce.h"
 
+#include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
+
+#include "apireq.h"
+#include "debounce.h"
 
 static const sl_conf_enum_t output_formats[] = {
     {"json", SL_OUTPUT_JSON}, {"protobuf", SL_OUTPUT_PROTOBUF}, {NULL, 0}};
@@ -73,6 +78,54 @@ static const sl_roledef_t debounce_roles[] = {
      SL_ACL_WHY_OUTPUT, 0, NULL},
 };
 
+/* POST .../groups/{key}/flush: the control record (debounce.h: key = the
+ * group, header sluice-control: flush, an empty value), checked as the
+ * operator will check it, written to the group's input partition after
+ * the items a producer with the same partitioner sent before it.  202 once
+ * durable: the owner flushes when it reads the record, in the transaction
+ * that reads it (reason "requested"); a group that is not open by then is
+ * a counted no-op. */
+static const sl_hdr_t flush_hdrs[] = {
+    {SL_DEBOUNCE_CONTROL_HEADER, SL_DEBOUNCE_CONTROL_FLUSH,
+     sizeof(SL_DEBOUNCE_CONTROL_FLUSH) - 1},
+};
+
+static int flush_build(sl_apiwrite_t *w) {
+        const char *reason = NULL;
+        char detail[200];
+
+        if (sl_debounce_check_control(
+                w->key, w->keylen, 1, SL_DEBOUNCE_CONTROL_FLUSH,
+                strlen(SL_DEBOUNCE_CONTROL_FLUSH), &reason, detail,
+                sizeof(detail)) != SL_DEBOUNCE_FLUSH) {
+                w->status = 400;
+                w->code = reason ? reason : "bad-key";
+                snprintf(w->msg, sizeof(w->msg), "%s", detail);
+                return -1;
+        }
+        /* "" with length 0: an empty value, not a null one. */
+        w->value = "";
+        w->value_len = 0;
+        w->hdrs = flush_hdrs;
+        w->hdr_cnt = SL_ARRAY_SIZE(flush_hdrs);
+        return 0;
+}
+
+static json_t *flush_answer(const sl_apiwrite_t *w, int *status) {
+        *status = 202;
+        return json_pack("{s:s, s:s%, s:i, s:I}", "pipeline", w->pc->name,
+                         "key", w->key, w->keylen, "partition",
+                         (int)w->partition, "offset", (json_int_t)w->offset);
+}
+
+/* GET looks a group up. */
+static const sl_route_t debounce_routes[] = {
+    {"GET", "/v1/pipelines/{pipeline}/groups/{key}", "groups", NULL,
+     SL_ROUTE_LOOKUP},
+    {"POST", "/v1/pipelines/{pipeline}/groups/{key}/flush", "groups", "flush",
+     SL_ROUTE_WRITE, "input", flush_build, flush_answer, NULL},
+};
+
 const sl_opdef_t sl_opdef_debounce = {
     .name = "debounce",
     .type = SL_OP_DEBOUNCE,
@@ -82,5 +135,7 @@ const sl_opdef_t sl_opdef_debounce = {
     .finalize = debounce_finalize,
     .roles = debounce_roles,
     .role_cnt = SL_ARRAY_SIZE(debounce_roles),
+    .routes = debounce_routes,
+    .route_cnt = SL_ARRAY_SIZE(debounce_routes),
     .api_rank = 3,
 };

@@ -8,8 +8,12 @@
  */
 #include "opdef_delay.h"
 
+#include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "apireq.h"
 
 static const sl_conf_enum_t input_formats[] = {
     {"headers", SL_INPUT_HEADERS},
@@ -75,6 +79,113 @@ static const sl_globs_t *delay_targets(const sl_pipeline_conf_t *pc) {
         return &sl_delay_conf(pc)->allowed_targets;
 }
 
+/* PUT .../timers/{id}: the body becomes the record a producer of the
+ * header format would write (apireq.h), checked as the operator will check
+ * it, so that a 400 carries the reason the DLQ would have given it; it is
+ * written with the request's time as its timestamp, from which a
+ * sluice-delay counts, so the owner computes the due time this answer
+ * states.  201 when the owner said it held no timer for the id, else 200
+ * ("existed": null when it could not tell). */
+typedef struct timer_put_s {
+        sl_apireq_timer_t body;
+        sl_delay_req_t req;
+} timer_put_t;
+
+static int timer_put_build(sl_apiwrite_t *w) {
+        const sl_delay_params_t *params = w->data;
+        sl_delay_record_t rec;
+        timer_put_t *t;
+        int reason;
+
+        if (params->input_format != SL_INPUT_HEADERS) {
+                w->status = 409;
+                w->code = "unsupported-input-format";
+                snprintf(w->msg, sizeof(w->msg),
+                         "pipeline %s reads json-envelope input; the API "
+                         "writes the header format only",
+                         w->pc->name);
+                return -1;
+        }
+        w->priv = t = sl_calloc(1, sizeof(*t));
+        w->status = 400;
+        if (sl_apireq_timer_read(w->body, w->bodylen, &t->body, &w->code,
+                                 w->msg, 300))
+                return -1;
+        rec = (sl_delay_record_t){
+            .key = w->key,
+            .key_len = w->keylen,
+            .value = t->body.value,
+            .value_len = t->body.value_len,
+            .hdrs = t->body.hdrs,
+            .hdr_cnt = t->body.hdr_cnt,
+            .timestamp_ms = w->now_ms,
+        };
+        reason =
+            sl_delay_input_parse(params, &rec, w->now_ms, &t->req, w->msg, 300);
+        if (reason != SL_DELAY_OK) {
+                w->code = sl_delay_reason_str(reason);
+                return -1;
+        }
+        w->value = t->body.value;
+        w->value_len = t->body.value_len;
+        w->hdrs = t->body.hdrs;
+        w->hdr_cnt = t->body.hdr_cnt;
+        w->timestamp_ms = w->now_ms;
+        w->target = t->req.target;
+        w->target_partition = t->req.target_partition;
+        w->ask_existed = 1;
+        return 0;
+}
+
+static json_t *timer_put_answer(const sl_apiwrite_t *w, int *status) {
+        const timer_put_t *t = w->priv;
+
+        *status = w->existed == 0 ? 201 : 200;
+        return json_pack(
+            "{s:s, s:s%, s:i, s:I, s:I, s:s, s:o}", "pipeline", w->pc->name,
+            "id", w->key, w->keylen, "partition", (int)w->partition, "offset",
+            (json_int_t)w->offset, "due", (json_int_t)t->req.due_ms, "target",
+            t->req.target, "existed",
+            w->existed == -1 ? json_null() : json_boolean(w->existed));
+}
+
+static void timer_put_clear(sl_apiwrite_t *w) {
+        timer_put_t *t = w->priv;
+
+        if (!t)
+                return;
+        sl_delay_req_clear(&t->req);
+        sl_apireq_timer_clear(&t->body);
+        free(t);
+        w->priv = NULL;
+}
+
+/* GET looks a timer up; DELETE cancels it: a null value for the id. */
+static const sl_route_t delay_routes[] = {
+    {"PUT", "/v1/pipelines/{pipeline}/timers/{id}", "timers", NULL,
+     SL_ROUTE_WRITE, "input", timer_put_build, timer_put_answer,
+     timer_put_clear},
+    {"GET", "/v1/pipelines/{pipeline}/timers/{id}", "timers", NULL,
+     SL_ROUTE_LOOKUP},
+    {"DELETE", "/v1/pipelines/{pipeline}/timers/{id}", "timers", NULL,
+     SL_ROUTE_WRITE, "input", sl_apireq_build_tombstone,
+     sl_apireq_answer_no_content, NULL},
+};
+
+/* The API checks a timer with the parameters of the operator's input. */
+static void *delay_api_new(const sl_conf_t *conf, int pipeline) {
+        sl_delay_params_t *params = sl_malloc(sizeof(*params));
+        sl_delay_params_init(params, conf, &conf->pipelines[pipeline]);
+        return params;
+}
+
+static void delay_api_destroy(void *data) {
+        if (!data)
+                return;
+        sl_delay_params_clear(data);
+        free(data);
+}
+
 const sl_opdef_t sl_opdef_delay = {
     .name = "delay",
     .type = SL_OP_DELAY,
@@ -85,7 +196,11 @@ const sl_opdef_t sl_opdef_delay = {
     .roles = delay_roles,
     .role_cnt = SL_ARRAY_SIZE(delay_roles),
     .targets = delay_targets,
+    .routes = delay_routes,
+    .route_cnt = SL_ARRAY_SIZE(delay_routes),
     .api_rank = 1,
+    .api_new = delay_api_new,
+    .api_destroy = delay_api_destroy,
 };
 
 void sl_delay_params_init(sl_delay_params_t *params, const sl_conf_t *conf,

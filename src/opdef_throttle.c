@@ -6,8 +6,11 @@
  */
 #include "opdef_throttle.h"
 
+#include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 
+#include "apireq.h"
 #include "topicplan.h"
 
 static const sl_conf_key_t throttle_keys[] = {
@@ -96,6 +99,71 @@ static const sl_roledef_t throttle_roles[] = {
      SL_ACL_WHY_OUTPUT, 0, NULL},
 };
 
+/* PUT .../rates/{key}: {"rate": "100/s", "burst": 20} (burst optional)
+ * becomes the rates record an operator would write with kcat (value
+ * "100/s burst=20"), checked as the operators will read it; 200 with the
+ * rate as they read it. */
+static int rate_put_build(sl_apiwrite_t *w) {
+        json_t *j = json_loadb(w->body, w->bodylen, 0, NULL), *rate, *burst;
+        char errstr[200];
+        sl_rate_t r;
+
+        w->status = 400;
+        if (!json_is_object(j) || !(rate = json_object_get(j, "rate")) ||
+            !json_is_string(rate) || json_object_size(j) > 2 ||
+            (json_object_size(j) == 2 && !json_object_get(j, "burst"))) {
+                json_decref(j);
+                w->code = "bad-body";
+                snprintf(w->msg, sizeof(w->msg),
+                         "expected {\"rate\": \"100/s\", \"burst\": 20} "
+                         "(burst optional)");
+                return -1;
+        }
+        burst = json_object_get(j, "burst");
+        if (burst && !json_is_number(burst)) {
+                json_decref(j);
+                w->code = "bad-rate";
+                snprintf(w->msg, sizeof(w->msg), "burst: a number");
+                return -1;
+        }
+        if (burst)
+                snprintf(w->text, sizeof(w->text), "%.60s burst=%.17g",
+                         json_string_value(rate), json_number_value(burst));
+        else
+                snprintf(w->text, sizeof(w->text), "%.60s",
+                         json_string_value(rate));
+        json_decref(j);
+        if (sl_parse_rate(w->text, &r, errstr, sizeof(errstr)) != 0) {
+                w->code = "bad-rate";
+                snprintf(w->msg, sizeof(w->msg), "%s", errstr);
+                return -1;
+        }
+        w->num[0] = r.per_sec;
+        w->num[1] = r.burst;
+        w->value = w->text;
+        w->value_len = strlen(w->text);
+        return 0;
+}
+
+static json_t *rate_put_answer(const sl_apiwrite_t *w, int *status) {
+        *status = 200;
+        return json_pack("{s:s, s:s%, s:s, s:f, s:f}", "pipeline", w->pc->name,
+                         "key", w->key, w->keylen, "rate", w->text, "per_sec",
+                         w->num[0], "burst", w->num[1]);
+}
+
+/* GET looks a key up; DELETE returns it to the default rate: a tombstone
+ * in the rates topic. */
+static const sl_route_t throttle_routes[] = {
+    {"GET", "/v1/pipelines/{pipeline}/keys/{key}", "keys", NULL,
+     SL_ROUTE_LOOKUP},
+    {"PUT", "/v1/pipelines/{pipeline}/rates/{key}", "rates", NULL,
+     SL_ROUTE_WRITE, "rates", rate_put_build, rate_put_answer, NULL},
+    {"DELETE", "/v1/pipelines/{pipeline}/rates/{key}", "rates", NULL,
+     SL_ROUTE_WRITE, "rates", sl_apireq_build_tombstone,
+     sl_apireq_answer_no_content, NULL},
+};
+
 const sl_opdef_t sl_opdef_throttle = {
     .name = "throttle",
     .type = SL_OP_THROTTLE,
@@ -104,5 +172,7 @@ const sl_opdef_t sl_opdef_throttle = {
     .params_size = sizeof(sl_throttle_conf_t),
     .roles = throttle_roles,
     .role_cnt = SL_ARRAY_SIZE(throttle_roles),
+    .routes = throttle_routes,
+    .route_cnt = SL_ARRAY_SIZE(throttle_routes),
     .api_rank = 2,
 };
