@@ -563,7 +563,14 @@ int sl_topicplan_eval_problems(const sl_topicplan_eval_t *ev,
 int sl_topicplan_partition_problem(char *buf, size_t size, const char *pipeline,
                                    sl_topic_role_t role, const char *topic,
                                    int have, const char *input, int want) {
-        const char *r = sl_topic_role_name(role);
+        return sl_topicplan_copart_problem(buf, size, pipeline,
+                                           sl_topic_role_name(role), topic,
+                                           have, input, want);
+}
+
+int sl_topicplan_copart_problem(char *buf, size_t size, const char *pipeline,
+                                const char *r, const char *topic, int have,
+                                const char *input, int want) {
 
         if (have <= 0)
                 return snprintf(buf, size,

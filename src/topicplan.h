@@ -217,11 +217,18 @@ void sl_topicplan_eval_destroy(sl_topicplan_eval_t *ev);
 int sl_topicplan_eval_problems(const sl_topicplan_eval_t *ev,
                                int count_missing);
 
-/* One sentence for an operator about a co-partitioned topic (changelog,
- * overflow, dlq) of pipeline that has have partitions (0: it does not exist)
- * where its input has want: what is wrong and the command that fixes it.
- * Written to buf (snprintf semantics; returns what snprintf returns).
- * Used by `sluice run` at start and when the input grows while it runs. */
+/* One sentence for an operator about a co-partitioned topic (an
+ * SL_ROLE_COPART role: changelog, overflow, dlq; role is its name) of
+ * pipeline that has have partitions (0: it does not exist) where its input
+ * has want: what is wrong and the command that fixes it.  Written to buf
+ * (snprintf semantics; returns what snprintf returns).  Used by `sluice
+ * run` at start and when the input grows while it runs. */
+int sl_topicplan_copart_problem(char *buf, size_t size, const char *pipeline,
+                                const char *role, const char *topic, int have,
+                                const char *input, int want);
+
+/* The same with the role by id (parts.c, until it names roles by their
+ * definition). */
 int sl_topicplan_partition_problem(char *buf, size_t size, const char *pipeline,
                                    sl_topic_role_t role, const char *topic,
                                    int have, const char *input, int want);
