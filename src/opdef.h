@@ -37,7 +37,9 @@
  * params_size bytes as pc->params, applies the defaults, parses, dumps
  * and frees through the rows, and lists them in the reference after the
  * shared ones, in row order.  A row flagged SL_KF_SHARED points into
- * sl_pipeline_conf_t instead (output: throttle and debounce both have it).
+ * sl_pipeline_conf_t instead (output, which throttle and debounce both
+ * have; throttle's overflow and rates while app.c and parts.c read them
+ * there).
  * finalize() holds the rules between the operator's keys; config.c runs it
  * after the shared rules, and reports its errors as it reports any
  * (FILE:LINE: key: ...).
@@ -48,9 +50,11 @@
  * has an input, a changelog and (unless dlq = none) a DLQ; an operator
  * adds its own (throttle's overflow and rates, the outputs).  A role says
  * which key names its topic and what sluice does with it (the SL_ROLE_
- * flags); sl_pipeline_topics() (config.h) is the one walk over them, and
- * topicplan.c, acls.c, config.c's checks and the runtime's lists of
- * internal and co-partitioned topics all read it.
+ * flags); sl_pipeline_topics() (config.h) is the one walk over them:
+ * topicplan.c, acls.c, config.c's checks and the targets a timer may not
+ * name (sl_conf_internal_topics()) read it.  It lives in config.c, which
+ * owns the key rows a role's topic name is read through; the settings of
+ * the roles every pipeline has are topicplan.c's.
  *
  * HTTP API
  *
@@ -59,6 +63,12 @@
  * record the API produces (to the input, or another topic of the
  * pipeline) and answer() the JSON the client gets; api.c does the HTTP,
  * the partition, the produce and the wait.
+ *
+ * ORDER
+ *
+ * ops.def's order is that of the configuration reference, of `sluice
+ * config dump` and of the types an error lists; GET /v1 lists the routes
+ * by api_rank instead (delay's first, as it always has).
  */
 #ifndef SL_OPDEF_H
 #define SL_OPDEF_H
