@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apireq.h"
 #include "topicplan.h"
 #include "util.h"
 
@@ -172,61 +173,49 @@ static void topic(builder_t *b, const char *name, sl_acl_op_t op,
         add(b, SL_ACL_TOPIC, SL_ACL_LITERAL, name, op, why, NULL);
 }
 
-/* What the pipeline's topics in the plan need.  The API writes what its
- * routes for the pipeline's type write (api.c): timers and cancels to a
- * delay input, flushes to a debounce input, rates to a throttle's rates
- * topic. */
-static void spec_acls(builder_t *b, const sl_conf_t *conf,
-                      const sl_pipeline_conf_t *p, const sl_topic_spec_t *s) {
-        int api = conf->api_listen && *conf->api_listen && p->api;
+/* 1 when one of the HTTP API's write routes for pipeline p (its
+ * operator's, apireq.h) writes to p's topic of role r. */
+static int api_writes(const sl_pipeline_conf_t *p, const sl_roledef_t *r) {
+        const sl_opdef_t *op = sl_opdef_of(p->type);
 
-        switch (s->role) {
-        case SL_TOPIC_INPUT:
-                topic(b, s->name, SL_ACL_READ, SL_ACL_WHY_INPUT);
-                if (p->reroute)
-                        topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_REROUTE);
-                if (api && p->type != SL_OP_THROTTLE)
-                        topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_API_INPUT);
-                /* The limit a rerouted record must respect (app.c's
-                 * app_limits_learn describes every topic of the plan but
-                 * the rates), and `sluice topics check` reads its configs
-                 * (it needs DescribeConfigs on every topic it checks). */
-                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
-                break;
-        case SL_TOPIC_RATES:
-                topic(b, s->name, SL_ACL_READ, SL_ACL_WHY_RATES);
-                if (api)
-                        topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_API_RATES);
-                /* `sluice topics check`. */
-                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
-                break;
-        case SL_TOPIC_CHANGELOG:
-        case SL_TOPIC_OVERFLOW: {
-                unsigned why = s->role == SL_TOPIC_CHANGELOG
-                                   ? SL_ACL_WHY_CHANGELOG
-                                   : SL_ACL_WHY_OVERFLOW;
-                topic(b, s->name, SL_ACL_READ, why);
-                topic(b, s->name, SL_ACL_WRITE, why);
-                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
-                break;
-        }
-        case SL_TOPIC_DLQ:
-        case SL_TOPIC_OUTPUT: {
-                unsigned why = s->role == SL_TOPIC_DLQ ? SL_ACL_WHY_DLQ
-                               : p->type == SL_OP_DELAY
-                                   ? SL_ACL_WHY_DEFAULT_TARGET
-                                   : SL_ACL_WHY_OUTPUT;
-                topic(b, s->name, SL_ACL_WRITE, why);
-                topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
-                break;
-        }
-        }
+        for (int i = 0; op && i < op->route_cnt; i++)
+                if (op->routes[i].kind == SL_ROUTE_WRITE &&
+                    !strcmp(op->routes[i].topic, r->name))
+                        return 1;
+        return 0;
 }
 
-/* A delay pipeline's targets: each glob's topic pattern. */
+/* What a topic of the plan needs, by what its role says (opdef.h): Read
+ * where sluice reads it; Write where it writes it, and on an input where
+ * reroute moves records or the API writes (timers, cancels, flushes;
+ * a throttle's rates); DescribeConfigs on each, for the limit a record
+ * written there must respect (app.c's app_limits_learn describes every
+ * topic of the plan but the rates) and for `sluice topics check`, which
+ * reads the configs of every topic it checks. */
+static void spec_acls(builder_t *b, const sl_conf_t *conf,
+                      const sl_pipeline_conf_t *p, const sl_topic_spec_t *s) {
+        const sl_roledef_t *r = s->def;
+        int api = conf->api_listen && *conf->api_listen && p->api;
+
+        if (r->flags & SL_ROLE_READ)
+                topic(b, s->name, SL_ACL_READ, r->acl_why);
+        if (r->flags & SL_ROLE_INPUT && p->reroute)
+                topic(b, s->name, SL_ACL_WRITE, SL_ACL_WHY_REROUTE);
+        if (api && api_writes(p, r))
+                topic(b, s->name, SL_ACL_WRITE, r->acl_api_why);
+        if (r->flags & SL_ROLE_WRITE)
+                topic(b, s->name, SL_ACL_WRITE, r->acl_why);
+        topic(b, s->name, SL_ACL_DESCRIBE_CONFIGS, SL_ACL_WHY_LIMITS);
+}
+
+/* The targets its records may name (a delay pipeline's allowed_targets):
+ * each glob's topic pattern. */
 static void target_acls(builder_t *b, const sl_pipeline_conf_t *p) {
-        for (int i = 0; i < p->allowed_targets.cnt; i++) {
-                const char *glob = p->allowed_targets.pat[i];
+        const sl_opdef_t *op = sl_opdef_of(p->type);
+        const sl_globs_t *g = op && op->targets ? op->targets(p) : NULL;
+
+        for (int i = 0; g && i < g->cnt; i++) {
+                const char *glob = g->pat[i];
                 sl_acl_pattern_t pattern;
                 char *name = sl_acls_glob_pattern(glob, &pattern);
 
@@ -254,8 +243,7 @@ sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
                 for (int j = 0; j < plan->cnt; j++)
                         if (!strcmp(plan->specs[j].pipeline, pn))
                                 spec_acls(&b, conf, p, &plan->specs[j]);
-                if (p->type == SL_OP_DELAY)
-                        target_acls(&b, p);
+                target_acls(&b, p);
         }
         sl_topicplan_destroy(plan);
 

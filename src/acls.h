@@ -79,22 +79,8 @@ typedef enum {
         SL_ACL_DESCRIBE_CONFIGS,
 } sl_acl_op_t;
 
-/* Why sluice needs a binding: bits of sl_acl_t.why. */
-#define SL_ACL_WHY_INPUT          0x0001 /* reads an input */
-#define SL_ACL_WHY_RATES          0x0002 /* reads a rates topic */
-#define SL_ACL_WHY_REROUTE        0x0004 /* writes an input: reroute */
-#define SL_ACL_WHY_API_INPUT      0x0008 /* the HTTP API writes an input */
-#define SL_ACL_WHY_API_RATES      0x0010 /* the HTTP API writes rates */
-#define SL_ACL_WHY_CHANGELOG      0x0020
-#define SL_ACL_WHY_OVERFLOW       0x0040
-#define SL_ACL_WHY_DLQ            0x0080
-#define SL_ACL_WHY_OUTPUT         0x0100
-#define SL_ACL_WHY_DEFAULT_TARGET 0x0200 /* a delay pipeline's */
-#define SL_ACL_WHY_TARGET         0x0400 /* allowed_targets */
-#define SL_ACL_WHY_LIMITS         0x0800 /* DescribeConfigs: max.message.bytes */
-#define SL_ACL_WHY_GROUP          0x1000 /* the consumer group */
-#define SL_ACL_WHY_REBUILD        0x2000 /* the reader's group id */
-#define SL_ACL_WHY_TXN            0x4000 /* the transactional ids */
+/* Why sluice needs a binding: bits of sl_acl_t.why, SL_ACL_WHY_* (opdef.h:
+ * the operators' topic roles name theirs). */
 
 /* The group.id of the assign-only reader and of the lookup client
  * (app.c's app_lookup_conf sets it): they join no group and commit

@@ -14,6 +14,12 @@
  *                                 ▼                           ▼
  *                            owner map ──► forward   cond signal, answer
  *
+ * The routes other than GET /v1 are the operators' (apireq.h, opdef.h): a
+ * lookup is answered by describe() on the owner; a write's record and
+ * answer come from its route's pure build() and answer(), and this file
+ * does the same for every write: the target check, the key's partition of
+ * the route's topic, the produce and the wait for its report.
+ *
  * Every wait is bounded by api_timeout and answered 503 with Retry-After
  * when it runs out; the waiter's record is then abandoned, and freed by
  * whoever answers it later (the delivery report, or the loop), under the
@@ -80,8 +86,6 @@
 
 #include "apireq.h"
 #include "connguard.h"
-#include "debounce.h"
-#include "delay_input.h"
 #include "groupcheck.h"
 #include "http.h"
 #include "kafka.h"
@@ -108,13 +112,13 @@
 /* Routes.                                                              */
 
 int sl_api_route_cnt(void) {
-        return SL_ROUTE_CNT;
+        return sl_apireq_route_cnt();
 }
 
 void sl_api_route(int i, const char **method, const char **path) {
-        sl_assert(i >= 0 && i < SL_ROUTE_CNT);
-        *method = sl_routes[i].method;
-        *path = sl_routes[i].path;
+        const sl_route_t *r = sl_apireq_route(i);
+        *method = r->method;
+        *path = r->path;
 }
 
 /* ------------------------------------------------------------------ */
@@ -177,10 +181,11 @@ typedef struct owner_s {
 
 #define SL_META_FORBIDDEN SL_TOPICCACHE_FORBIDDEN
 
-/* Per pipeline: the header path's validation parameters. */
+/* Per pipeline: what its operator's write routes read (opdef.h,
+ * api_new). */
 typedef struct api_pipe_s {
         const sl_pipeline_conf_t *pc;
-        sl_delay_params_t params;
+        void *data;
 } api_pipe_t;
 
 struct sl_api_s {
@@ -211,7 +216,6 @@ struct sl_api_s {
             *m_peer_busy, *m_peer_no_secret, *m_peer_route;
         sl_counter_t *m_answers_unsigned;
         api_pipe_t *pipes;
-        const char **internal;
 
         sl_api_lookup_fn *fn;
         void *opaque;
@@ -996,10 +1000,11 @@ static enum MHD_Result reply_err(struct MHD_Connection *c, int status,
 
 static enum MHD_Result serve_index(struct MHD_Connection *c) {
         json_t *arr = json_array();
-        for (int i = 0; i < SL_ROUTE_CNT; i++)
-                json_array_append_new(
-                    arr, json_pack("{s:s, s:s}", "method", sl_routes[i].method,
-                                   "path", sl_routes[i].path));
+        for (int i = 0; i < sl_apireq_route_cnt(); i++)
+                json_array_append_new(arr, json_pack("{s:s, s:s}", "method",
+                                                     sl_apireq_route(i)->method,
+                                                     "path",
+                                                     sl_apireq_route(i)->path));
         return reply_json(
             c, 200, json_pack("{s:s, s:o}", "version", "v1", "routes", arr),
             NULL);
@@ -1280,269 +1285,110 @@ static enum MHD_Result produce_failed(struct MHD_Connection *c,
                          rd_kafka_err2str(err));
 }
 
-/* The header path's parameters for pipeline pi. */
-static const sl_delay_params_t *pipe_params(sl_api_t *api, int pi) {
-        return &api->pipes[pi].params;
-}
-
-/* The header path's own validation, on the record as it will be written
- * (key = id, b's headers and value, timestamp now_ms): 0 with req filled,
- * or -1 with the error answered (*rc). */
-static int timer_body_check(sl_api_t *api, struct MHD_Connection *c,
-                            const sl_apireq_path_t *pp,
-                            const sl_apireq_timer_t *b, int64_t now_ms,
-                            sl_delay_req_t *req, enum MHD_Result *rc) {
-        sl_delay_record_t rec = {
-            .key = pp->key,
-            .key_len = pp->keylen,
-            .value = b->value,
-            .value_len = b->value_len,
-            .hdrs = b->hdrs,
-            .hdr_cnt = b->hdr_cnt,
-            .timestamp_ms = now_ms,
-        };
-        char detail[300];
-        int reason = sl_delay_input_parse(pipe_params(api, pp->pipeline), &rec,
-                                          now_ms, req, detail, sizeof(detail));
-
-        if (reason == SL_DELAY_OK)
-                return 0;
-        *rc = reply_err(c, 400, sl_delay_reason_str(reason), "%s", detail);
-        return -1;
-}
-
-/* The timer's target as the operator will check it when it fires: 0, or
- * -1 with the error answered (*rc). */
+/* The target a record names, as the operator will check it when it
+ * writes there: 0, or -1 with the error answered (*rc). */
 static int check_target(sl_api_t *api, struct MHD_Connection *c,
-                        const sl_delay_req_t *req, enum MHD_Result *rc) {
-        int cnt = api_partitions(api, req->target);
+                        const char *target, int32_t partition,
+                        enum MHD_Result *rc) {
+        int cnt = api_partitions(api, target);
         if (cnt == 0)
                 *rc = reply_err(c, 400, "unknown-target",
-                                "target topic %s does not exist", req->target);
+                                "target topic %s does not exist", target);
         else if (cnt == SL_META_FORBIDDEN)
                 *rc = reply_err(c, 400, "target-refused",
-                                "Kafka refuses to describe %s", req->target);
-        else if (cnt > 0 && req->target_partition >= cnt)
+                                "Kafka refuses to describe %s", target);
+        else if (cnt > 0 && partition >= cnt)
                 *rc = reply_err(c, 400, "bad-target-partition",
-                                "%s has %d partitions, not %d", req->target,
-                                cnt, req->target_partition + 1);
+                                "%s has %d partitions, not %d", target, cnt,
+                                partition + 1);
         else
                 return 0;
         return -1;
 }
 
-/* PUT a timer: its JSON body becomes a record of the header format, checked
- * as the operator will check it, and written to the input partition of its
- * id; durable when the answer is 200 or 201. */
-static enum MHD_Result serve_timer_put(sl_api_t *api, struct MHD_Connection *c,
-                                       const sl_apireq_path_t *pp,
-                                       const char *body, size_t bodylen) {
+/* A write route (apireq.h): the operator's build() makes the record from
+ * the request, then the record's target is checked, the key's partition
+ * of the route's topic found, the owner asked whether it holds the key
+ * (when the route wants to know), the record produced and its delivery
+ * waited for; the operator's answer() says what the client gets. */
+static enum MHD_Result serve_write(sl_api_t *api, struct MHD_Connection *c,
+                                   const sl_apireq_path_t *pp, const char *body,
+                                   size_t bodylen) {
+        const sl_route_t *rt = pp->route;
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
-        sl_apireq_timer_t b = {0};
-        const char *code = NULL;
-        char why[300];
-        sl_delay_req_t req = {0};
+        const char *topic = sl_pipeline_topic(pc, rt->topic);
         enum MHD_Result rc = MHD_NO;
-        int64_t now_ms = sl_now_ms();
-        int32_t p;
-        look_t l;
-        int existed = -1;
-        int64_t offset = -1;
-        rd_kafka_headers_t *kh;
+        rd_kafka_headers_t *kh = NULL;
         rd_kafka_resp_err_t err;
+        sl_apiwrite_t w;
+        json_t *j;
+        int status;
 
-        if (pc->input_format != SL_INPUT_HEADERS)
-                return reply_err(c, 409, "unsupported-input-format",
-                                 "pipeline %s reads json-envelope input; "
-                                 "the API writes the header format only",
-                                 pc->name);
-        if (sl_apireq_timer_read(body, bodylen, &b, &code, why, sizeof(why))) {
-                rc = reply_err(c, 400, code, "%s", why);
+        sl_assert(topic);
+        memset(&w, 0, sizeof(w));
+        w.pc = pc;
+        w.data = api->pipes[pp->pipeline].data;
+        w.key = pp->key;
+        w.keylen = pp->keylen;
+        w.body = body;
+        w.bodylen = bodylen;
+        w.now_ms = sl_now_ms();
+        w.target_partition = -1;
+        w.existed = -1;
+        if (rt->build(&w) != 0) {
+                rc = reply_err(c, w.status, w.code, "%s", w.msg);
                 goto out;
         }
-        if (timer_body_check(api, c, pp, &b, now_ms, &req, &rc) < 0 ||
-            check_target(api, c, &req, &rc) < 0)
+        if (w.target &&
+            check_target(api, c, w.target, w.target_partition, &rc) < 0)
                 goto out;
-        if ((p = key_partition(api, c, pc, pc->input, pp->key, pp->keylen,
-                               &rc)) < 0)
+        if ((w.partition = key_partition(api, c, pc, topic, pp->key, pp->keylen,
+                                         &rc)) < 0)
                 goto out;
-
-        /* 201 or 200: did a timer exist?  The owner's describe() is asked
-         * before the write (forwarded like any lookup), so the answer is
-         * about the state before it, and advisory: a record still on its
-         * way through the input (a PUT or DELETE of the same id a moment
-         * earlier, not yet read by the owner) is not seen.  201 only when
-         * the owner said it holds no timer for the id; 200 when it holds
-         * one or could not tell ("existed": null). */
-        lookup(api, pp->pipeline, p, pp->key, pp->keylen, NULL, &l);
-        existed = l.status == 200 ? 1 : l.status == 404 ? 0 : -1;
-        look_free(&l);
-
-        kh = rd_kafka_headers_new(b.hdr_cnt);
-        for (size_t i = 0; i < b.hdr_cnt; i++)
-                rd_kafka_header_add(kh, b.hdrs[i].name, -1, b.hdrs[i].value,
-                                    (ssize_t)b.hdrs[i].size);
-        /* The timestamp the due time was computed from: a sluice-delay
-         * counts from the record's timestamp, so the owner computes the
-         * due this answer states. */
-        err = api_produce(api, pc->input, p, pp->key, pp->keylen, b.value,
-                          b.value_len, kh, now_ms, &offset);
+        if (w.ask_existed) {
+                /* Asked before the write (forwarded like any lookup), so
+                 * the answer is about the state before it, and advisory:
+                 * a record still on its way through the input (a write of
+                 * the same key a moment earlier, not yet read by the
+                 * owner) is not seen. */
+                look_t l;
+                lookup(api, pp->pipeline, w.partition, pp->key, pp->keylen,
+                       NULL, &l);
+                w.existed = l.status == 200 ? 1 : l.status == 404 ? 0 : -1;
+                look_free(&l);
+        }
+        if (w.hdrs) {
+                kh = rd_kafka_headers_new(w.hdr_cnt);
+                for (size_t i = 0; i < w.hdr_cnt; i++)
+                        rd_kafka_header_add(kh, w.hdrs[i].name, -1,
+                                            w.hdrs[i].value,
+                                            (ssize_t)w.hdrs[i].size);
+        }
+        err = api_produce(api, topic, w.partition, pp->key, pp->keylen, w.value,
+                          w.value_len, kh, w.timestamp_ms, &w.offset);
         if (err) {
-                rc = produce_failed(c, err, pc->input);
+                rc = produce_failed(c, err, topic);
                 goto out;
         }
-        {
-                json_t *r = json_pack(
-                    "{s:s, s:s%, s:i, s:I, s:I, s:s, s:o}", "pipeline",
-                    pc->name, "id", pp->key, pp->keylen, "partition", (int)p,
-                    "offset", (json_int_t)offset, "due", (json_int_t)req.due_ms,
-                    "target", req.target, "existed",
-                    existed == -1 ? json_null() : json_boolean(existed));
-                rc = reply_json(c, existed == 0 ? 201 : 200, r, NULL);
-        }
+        j = rt->answer(&w, &status);
+        rc = j ? reply_json(c, status, j, NULL)
+               : reply_text(c, status, "", 0, NULL, 0);
 out:
-        sl_delay_req_clear(&req);
-        sl_apireq_timer_clear(&b);
+        if (rt->clear)
+                rt->clear(&w);
         return rc;
-}
-
-/* DELETE a timer (null value) or a rate (tombstone): a keyed null record
- * to topic, durable on return. */
-static enum MHD_Result serve_tombstone(sl_api_t *api, struct MHD_Connection *c,
-                                       const sl_apireq_path_t *pp,
-                                       const char *topic) {
-        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
-        enum MHD_Result rc = MHD_NO;
-        int64_t offset;
-        rd_kafka_resp_err_t err;
-        int32_t p = key_partition(api, c, pc, topic, pp->key, pp->keylen, &rc);
-        if (p < 0)
-                return rc;
-        err = api_produce(api, topic, p, pp->key, pp->keylen, NULL, 0, NULL, 0,
-                          &offset);
-        if (err)
-                return produce_failed(c, err, topic);
-        return reply_text(c, 204, "", 0, NULL, 0);
-}
-
-static enum MHD_Result serve_rate_put(sl_api_t *api, struct MHD_Connection *c,
-                                      const sl_apireq_path_t *pp,
-                                      const char *body, size_t bodylen) {
-        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
-        json_t *j = json_loadb(body, bodylen, 0, NULL), *rate, *burst;
-        char text[128], errstr[200];
-        sl_rate_t r;
-        enum MHD_Result rc = MHD_NO;
-        int64_t offset;
-        int32_t p;
-        rd_kafka_resp_err_t err;
-
-        if (!json_is_object(j) || !(rate = json_object_get(j, "rate")) ||
-            !json_is_string(rate) || json_object_size(j) > 2 ||
-            (json_object_size(j) == 2 && !json_object_get(j, "burst"))) {
-                json_decref(j);
-                return reply_err(c, 400, "bad-body",
-                                 "expected {\"rate\": \"100/s\", \"burst\": "
-                                 "20} (burst optional)");
-        }
-        burst = json_object_get(j, "burst");
-        if (burst && !json_is_number(burst)) {
-                json_decref(j);
-                return reply_err(c, 400, "bad-rate", "burst: a number");
-        }
-        if (burst)
-                snprintf(text, sizeof(text), "%.60s burst=%.17g",
-                         json_string_value(rate), json_number_value(burst));
-        else
-                snprintf(text, sizeof(text), "%.60s", json_string_value(rate));
-        json_decref(j);
-        if (sl_parse_rate(text, &r, errstr, sizeof(errstr)) != 0)
-                return reply_err(c, 400, "bad-rate", "%s", errstr);
-        if ((p = key_partition(api, c, pc, pc->rates, pp->key, pp->keylen,
-                               &rc)) < 0)
-                return rc;
-        err = api_produce(api, pc->rates, p, pp->key, pp->keylen, text,
-                          strlen(text), NULL, 0, &offset);
-        if (err)
-                return produce_failed(c, err, pc->rates);
-        return reply_json(c, 200,
-                          json_pack("{s:s, s:s%, s:s, s:f, s:f}", "pipeline",
-                                    pc->name, "key", pp->key, pp->keylen,
-                                    "rate", text, "per_sec", r.per_sec, "burst",
-                                    r.burst),
-                          NULL);
-}
-
-/* POST .../groups/{key}/flush: the debounce control record (debounce.h:
- * key = the group, header sluice-control: flush, an empty value) written
- * to the group's input partition, after the items a producer with the
- * same partitioner sent before it.  202 once durable: the owner flushes
- * when it reads the record, in the transaction that reads it (reason
- * "requested"); a group that is not open by then is a counted no-op. */
-static enum MHD_Result serve_group_flush(sl_api_t *api,
-                                         struct MHD_Connection *c,
-                                         const sl_apireq_path_t *pp) {
-        const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
-        enum MHD_Result rc = MHD_NO;
-        const char *reason = NULL;
-        char detail[200];
-        int64_t offset = -1;
-        rd_kafka_headers_t *kh;
-        rd_kafka_resp_err_t err;
-        int32_t p;
-
-        /* The operator's own checks: what it would send to the DLQ is a
-         * 400 here, never a record. */
-        if (sl_debounce_check_control(
-                pp->key, pp->keylen, 1, SL_DEBOUNCE_CONTROL_FLUSH,
-                strlen(SL_DEBOUNCE_CONTROL_FLUSH), &reason, detail,
-                sizeof(detail)) != SL_DEBOUNCE_FLUSH)
-                return reply_err(c, 400, reason ? reason : "bad-key", "%s",
-                                 detail);
-        if ((p = key_partition(api, c, pc, pc->input, pp->key, pp->keylen,
-                               &rc)) < 0)
-                return rc;
-        kh = rd_kafka_headers_new(1);
-        rd_kafka_header_add(kh, SL_DEBOUNCE_CONTROL_HEADER, -1,
-                            SL_DEBOUNCE_CONTROL_FLUSH, -1);
-        /* "" with length 0: an empty value, not a null one. */
-        err = api_produce(api, pc->input, p, pp->key, pp->keylen, "", 0, kh, 0,
-                          &offset);
-        if (err)
-                return produce_failed(c, err, pc->input);
-        return reply_json(c, 202,
-                          json_pack("{s:s, s:s%, s:i, s:I}", "pipeline",
-                                    pc->name, "key", pp->key, pp->keylen,
-                                    "partition", (int)p, "offset",
-                                    (json_int_t)offset),
-                          NULL);
 }
 
 static enum MHD_Result dispatch(sl_api_t *api, struct MHD_Connection *c,
                                 const sl_apireq_path_t *pp, conn_t *cn) {
-        switch ((sl_route_id_t)pp->route) {
+        switch (pp->route->kind) {
         case SL_ROUTE_INDEX:
                 return serve_index(c);
-        case SL_ROUTE_TIMER_GET:
-        case SL_ROUTE_KEY_GET:
-        case SL_ROUTE_GROUP_GET:
+        case SL_ROUTE_LOOKUP:
                 return serve_get(api, c, pp);
-        case SL_ROUTE_TIMER_PUT:
-                return serve_timer_put(api, c, pp, cn->body ? cn->body : "",
-                                       cn->len);
-        case SL_ROUTE_TIMER_DELETE:
-                return serve_tombstone(
-                    api, c, pp, api->conf->pipelines[pp->pipeline].input);
-        case SL_ROUTE_RATE_PUT:
-                return serve_rate_put(api, c, pp, cn->body ? cn->body : "",
-                                      cn->len);
-        case SL_ROUTE_RATE_DELETE:
-                return serve_tombstone(
-                    api, c, pp, api->conf->pipelines[pp->pipeline].rates);
-        case SL_ROUTE_GROUP_FLUSH:
-                return serve_group_flush(api, c, pp);
-        case SL_ROUTE_CNT:
-                break;
+        case SL_ROUTE_WRITE:
+                return serve_write(api, c, pp, cn->body ? cn->body : "",
+                                   cn->len);
         }
         return reply_err(c, 404, "not-found", "no such route");
 }
@@ -1630,10 +1476,9 @@ static enum MHD_Result serve_peer(sl_api_t *api, struct MHD_Connection *c,
                 return answer_lookup(api, c, &l, r.nonce);
         }
         sl_apireq_path_parse(api->conf, url, method, &pp);
-        if (pp.route != SL_ROUTE_TIMER_GET && pp.route != SL_ROUTE_KEY_GET &&
-            pp.route != SL_ROUTE_GROUP_GET) {
+        if (!pp.route || pp.route->kind != SL_ROUTE_LOOKUP) {
                 sl_counter_inc(api->m_peer_route);
-                l.status = pp.route == -1 && pp.bad == 404 ? 404 : 403;
+                l.status = !pp.route && pp.bad == 404 ? 404 : 403;
                 l.code = l.status == 404 ? "not-found" : "peer-route";
                 snprintf(l.msg, sizeof(l.msg), "%s",
                          l.status == 404 ? pp.why
@@ -1733,7 +1578,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         sl_apireq_path_parse(api->conf, url, method, &pp);
         if (pp.bad == 405)
                 rc = reply_err(c, 405, "method-not-allowed", "%s", pp.why);
-        else if (pp.route == -1)
+        else if (!pp.route)
                 rc = reply_err(c, 404, "not-found", "%s", pp.why);
         else
                 rc = dispatch(api, c, &pp, cn);
@@ -2102,33 +1947,14 @@ static int tls_client_new(sl_api_t *api, char *errstr, size_t errstr_size) {
 
 static void pipes_init(sl_api_t *api) {
         const sl_conf_t *conf = api->conf;
-        int n = 0;
         api->pipes =
             sl_calloc((size_t)conf->pipeline_cnt + 1, sizeof(*api->pipes));
-        api->internal =
-            sl_calloc(4 * (size_t)conf->pipeline_cnt + 1, sizeof(char *));
-        /* As op_delay builds them: every pipeline's internal topics are
-         * refused as targets. */
-        for (int i = 0; i < conf->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *o = &conf->pipelines[i];
-                const char *names[] = {o->changelog, o->dlq, o->overflow,
-                                       o->rates};
-                for (size_t j = 0; j < 4; j++)
-                        if (names[j])
-                                api->internal[n++] = names[j];
-        }
         for (int i = 0; i < conf->pipeline_cnt; i++) {
                 const sl_pipeline_conf_t *pc = &conf->pipelines[i];
-                sl_delay_params_t *dp = &api->pipes[i].params;
+                const sl_opdef_t *op = sl_opdef_of(pc->type);
                 api->pipes[i].pc = pc;
-                dp->default_target = pc->default_target;
-                dp->allowed_targets = &pc->allowed_targets;
-                dp->max_delay_ms = pc->max_delay_ms;
-                dp->timestamp_skew_ms = pc->timestamp_skew_ms;
-                dp->max_record_bytes = pc->max_record_bytes;
-                dp->input_format = pc->input_format;
-                dp->internal_topics = api->internal;
-                dp->internal_cnt = n;
+                if (op && op->api_new)
+                        api->pipes[i].data = op->api_new(conf, i);
         }
 }
 
@@ -2161,8 +1987,12 @@ static void api_free(sl_api_t *api) {
         /* After MHD_stop_daemon(): every connection was reported
          * CLOSED, the guard holds no descriptor. */
         sl_connguard_destroy(api->guard);
+        for (int i = 0; api->pipes && i < api->conf->pipeline_cnt; i++) {
+                const sl_opdef_t *op = sl_opdef_of(api->pipes[i].pc->type);
+                if (api->pipes[i].data)
+                        op->api_destroy(api->pipes[i].data);
+        }
         free(api->pipes);
-        free(api->internal);
         free(api->queue);
         owners_clear(api);
         /* No lookup is in flight: the connections' threads are gone. */

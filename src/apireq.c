@@ -12,31 +12,68 @@
 #include <string.h>
 #include <strings.h>
 
+#include "opdef.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
 /* Routes.                                                              */
 
-const sl_route_t sl_routes[SL_ROUTE_CNT] = {
-    [SL_ROUTE_INDEX] = {"GET", "/v1", NULL, 0, 0},
-    [SL_ROUTE_TIMER_PUT] = {"PUT", "/v1/pipelines/{pipeline}/timers/{id}",
-                            "timers", SL_OP_DELAY, 0},
-    [SL_ROUTE_TIMER_GET] = {"GET", "/v1/pipelines/{pipeline}/timers/{id}",
-                            "timers", SL_OP_DELAY, 0},
-    [SL_ROUTE_TIMER_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/timers/{id}",
-                               "timers", SL_OP_DELAY, 0},
-    [SL_ROUTE_KEY_GET] = {"GET", "/v1/pipelines/{pipeline}/keys/{key}", "keys",
-                          SL_OP_THROTTLE, 0},
-    [SL_ROUTE_RATE_PUT] = {"PUT", "/v1/pipelines/{pipeline}/rates/{key}",
-                           "rates", SL_OP_THROTTLE, 0},
-    [SL_ROUTE_RATE_DELETE] = {"DELETE", "/v1/pipelines/{pipeline}/rates/{key}",
-                              "rates", SL_OP_THROTTLE, 0},
-    [SL_ROUTE_GROUP_GET] = {"GET", "/v1/pipelines/{pipeline}/groups/{key}",
-                            "groups", SL_OP_DEBOUNCE, 0},
-    [SL_ROUTE_GROUP_FLUSH] = {"POST",
-                              "/v1/pipelines/{pipeline}/groups/{key}/flush",
-                              "groups", SL_OP_DEBOUNCE, 1},
-};
+const sl_route_t sl_route_index = {"GET", "/v1", NULL, NULL, SL_ROUTE_INDEX};
+
+/* The i-th operator in api_rank order (ties: ops.def order). */
+static const sl_opdef_t *op_by_rank(int i) {
+        const sl_opdef_t *prev = NULL, *best = NULL;
+
+        for (int k = 0; k <= i; k++, prev = best) {
+                best = NULL;
+                for (int j = 0; j < SL_OP_CNT; j++) {
+                        const sl_opdef_t *op = sl_opdef_at(j);
+                        /* After prev, and the first of what is left. */
+                        if (prev && (op->api_rank < prev->api_rank ||
+                                     (op->api_rank == prev->api_rank &&
+                                      op->type <= prev->type)))
+                                continue;
+                        if (!best || op->api_rank < best->api_rank ||
+                            (op->api_rank == best->api_rank &&
+                             op->type < best->type))
+                                best = op;
+                }
+        }
+        return best;
+}
+
+int sl_apireq_route_cnt(void) {
+        int n = 1;
+        for (int i = 0; i < SL_OP_CNT; i++)
+                n += sl_opdef_at(i)->route_cnt;
+        return n;
+}
+
+const sl_route_t *sl_apireq_route(int i) {
+        sl_assert(i >= 0 && i < sl_apireq_route_cnt());
+        if (i-- == 0)
+                return &sl_route_index;
+        for (int k = 0; k < SL_OP_CNT; k++) {
+                const sl_opdef_t *op = op_by_rank(k);
+                if (i < op->route_cnt)
+                        return &op->routes[i];
+                i -= op->route_cnt;
+        }
+        sl_assert(!"no such route");
+        return NULL;
+}
+
+int sl_apireq_build_tombstone(sl_apiwrite_t *w) {
+        w->value = NULL;
+        w->value_len = 0;
+        return 0;
+}
+
+json_t *sl_apireq_answer_no_content(const sl_apiwrite_t *w, int *status) {
+        (void)w;
+        *status = 204;
+        return NULL;
+}
 
 /* ------------------------------------------------------------------ */
 /* Paths.                                                               */
@@ -91,14 +128,14 @@ static char *pct_encode(const unsigned char *s, size_t len, char *dst) {
 char *sl_apireq_lookup_path(const sl_pipeline_conf_t *pc, const void *key,
                             size_t keylen) {
         static const char prefix[] = "/v1/pipelines/";
+        const sl_opdef_t *op = sl_opdef_of(pc->type);
         const char *what = NULL;
         size_t namelen = strlen(pc->name), size;
         char *path, *p;
 
-        for (int i = 0; i < SL_ROUTE_CNT && !what; i++)
-                if (sl_routes[i].what && !strcmp(sl_routes[i].method, "GET") &&
-                    (sl_routes[i].types & (int)pc->type))
-                        what = sl_routes[i].what;
+        for (int i = 0; op && i < op->route_cnt && !what; i++)
+                if (op->routes[i].kind == SL_ROUTE_LOOKUP)
+                        what = op->routes[i].what;
         sl_assert(what);
         size = sizeof(prefix) + 3 * namelen + 1 + strlen(what) + 1 +
                3 * keylen + 1;
@@ -136,26 +173,52 @@ static int seg_is(const char *seg, size_t len, const char *word) {
         return strlen(word) == len && !strncmp(seg, word, len);
 }
 
-/* The route whose collection segment is what (flush: .../flush), for
- * method; -1 with pp->bad 404 when no route has that path, 405 when none
- * of those takes method. */
-static int path_route(const char *what, size_t whatlen, int flush,
-                      const char *method, sl_apireq_path_t *pp) {
+/* 1 when route r has the path .../{what}/{key}[/{action}] (action NULL:
+ * none). */
+static int route_is(const sl_route_t *r, const char *what, size_t whatlen,
+                    const char *action, size_t actionlen) {
+        if (r->kind == SL_ROUTE_INDEX || !seg_is(what, whatlen, r->what))
+                return 0;
+        return action ? r->action && seg_is(action, actionlen, r->action)
+                      : !r->action;
+}
+
+/* The route of any operator with that path, for method; NULL with
+ * pp->bad 404 when no route has that path, 405 when none of those takes
+ * method. */
+static const sl_route_t *path_route(const char *what, size_t whatlen,
+                                    const char *action, size_t actionlen,
+                                    const char *method, sl_apireq_path_t *pp) {
         int matched = 0;
-        for (int i = 1; i < SL_ROUTE_CNT; i++) {
-                if (!seg_is(what, whatlen, sl_routes[i].what) ||
-                    sl_routes[i].flush != flush)
+        for (int i = 1; i < sl_apireq_route_cnt(); i++) {
+                const sl_route_t *r = sl_apireq_route(i);
+                if (!route_is(r, what, whatlen, action, actionlen))
                         continue;
                 matched = 1;
-                if (!strcmp(sl_routes[i].method, method))
-                        return i;
+                if (!strcmp(r->method, method))
+                        return r;
         }
         if (matched) {
                 pp->bad = 405;
                 snprintf(pp->why, sizeof(pp->why), "method %.20s not allowed",
                          method);
         }
-        return -1;
+        return NULL;
+}
+
+/* That route among pc's operator's, or NULL. */
+static const sl_route_t *pipe_route(const sl_pipeline_conf_t *pc,
+                                    const char *what, size_t whatlen,
+                                    const char *action, size_t actionlen,
+                                    const char *method) {
+        const sl_opdef_t *op = sl_opdef_of(pc->type);
+        for (int i = 0; op && i < op->route_cnt; i++) {
+                const sl_route_t *r = &op->routes[i];
+                if (route_is(r, what, whatlen, action, actionlen) &&
+                    !strcmp(r->method, method))
+                        return r;
+        }
+        return NULL;
 }
 
 void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
@@ -163,19 +226,23 @@ void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
         const char *seg[6];
         size_t seglen[6];
         int n = path_segments(url, seg, seglen, 6);
+        const char *action = n == 6 ? seg[5] : NULL;
+        const sl_route_t *any;
+        size_t actionlen = n == 6 ? seglen[5] : 0;
         char *name;
         size_t namelen;
         const sl_pipeline_conf_t *pc;
 
         memset(pp, 0, sizeof(*pp));
-        pp->route = pp->pipeline = -1;
+        pp->route = NULL;
+        pp->pipeline = -1;
         pp->bad = 404;
         snprintf(pp->why, sizeof(pp->why), "no such route");
         if (n < 1 || !seg_is(seg[0], seglen[0], "v1"))
                 return;
         if (n == 1 || (n == 2 && seglen[1] == 0)) {
                 if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
-                        pp->route = SL_ROUTE_INDEX;
+                        pp->route = &sl_route_index;
                         pp->bad = 0;
                 } else {
                         pp->bad = 405;
@@ -187,14 +254,14 @@ void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
         if ((n != 5 && n != 6) || !seg_is(seg[1], seglen[1], "pipelines") ||
             !seglen[2] || !seglen[4])
                 return;
-        if (n == 6 && !seg_is(seg[5], seglen[5], "flush"))
+        if (!(any =
+                  path_route(seg[3], seglen[3], action, actionlen, method, pp)))
                 return;
-        if ((pp->route = path_route(seg[3], seglen[3], n == 6, method, pp)) < 0)
-                return;
+        pp->route = any;
 
         /* The pipeline: by its decoded name, among those the API serves. */
         if (!(name = sl_apireq_pct_decode(seg[2], seglen[2], &namelen))) {
-                pp->route = -1;
+                pp->route = NULL;
                 return;
         }
         for (int i = 0; i < conf->pipeline_cnt && pp->pipeline < 0; i++) {
@@ -208,23 +275,25 @@ void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
                          "no pipeline '%.100s' served by the API",
                          sl_escape(name, namelen, (char[104]){0}, 104));
                 free(name);
-                pp->route = -1;
+                pp->route = NULL;
                 return;
         }
         free(name);
         pc = &conf->pipelines[pp->pipeline];
-        if (!(pc->type & sl_routes[pp->route].types)) {
+        if (!(pp->route = pipe_route(pc, seg[3], seglen[3], action, actionlen,
+                                     method))) {
                 snprintf(pp->why, sizeof(pp->why),
                          "pipeline '%.100s' is a %s pipeline: no %s", pc->name,
-                         sl_op_type_name(pc->type), sl_routes[pp->route].what);
-                pp->route = pp->pipeline = -1;
+                         sl_op_type_name(pc->type), any->what);
+                pp->pipeline = -1;
                 return;
         }
         if (!(pp->key = sl_apireq_pct_decode(seg[4], seglen[4], &pp->keylen)) ||
             !pp->keylen) {
                 free(pp->key);
                 pp->key = NULL;
-                pp->route = pp->pipeline = -1;
+                pp->route = NULL;
+                pp->pipeline = -1;
                 snprintf(pp->why, sizeof(pp->why), "bad key in the path");
                 return;
         }

@@ -1,6 +1,7 @@
 /*
- * apireq.h — the API's requests as data: the route table, request paths
- * and the body of PUT /timers.
+ * apireq.h — the API's requests as data: the routes (the index here, the
+ * operators' in their definitions), request paths and the body of PUT
+ * /timers.
  *
  * These are the parts of the API that read bytes a client controls, kept
  * apart from the HTTP server, Kafka and the loop (api.c) so that they can
@@ -10,52 +11,119 @@
  * The answer of another instance to a forwarded lookup is read here too.
  *
  * A path is /v1 (the index) or /v1/pipelines/{pipeline}/{what}/{key}, with
- * /flush after a group's key.  {pipeline} and {key} are percent-decoded;
- * a key may hold any byte (NUL included) but must not be empty.  A PUT
- * /timers body becomes the record a producer of the header format would
- * write (its headers and value), which api.c then checks exactly as the
- * operator will (sl_delay_input_parse()).
+ * /{action} after the key for a route that has one (a group's /flush).
+ * {pipeline} and {key} are percent-decoded; a key may hold any byte (NUL
+ * included) but must not be empty.  A PUT /timers body becomes the record a
+ * producer of the header format would write (its headers and value), which
+ * the delay operator's route then checks exactly as the operator will
+ * (sl_delay_input_parse(), opdef_delay.c).
  */
 #ifndef SLUICE_APIREQ_H
 #define SLUICE_APIREQ_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "delay_input.h"
 
 typedef struct json_t json_t;
 
+/*
+ * ROUTES
+ *
+ * GET /v1 (the index) is the API's own; every other route belongs to an
+ * operator (opdef.h: its definition's routes), under
+ * /v1/pipelines/{pipeline}/{what}/{key}[/{action}], and serves its
+ * pipelines only.  A route is a lookup (the owner's describe() answers,
+ * task.h) or a write: build() turns the request into the record the API
+ * produces, keyed by {key}, to the pipeline's topic of role `topic`, on the
+ * partition its input_partitioner gives the key; once Kafka has it,
+ * answer() says what the client gets.  api.c does the rest (HTTP, the
+ * partition, the target check, the produce and its wait).
+ */
 typedef enum {
-        SL_ROUTE_INDEX,
-        SL_ROUTE_TIMER_PUT,
-        SL_ROUTE_TIMER_GET,
-        SL_ROUTE_TIMER_DELETE,
-        SL_ROUTE_KEY_GET,
-        SL_ROUTE_RATE_PUT,
-        SL_ROUTE_RATE_DELETE,
-        SL_ROUTE_GROUP_GET,
-        SL_ROUTE_GROUP_FLUSH,
-        SL_ROUTE_CNT
-} sl_route_id_t;
+        SL_ROUTE_INDEX = 0, /* GET /v1 */
+        SL_ROUTE_LOOKUP,
+        SL_ROUTE_WRITE,
+} sl_route_kind_t;
+
+/* A write request: what build() reads, and the record it makes. */
+typedef struct sl_apiwrite_s {
+        /* The request. */
+        const sl_pipeline_conf_t *pc;
+        const void *data; /* the operator's api_new() for pc, or NULL */
+        const char *key;  /* {key} decoded, NUL-terminated (may hold NULs) */
+        size_t keylen;
+        const char *body; /* the request body ("" when none), not NUL-ended */
+        size_t bodylen;
+        int64_t now_ms; /* when the request was read */
+
+        /* The record, from build(); pointers stay valid until clear(). */
+        const void *value; /* NULL: a null value (tombstone, cancel) */
+        size_t value_len;
+        const sl_hdr_t *hdrs; /* NULL: no headers */
+        size_t hdr_cnt;
+        int64_t timestamp_ms; /* 0: the producer's clock */
+        /* A topic the record will have the operator write to (a timer's
+         * target), or NULL: the API checks that it exists, and has
+         * target_partition (-1: any), before it writes. */
+        const char *target;
+        int32_t target_partition;
+        /* 1: ask the key's owner first whether it holds the key
+         * (existed below). */
+        int ask_existed;
+
+        /* build()'s refusal: HTTP status, error code (static) and message. */
+        int status;
+        const char *code;
+        char msg[512];
+
+        /* The write, for answer(). */
+        int32_t partition;
+        int64_t offset;
+        int existed; /* the owner held the key: 1, 0, or -1 unknown */
+
+        /* The route's own: released by its clear(). */
+        void *priv;
+        char text[128];
+        double num[2];
+} sl_apiwrite_t;
 
 typedef struct sl_route_s {
         const char *method;
-        const char *path; /* template, e.g. "/v1/pipelines/{pipeline}/..." */
-        const char *what; /* the collection segment ("timers", ...) */
-        int types;        /* pipeline types served (sl_op_type_t bits) */
-        int flush;        /* .../{key}/flush */
+        const char *path;   /* template, e.g. "/v1/pipelines/{pipeline}/..." */
+        const char *what;   /* the collection segment ("timers", ...) */
+        const char *action; /* the segment after {key} ("flush"), or NULL */
+        sl_route_kind_t kind;
+        /* SL_ROUTE_WRITE: the role of the topic written ("input",
+         * "rates"); build(): 0, or -1 with w's status, code and msg set;
+         * answer(): the JSON body (a new reference; NULL: an empty body)
+         * and its status; clear() (may be NULL) releases w->priv. */
+        const char *topic;
+        int (*build)(sl_apiwrite_t *w);
+        json_t *(*answer)(const sl_apiwrite_t *w, int *status);
+        void (*clear)(sl_apiwrite_t *w);
 } sl_route_t;
 
-/* The route table, indexed by sl_route_id_t (GET /v1 and the OpenAPI
- * test list it). */
-extern const sl_route_t sl_routes[SL_ROUTE_CNT];
+/* GET /v1. */
+extern const sl_route_t sl_route_index;
+
+/* Every route, as GET /v1 lists them: the index, then each operator's in
+ * the order of their api_rank (opdef.h).  0 <= i < sl_apireq_route_cnt(). */
+int sl_apireq_route_cnt(void);
+const sl_route_t *sl_apireq_route(int i);
+
+/* A write route's build() and answer() for a DELETE: a null value, and
+ * 204 with an empty body. */
+int sl_apireq_build_tombstone(sl_apiwrite_t *w);
+json_t *sl_apireq_answer_no_content(const sl_apiwrite_t *w, int *status);
 
 /* A parsed request path. */
 typedef struct sl_apireq_path_s {
-        int route;    /* sl_route_id_t, or -1 */
-        int pipeline; /* index into conf->pipelines, or -1 */
-        char *key;    /* decoded id / key, owned (NUL-terminated) */
+        const sl_route_t *route; /* or NULL */
+        int pipeline;            /* index into conf->pipelines, or -1 */
+        char *key;               /* decoded id / key, owned (NUL-terminated) */
         size_t keylen;
         int bad; /* 0; 404: no such route; 405: a route, another method */
         char why[200];
@@ -63,14 +131,14 @@ typedef struct sl_apireq_path_s {
 
 /* Parses url (the path as received, not decoded) for method against the
  * routes and conf's pipelines that the API serves.  Fills pp: route and
- * pipeline set and bad 0 when it names one, else route -1 and bad with a
+ * pipeline set and bad 0 when it names one, else route NULL and bad with a
  * reason in why.  Free pp->key with sl_apireq_path_clear(). */
 void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
                           const char *method, sl_apireq_path_t *pp);
 void sl_apireq_path_clear(sl_apireq_path_t *pp);
 
-/* The path of a GET of key in pipeline pc (the one GET route that serves
- * its type), percent-encoded: what a forwarded lookup asks the owner.
+/* The path of a lookup of key in pipeline pc (its operator's lookup
+ * route), percent-encoded: what a forwarded lookup asks the owner.
  * Returns a malloc'd string. */
 char *sl_apireq_lookup_path(const sl_pipeline_conf_t *pc, const void *key,
                             size_t keylen);

@@ -5,13 +5,21 @@
  *
  * DESIGN
  *
- * Every key of [sluice] and [pipeline NAME] is a row of conf_keys[]: the
- * section it lives in, the pipeline types it applies to, its value type,
- * its default and bounds *as text* (parsed by the very code that parses the
+ * Every key is a row (config.h, sl_conf_key_t): its value type, its
+ * default and bounds *as text* (parsed by the very code that parses the
  * file, so a default can never be out of its own bounds unnoticed), where it
- * is stored (offsetof) and a one-line description.  Loading, defaults,
- * environment overrides, `config dump`, `config reference` and freeing all
- * walk that one table.
+ * is stored (offsetof) and a one-line description.  [sluice] has
+ * sluice_keys[]; a pipeline has pipe_keys[], the keys every pipeline has,
+ * followed by the keys of its operator, which its definition brings
+ * (opdef.h, ops.def) with offsets into its params struct (pc->params).
+ * Loading, defaults, environment overrides, `config dump`, `config
+ * reference` and freeing all walk those tables.
+ *
+ * A pipeline whose type did not parse still has every key checked, so that
+ * one run reports all its errors: each operator's keys go into a scratch
+ * params struct of the first operator (in ops.def order) that has the key,
+ * kept until finalize and then freed.  Such a pipeline claims no internal
+ * topic; its input and outputs are checked as any pipeline's.
  *
  * Loading runs in three passes so that every error of a file is reported
  * in one run:
@@ -50,31 +58,7 @@
 
 extern char **environ;
 
-/* The table of keys. */
-
-typedef enum {
-        KT_STRING,   /* char *; "" is NULL unless F_NONEMPTY */
-        KT_TOPIC,    /* char *, a legal Kafka topic name */
-        KT_HOSTPORT, /* char *, "host:port"; "" is NULL */
-        KT_INT,      /* int or int64_t (by field size) */
-        KT_BOOL,     /* int: 0 or 1 */
-        KT_DURATION, /* int64_t milliseconds */
-        KT_SIZE,     /* int64_t bytes */
-        KT_RATE,     /* sl_rate_t */
-        KT_GLOBS,    /* sl_globs_t */
-        KT_ENUM,     /* int-sized enum, values from .enums */
-} key_type_t;
-
-typedef struct {
-        const char *name;
-        int value;
-} conf_enum_t;
-
-#define F_REQUIRED 0x1 /* a pipeline must set it */
-#define F_NONEMPTY 0x2 /* "" is an error */
-#define F_NONE     0x4 /* the word "none" stores NULL */
-#define F_TXNID    0x8 /* in a transactional id: no SL_TXNID_SECOND_SUFFIX end */
-#define F_SECRET   0x10 /* `config dump` shows *** (never logged either) */
+/* The tables of keys. */
 
 typedef enum {
         SECT_NONE = 0, /* pairs before any section header */
@@ -84,331 +68,203 @@ typedef enum {
         SECT_BAD, /* an erroneous header: its pairs are skipped */
 } sect_kind_t;
 
-typedef struct {
-        sect_kind_t section; /* SECT_SLUICE or SECT_PIPELINE */
-        int types;           /* pipeline rows: mask of SL_OP_* */
-        const char *name;
-        key_type_t type;
-        const conf_enum_t *enums; /* KT_ENUM: NULL-terminated */
-        const char *def; /* as text; NULL = none; "NAME." = pipeline name */
-        const char *min, *max; /* bounds as text, NULL = unbounded */
-        int flags;
-        size_t off, size;
-        const char *desc;
-} conf_key_t;
+#define SLUICE(field) SL_CONF_FIELD(sl_conf_t, field)
+#define PIPE(field)   SL_CONF_FIELD(sl_pipeline_conf_t, field)
 
-#define ALL_OPS (SL_OP_THROTTLE | SL_OP_DELAY | SL_OP_DEBOUNCE)
-#define SLUICE(field)                                                          \
-        offsetof(sl_conf_t, field), sizeof(((sl_conf_t *)0)->field)
-#define PIPE(field)                                                            \
-        offsetof(sl_pipeline_conf_t, field),                                   \
-            sizeof(((sl_pipeline_conf_t *)0)->field)
-
-static const conf_enum_t op_types[] = {{"throttle", SL_OP_THROTTLE},
-                                       {"delay", SL_OP_DELAY},
-                                       {"debounce", SL_OP_DEBOUNCE},
-                                       {NULL, 0}};
-static const conf_enum_t log_levels[] = {
+/* The pipeline types, as `type = ...` reads them (ops.def). */
+static const sl_conf_enum_t op_types[] = {
+#define SL_OPERATOR(name, NAME) {#name, SL_OP_##NAME},
+#include "ops.def"
+#undef SL_OPERATOR
+    {NULL, 0}};
+static const sl_conf_enum_t log_levels[] = {
     {"debug", LOG_DEBUG},     {"info", LOG_INFO}, {"notice", LOG_NOTICE},
     {"warning", LOG_WARNING}, {"error", LOG_ERR}, {NULL, 0}};
-static const conf_enum_t input_formats[] = {
-    {"headers", SL_INPUT_HEADERS},
-    {"json-envelope", SL_INPUT_JSON_ENVELOPE},
+static const sl_conf_enum_t partitioners[] = {
+    {"murmur2", SL_PARTITIONER_MURMUR2},
+    {"crc32", SL_PARTITIONER_CRC32},
     {NULL, 0}};
-static const conf_enum_t partitioners[] = {{"murmur2", SL_PARTITIONER_MURMUR2},
-                                           {"crc32", SL_PARTITIONER_CRC32},
-                                           {NULL, 0}};
-static const conf_enum_t output_formats[] = {
-    {"json", SL_OUTPUT_JSON}, {"protobuf", SL_OUTPUT_PROTOBUF}, {NULL, 0}};
 
-static const conf_key_t conf_keys[] = {
-    /* [sluice] */
-    {SECT_SLUICE, 0, "app_id", KT_STRING, NULL, "sluice", NULL, NULL,
-     F_NONEMPTY, SLUICE(app_id),
+/* [sluice] */
+static const sl_conf_key_t sluice_keys[] = {
+    {"app_id", SL_KT_STRING, NULL, "sluice", NULL, NULL, SL_KF_NONEMPTY,
+     SLUICE(app_id),
      "Consumer group id and transactional id prefix; instances with the "
      "same app_id share the work."},
-    {SECT_SLUICE, 0, "instance_id", KT_STRING, NULL, "", NULL, NULL, F_TXNID,
+    {"instance_id", SL_KT_STRING, NULL, "", NULL, NULL, SL_KF_TXNID,
      SLUICE(instance_id),
      "Static group membership id (group.instance.id), e.g. the pod name; "
      "empty = dynamic membership. May not end in #2."},
-    {SECT_SLUICE, 0, "metrics_listen", KT_HOSTPORT, NULL, "127.0.0.1:9464",
-     NULL, NULL, 0, SLUICE(metrics_listen),
+    {"metrics_listen", SL_KT_HOSTPORT, NULL, "127.0.0.1:9464", NULL, NULL, 0,
+     SLUICE(metrics_listen),
      "Address of the HTTP server for /metrics, /healthz and /readyz; empty "
      "= no server."},
-    {SECT_SLUICE, 0, "metrics_max_connections", KT_INT, NULL, "64", "1",
-     "65536", 0, SLUICE(metrics_max_connections),
+    {"metrics_max_connections", SL_KT_INT, NULL, "64", "1", "65536", 0,
+     SLUICE(metrics_max_connections),
      "Connections metrics_listen holds; a new one past it closes the one "
      "that has waited longest for its request (none waiting: the new one "
      "is closed)."},
-    {SECT_SLUICE, 0, "metrics_max_connections_per_client", KT_INT, NULL, "32",
-     "1", "65536", 0, SLUICE(metrics_max_connections_client),
+    {"metrics_max_connections_per_client", SL_KT_INT, NULL, "32", "1", "65536",
+     0, SLUICE(metrics_max_connections_client),
      "Connections one client address (IPv4, or IPv6 /64) holds on "
      "metrics_listen; a new one past it closes that client's connection "
      "that has waited longest for its request."},
-    {SECT_SLUICE, 0, "metrics_request_timeout", KT_DURATION, NULL, "5s",
-     "100ms", "10m", 0, SLUICE(metrics_request_timeout_ms),
+    {"metrics_request_timeout", SL_KT_DURATION, NULL, "5s", "100ms", "10m", 0,
+     SLUICE(metrics_request_timeout_ms),
      "A request to metrics_listen must be all in this long after its "
      "connection opened (or its previous answer was sent), or the "
      "connection is closed, however slowly bytes keep coming."},
-    {SECT_SLUICE, 0, "log_level", KT_ENUM, log_levels, "info", NULL, NULL, 0,
+    {"log_level", SL_KT_ENUM, log_levels, "info", NULL, NULL, 0,
      SLUICE(log_level), "Lines below this level are not logged."},
-    {SECT_SLUICE, 0, "commit_interval", KT_DURATION, NULL, "100ms", "1ms",
-     "60s", 0, SLUICE(commit_interval_ms),
+    {"commit_interval", SL_KT_DURATION, NULL, "100ms", "1ms", "60s", 0,
+     SLUICE(commit_interval_ms),
      "How often the open transaction is committed: the bound on added "
      "latency (while the input is behind: backlog_commit_interval)."},
-    {SECT_SLUICE, 0, "backlog_commit_interval", KT_DURATION, NULL, "1s", "1ms",
-     "60s", 0, SLUICE(backlog_commit_interval_ms),
+    {"backlog_commit_interval", SL_KT_DURATION, NULL, "1s", "1ms", "60s", 0,
+     SLUICE(backlog_commit_interval_ms),
      "While the input is behind (for 100 ms its lag would have taken 250 ms "
      "or more, or commit_interval, to read at the pace of the last second), "
      "the regular commit waits this long instead: fewer, larger transactions "
      "catch up sooner. Never below commit_interval, at most half of "
      "transaction_timeout; due timers and debounce deadlines still commit "
      "at once."},
-    {SECT_SLUICE, 0, "shutdown_grace", KT_DURATION, NULL, "30s", "1s", "1h", 0,
+    {"shutdown_grace", SL_KT_DURATION, NULL, "30s", "1s", "1h", 0,
      SLUICE(shutdown_grace_ms),
      "On SIGTERM, time allowed to commit the open transaction and leave the "
      "group; past it the process exits 1 (a watchdog thread, also as PID 1)."},
-    {SECT_SLUICE, 0, "recovery_timeout", KT_DURATION, NULL, "0", "0", "7d", 0,
+    {"recovery_timeout", SL_KT_DURATION, NULL, "0", "0", "7d", 0,
      SLUICE(recovery_timeout_ms),
      "After a fatal Kafka client error the clients are re-created "
      "in-process; if that keeps failing this long, exit 1 (0 = keep "
      "trying)."},
-    {SECT_SLUICE, 0, "loop_stall_timeout", KT_DURATION, NULL, "15s", "1s",
-     "10m", 0, SLUICE(loop_stall_timeout_ms),
+    {"loop_stall_timeout", SL_KT_DURATION, NULL, "15s", "1s", "10m", 0,
+     SLUICE(loop_stall_timeout_ms),
      "/healthz fails when the event loop has not turned for this long."},
-    {SECT_SLUICE, 0, "transaction_timeout", KT_DURATION, NULL, "10s", "1s",
-     "15m", 0, SLUICE(transaction_timeout_ms),
+    {"transaction_timeout", SL_KT_DURATION, NULL, "10s", "1s", "15m", 0,
+     SLUICE(transaction_timeout_ms),
      "Kafka transaction timeout (transaction.timeout.ms); the broker aborts "
      "a transaction left open longer."},
-    {SECT_SLUICE, 0, "transaction_producers", KT_INT, NULL, "2", "1", "2", 0,
+    {"transaction_producers", SL_KT_INT, NULL, "2", "1", "2", 0,
      SLUICE(transaction_producers),
      "Transactional producers taking turns: with 2 the next transaction "
      "opens while Kafka still writes the last one's commit markers (ids "
      "app_id-instance and app_id-instance#2); 1 waits for them."},
-
-    {SECT_SLUICE, 0, "api_listen", KT_HOSTPORT, NULL, "", NULL, NULL, 0,
-     SLUICE(api_listen),
+    {"api_listen", SL_KT_HOSTPORT, NULL, "", NULL, NULL, 0, SLUICE(api_listen),
      "Address of the HTTP/JSON API (/v1: timers, keys, groups); empty = no "
      "API.  Needs bearer tokens (api_tokens_file or SLUICE_API_TOKENS)."},
-    {SECT_SLUICE, 0, "api_advertise", KT_HOSTPORT, NULL, "", NULL, NULL, 0,
+    {"api_advertise", SL_KT_HOSTPORT, NULL, "", NULL, NULL, 0,
      SLUICE(api_advertise),
      "The API address other instances forward lookups to (advertised in the "
      "consumer's client.id); empty = api_listen, with this host's name for "
      "a wildcard host."},
-    {SECT_SLUICE, 0, "api_tokens_file", KT_STRING, NULL, "", NULL, NULL, 0,
+    {"api_tokens_file", SL_KT_STRING, NULL, "", NULL, NULL, 0,
      SLUICE(api_tokens_file),
      "File of accepted bearer tokens, one a line (# comments); the "
      "environment variable SLUICE_API_TOKENS (comma-separated) adds more."},
-    {SECT_SLUICE, 0, "api_peer_secret", KT_STRING, NULL, "", NULL, NULL,
-     F_SECRET, SLUICE(api_peer_secret),
+    {"api_peer_secret", SL_KT_STRING, NULL, "", NULL, NULL, SL_KF_SECRET,
+     SLUICE(api_peer_secret),
      "Secret the instances share (16 bytes or more, the same on each; or "
      "SLUICE_API_PEER_SECRET): a lookup forwarded to a key's owner carries "
      "an HMAC-SHA256 made with it instead of the client's token, and the "
      "owner's answer is checked with it. Empty (and no "
      "api_peer_secret_file): lookups of keys owned elsewhere are answered "
      "421."},
-    {SECT_SLUICE, 0, "api_peer_secret_file", KT_STRING, NULL, "", NULL, NULL, 0,
+    {"api_peer_secret_file", SL_KT_STRING, NULL, "", NULL, NULL, 0,
      SLUICE(api_peer_secret_file),
      "File whose first line is api_peer_secret (e.g. a mounted Kubernetes "
      "Secret); instead of api_peer_secret."},
-    {SECT_SLUICE, 0, "api_tls_cert", KT_STRING, NULL, "", NULL, NULL, 0,
+    {"api_tls_cert", SL_KT_STRING, NULL, "", NULL, NULL, 0,
      SLUICE(api_tls_cert),
      "PEM certificate (chain) of the API; with api_tls_key, the API speaks "
      "HTTPS only."},
-    {SECT_SLUICE, 0, "api_tls_key", KT_STRING, NULL, "", NULL, NULL, 0,
-     SLUICE(api_tls_key), "PEM private key of api_tls_cert."},
-    {SECT_SLUICE, 0, "api_tls_ca", KT_STRING, NULL, "", NULL, NULL, 0,
-     SLUICE(api_tls_ca),
+    {"api_tls_key", SL_KT_STRING, NULL, "", NULL, NULL, 0, SLUICE(api_tls_key),
+     "PEM private key of api_tls_cert."},
+    {"api_tls_ca", SL_KT_STRING, NULL, "", NULL, NULL, 0, SLUICE(api_tls_ca),
      "PEM CA certificate(s) a forwarded lookup verifies the owner's API "
      "certificate against (chain and host name); empty = the certificates "
      "of api_tls_cert (members sharing one certificate)."},
-    {SECT_SLUICE, 0, "api_max_body", KT_SIZE, NULL, "2MiB", "1KiB", "64MiB", 0,
+    {"api_max_body", SL_KT_SIZE, NULL, "2MiB", "1KiB", "64MiB", 0,
      SLUICE(api_max_body_bytes),
      "Largest request body the API reads; larger ones are answered 413."},
-    {SECT_SLUICE, 0, "api_timeout", KT_DURATION, NULL, "5s", "100ms", "60s", 0,
+    {"api_timeout", SL_KT_DURATION, NULL, "5s", "100ms", "60s", 0,
      SLUICE(api_timeout_ms),
      "How long a request waits for a write to be durable, for the event "
      "loop or for a forwarded lookup before it is answered 503."},
-    {SECT_SLUICE, 0, "api_queue", KT_INT, NULL, "1024", "1", "1000000", 0,
-     SLUICE(api_queue),
+    {"api_queue", SL_KT_INT, NULL, "1024", "1", "1000000", 0, SLUICE(api_queue),
      "Lookups waiting for the event loop; past it requests are answered "
      "503 at once."},
-    {SECT_SLUICE, 0, "api_max_connections", KT_INT, NULL, "256", "1", "65536",
-     0, SLUICE(api_max_connections),
+    {"api_max_connections", SL_KT_INT, NULL, "256", "1", "65536", 0,
+     SLUICE(api_max_connections),
      "Open API connections (one thread each); a new one past it closes the "
      "one that has waited longest for its request (none waiting: the new "
      "one is closed)."},
-    {SECT_SLUICE, 0, "api_max_connections_per_client", KT_INT, NULL, "64", "1",
-     "65536", 0, SLUICE(api_max_connections_client),
+    {"api_max_connections_per_client", SL_KT_INT, NULL, "64", "1", "65536", 0,
+     SLUICE(api_max_connections_client),
      "API connections one client address (IPv4, or IPv6 /64) holds; a new "
      "one past it closes that client's connection that has waited longest "
      "for its request. Behind a proxy or sidecar every client has its "
      "address: raise it to api_max_connections."},
-    {SECT_SLUICE, 0, "api_request_timeout", KT_DURATION, NULL, "10s", "100ms",
-     "10m", 0, SLUICE(api_request_timeout_ms),
+    {"api_request_timeout", SL_KT_DURATION, NULL, "10s", "100ms", "10m", 0,
+     SLUICE(api_request_timeout_ms),
      "A request to the API (TLS handshake, head and body) must be all in "
      "this long after its connection opened (or its previous answer was "
      "sent), or the connection is closed, however slowly bytes keep "
      "coming."},
+};
 
-    /* [pipeline NAME], every type */
-    {SECT_PIPELINE, ALL_OPS, "type", KT_ENUM, op_types, NULL, NULL, NULL,
-     F_REQUIRED, PIPE(type), "The operator this pipeline runs."},
-    {SECT_PIPELINE, ALL_OPS, "input", KT_TOPIC, NULL, NULL, NULL, NULL,
-     F_REQUIRED | F_NONEMPTY, PIPE(input),
+/* [pipeline NAME]: the keys every pipeline has, stored in
+ * sl_pipeline_conf_t.  Its operator's keys follow (opdef.h). */
+static const sl_conf_key_t pipe_keys[] = {
+    {"type", SL_KT_ENUM, op_types, NULL, NULL, NULL, SL_KF_REQUIRED, PIPE(type),
+     "The operator this pipeline runs."},
+    {"input", SL_KT_TOPIC, NULL, NULL, NULL, NULL,
+     SL_KF_REQUIRED | SL_KF_NONEMPTY, PIPE(input),
      "Input topic; all the pipeline's internal topics get its partition "
      "count."},
-    {SECT_PIPELINE, ALL_OPS, "changelog", KT_TOPIC, NULL, "NAME.changelog",
-     NULL, NULL, F_NONEMPTY, PIPE(changelog),
+    {"changelog", SL_KT_TOPIC, NULL, "NAME.changelog", NULL, NULL,
+     SL_KF_NONEMPTY, PIPE(changelog),
      "Compacted topic holding the pipeline's state, read back on partition "
      "assignment."},
-    {SECT_PIPELINE, ALL_OPS, "dlq", KT_TOPIC, NULL, "NAME.dlq", NULL, NULL,
-     F_NONEMPTY | F_NONE, PIPE(dlq),
+    {"dlq", SL_KT_TOPIC, NULL, "NAME.dlq", NULL, NULL,
+     SL_KF_NONEMPTY | SL_KF_NONE, PIPE(dlq),
      "Dead-letter topic for bad input and expired messages; `none` drops "
      "them (counted in metrics)."},
-    {SECT_PIPELINE, ALL_OPS, "replication_factor", KT_INT, NULL, "-1", "-1",
-     "32767", 0, PIPE(replication_factor),
+    {"replication_factor", SL_KT_INT, NULL, "-1", "-1", "32767", 0,
+     PIPE(replication_factor),
      "Replication factor of the topics `sluice topics apply` creates; -1 = "
      "broker default."},
-    {SECT_PIPELINE, ALL_OPS, "input_partitions", KT_INT, NULL, "0", "0",
-     "100000", 0, PIPE(input_partitions),
+    {"input_partitions", SL_KT_INT, NULL, "0", "0", "100000", 0,
+     PIPE(input_partitions),
      "Partitions for a missing input topic created by `sluice topics "
      "apply`; 0 = never create the input."},
-    {SECT_PIPELINE, ALL_OPS, "max_record_bytes", KT_SIZE, NULL, "1MiB", "1",
-     "1GiB", 0, PIPE(max_record_bytes),
+    {"max_record_bytes", SL_KT_SIZE, NULL, "1MiB", "1", "1GiB", 0,
+     PIPE(max_record_bytes),
      "Input records whose key and value together are larger go to the DLQ "
      "(oversize)."},
-    {SECT_PIPELINE, ALL_OPS, "catchup_rate", KT_INT, NULL, "50000", "0", NULL,
-     0, PIPE(catchup_rate),
+    {"catchup_rate", SL_KT_INT, NULL, "50000", "0", NULL, 0, PIPE(catchup_rate),
      "Work that fell due while a partition was unowned is fired at most "
      "this fast (per second per partition) after a rebuild; 0 = "
      "unlimited."},
-    {SECT_PIPELINE, ALL_OPS, "api", KT_BOOL, NULL, "true", NULL, NULL, 0,
-     PIPE(api),
+    {"api", SL_KT_BOOL, NULL, "true", NULL, NULL, 0, PIPE(api),
      "Whether the HTTP API (api_listen) serves this pipeline; false answers "
      "its routes 404."},
-    {SECT_PIPELINE, ALL_OPS, "input_partitioner", KT_ENUM, partitioners,
-     "murmur2", NULL, NULL, 0, PIPE(input_partitioner),
+    {"input_partitioner", SL_KT_ENUM, partitioners, "murmur2", NULL, NULL, 0,
+     PIPE(input_partitioner),
      "The partition a key belongs to: `murmur2` (Java's default; "
      "kcat/librdkafka `-X partitioner=murmur2_random`) or `crc32` "
      "(librdkafka's and kcat's default `consistent_random`). The API writes "
      "a key there; with `reroute`, a keyed record produced elsewhere is "
      "moved there."},
-    {SECT_PIPELINE, ALL_OPS, "reroute", KT_BOOL, NULL, "true", NULL, NULL, 0,
-     PIPE(reroute),
+    {"reroute", SL_KT_BOOL, NULL, "true", NULL, NULL, 0, PIPE(reroute),
      "A keyed input record on a partition its key does not belong to (by "
      "`input_partitioner`) is moved to the right input partition in the same "
      "transaction (sluice writes to the input: give it Write there); false: "
      "handled where it arrived, so every producer must use "
      "`input_partitioner` for cancel, upsert, order and grouping to hold."},
-
-    /* throttle */
-    {SECT_PIPELINE, SL_OP_THROTTLE | SL_OP_DEBOUNCE, "output", KT_TOPIC, NULL,
-     NULL, NULL, NULL, F_REQUIRED | F_NONEMPTY, PIPE(output), "Output topic."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "overflow", KT_TOPIC, NULL, "NAME.overflow",
-     NULL, NULL, F_NONEMPTY, PIPE(overflow),
-     "Topic holding the backlog of messages over their key's rate."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "rates", KT_TOPIC, NULL, "NAME.rates", NULL,
-     NULL, F_NONEMPTY, PIPE(rates),
-     "Compacted topic of per-key rates (key = throttle key or `*`, value "
-     "such as `100/s burst=10`)."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "default_rate", KT_RATE, NULL, "100/s",
-     NULL, NULL, 0, PIPE(default_rate),
-     "Rate of keys without an entry in the rates topic (and no `*` "
-     "entry)."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "ttl", KT_DURATION, NULL, "6h", "1s", "30d",
-     0, PIPE(ttl_ms),
-     "A message not sent within this time goes to the DLQ as `expired`; "
-     "also caps the sluice-ttl header."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "payload_cache", KT_SIZE, NULL, "64MiB",
-     "0", NULL, 0, PIPE(payload_cache_bytes),
-     "Memory for backlog payloads; the rest are re-read from the overflow "
-     "topic."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "max_backlog_keys", KT_INT, NULL, "5000000",
-     "0", NULL, 0, PIPE(max_backlog_keys),
-     "Keys held in memory on this instance (a backlog, or a bucket not yet "
-     "full again); a record for a new key waits (input paused) at the cap. "
-     "~200 B + key per key: 5M ~ 1-1.5 GiB. 0 = unlimited."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "max_backlog_messages", KT_INT, NULL,
-     "20000000", "0", NULL, 0, PIPE(max_backlog_messages),
-     "Messages buffered in the backlog on this instance; a record that "
-     "would be buffered waits (input paused) at the cap. The index is <= 32 "
-     "B per message: 20M ~ 640 MiB. 0 = unlimited."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "max_key_bytes", KT_SIZE, NULL, "1GiB", "0",
-     NULL, 0, PIPE(max_key_bytes),
-     "Memory of the keys held on this instance (their bytes and ~200 B "
-     "each); a record for a new key waits (input paused) at the cap. 0 = "
-     "unlimited."},
-    {SECT_PIPELINE, SL_OP_THROTTLE, "max_rates_bytes", KT_SIZE, NULL, "256MiB",
-     "0", NULL, 0, PIPE(max_rates_bytes),
-     "Memory of the rates table on each instance (keys and ~100 B each); a "
-     "rates record for a new key past it is ignored (the key keeps the "
-     "default rate), logged and counted as rejected. 0 = unlimited."},
-
-    /* delay */
-    {SECT_PIPELINE, SL_OP_DELAY, "default_target", KT_TOPIC, NULL, "", NULL,
-     NULL, 0, PIPE(default_target),
-     "Target topic of timers without a sluice-target header; empty = the "
-     "header is required."},
-    {SECT_PIPELINE, SL_OP_DELAY, "allowed_targets", KT_GLOBS, NULL, "**", NULL,
-     NULL, 0, PIPE(allowed_targets),
-     "Glob patterns (comma-separated) a timer's target topic must match: "
-     "`*` stays within one dot-separated segment, `**` crosses dots."},
-    {SECT_PIPELINE, SL_OP_DELAY, "max_delay", KT_DURATION, NULL, "366d", "1s",
-     NULL, 0, PIPE(max_delay_ms),
-     "Timers due further in the future go to the DLQ."},
-    {SECT_PIPELINE, SL_OP_DELAY, "timestamp_skew", KT_DURATION, NULL, "1m", "0",
-     NULL, 0, PIPE(timestamp_skew_ms),
-     "A sluice-delay counts from the record's timestamp; one further ahead "
-     "of sluice's clock than this (or missing, or before 2010) counts from "
-     "when sluice reads the record instead."},
-    {SECT_PIPELINE, SL_OP_DELAY, "input_format", KT_ENUM, input_formats,
-     "headers", NULL, NULL, 0, PIPE(input_format),
-     "`headers`: sluice-* headers; `json-envelope`: a "
-     "`{\"topic\",\"message\",\"countdown\"}` value."},
-    {SECT_PIPELINE, SL_OP_DELAY, "max_pending_timers", KT_INT, NULL, "5000000",
-     "0", NULL, 0, PIPE(max_pending_timers),
-     "Pending timers on this instance; a record for a new timer id waits "
-     "(input paused) at the cap. A timer costs ~60 B beyond its key and "
-     "data (sluice_timers_memory_bytes), and RSS adds what librdkafka's "
-     "buffers leave behind: 5M ~ 0.3-0.7 GiB. 0 = unlimited."},
-
-    /* debounce */
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "idle", KT_DURATION, NULL, "2s", "1ms",
-     NULL, 0, PIPE(idle_ms),
-     "Flush a group after this long without an update (at most max_age)."},
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_age", KT_DURATION, NULL, "30s", "1ms",
-     NULL, 0, PIPE(max_age_ms),
-     "Flush a group when its oldest item is this old."},
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_items", KT_INT, NULL, "1000", "1",
-     "1000000", 0, PIPE(max_items),
-     "Flush a group when it holds this many items; also the largest "
-     "batch."},
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_bytes", KT_SIZE, NULL, "1MiB", "1",
-     "1GiB", 0, PIPE(max_bytes),
-     "Flush a group when its payloads add up to this size."},
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "output_format", KT_ENUM, output_formats,
-     "json", NULL, NULL, 0, PIPE(output_format),
-     "Batch encoding: `json` or `protobuf` (proto/)."},
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_open_groups", KT_INT, NULL, "1000000",
-     "0", NULL, 0, PIPE(max_open_groups),
-     "Open groups on this instance; a record for a new group waits (input "
-     "paused) at the cap. ~250 B + key per group: 1M ~ 250-400 MiB. 0 = "
-     "unlimited."},
-    {SECT_PIPELINE, SL_OP_DEBOUNCE, "max_pending_items", KT_INT, NULL,
-     "5000000", "0", NULL, 0, PIPE(max_pending_items),
-     "Pending items on this instance; a record for a new item waits (input "
-     "paused) at the cap. ~150-300 B + id per item beyond its payload: 5M "
-     "~ 0.7-1.5 GiB. 0 = unlimited."},
-    {SECT_PIPELINE, SL_OP_DELAY | SL_OP_DEBOUNCE, "max_pending_bytes", KT_SIZE,
-     NULL, "1GiB", "0", NULL, 0, PIPE(max_pending_bytes),
-     "Bytes of pending state on this instance (delay: timer keys and data; "
-     "debounce: group keys, item ids and payloads); a record that would add "
-     "to it waits (input paused) at the cap, which one record may pass. 0 = "
-     "unlimited."},
 };
 
-#define KEY_CNT ((int)SL_ARRAY_SIZE(conf_keys))
+#define SLUICE_KEY_CNT ((int)SL_ARRAY_SIZE(sluice_keys))
+#define PIPE_KEY_CNT   ((int)SL_ARRAY_SIZE(pipe_keys))
 
 /* [kafka] properties sluice sets itself, and what to do instead. */
 static const struct {
@@ -485,13 +341,6 @@ const sl_kafka_default_t sl_kafka_defaults[] = {
 };
 const size_t sl_kafka_defaults_cnt = SL_ARRAY_SIZE(sl_kafka_defaults);
 
-const char *sl_op_type_name(sl_op_type_t type) {
-        for (const conf_enum_t *e = op_types; e->name; e++)
-                if (e->value == (int)type)
-                        return e->name;
-        return "unknown";
-}
-
 /* Values: parse, store, format, free.  All by table row. */
 
 /* The longest line the reader takes. */
@@ -560,7 +409,7 @@ static int int_parse(const char *s, int64_t *out) {
         return *end || errno ? -1 : 0;
 }
 
-static const char *enum_name(const conf_enum_t *e, int value) {
+static const char *enum_name(const sl_conf_enum_t *e, int value) {
         for (; e->name; e++)
                 if (e->value == value)
                         return e->name;
@@ -568,7 +417,7 @@ static const char *enum_name(const conf_enum_t *e, int value) {
 }
 
 /* Writes the allowed values of an enum, joined by sep. */
-static void enum_list(const conf_enum_t *e, const char *sep, char *buf,
+static void enum_list(const sl_conf_enum_t *e, const char *sep, char *buf,
                       size_t size) {
         size_t off = 0;
         buf[0] = '\0';
@@ -578,22 +427,22 @@ static void enum_list(const conf_enum_t *e, const char *sep, char *buf,
 }
 
 /* Integer-valued types (int, duration, size) in one place, for bounds. */
-static int num_parse(const conf_key_t *k, const char *s, int64_t *out,
+static int num_parse(const sl_conf_key_t *k, const char *s, int64_t *out,
                      char *errstr, size_t errstr_size) {
         char why[160];
 
         switch (k->type) {
-        case KT_INT:
+        case SL_KT_INT:
                 if (int_parse(s, out) == -1)
                         return vfail(errstr, errstr_size,
                                      "'%s' is not an integer", s);
                 return 0;
-        case KT_DURATION:
+        case SL_KT_DURATION:
                 if (sl_parse_duration_ms(s, out, why, sizeof(why)) == -1)
                         return vfail(errstr, errstr_size,
                                      "invalid duration '%s': %s", s, why);
                 return 0;
-        case KT_SIZE:
+        case SL_KT_SIZE:
                 if (sl_parse_size(s, out, why, sizeof(why)) == -1)
                         return vfail(errstr, errstr_size,
                                      "invalid size '%s': %s", s, why);
@@ -604,7 +453,7 @@ static int num_parse(const conf_key_t *k, const char *s, int64_t *out,
         }
 }
 
-static int bounds_check(const conf_key_t *k, const char *s, int64_t v,
+static int bounds_check(const sl_conf_key_t *k, const char *s, int64_t v,
                         char *errstr, size_t errstr_size) {
         int64_t min = INT64_MIN, max = INT64_MAX;
 
@@ -637,23 +486,23 @@ static void str_set(void *field, const char *value) {
 /* What no row of type k takes, whatever its type: an empty value where
  * one is needed, a transactional id that would clash, a string the INI
  * format cannot hold.  Returns -1 (errstr set) or 0. */
-static int key_value_refused(const conf_key_t *k, const char *value,
+static int key_value_refused(const sl_conf_key_t *k, const char *value,
                              char *errstr, size_t errstr_size) {
         size_t n = strlen(value), sn = strlen(SL_TXNID_SECOND_SUFFIX);
         const char *why_not;
 
-        if (!*value && k->flags & F_NONEMPTY)
+        if (!*value && k->flags & SL_KF_NONEMPTY)
                 return vfail(errstr, errstr_size, "must not be empty");
         /* Instance a's second producer is app_id-a#2: an instance named
          * a#2 would share its transactional id, and each would fence the
          * other. */
-        if (k->flags & F_TXNID && n >= sn &&
+        if (k->flags & SL_KF_TXNID && n >= sn &&
             !strcmp(value + n - sn, SL_TXNID_SECOND_SUFFIX))
                 return vfail(errstr, errstr_size,
                              "may not end in \"" SL_TXNID_SECOND_SUFFIX
                              "\" (the transactional id of another "
                              "instance's second producer)");
-        if ((k->type == KT_STRING || k->type == KT_HOSTPORT) &&
+        if ((k->type == SL_KT_STRING || k->type == SL_KT_HOSTPORT) &&
             (why_not = ini_value_problem(value)))
                 return vfail(errstr, errstr_size,
                              "the value %s (not possible in a config file)",
@@ -672,13 +521,13 @@ static int bool_parse(const char *value) {
         return -1;
 }
 
-static int key_set(const conf_key_t *k, void *base, const char *value,
+static int key_set(const sl_conf_key_t *k, void *base, const char *value,
                    char *errstr, size_t errstr_size) {
         void *field = (char *)base + k->off;
         char why[160];
         int64_t v;
 
-        if (k->flags & F_NONE && !strcmp(value, "none")) {
+        if (k->flags & SL_KF_NONE && !strcmp(value, "none")) {
                 str_set(field, NULL);
                 return 0;
         }
@@ -686,17 +535,17 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
                 return -1;
 
         switch (k->type) {
-        case KT_TOPIC:
+        case SL_KT_TOPIC:
                 if (*value && sl_topicname_illegal(value, strlen(value)))
                         return vfail(errstr, errstr_size,
                                      "invalid topic name '%s' (use "
                                      "A-Z a-z 0-9 . _ -, at most 249)",
                                      value);
                 /* fall through */
-        case KT_STRING:
+        case SL_KT_STRING:
                 str_set(field, *value ? value : NULL);
                 return 0;
-        case KT_HOSTPORT:
+        case SL_KT_HOSTPORT:
                 if (*value && !hostport_ok(value))
                         return vfail(errstr, errstr_size,
                                      "invalid address '%s' (expected "
@@ -705,9 +554,9 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
                                      value);
                 str_set(field, *value ? value : NULL);
                 return 0;
-        case KT_INT:
-        case KT_DURATION:
-        case KT_SIZE:
+        case SL_KT_INT:
+        case SL_KT_DURATION:
+        case SL_KT_SIZE:
                 if (num_parse(k, value, &v, errstr, errstr_size) == -1 ||
                     bounds_check(k, value, v, errstr, errstr_size) == -1)
                         return -1;
@@ -719,19 +568,19 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
                         *(int64_t *)field = v;
                 }
                 return 0;
-        case KT_BOOL:
+        case SL_KT_BOOL:
                 if ((v = bool_parse(value)) == -1)
                         return vfail(errstr, errstr_size,
                                      "'%s' is not a boolean (true or false)",
                                      value);
                 *(int *)field = (int)v;
                 return 0;
-        case KT_RATE:
+        case SL_KT_RATE:
                 if (sl_parse_rate(value, field, why, sizeof(why)) == -1)
                         return vfail(errstr, errstr_size,
                                      "invalid rate '%s': %s", value, why);
                 return 0;
-        case KT_GLOBS: {
+        case SL_KT_GLOBS: {
                 sl_globs_t g;
                 if (sl_globs_parse(value, &g, why, sizeof(why)) == -1)
                         return vfail(errstr, errstr_size, "%s", why);
@@ -739,9 +588,9 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
                 *(sl_globs_t *)field = g;
                 return 0;
         }
-        case KT_ENUM:
+        case SL_KT_ENUM:
                 sl_assert(k->size == sizeof(int));
-                for (const conf_enum_t *e = k->enums; e->name; e++) {
+                for (const sl_conf_enum_t *e = k->enums; e->name; e++) {
                         if (!strcmp(e->name, value)) {
                                 *(int *)field = e->value;
                                 return 0;
@@ -755,59 +604,59 @@ static int key_set(const conf_key_t *k, void *base, const char *value,
 }
 
 /* Formats the stored value of row k as the file would say it. */
-static void key_format(const conf_key_t *k, const void *base, char *buf,
+static void key_format(const sl_conf_key_t *k, const void *base, char *buf,
                        size_t size) {
         const void *field = (const char *)base + k->off;
         int64_t v;
 
         switch (k->type) {
-        case KT_STRING:
-        case KT_TOPIC:
-        case KT_HOSTPORT: {
+        case SL_KT_STRING:
+        case SL_KT_TOPIC:
+        case SL_KT_HOSTPORT: {
                 const char *s = *(char *const *)field;
                 snprintf(buf, size, "%s",
-                         s ? s : (k->flags & F_NONE ? "none" : ""));
+                         s ? s : (k->flags & SL_KF_NONE ? "none" : ""));
                 return;
         }
-        case KT_INT:
-        case KT_DURATION:
-        case KT_SIZE:
+        case SL_KT_INT:
+        case SL_KT_DURATION:
+        case SL_KT_SIZE:
                 v = k->size == sizeof(int) ? *(const int *)field
                                            : *(const int64_t *)field;
-                if (k->type == KT_DURATION)
+                if (k->type == SL_KT_DURATION)
                         sl_duration_format(v, buf, size);
-                else if (k->type == KT_SIZE)
+                else if (k->type == SL_KT_SIZE)
                         sl_size_format(v, buf, size);
                 else
                         snprintf(buf, size, "%lld", (long long)v);
                 return;
-        case KT_BOOL:
+        case SL_KT_BOOL:
                 snprintf(buf, size, "%s",
                          *(const int *)field ? "true" : "false");
                 return;
-        case KT_RATE:
+        case SL_KT_RATE:
                 sl_rate_format(field, buf, size);
                 return;
-        case KT_GLOBS:
+        case SL_KT_GLOBS:
                 sl_globs_format(field, buf, size);
                 return;
-        case KT_ENUM:
+        case SL_KT_ENUM:
                 snprintf(buf, size, "%s",
                          enum_name(k->enums, *(const int *)field));
                 return;
         }
 }
 
-static void key_free(const conf_key_t *k, void *base) {
+static void key_free(const sl_conf_key_t *k, void *base) {
         void *field = (char *)base + k->off;
 
         switch (k->type) {
-        case KT_STRING:
-        case KT_TOPIC:
-        case KT_HOSTPORT:
+        case SL_KT_STRING:
+        case SL_KT_TOPIC:
+        case SL_KT_HOSTPORT:
                 str_set(field, NULL);
                 break;
-        case KT_GLOBS:
+        case SL_KT_GLOBS:
                 sl_globs_free(field);
                 break;
         default:
@@ -816,7 +665,7 @@ static void key_free(const conf_key_t *k, void *base) {
 }
 
 /* Sets row k to its default; "NAME." defaults are the pipeline's name. */
-static void key_default(const conf_key_t *k, void *base, const char *pname) {
+static void key_default(const sl_conf_key_t *k, void *base, const char *pname) {
         char errstr[256], *def;
 
         if (!k->def)
@@ -831,17 +680,41 @@ static void key_default(const conf_key_t *k, void *base, const char *pname) {
         /* Defaults are table text: one that does not parse is a bug. */
         if (key_set(k, base, def, errstr, sizeof(errstr)) == -1) {
                 fprintf(stderr, "sluice: default of %s: %s\n", k->name, errstr);
-                sl_assert(!"bad default in conf_keys[]");
+                sl_assert(!"bad default in a key table");
         }
         free(def);
 }
 
-static const conf_key_t *key_find(sect_kind_t section, const char *name) {
-        for (int i = 0; i < KEY_CNT; i++)
-                if (conf_keys[i].section == section &&
-                    !strcmp(conf_keys[i].name, name))
-                        return &conf_keys[i];
+static const sl_conf_key_t *key_find(const sl_conf_key_t *keys, int cnt,
+                                     const char *name) {
+        for (int i = 0; i < cnt; i++)
+                if (!strcmp(keys[i].name, name))
+                        return &keys[i];
         return NULL;
+}
+
+/* 1 when row k of a pipeline is stored in sl_pipeline_conf_t (a key every
+ * pipeline has, or an operator's SL_KF_SHARED one), 0 when in the
+ * operator's params. */
+static int key_shared(const sl_conf_key_t *k) {
+        uintptr_t a = (uintptr_t)k, lo = (uintptr_t)pipe_keys;
+        return (a >= lo && a < lo + sizeof(pipe_keys)) ||
+               k->flags & SL_KF_SHARED;
+}
+
+/* The row of a pipeline's key name: a key every pipeline has, or one of
+ * its operator op (may be NULL: only the former). */
+static const sl_conf_key_t *pipe_key(const sl_opdef_t *op, const char *name) {
+        const sl_conf_key_t *k = key_find(pipe_keys, PIPE_KEY_CNT, name);
+        if (!k && op)
+                k = key_find(op->keys, op->key_cnt, name);
+        return k;
+}
+
+/* Where row k of pipeline p keeps its value (params: the operator's). */
+static void *key_base(const sl_conf_key_t *k, const sl_pipeline_conf_t *p,
+                      const void *params) {
+        return key_shared(k) ? (void *)p : (void *)params;
 }
 
 static int key_is_secret(const char *name) {
@@ -1212,12 +1085,11 @@ static void read_file(loader_t *ld) {
 /* Pass 2: [sluice]. */
 
 static void apply_sluice(loader_t *ld, sl_conf_t *conf, int use_env) {
-        int seen[KEY_CNT] = {0};
+        int seen[SLUICE_KEY_CNT] = {0};
         char errstr[512];
 
-        for (int i = 0; i < KEY_CNT; i++)
-                if (conf_keys[i].section == SECT_SLUICE)
-                        key_default(&conf_keys[i], conf, NULL);
+        for (int i = 0; i < SLUICE_KEY_CNT; i++)
+                key_default(&sluice_keys[i], conf, NULL);
 
         for (int i = 0; i < ld->sect_cnt; i++) {
                 raw_sect_t *s = &ld->sects[i];
@@ -1225,20 +1097,21 @@ static void apply_sluice(loader_t *ld, sl_conf_t *conf, int use_env) {
                         continue;
                 for (int j = 0; j < s->kv_cnt; j++) {
                         raw_kv_t *kv = &s->kv[j];
-                        const conf_key_t *k = key_find(SECT_SLUICE, kv->key);
+                        const sl_conf_key_t *k =
+                            key_find(sluice_keys, SLUICE_KEY_CNT, kv->key);
                         if (!k) {
                                 err_at(ld, kv->line, NULL, kv->key,
                                        "unknown key in [sluice]");
                                 continue;
                         }
-                        if (seen[k - conf_keys]) {
+                        if (seen[k - sluice_keys]) {
                                 err_at(ld, kv->line, NULL, kv->key,
                                        "duplicate key (first set at line "
                                        "%d)",
-                                       seen[k - conf_keys]);
+                                       seen[k - sluice_keys]);
                                 continue;
                         }
-                        seen[k - conf_keys] = kv->line;
+                        seen[k - sluice_keys] = kv->line;
                         if (key_set(k, conf, kv->value, errstr,
                                     sizeof(errstr)) == -1)
                                 err_at(ld, kv->line, NULL, kv->key, "%s",
@@ -1248,14 +1121,12 @@ static void apply_sluice(loader_t *ld, sl_conf_t *conf, int use_env) {
 
         if (!use_env)
                 return;
-        for (int i = 0; i < KEY_CNT; i++) {
-                const conf_key_t *k = &conf_keys[i];
+        for (int i = 0; i < SLUICE_KEY_CNT; i++) {
+                const sl_conf_key_t *k = &sluice_keys[i];
                 char var[64];
                 const char *value;
                 size_t n;
 
-                if (k->section != SECT_SLUICE)
-                        continue;
                 n = (size_t)snprintf(var, sizeof(var), "SLUICE_%s", k->name);
                 for (size_t j = 7; j < n; j++)
                         var[j] = (char)toupper((unsigned char)var[j]);
@@ -1378,25 +1249,99 @@ static void apply_kafka(loader_t *ld, sl_conf_t *conf, int use_env) {
 
 /* Pass 2: [pipeline NAME]. */
 
+/* What the loader knows of a pipeline beyond its sl_pipeline_conf_t, until
+ * finalize. */
 typedef struct {
-        int line;              /* header line */
-        int key_line[KEY_CNT]; /* line of each key set in the file, or 0 */
+        int line; /* header line */
+        struct pipe_set_s {
+                const char *name; /* the row's */
+                int line;
+        } * set; /* the keys the file set, in file order */
+        int set_cnt;
+        /* Type none: each operator's scratch params (see DESIGN). */
+        void *scratch[SL_OP_CNT];
 } pipe_lines_t;
 
-static void type_list(int types, char *buf, size_t size) {
+/* The line that set key name in the pipeline, or 0. */
+static int set_line(const pipe_lines_t *pl, const char *name) {
+        for (int i = 0; i < pl->set_cnt; i++)
+                if (!strcmp(pl->set[i].name, name))
+                        return pl->set[i].line;
+        return 0;
+}
+
+static void set_add(pipe_lines_t *pl, const char *name, int line) {
+        pl->set =
+            sl_realloc(pl->set, sizeof(*pl->set) * (size_t)(pl->set_cnt + 1));
+        pl->set[pl->set_cnt].name = name;
+        pl->set[pl->set_cnt++].line = line;
+}
+
+static void pipe_lines_free(pipe_lines_t *pl) {
+        for (int i = 0; i < SL_OP_CNT; i++) {
+                const sl_opdef_t *op = sl_opdef_at(i);
+                if (!pl->scratch[i])
+                        continue;
+                for (int k = 0; k < op->key_cnt; k++)
+                        if (!key_shared(&op->keys[k]))
+                                key_free(&op->keys[k], pl->scratch[i]);
+                free(pl->scratch[i]);
+        }
+        free(pl->set);
+}
+
+/* The operators that have a key name: "throttle, debounce". */
+static void type_list(const char *name, char *buf, size_t size) {
         size_t off = 0;
         buf[0] = '\0';
-        for (const conf_enum_t *e = op_types; e->name && off < size; e++)
-                if (types & e->value)
+        for (int i = 0; i < SL_OP_CNT && off < size; i++) {
+                const sl_opdef_t *op = sl_opdef_at(i);
+                if (key_find(op->keys, op->key_cnt, name))
                         off += (size_t)snprintf(buf + off, size - off, "%s%s",
-                                                off ? ", " : "", e->name);
+                                                off ? ", " : "", op->name);
+        }
+}
+
+/* Sets the defaults of operator op's keys in pipeline p, params its. */
+static void op_defaults(const sl_opdef_t *op, sl_pipeline_conf_t *p,
+                        void *params) {
+        for (int k = 0; k < op->key_cnt; k++)
+                key_default(&op->keys[k], key_base(&op->keys[k], p, params),
+                            p->name);
+}
+
+/* The row of key name in pipeline p of operator op, and where its value
+ * goes (*basep); NULL when no row has that name.  Of another operator's
+ * key, *validp is 0.  Without an operator (type none) every operator's
+ * keys are valid: the first one's row that has the name counts. */
+static const sl_conf_key_t *pair_key(const sl_opdef_t *op,
+                                     sl_pipeline_conf_t *p,
+                                     const pipe_lines_t *pl, const char *name,
+                                     void **basep, int *validp) {
+        const sl_conf_key_t *k = pipe_key(op, name);
+
+        *validp = 1;
+        if (k) {
+                *basep = key_base(k, p, p->params);
+                return k;
+        }
+        for (int i = 0; i < SL_OP_CNT; i++) {
+                const sl_opdef_t *o = sl_opdef_at(i);
+                if (!(k = key_find(o->keys, o->key_cnt, name)))
+                        continue;
+                *validp = !op;
+                *basep = key_base(k, p, pl->scratch[i]);
+                return k;
+        }
+        return NULL;
 }
 
 static void apply_pipeline(loader_t *ld, raw_sect_t *s, sl_pipeline_conf_t *p,
                            pipe_lines_t *pl) {
-        const conf_key_t *type_key = key_find(SECT_PIPELINE, "type");
+        const sl_conf_key_t *type_key =
+            key_find(pipe_keys, PIPE_KEY_CNT, "type");
+        const sl_opdef_t *op = NULL;
         char errstr[512], types[64];
-        int mask = ALL_OPS;
 
         p->name = sl_strdup(s->name);
         p->line = s->line;
@@ -1408,61 +1353,90 @@ static void apply_pipeline(loader_t *ld, raw_sect_t *s, sl_pipeline_conf_t *p,
                         continue;
                 if (key_set(type_key, p, s->kv[j].value, errstr,
                             sizeof(errstr)) == 0)
-                        mask = p->type;
+                        op = sl_opdef_of(p->type);
                 break;
         }
 
-        for (int i = 0; i < KEY_CNT; i++)
-                if (conf_keys[i].section == SECT_PIPELINE &&
-                    conf_keys[i].types & mask)
-                        key_default(&conf_keys[i], p, p->name);
+        for (int i = 0; i < PIPE_KEY_CNT; i++)
+                key_default(&pipe_keys[i], p, p->name);
+        if (op) {
+                p->params =
+                    op->params_size ? sl_calloc(1, op->params_size) : NULL;
+                op_defaults(op, p, p->params);
+        } else {
+                for (int i = 0; i < SL_OP_CNT; i++) {
+                        const sl_opdef_t *o = sl_opdef_at(i);
+                        pl->scratch[i] = sl_calloc(1, o->params_size + 1);
+                        op_defaults(o, p, pl->scratch[i]);
+                }
+        }
 
         for (int j = 0; j < s->kv_cnt; j++) {
                 raw_kv_t *kv = &s->kv[j];
-                const conf_key_t *k = key_find(SECT_PIPELINE, kv->key);
-                int idx;
+                void *base;
+                int valid, line;
+                const sl_conf_key_t *k =
+                    pair_key(op, p, pl, kv->key, &base, &valid);
 
                 if (!k) {
                         err_at(ld, kv->line, NULL, kv->key,
                                "unknown key in [pipeline %s]", s->name);
                         continue;
                 }
-                idx = (int)(k - conf_keys);
-                if (pl->key_line[idx]) {
+                if ((line = set_line(pl, k->name))) {
                         err_at(ld, kv->line, NULL, kv->key,
-                               "duplicate key (first set at line %d)",
-                               pl->key_line[idx]);
+                               "duplicate key (first set at line %d)", line);
                         continue;
                 }
-                pl->key_line[idx] = kv->line;
-                if (!(k->types & mask)) {
-                        type_list(k->types, types, sizeof(types));
+                set_add(pl, k->name, kv->line);
+                if (!valid) {
+                        type_list(k->name, types, sizeof(types));
                         err_at(ld, kv->line, NULL, kv->key,
                                "not valid for type %s (only for %s)",
                                sl_op_type_name(p->type), types);
                         continue;
                 }
-                if (key_set(k, p, kv->value, errstr, sizeof(errstr)) == -1)
+                if (key_set(k, base, kv->value, errstr, sizeof(errstr)) == -1)
                         err_at(ld, kv->line, NULL, kv->key, "%s", errstr);
         }
 }
 
 /* Pass 3: finalize. */
 
+struct sl_conf_check_s {
+        loader_t *ld;
+        const pipe_lines_t *pl;
+};
+
+/* The line of key name in the pipeline, or its header line when the value
+ * is a default. */
+static int pl_line(const pipe_lines_t *pl, const char *name) {
+        int line = set_line(pl, name);
+        return line ? line : pl->line;
+}
+
+void sl_conf_check_error(sl_conf_check_t *chk, const char *key, const char *fmt,
+                         ...) {
+        char msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        err_at(chk->ld, pl_line(chk->pl, key), NULL, key, "%s", msg);
+}
+
+int sl_conf_check_set(const sl_conf_check_t *chk, const char *key) {
+        return set_line(chk->pl, key) != 0;
+}
+
+/* An internal topic and the pipeline that claims it. */
 typedef struct {
         const char *topic;
-        const char *role; /* "changelog", ... */
+        const sl_roledef_t *role;
         const sl_pipeline_conf_t *p;
         int line;
 } claim_t;
-
-/* The line of key name in pipeline i, or its header line when the value
- * is a default. */
-static int pl_line(const pipe_lines_t *pl, const char *name) {
-        const conf_key_t *k = key_find(SECT_PIPELINE, name);
-        int line = k ? pl->key_line[k - conf_keys] : 0;
-        return line ? line : pl->line;
-}
 
 /* librdkafka takes a linger.ms at or above the producer's message timeout
  * (transaction_timeout, or message.timeout.ms when lower) when the client
@@ -1503,30 +1477,95 @@ static void check_linger(loader_t *ld, const sl_conf_t *conf) {
         }
 }
 
-/* What finalize() checks of the topics, by role: the internal ones a
- * pipeline claims for itself, and those it reads or writes. */
-static const char *const internal_roles[] = {"changelog", "overflow", "rates",
-                                             "dlq"};
-static const char *const external_roles[] = {"input", "output",
-                                             "default_target"};
+/* The topic of role r (of operator op, or every pipeline's) in pipeline p
+ * whose operator's keys are in params; NULL when unset. */
+static const char *role_topic(const sl_opdef_t *op, const sl_roledef_t *r,
+                              const sl_pipeline_conf_t *p, const void *params) {
+        const sl_conf_key_t *k = pipe_key(op, r->key);
+        const void *base;
+
+        sl_assert(k && k->type == SL_KT_TOPIC);
+        base = key_base(k, p, params);
+        return base ? *(char *const *)((const char *)base + k->off) : NULL;
+}
+
+static void topic_add(sl_ptopic_t *out, int *n, const sl_opdef_t *op,
+                      const sl_roledef_t *r, const sl_pipeline_conf_t *p,
+                      const void *params) {
+        const char *name = role_topic(op, r, p, params);
+
+        if (r->flags & SL_ROLE_OPTIONAL && (!name || !*name))
+                return;
+        sl_assert(*n < SL_PIPELINE_TOPICS_MAX);
+        out[(*n)++] = (sl_ptopic_t){r, name};
+}
+
+/* sl_pipeline_topics() of pipeline p of operator op (NULL: none), whose
+ * operator's keys are in params. */
+static int topics_of(const sl_opdef_t *op, const sl_pipeline_conf_t *p,
+                     const void *params, sl_ptopic_t *out) {
+        int n = 0;
+
+        topic_add(out, &n, op, &sl_role_input, p, params);
+        topic_add(out, &n, op, &sl_role_changelog, p, params);
+        for (int i = 0; op && i < op->role_cnt; i++)
+                if (!(op->roles[i].flags & SL_ROLE_OUTPUT))
+                        topic_add(out, &n, op, &op->roles[i], p, params);
+        topic_add(out, &n, op, &sl_role_dlq, p, params);
+        for (int i = 0; op && i < op->role_cnt; i++)
+                if (op->roles[i].flags & SL_ROLE_OUTPUT)
+                        topic_add(out, &n, op, &op->roles[i], p, params);
+        return n;
+}
+
+/* The outputs of pipeline p (its operator's output roles, whether set or
+ * not; with type none every operator's, each key once) into outs;
+ * returns their count. */
+static int pipe_outputs(const sl_pipeline_conf_t *p, const sl_opdef_t *op,
+                        const pipe_lines_t *pl, sl_ptopic_t *outs) {
+        int n = 0;
+
+        for (int i = 0; i < SL_OP_CNT; i++) {
+                const sl_opdef_t *o = sl_opdef_at(i);
+                const void *params = op ? p->params : pl->scratch[i];
+                if (op && o != op)
+                        continue;
+                for (int r = 0; r < o->role_cnt; r++) {
+                        const sl_roledef_t *role = &o->roles[r];
+                        int seen = 0;
+                        if (!(role->flags & SL_ROLE_OUTPUT))
+                                continue;
+                        for (int j = 0; j < n && !seen; j++)
+                                seen = !strcmp(outs[j].role->key, role->key);
+                        if (seen)
+                                continue;
+                        sl_assert(n < SL_PIPELINE_TOPICS_MAX);
+                        outs[n++] =
+                            (sl_ptopic_t){role, role_topic(o, role, p, params)};
+                }
+        }
+        return n;
+}
 
 /* Keys a pipeline of its type must set. */
 static void check_required(loader_t *ld, const sl_pipeline_conf_t *p,
-                           const pipe_lines_t *pl) {
+                           const sl_opdef_t *op, const pipe_lines_t *pl) {
+        int cnt = PIPE_KEY_CNT + (op ? op->key_cnt : 0);
         char a[64];
-        for (int k = 0; k < KEY_CNT; k++) {
-                const conf_key_t *key = &conf_keys[k];
-                /* Without a valid type, only what every type
-                 * requires can be checked. */
-                if (key->section != SECT_PIPELINE ||
-                    !(key->flags & F_REQUIRED) || pl->key_line[k] ||
-                    !(p->type ? key->types & p->type : key->types == ALL_OPS))
+
+        /* Without a valid type, only what every type requires can be
+         * checked. */
+        for (int i = 0; i < cnt; i++) {
+                const sl_conf_key_t *key = i < PIPE_KEY_CNT
+                                               ? &pipe_keys[i]
+                                               : &op->keys[i - PIPE_KEY_CNT];
+                if (!(key->flags & SL_KF_REQUIRED) || set_line(pl, key->name))
                         continue;
-                if (key->type == KT_ENUM) {
+                if (key->type == SL_KT_ENUM) {
                         enum_list(key->enums, ", ", a, sizeof(a));
                         err_at(ld, pl->line, NULL, key->name,
                                "missing (one of %s)", a);
-                } else if (key->types == ALL_OPS) {
+                } else if (i < PIPE_KEY_CNT) {
                         err_at(ld, pl->line, NULL, key->name,
                                "missing (required)");
                 } else {
@@ -1537,94 +1576,77 @@ static void check_required(loader_t *ld, const sl_pipeline_conf_t *p,
         }
 }
 
-/* Rules between one pipeline's keys. */
+/* Rules between one pipeline's keys: those of every pipeline, then its
+ * operator's (its finalize hook). */
 static void check_pipeline_rules(loader_t *ld, const sl_pipeline_conf_t *p,
-                                 const pipe_lines_t *pl) {
-        char a[64], b[64];
+                                 const sl_opdef_t *op, const pipe_lines_t *pl) {
+        sl_ptopic_t outs[SL_PIPELINE_TOPICS_MAX];
+        int n = pipe_outputs(p, op, pl, outs);
+
         if (p->replication_factor == 0)
                 err_at(ld, pl_line(pl, "replication_factor"), NULL,
                        "replication_factor",
                        "must be -1 (broker default) or at least 1");
-        if (p->input && p->output && !strcmp(p->input, p->output))
-                err_at(ld, pl_line(pl, "output"), NULL, "output",
-                       "same topic as input ('%s')", p->input);
-        if (p->input && p->default_target &&
-            !strcmp(p->input, p->default_target))
-                err_at(ld, pl_line(pl, "default_target"), NULL,
-                       "default_target", "same topic as input ('%s')",
-                       p->input);
-        if (p->type == SL_OP_DEBOUNCE && p->idle_ms > p->max_age_ms) {
-                sl_duration_format(p->idle_ms, a, sizeof(a));
-                sl_duration_format(p->max_age_ms, b, sizeof(b));
-                /* Blame the key the file set (idle if both). */
-                if (pl->key_line[key_find(SECT_PIPELINE, "idle") - conf_keys] ||
-                    !pl->key_line[key_find(SECT_PIPELINE, "max_age") -
-                                  conf_keys])
-                        err_at(ld, pl_line(pl, "idle"), NULL, "idle",
-                               "%s is longer than max_age (%s)", a, b);
-                else
-                        err_at(ld, pl_line(pl, "max_age"), NULL, "max_age",
-                               "%s is shorter than idle (%s)", b, a);
+        for (int i = 0; i < n; i++) {
+                const char *key = outs[i].role->key;
+                if (p->input && outs[i].name && !strcmp(p->input, outs[i].name))
+                        err_at(ld, pl_line(pl, key), NULL, key,
+                               "same topic as input ('%s')", p->input);
         }
-        if (p->type == SL_OP_DELAY && p->default_target &&
-            !sl_globs_match(&p->allowed_targets, p->default_target)) {
-                char globs[256];
-                sl_globs_format(&p->allowed_targets, globs, sizeof(globs));
-                err_at(ld, pl_line(pl, "default_target"), NULL,
-                       "default_target",
-                       "'%s' does not match allowed_targets (%s)",
-                       p->default_target, globs);
+        if (op && op->finalize) {
+                sl_conf_check_t chk = {ld, pl};
+                op->finalize(p, &chk);
         }
 }
 
 /* p's internal topics, each unique across all pipelines: claimed in
- * claims[*claim_cnt]. */
+ * claims[*claim_cnt].  A pipeline without a type claims none. */
 static void claim_internal_topics(loader_t *ld, const sl_pipeline_conf_t *p,
-                                  const pipe_lines_t *pl, claim_t *claims,
-                                  int *claim_cnt) {
-        for (size_t r = 0; r < SL_ARRAY_SIZE(internal_roles); r++) {
-                const conf_key_t *key =
-                    key_find(SECT_PIPELINE, internal_roles[r]);
-                const char *topic =
-                    *(char *const *)((const char *)p + key->off);
-                int line = pl_line(pl, internal_roles[r]);
+                                  const sl_opdef_t *op, const pipe_lines_t *pl,
+                                  claim_t *claims, int *claim_cnt) {
+        sl_ptopic_t ts[SL_PIPELINE_TOPICS_MAX];
+        int n = op ? topics_of(op, p, p->params, ts) : 0;
 
-                if (!topic || !(key->types & p->type))
+        for (int i = 0; i < n; i++) {
+                const sl_roledef_t *r = ts[i].role;
+                const char *topic = ts[i].name;
+                int line = pl_line(pl, r->key);
+
+                if (!topic || !(r->flags & SL_ROLE_INTERNAL))
                         continue;
                 for (int c = 0; c < *claim_cnt; c++) {
                         if (strcmp(claims[c].topic, topic))
                                 continue;
-                        err_at(ld, line, NULL, internal_roles[r],
+                        err_at(ld, line, NULL, r->key,
                                "topic '%s' is already the %s topic "
                                "of pipeline '%s' (line %d)",
-                               topic, claims[c].role, claims[c].p->name,
+                               topic, claims[c].role->name, claims[c].p->name,
                                claims[c].line);
                         break;
                 }
-                claims[(*claim_cnt)++] =
-                    (claim_t){topic, internal_roles[r], p, line};
+                claims[(*claim_cnt)++] = (claim_t){topic, r, p, line};
         }
 }
 
-/* Pipeline i's input, output and target: none is an internal topic (of
- * Kafka or of any pipeline), and no two pipelines read one input. */
+/* Pipeline i's input and outputs: none is an internal topic (of Kafka, for
+ * an output, or of any pipeline), and no two pipelines read one input. */
 static void check_external_topics(loader_t *ld, const sl_conf_t *conf,
                                   const pipe_lines_t *pls, int i,
                                   const claim_t *claims, int claim_cnt) {
         const sl_pipeline_conf_t *p = &conf->pipelines[i];
         const pipe_lines_t *pl = &pls[i];
+        sl_ptopic_t ext[SL_PIPELINE_TOPICS_MAX + 1];
+        int n;
 
-        /* No input, output or target is an internal topic. */
-        for (size_t r = 0; r < SL_ARRAY_SIZE(external_roles); r++) {
-                const conf_key_t *key =
-                    key_find(SECT_PIPELINE, external_roles[r]);
-                const char *topic =
-                    *(char *const *)((const char *)p + key->off);
+        ext[0] = (sl_ptopic_t){&sl_role_input, p->input};
+        n = 1 + pipe_outputs(p, sl_opdef_of(p->type), pl, ext + 1);
+        for (int r = 0; r < n; r++) {
+                const char *key = ext[r].role->key;
+                const char *topic = ext[r].name;
                 if (!topic)
                         continue;
                 if (r > 0 && sl_topicname_kafka_internal(topic)) {
-                        err_at(ld, pl_line(pl, external_roles[r]), NULL,
-                               external_roles[r],
+                        err_at(ld, pl_line(pl, key), NULL, key,
                                "'%s' is an internal topic of Kafka "
                                "(\"__*\"); sluice never writes there",
                                topic);
@@ -1633,12 +1655,11 @@ static void check_external_topics(loader_t *ld, const sl_conf_t *conf,
                 for (int c = 0; c < claim_cnt; c++) {
                         if (strcmp(claims[c].topic, topic))
                                 continue;
-                        err_at(ld, pl_line(pl, external_roles[r]), NULL,
-                               external_roles[r],
+                        err_at(ld, pl_line(pl, key), NULL, key,
                                "'%s' is the %s topic of pipeline "
                                "'%s'; sluice's internal topics cannot "
                                "be used here",
-                               topic, claims[c].role, claims[c].p->name);
+                               topic, claims[c].role->name, claims[c].p->name);
                         break;
                 }
         }
@@ -1686,12 +1707,14 @@ static void finalize(loader_t *ld, sl_conf_t *conf, const pipe_lines_t *pls,
                 return;
         }
 
-        claims = sl_calloc((size_t)conf->pipeline_cnt * 4, sizeof(*claims));
+        claims = sl_calloc((size_t)conf->pipeline_cnt * SL_PIPELINE_TOPICS_MAX,
+                           sizeof(*claims));
         for (int i = 0; i < conf->pipeline_cnt; i++) {
-                check_required(ld, &conf->pipelines[i], &pls[i]);
-                check_pipeline_rules(ld, &conf->pipelines[i], &pls[i]);
-                claim_internal_topics(ld, &conf->pipelines[i], &pls[i], claims,
-                                      &claim_cnt);
+                const sl_pipeline_conf_t *p = &conf->pipelines[i];
+                const sl_opdef_t *op = sl_opdef_of(p->type);
+                check_required(ld, p, op, &pls[i]);
+                check_pipeline_rules(ld, p, op, &pls[i]);
+                claim_internal_topics(ld, p, op, &pls[i], claims, &claim_cnt);
         }
         for (int i = 0; i < conf->pipeline_cnt; i++)
                 check_external_topics(ld, conf, pls, i, claims, claim_cnt);
@@ -1760,6 +1783,8 @@ int sl_conf_load_flags(const char *path, int flags, sl_conf_t **confp,
                 conf->pipeline_cnt++;
         }
         finalize(&ld, conf, pls, flags);
+        for (int i = 0; i < conf->pipeline_cnt; i++)
+                pipe_lines_free(&pls[i]);
         free(pls);
 
         errs = ld.err_cnt;
@@ -1775,19 +1800,37 @@ int sl_conf_load_flags(const char *path, int flags, sl_conf_t **confp,
         return errs;
 }
 
+/* Frees what pipeline p owns. */
+static void pipe_free(sl_pipeline_conf_t *p) {
+        const sl_opdef_t *op = sl_opdef_of(p->type);
+
+        for (int k = 0; k < PIPE_KEY_CNT; k++)
+                key_free(&pipe_keys[k], p);
+        /* Without a type, every operator's shared keys may hold a value. */
+        for (int i = 0; i < SL_OP_CNT; i++) {
+                const sl_opdef_t *o = sl_opdef_at(i);
+                if (op && o != op)
+                        continue;
+                for (int k = 0; k < o->key_cnt; k++) {
+                        const sl_conf_key_t *key = &o->keys[k];
+                        if (key_shared(key))
+                                key_free(key, p);
+                        else if (p->params)
+                                key_free(key, p->params);
+                }
+        }
+        free(p->params);
+        free(p->name);
+}
+
 void sl_conf_destroy(sl_conf_t *conf) {
         if (!conf)
                 return;
-        for (int i = 0; i < conf->pipeline_cnt; i++) {
-                for (int k = 0; k < KEY_CNT; k++)
-                        if (conf_keys[k].section == SECT_PIPELINE)
-                                key_free(&conf_keys[k], &conf->pipelines[i]);
-                free(conf->pipelines[i].name);
-        }
+        for (int i = 0; i < conf->pipeline_cnt; i++)
+                pipe_free(&conf->pipelines[i]);
         free(conf->pipelines);
-        for (int k = 0; k < KEY_CNT; k++)
-                if (conf_keys[k].section == SECT_SLUICE)
-                        key_free(&conf_keys[k], conf);
+        for (int k = 0; k < SLUICE_KEY_CNT; k++)
+                key_free(&sluice_keys[k], conf);
         for (int i = 0; i < conf->kafka_cnt; i++) {
                 free(conf->kafka[i].key);
                 free(conf->kafka[i].value);
@@ -1805,6 +1848,71 @@ const sl_pipeline_conf_t *sl_conf_pipeline(const sl_conf_t *conf,
                 if (!strcmp(conf->pipelines[i].name, name))
                         return &conf->pipelines[i];
         return NULL;
+}
+
+/* The topics of a pipeline. */
+
+const sl_roledef_t sl_role_input = {
+    "input", "input",          SL_ROLE_INPUT | SL_ROLE_READ,
+    0,       SL_ACL_WHY_INPUT, SL_ACL_WHY_API_INPUT,
+    NULL};
+const sl_roledef_t sl_role_changelog = {"changelog",
+                                        "changelog",
+                                        SL_ROLE_INTERNAL | SL_ROLE_COPART |
+                                            SL_ROLE_READ | SL_ROLE_WRITE,
+                                        0,
+                                        SL_ACL_WHY_CHANGELOG,
+                                        0,
+                                        NULL};
+const sl_roledef_t sl_role_dlq = {"dlq",
+                                  "dlq",
+                                  SL_ROLE_INTERNAL | SL_ROLE_COPART |
+                                      SL_ROLE_WRITE | SL_ROLE_OPTIONAL,
+                                  0,
+                                  SL_ACL_WHY_DLQ,
+                                  0,
+                                  NULL};
+
+int sl_pipeline_topics(const sl_pipeline_conf_t *pc, sl_ptopic_t *out) {
+        return topics_of(sl_opdef_of(pc->type), pc, pc->params, out);
+}
+
+const char *sl_pipeline_topic(const sl_pipeline_conf_t *pc, const char *role) {
+        sl_ptopic_t ts[SL_PIPELINE_TOPICS_MAX];
+        int n = sl_pipeline_topics(pc, ts);
+
+        for (int i = 0; i < n; i++)
+                if (!strcmp(ts[i].role->name, role))
+                        return ts[i].name;
+        return NULL;
+}
+
+int sl_conf_topic_internal(const sl_conf_t *conf, const char *name) {
+        for (int p = 0; conf && p < conf->pipeline_cnt; p++) {
+                sl_ptopic_t ts[SL_PIPELINE_TOPICS_MAX];
+                int n = sl_pipeline_topics(&conf->pipelines[p], ts);
+                for (int i = 0; i < n; i++)
+                        if (ts[i].role->flags & SL_ROLE_INTERNAL &&
+                            ts[i].name && !strcmp(ts[i].name, name))
+                                return 1;
+        }
+        return 0;
+}
+
+const char **sl_conf_internal_topics(const sl_conf_t *conf, int *cnt) {
+        const char **names =
+            sl_calloc((size_t)conf->pipeline_cnt * SL_PIPELINE_TOPICS_MAX + 1,
+                      sizeof(*names));
+
+        *cnt = 0;
+        for (int p = 0; p < conf->pipeline_cnt; p++) {
+                sl_ptopic_t ts[SL_PIPELINE_TOPICS_MAX];
+                int n = sl_pipeline_topics(&conf->pipelines[p], ts);
+                for (int i = 0; i < n; i++)
+                        if (ts[i].role->flags & SL_ROLE_INTERNAL && ts[i].name)
+                                names[(*cnt)++] = ts[i].name;
+        }
+        return names;
 }
 
 rd_kafka_conf_t *sl_conf_rdkafka(const sl_conf_t *conf, char *errstr,
@@ -1827,19 +1935,19 @@ rd_kafka_conf_t *sl_conf_rdkafka(const sl_conf_t *conf, char *errstr,
 
 /* The reference. */
 
-static void ref_type(const conf_key_t *k, char *buf, size_t size) {
+static void ref_type(const sl_conf_key_t *k, char *buf, size_t size) {
         static const char *names[] = {
-            [KT_STRING] = "string",      [KT_TOPIC] = "topic",
-            [KT_HOSTPORT] = "host:port", [KT_INT] = "integer",
-            [KT_BOOL] = "boolean",       [KT_DURATION] = "duration",
-            [KT_SIZE] = "size",          [KT_RATE] = "rate",
-            [KT_GLOBS] = "globs",        [KT_ENUM] = "one of"};
+            [SL_KT_STRING] = "string",      [SL_KT_TOPIC] = "topic",
+            [SL_KT_HOSTPORT] = "host:port", [SL_KT_INT] = "integer",
+            [SL_KT_BOOL] = "boolean",       [SL_KT_DURATION] = "duration",
+            [SL_KT_SIZE] = "size",          [SL_KT_RATE] = "rate",
+            [SL_KT_GLOBS] = "globs",        [SL_KT_ENUM] = "one of"};
         char list[256];
 
-        if (k->type == KT_ENUM) {
+        if (k->type == SL_KT_ENUM) {
                 size_t off = 0;
                 list[0] = '\0';
-                for (const conf_enum_t *e = k->enums;
+                for (const sl_conf_enum_t *e = k->enums;
                      e->name && off < sizeof(list); e++)
                         off += (size_t)snprintf(list + off, sizeof(list) - off,
                                                 "%s`%s`", off ? ", " : "",
@@ -1855,22 +1963,18 @@ static void ref_type(const conf_key_t *k, char *buf, size_t size) {
         } else {
                 snprintf(buf, size, "%s", names[k->type]);
         }
-        if (k->flags & F_NONE)
+        if (k->flags & SL_KF_NONE)
                 snprintf(buf + strlen(buf), size - strlen(buf), " or `none`");
 }
 
-static void ref_table(FILE *out, sect_kind_t section, int type) {
+static void ref_rows(FILE *out, const sl_conf_key_t *keys, int cnt) {
         char t[320];
 
-        fprintf(out, "| key | type | default | description |\n"
-                     "|---|---|---|---|\n");
-        for (int i = 0; i < KEY_CNT; i++) {
-                const conf_key_t *k = &conf_keys[i];
-                if (k->section != section || (type && !(k->types & type)))
-                        continue;
+        for (int i = 0; i < cnt; i++) {
+                const sl_conf_key_t *k = &keys[i];
                 ref_type(k, t, sizeof(t));
                 fprintf(out, "| `%s` | %s | ", k->name, t);
-                if (k->flags & F_REQUIRED)
+                if (k->flags & SL_KF_REQUIRED)
                         fprintf(out, "required");
                 else if (!k->def || !*k->def)
                         fprintf(out, "(empty)");
@@ -1879,6 +1983,8 @@ static void ref_table(FILE *out, sect_kind_t section, int type) {
                 fprintf(out, " | %s |\n", k->desc);
         }
 }
+
+#define REF_HEAD "| key | type | default | description |\n|---|---|---|---|\n"
 
 void sl_conf_reference(FILE *out) {
         fprintf(out,
@@ -1904,7 +2010,8 @@ void sl_conf_reference(FILE *out) {
                 "digits, no exponent.\n"
                 "\n"
                 "### [sluice]\n\n");
-        ref_table(out, SECT_SLUICE, 0);
+        fprintf(out, REF_HEAD);
+        ref_rows(out, sluice_keys, SLUICE_KEY_CNT);
         fprintf(out,
                 "\n### [kafka]\n"
                 "\n"
@@ -1931,10 +2038,13 @@ void sl_conf_reference(FILE *out) {
                             ? "producer"
                             : "consumer",
                         sl_kafka_defaults[i].value, sl_kafka_defaults[i].why);
-        for (const conf_enum_t *e = op_types; e->name; e++) {
+        for (int i = 0; i < SL_OP_CNT; i++) {
+                const sl_opdef_t *op = sl_opdef_at(i);
                 fprintf(out, "\n### [pipeline NAME] with type = %s\n\n",
-                        e->name);
-                ref_table(out, SECT_PIPELINE, e->value);
+                        op->name);
+                fprintf(out, REF_HEAD);
+                ref_rows(out, pipe_keys, PIPE_KEY_CNT);
+                ref_rows(out, op->keys, op->key_cnt);
         }
         fprintf(out,
                 "\n### Environment\n"
@@ -1949,23 +2059,23 @@ void sl_conf_reference(FILE *out) {
 
 /* Writes "name = value" for row k; strings and glob lists are written
  * whole, however long. */
-static void dump_key(const conf_key_t *k, const void *base, FILE *out) {
+static void dump_key(const sl_conf_key_t *k, const void *base, FILE *out) {
         const void *field = (const char *)base + k->off;
         char buf[256];
 
-        if (k->type == KT_GLOBS) {
+        if (k->type == SL_KT_GLOBS) {
                 const sl_globs_t *g = field;
                 fprintf(out, "%s = ", k->name);
                 for (int i = 0; i < g->cnt; i++)
                         fprintf(out, "%s%s", i ? ", " : "", g->pat[i]);
                 fprintf(out, "\n");
-        } else if (k->type == KT_STRING || k->type == KT_TOPIC ||
-                   k->type == KT_HOSTPORT) {
+        } else if (k->type == SL_KT_STRING || k->type == SL_KT_TOPIC ||
+                   k->type == SL_KT_HOSTPORT) {
                 const char *v = *(char *const *)field;
-                if (v && k->flags & F_SECRET)
+                if (v && k->flags & SL_KF_SECRET)
                         v = "***";
                 fprintf(out, "%s = %s\n", k->name,
-                        v ? v : (k->flags & F_NONE ? "none" : ""));
+                        v ? v : (k->flags & SL_KF_NONE ? "none" : ""));
         } else {
                 key_format(k, base, buf, sizeof(buf));
                 fprintf(out, "%s = %s\n", k->name, buf);
@@ -1982,9 +2092,8 @@ void sl_conf_dump(const sl_conf_t *conf, FILE *out) {
         for (path = conf->path ? conf->path : "(none)"; *path; path++)
                 fputc(iscntrl((unsigned char)*path) ? '?' : *path, out);
         fprintf(out, "\n\n[sluice]\n");
-        for (int i = 0; i < KEY_CNT; i++)
-                if (conf_keys[i].section == SECT_SLUICE)
-                        dump_key(&conf_keys[i], conf, out);
+        for (int i = 0; i < SLUICE_KEY_CNT; i++)
+                dump_key(&sluice_keys[i], conf, out);
         fprintf(out, "\n[kafka]\n");
         for (int i = 0; i < conf->kafka_cnt; i++) {
                 const sl_kv_t *kv = &conf->kafka[i];
@@ -2002,14 +2111,13 @@ void sl_conf_dump(const sl_conf_t *conf, FILE *out) {
         }
         for (int p = 0; p < conf->pipeline_cnt; p++) {
                 const sl_pipeline_conf_t *pc = &conf->pipelines[p];
+                const sl_opdef_t *op = sl_opdef_of(pc->type);
                 fprintf(out, "\n[pipeline %s]\n", pc->name);
-                for (int i = 0; i < KEY_CNT; i++) {
-                        const conf_key_t *k = &conf_keys[i];
-                        if (k->section != SECT_PIPELINE ||
-                            !(k->types & pc->type))
-                                continue;
-                        dump_key(k, pc, out);
-                }
+                for (int i = 0; i < PIPE_KEY_CNT; i++)
+                        dump_key(&pipe_keys[i], pc, out);
+                for (int i = 0; op && i < op->key_cnt; i++)
+                        dump_key(&op->keys[i],
+                                 key_base(&op->keys[i], pc, pc->params), out);
         }
 }
 

@@ -5,12 +5,15 @@
  *   [kafka]           librdkafka properties, passed through untouched
  *   [pipeline NAME]   one per pipeline; `type` picks the operator
  *
- * Every key is a row in the table in config.c: type, default, bounds, the
- * pipeline types it applies to, and a one-line description.  The README's
- * configuration reference is generated from that table (`sluice config
+ * Every key is a row of a table (sl_conf_key_t below): type, default,
+ * bounds, where it is stored and a one-line description.  config.c's tables
+ * hold [sluice] and the keys every pipeline has; each operator's definition
+ * (opdef.h, ops.def) holds the keys of its type.  The README's
+ * configuration reference is generated from those tables (`sluice config
  * reference`), so code and docs cannot drift.  Cross-field rules live in one
- * finalize step.  Errors read `FILE:LINE: key: what is wrong`; all of a file's
- * errors are reported in one pass.
+ * finalize step (an operator's in its finalize hook).  Errors read
+ * `FILE:LINE: key: what is wrong`; all of a file's errors are reported in
+ * one pass.
  *
  * Environment overrides (for containers) are applied after the file and
  * win over it:
@@ -37,23 +40,12 @@
 #define SL_CONFIG_H
 
 #include <librdkafka/rdkafka.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "opdef.h"
 #include "parse.h"
-
-typedef enum {
-        SL_OP_THROTTLE = 1,
-        SL_OP_DELAY = 2,
-        SL_OP_DEBOUNCE = 4,
-} sl_op_type_t;
-
-const char *sl_op_type_name(sl_op_type_t type);
-
-typedef enum {
-        SL_INPUT_HEADERS = 0,       /* control in sluice-* headers */
-        SL_INPUT_JSON_ENVELOPE = 1, /* {"topic","message","countdown"} */
-} sl_input_format_t;
 
 /* How a key maps to an input partition (the API writes there, and looks
  * the owner up there; every producer of the input must agree). */
@@ -62,23 +54,79 @@ typedef enum {
         SL_PARTITIONER_CRC32 = 1,   /* librdkafka's consistent(_random) */
 } sl_partitioner_t;
 
+/*
+ * KEY TABLES
+ *
+ * A key is a row: config.c's tables hold [sluice] and the keys every
+ * pipeline has; an operator's definition (opdef.h) holds its own, with
+ * offsets into its params struct.  Defaults and bounds are text, parsed
+ * by the code that parses the file.
+ */
 typedef enum {
-        SL_OUTPUT_JSON = 0,
-        SL_OUTPUT_PROTOBUF = 1,
-} sl_output_format_t;
+        SL_KT_STRING,   /* char *; "" is NULL unless SL_KF_NONEMPTY */
+        SL_KT_TOPIC,    /* char *, a legal Kafka topic name */
+        SL_KT_HOSTPORT, /* char *, "host:port"; "" is NULL */
+        SL_KT_INT,      /* int or int64_t (by field size) */
+        SL_KT_BOOL,     /* int: 0 or 1 */
+        SL_KT_DURATION, /* int64_t milliseconds */
+        SL_KT_SIZE,     /* int64_t bytes */
+        SL_KT_RATE,     /* sl_rate_t */
+        SL_KT_GLOBS,    /* sl_globs_t */
+        SL_KT_ENUM,     /* int-sized enum, values from .enums */
+} sl_conf_type_t;
+
+/* One value of an SL_KT_ENUM key. */
+typedef struct sl_conf_enum_s {
+        const char *name;
+        int value;
+} sl_conf_enum_t;
+
+/* Flags of a key.  TXNID: its value goes into a transactional id, so it may
+ * not end in SL_TXNID_SECOND_SUFFIX.  SECRET: `config dump` shows ***, and
+ * it is never logged.  SHARED: an operator's key whose value is stored in
+ * sl_pipeline_conf_t (off), not in its params. */
+#define SL_KF_REQUIRED 0x01 /* a pipeline must set it */
+#define SL_KF_NONEMPTY 0x02 /* "" is an error */
+#define SL_KF_NONE     0x04 /* the word "none" stores NULL */
+#define SL_KF_TXNID    0x08
+#define SL_KF_SECRET   0x10
+#define SL_KF_SHARED   0x20
+
+typedef struct sl_conf_key_s {
+        const char *name;
+        sl_conf_type_t type;
+        const sl_conf_enum_t *enums; /* SL_KT_ENUM: NULL-terminated */
+        const char *def; /* as text; NULL = none; "NAME." = pipeline name */
+        const char *min, *max; /* bounds as text, NULL = unbounded */
+        int flags;             /* SL_KF_* */
+        size_t off, size;      /* where it is stored: SL_CONF_FIELD() */
+        const char *desc;      /* one line, for the reference */
+} sl_conf_key_t;
+
+#define SL_CONF_FIELD(type, field)                                             \
+        offsetof(type, field), sizeof(((type *)0)->field)
 
 typedef struct sl_pipeline_conf_s {
         char *name;
         int line; /* line of the [pipeline NAME] header */
         sl_op_type_t type;
+        /* The operator's keys (opdef.h), its struct: each operator's
+         * opdef_<name>.h has its accessor (sl_throttle_conf(), ...).
+         * Owned; NULL when the type is none. */
+        void *params;
 
-        /* Topics.  Internal topic names default to "<name>.<suffix>". */
+        /* Topics.  Internal topic names default to "<name>.<suffix>".
+         * Every topic a pipeline names, with its role, is in
+         * sl_pipeline_topics(). */
         char *input;
-        char *output;           /* throttle, debounce: required */
-        char *changelog;        /* default <name>.changelog */
-        char *dlq;              /* default <name>.dlq; NULL when dlq = none */
-        char *overflow;         /* throttle: default <name>.overflow */
-        char *rates;            /* throttle: default <name>.rates */
+        char *output;    /* throttle, debounce: required */
+        char *changelog; /* default <name>.changelog */
+        char *dlq;       /* default <name>.dlq; NULL when dlq = none */
+        /* throttle: default <name>.overflow and <name>.rates.  Stored here
+         * (SL_KF_SHARED rows of opdef_throttle.c) while app.c and parts.c
+         * read them by name rather than through sl_pipeline_topics(). */
+        char *overflow;
+        char *rates;
         int replication_factor; /* for topics apply; -1 = broker default */
         int input_partitions;   /* topics apply creates a missing input
                                    with this many partitions; 0 = never */
@@ -89,36 +137,16 @@ typedef struct sl_pipeline_conf_s {
         int api;                  /* served by the HTTP API */
         sl_partitioner_t input_partitioner;
         int reroute; /* keyed records on another partition move (task.c) */
-
-        /* throttle */
-        sl_rate_t default_rate;
-        int64_t ttl_ms;
-        int64_t payload_cache_bytes;
-        int64_t max_backlog_keys; /* caps (task.h): 0 = unlimited */
-        int64_t max_backlog_messages;
-        int64_t max_key_bytes;   /* throttle keys' bytes: a cap too */
-        int64_t max_rates_bytes; /* the rates table (rates.h) */
-
-        /* delay and debounce */
-        int64_t max_pending_bytes;
-
-        /* delay */
-        char *default_target; /* NULL if none */
-        sl_globs_t allowed_targets;
-        int64_t max_delay_ms;
-        int64_t timestamp_skew_ms;
-        sl_input_format_t input_format;
-        int64_t max_pending_timers;
-
-        /* debounce */
-        int64_t idle_ms;
-        int64_t max_age_ms;
-        int64_t max_items;
-        int64_t max_bytes;
-        sl_output_format_t output_format;
-        int64_t max_open_groups;
-        int64_t max_pending_items;
 } sl_pipeline_conf_t;
+
+/* The output key of an operator that writes its results to one topic of
+ * the user's (throttle, debounce): a row of its table. */
+#define SL_CONF_KEY_OUTPUT                                                     \
+        {                                                                      \
+                "output", SL_KT_TOPIC, NULL, NULL, NULL, NULL,                 \
+                    SL_KF_REQUIRED | SL_KF_NONEMPTY | SL_KF_SHARED,            \
+                    SL_CONF_FIELD(sl_pipeline_conf_t, output), "Output topic." \
+        }
 
 typedef struct sl_kv_s {
         char *key;
@@ -175,8 +203,9 @@ typedef struct sl_conf_s {
  * overrides are applied when use_env is non-zero.
  *
  * Values: optional strings and topics left empty are NULL (instance_id,
- * metrics_listen, default_target); dlq = none is NULL; keys of other
- * pipeline types are zero/NULL. */
+ * metrics_listen, default_target); dlq = none is NULL; a pipeline's
+ * params hold the keys of its own type only, and the shared fields of the
+ * keys of other types (output, overflow, rates) are NULL. */
 int sl_conf_load(const char *path, int use_env, sl_conf_t **confp,
                  FILE *errout);
 
@@ -229,5 +258,61 @@ extern const size_t sl_kafka_defaults_cnt;
  * name holds password, secret, key or oauthbearer.config) are replaced by
  * "***". */
 void sl_conf_dump(const sl_conf_t *conf, FILE *out);
+
+/*
+ * FINALIZE HOOKS
+ *
+ * An operator's finalize() (opdef.h) checks the rules between its keys of
+ * one pipeline, and reports each broken one with sl_conf_check_error(),
+ * which names the line that set key (or the pipeline's header line when
+ * its value is a default): "FILE:LINE: key: what is wrong".
+ */
+typedef struct sl_conf_check_s sl_conf_check_t;
+
+void sl_conf_check_error(sl_conf_check_t *chk, const char *key, const char *fmt,
+                         ...) __attribute__((format(printf, 3, 4)));
+
+/* 1 when the file set key in the pipeline being checked, 0 when its value
+ * is a default. */
+int sl_conf_check_set(const sl_conf_check_t *chk, const char *key);
+
+/*
+ * TOPICS OF A PIPELINE
+ *
+ * sl_pipeline_topics() is the one walk over the topics a pipeline names,
+ * each with its role (opdef.h: sl_roledef_t, the SL_ROLE_* flags), in this
+ * order: the input, the changelog, the operator's roles that are not
+ * outputs (throttle: overflow, rates), the dlq, the operator's outputs
+ * (output; a delay pipeline's default_target).  A role flagged
+ * SL_ROLE_OPTIONAL is left out while its key is unset (dlq = none, no
+ * default_target); every other role is always there.  name points into
+ * pc (a loaded configuration sets every name); it is NULL only in a
+ * configuration built by hand that left a required one unset (tests).
+ */
+typedef struct sl_ptopic_s {
+        const sl_roledef_t *role; /* static */
+        const char *name;         /* the topic; pc's string */
+} sl_ptopic_t;
+
+#define SL_PIPELINE_TOPICS_MAX 12
+
+/* The roles every pipeline has. */
+extern const sl_roledef_t sl_role_input, sl_role_changelog, sl_role_dlq;
+
+/* Fills out (room for SL_PIPELINE_TOPICS_MAX) with pc's topics, in the
+ * order above; returns their count.  Pure, any thread. */
+int sl_pipeline_topics(const sl_pipeline_conf_t *pc, sl_ptopic_t *out);
+
+/* The topic of pc's role named role ("rates"), or NULL when pc has none. */
+const char *sl_pipeline_topic(const sl_pipeline_conf_t *pc, const char *role);
+
+/* 1 when name is an SL_ROLE_INTERNAL topic of one of conf's pipelines
+ * (a changelog, overflow, rates or dlq): never a target. */
+int sl_conf_topic_internal(const sl_conf_t *conf, const char *name);
+
+/* Every SL_ROLE_INTERNAL topic of conf's pipelines, in pipeline and role
+ * order, into a new array of *cnt names (pointing into conf; the caller
+ * frees the array): for a check on a hot path. */
+const char **sl_conf_internal_topics(const sl_conf_t *conf, int *cnt);
 
 #endif

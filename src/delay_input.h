@@ -16,6 +16,13 @@
 #include "parse.h"
 #include "topicname.h"
 
+/* How a delay pipeline's input records carry their control (its
+ * input_format key, opdef_delay.h). */
+typedef enum {
+        SL_INPUT_HEADERS = 0,       /* control in sluice-* headers */
+        SL_INPUT_JSON_ENVELOPE = 1, /* {"topic","message","countdown"} */
+} sl_input_format_t;
+
 /*
  * The due times sluice accepts, epoch ms: from the epoch itself (0 is a
  * legal "fire at once") to the last millisecond of year 9999, whatever

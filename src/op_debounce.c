@@ -94,6 +94,7 @@
 #include "describe.h"
 #include "log.h"
 #include "metrics.h"
+#include "opdef_debounce.h"
 #include "sluice.pb-c.h"
 #include "task.h"
 #include "util.h"
@@ -263,12 +264,13 @@ static const sl_metric_def_t debounce_metrics[] = {
 static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                   size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
+        const sl_debounce_conf_t *dc = sl_debounce_conf(pc);
         sl_metrics_t *m = sl_pipeline_metrics_registry(pl);
         debounce_pipeline_t *dp;
         const char *name = pc->name;
 
-        if (!pc->output || pc->idle_ms <= 0 || pc->max_age_ms <= 0 ||
-            pc->max_items < 1 || pc->max_bytes < 1) {
+        if (!pc->output || dc->idle_ms <= 0 || dc->max_age_ms <= 0 ||
+            dc->max_items < 1 || dc->max_bytes < 1) {
                 snprintf(errstr, errstr_size,
                          "pipeline %s: debounce needs output, idle, max_age, "
                          "max_items and max_bytes",
@@ -276,10 +278,10 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
                 return -1;
         }
         dp = sl_calloc(1, sizeof(*dp));
-        dp->params.idle_ms = pc->idle_ms;
-        dp->params.max_age_ms = pc->max_age_ms;
-        dp->params.max_items = pc->max_items;
-        dp->params.max_bytes = pc->max_bytes;
+        dp->params.idle_ms = dc->idle_ms;
+        dp->params.max_age_ms = dc->max_age_ms;
+        dp->params.max_items = dc->max_items;
+        dp->params.max_bytes = dc->max_bytes;
         dp->params.salt = pc->name;
         dp->params.chunk_max = debounce_chunk_max(pl);
         dp->partition_cnt = pl->partition_cnt;
@@ -306,11 +308,11 @@ static int debounce_pipeline_init(sl_pipeline_t *pl, char *errstr,
             sl_metrics_buckets_size, sl_metrics_buckets_size_cnt, "pipeline",
             name, NULL);
         dp->c_groups = sl_pipeline_cap(pl, "max_open_groups", "open groups",
-                                       pc->max_open_groups);
+                                       dc->max_open_groups);
         dp->c_items = sl_pipeline_cap(pl, "max_pending_items", "pending items",
-                                      pc->max_pending_items);
+                                      dc->max_pending_items);
         dp->c_bytes = sl_pipeline_cap(pl, "max_pending_bytes", "bytes pending",
-                                      pc->max_pending_bytes);
+                                      dc->max_pending_bytes);
         pl->op_data = dp;
         return 0;
 }
@@ -544,7 +546,7 @@ static void debounce_emit(sl_task_t *t, sl_debounce_batch_t *b, int64_t now) {
         size_t len;
         int r;
 
-        if (pc->output_format == SL_OUTPUT_PROTOBUF)
+        if (sl_debounce_conf(pc)->output_format == SL_OUTPUT_PROTOBUF)
                 value = sl_debounce_batch_protobuf(b, &len);
         else
                 value = sl_debounce_batch_json(b, &len);

@@ -72,6 +72,7 @@
 #include "log.h"
 #include "logpb.h"
 #include "metrics.h"
+#include "opdef_delay.h"
 #include "sluice.pb-c.h"
 #include "task.h"
 #include "timerheap.h"
@@ -92,8 +93,7 @@
 typedef struct delay_pipeline_s {
         char **targets; /* interned target topic names */
         int target_cnt;
-        sl_delay_params_t params;
-        const char **internal; /* for params.internal_topics */
+        sl_delay_params_t params; /* owns its internal topics' array */
 
         sl_counter_t *m_scheduled;
         sl_counter_t *m_rescheduled;
@@ -351,32 +351,12 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
         const sl_pipeline_conf_t *pc = pl->conf;
         sl_metrics_t *m = sl_pipeline_metrics_registry(pl);
         delay_pipeline_t *dp = sl_calloc(1, sizeof(*dp));
+        const sl_delay_conf_t *dc = sl_delay_conf(pc);
         const char *name = pc->name;
-        int n = 0;
         (void)errstr;
         (void)errstr_size;
 
-        /* Every pipeline's internal topics are refused as targets. */
-        dp->internal =
-            sl_calloc(4 * (size_t)sl_pipeline_sluice_conf(pl)->pipeline_cnt + 1,
-                      sizeof(char *));
-        for (int i = 0; i < sl_pipeline_sluice_conf(pl)->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *o =
-                    &sl_pipeline_sluice_conf(pl)->pipelines[i];
-                const char *names[] = {o->changelog, o->dlq, o->overflow,
-                                       o->rates};
-                for (size_t j = 0; j < 4; j++)
-                        if (names[j])
-                                dp->internal[n++] = names[j];
-        }
-        dp->params.default_target = pc->default_target;
-        dp->params.allowed_targets = &pc->allowed_targets;
-        dp->params.max_delay_ms = pc->max_delay_ms;
-        dp->params.timestamp_skew_ms = pc->timestamp_skew_ms;
-        dp->params.max_record_bytes = pc->max_record_bytes;
-        dp->params.input_format = pc->input_format;
-        dp->params.internal_topics = dp->internal;
-        dp->params.internal_cnt = n;
+        sl_delay_params_init(&dp->params, sl_pipeline_sluice_conf(pl), pc);
 
         sl_metrics_register(m, delay_metrics, SL_ARRAY_SIZE(delay_metrics), dp,
                             name);
@@ -387,10 +367,10 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             sl_metrics_buckets_latency, sl_metrics_buckets_latency_cnt,
             "pipeline", name, NULL);
         dp->c_timers = sl_pipeline_cap(
-            pl, "max_pending_timers", "pending timers", pc->max_pending_timers);
+            pl, "max_pending_timers", "pending timers", dc->max_pending_timers);
         dp->c_bytes =
             sl_pipeline_cap(pl, "max_pending_bytes", "bytes of pending timers",
-                            pc->max_pending_bytes);
+                            dc->max_pending_bytes);
         pl->op_data = dp;
         return 0;
 }
@@ -402,7 +382,7 @@ static void delay_pipeline_destroy(sl_pipeline_t *pl) {
         for (int i = 0; i < dp->target_cnt; i++)
                 free(dp->targets[i]);
         free(dp->targets);
-        free(dp->internal);
+        sl_delay_params_clear(&dp->params);
         sl_scratch_free(&dp->pack);
         sl_scratch_free(&dp->blob);
         free(dp);

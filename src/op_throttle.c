@@ -75,6 +75,7 @@
 #include "describe.h"
 #include "log.h"
 #include "metrics.h"
+#include "opdef_throttle.h"
 #include "rates.h"
 #include "recsize.h"
 #include "sluice.pb-c.h"
@@ -397,25 +398,26 @@ static const sl_metric_def_t throttle_metrics[] = {
 static int throttle_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                   size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
+        const sl_throttle_conf_t *tc = sl_throttle_conf(pc);
         sl_metrics_t *m = sl_pipeline_metrics_registry(pl);
         throttle_pipeline_t *tp = sl_calloc(1, sizeof(*tp));
         const char *name = pc->name;
         (void)errstr;
         (void)errstr_size;
 
-        tp->rates = sl_rates_new(&pc->default_rate);
-        tp->cache = sl_backlog_cache_new(pc->payload_cache_bytes);
+        tp->rates = sl_rates_new(&tc->default_rate);
+        tp->cache = sl_backlog_cache_new(tc->payload_cache_bytes);
 
         sl_metrics_register(m, throttle_metrics,
                             SL_ARRAY_SIZE(throttle_metrics), tp, name);
         tp->c_keys = sl_pipeline_cap(pl, "max_backlog_keys", "keys in memory",
-                                     pc->max_backlog_keys);
+                                     tc->max_backlog_keys);
         tp->c_msgs =
             sl_pipeline_cap(pl, "max_backlog_messages", "backlog messages",
-                            pc->max_backlog_messages);
+                            tc->max_backlog_messages);
         tp->c_key_bytes = sl_pipeline_cap(pl, "max_key_bytes", "bytes of keys",
-                                          pc->max_key_bytes);
-        sl_rates_set_max_bytes(tp->rates, (size_t)pc->max_rates_bytes);
+                                          tc->max_key_bytes);
+        sl_rates_set_max_bytes(tp->rates, (size_t)tc->max_rates_bytes);
         pl->op_data = tp;
         return 0;
 }
@@ -566,9 +568,9 @@ static void throttle_restored(sl_task_t *t) {
 static const char *input_deadline(sl_task_t *t, const rd_kafka_message_t *m,
                                   int64_t now, int64_t *deadline, char *detail,
                                   size_t detail_size) {
-        const sl_pipeline_conf_t *pc = t->pl->conf;
+        int64_t ttl_ms = sl_throttle_conf(t->pl->conf)->ttl_ms;
         rd_kafka_headers_t *h = NULL;
-        int64_t cap = now + pc->ttl_ms, v;
+        int64_t cap = now + ttl_ms, v;
         int have_ttl = 0, have_dl = 0;
         char err[128], ev[100], ee[160];
 
@@ -603,7 +605,7 @@ static const char *input_deadline(sl_task_t *t, const rd_kafka_message_t *m,
                                          "sluice-ttl must be positive");
                                 return "bad-ttl";
                         }
-                        *deadline = now + SL_MIN(v, pc->ttl_ms);
+                        *deadline = now + SL_MIN(v, ttl_ms);
                 } else if (!strcmp(name, "sluice-deadline")) {
                         if (have_dl++) {
                                 snprintf(detail, detail_size,

@@ -27,8 +27,8 @@
  * wait. */
 #define SL_PARTS_LOOKUP_TMO_MS 5000
 #define SL_PARTS_RECHECK_MS    2000
-/* The input and at most changelog, overflow and dlq. */
-#define SL_PARTS_TOPICS 4
+/* The input and the topics co-partitioned with it, at most. */
+#define SL_PARTS_TOPICS SL_PIPELINE_TOPICS_MAX
 
 /* ------------------------------------------------------------------ */
 /* Start.                                                               */
@@ -81,10 +81,10 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
 
         for (int i = 0; i < plan->cnt; i++) {
                 const sl_topic_spec_t *s = &plan->specs[i];
-                const char *role = sl_topic_role_name(s->role);
+                const char *role = s->def->name;
                 int n;
 
-                if (s->role == SL_TOPIC_INPUT) {
+                if (s->def->flags & SL_ROLE_INPUT) {
                         input = s;
                         in = start_count(rk, cache, &cache_cnt, s->name);
                         input_cnt[++pi] = in;
@@ -110,7 +110,7 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
                 }
                 /* Outputs belong to the user (their operators say when one
                  * is missing); nothing to compare without an input. */
-                if (s->role == SL_TOPIC_OUTPUT || !input || in <= 0)
+                if ((s->def->flags & SL_ROLE_OUTPUT) || !input || in <= 0)
                         continue;
                 n = start_count(rk, cache, &cache_cnt, s->name);
                 if (n == SL_KAFKA_PARTS_REFUSED) {
@@ -125,9 +125,9 @@ int sl_parts_check_start(rd_kafka_t *rk, const sl_conf_t *conf, int *input_cnt,
                                  s->pipeline, role, s->name);
                         start_problem(&problems, text);
                 } else if (s->match_input && n != in) {
-                        sl_topicplan_partition_problem(
-                            text, sizeof(text), s->pipeline, s->role, s->name,
-                            n, input->name, in);
+                        sl_topicplan_copart_problem(text, sizeof(text),
+                                                    s->pipeline, role, s->name,
+                                                    n, input->name, in);
                         start_problem(&problems, text);
                 } else if (n == 0) {
                         snprintf(text, sizeof(text),
@@ -169,7 +169,7 @@ struct sl_parts_s {
         sl_pipeline_t *pl;
         /* [0] the input, then the co-partitioned topics (conf's strings). */
         const char *names[SL_PARTS_TOPICS];
-        sl_topic_role_t roles[SL_PARTS_TOPICS];
+        const sl_roledef_t *roles[SL_PARTS_TOPICS];
         sl_gauge_t *m_lacking[SL_PARTS_TOPICS]; /* [0] unused */
         int name_cnt;
         sl_gauge_t *m_waiting;
@@ -195,21 +195,20 @@ static void parts_set_gauges(sl_parts_t *ps) {
 sl_parts_t *sl_parts_new(sl_runtime_t *rt, sl_pipeline_t *pl) {
         const sl_pipeline_conf_t *pc = pl->conf;
         sl_parts_t *ps = sl_calloc(1, sizeof(*ps));
+        sl_ptopic_t tps[SL_PIPELINE_TOPICS_MAX];
+        int tn;
 
         ps->rt = rt;
         ps->pl = pl;
-        ps->names[0] = pc->input;
-        ps->roles[0] = SL_TOPIC_INPUT;
-        ps->name_cnt = 1;
-        ps->names[ps->name_cnt] = pc->changelog;
-        ps->roles[ps->name_cnt++] = SL_TOPIC_CHANGELOG;
-        if (pc->type == SL_OP_THROTTLE && pc->overflow && *pc->overflow) {
-                ps->names[ps->name_cnt] = pc->overflow;
-                ps->roles[ps->name_cnt++] = SL_TOPIC_OVERFLOW;
-        }
-        if (pc->dlq && *pc->dlq) {
-                ps->names[ps->name_cnt] = pc->dlq;
-                ps->roles[ps->name_cnt++] = SL_TOPIC_DLQ;
+        /* The input (first in the walk), then what is co-partitioned with
+         * it. */
+        tn = sl_pipeline_topics(pc, tps);
+        for (int i = 0; i < tn; i++) {
+                if (!(tps[i].role->flags & (SL_ROLE_INPUT | SL_ROLE_COPART)) ||
+                    !*tps[i].name)
+                        continue;
+                ps->names[ps->name_cnt] = tps[i].name;
+                ps->roles[ps->name_cnt++] = tps[i].role;
         }
         for (int i = 0; i < ps->name_cnt; i++) {
                 ps->asks[i].ps = ps;
@@ -340,8 +339,8 @@ static void parts_short(sl_parts_t *ps, int in) {
                 if (ps->counts[i] >= in)
                         continue;
                 if (logit) {
-                        sl_topicplan_partition_problem(
-                            text, sizeof(text), pc->name, ps->roles[i],
+                        sl_topicplan_copart_problem(
+                            text, sizeof(text), pc->name, ps->roles[i]->name,
                             ps->names[i], ps->counts[i], pc->input, in);
                         sl_log(LOG_ERR, "PARTITIONS",
                                "%s; its input partitions %d and up are not "

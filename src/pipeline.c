@@ -11,6 +11,7 @@
 
 #include "authz.h"
 #include "kafka.h"
+#include "ops.h"
 #include "parts.h"
 #include "reader.h"
 #include "util.h"
@@ -44,19 +45,6 @@ static const sl_metric_def_t pipeline_metrics[] = {
         "Input records not yet processed (assigned partitions, rebuilding "
         "ones included)."),
 };
-
-/* The operator of a pipeline type, or NULL. */
-static const sl_op_t *pipeline_op(sl_op_type_t type) {
-        switch (type) {
-        case SL_OP_DELAY:
-                return &sl_op_delay;
-        case SL_OP_DEBOUNCE:
-                return &sl_op_debounce;
-        case SL_OP_THROTTLE:
-                return &sl_op_throttle;
-        }
-        return NULL;
-}
 
 /* Starts pl's global table, when its operator has one. */
 static int pipeline_table(sl_runtime_t *rt, sl_pipeline_t *pl, char *errstr,
@@ -95,7 +83,7 @@ static int pipeline_init(sl_runtime_t *rt, int i, int cnt, char *errstr,
         pl->conf = pc;
         pl->rt = rt;
         pl->index = i;
-        if (!(pl->op = pipeline_op(pc->type))) {
+        if (!(pl->op = sl_op_of(pc->type))) {
                 snprintf(errstr, errstr_size,
                          "pipeline %s: type %s is not available in this build",
                          pc->name, sl_op_type_name(pc->type));

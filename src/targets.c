@@ -241,7 +241,7 @@ void sl_targets_learn_limits(sl_runtime_t *rt) {
         /* Inputs too: a keyed record on the wrong partition is written
          * to its key's (reroute). */
         for (int i = 0; i < plan->cnt; i++)
-                if (plan->specs[i].role != SL_TOPIC_RATES)
+                if (!(plan->specs[i].def->flags & SL_ROLE_TABLE))
                         names[n++] = plan->specs[i].name;
         tg->limits = sl_calloc((size_t)n + 1, sizeof(*tg->limits));
         adm = sl_topics_admin_new(conf, 10000, errstr, sizeof(errstr));
@@ -338,18 +338,24 @@ void sl_targets_warm(sl_runtime_t *rt) {
         sl_targets_t *tg = rt->targets;
         for (int i = 0; i < rt->pipeline_cnt; i++) {
                 const sl_pipeline_conf_t *pc = rt->pipelines[i].conf;
-                const char *names[] = {pc->changelog, pc->dlq, pc->output,
-                                       pc->overflow,
-                                       pc->reroute ? pc->input : NULL};
-                for (size_t j = 0; j < SL_ARRAY_SIZE(names); j++) {
+                sl_ptopic_t tps[SL_PIPELINE_TOPICS_MAX];
+                int n = sl_pipeline_topics(pc, tps);
+                for (int j = 0; j < n; j++) {
                         rd_kafka_topic_t *rkt[SL_TXN_PRODUCERS_MAX] = {NULL};
+                        unsigned f = tps[j].role->flags;
                         int k;
-                        if (!names[j])
+                        /* What sluice writes in its transactions (a delay
+                         * pipeline's default target is a target like any
+                         * other), and the input when a keyed record may be
+                         * moved to its key's partition. */
+                        if (!(((f & SL_ROLE_WRITE) &&
+                               !(f & SL_ROLE_FALLBACK)) ||
+                              ((f & SL_ROLE_INPUT) && pc->reroute)))
                                 continue;
-                        sl_targets_partitions(rt, names[j]);
+                        sl_targets_partitions(rt, tps[j].name);
                         for (k = 0; k < rt->producer_cnt; k++)
                                 if (!(rkt[k] = rd_kafka_topic_new(
-                                          rt->producers[k], names[j], NULL)))
+                                          rt->producers[k], tps[j].name, NULL)))
                                         break;
                         if (k < rt->producer_cnt) {
                                 while (k-- > 0)
@@ -359,7 +365,7 @@ void sl_targets_warm(sl_runtime_t *rt) {
                         tg->warm = sl_realloc(tg->warm,
                                               sizeof(*tg->warm) *
                                                   (size_t)(tg->warm_cnt + 1));
-                        tg->warm[tg->warm_cnt].name = names[j];
+                        tg->warm[tg->warm_cnt].name = tps[j].name;
                         memcpy(tg->warm[tg->warm_cnt++].rkt, rkt, sizeof(rkt));
                 }
         }

@@ -130,9 +130,10 @@ typedef struct sl_op_s {
                                    size_t keylen);
 } sl_op_t;
 
-extern const sl_op_t sl_op_delay;
-extern const sl_op_t sl_op_debounce;
-extern const sl_op_t sl_op_throttle;
+/* The operators (ops.def); sl_op_of() (ops.h) finds one by type. */
+#define SL_OPERATOR(name, NAME) extern const sl_op_t sl_op_##name;
+#include "ops.def"
+#undef SL_OPERATOR
 
 /* The series every pipeline has (pipeline.c's table registers them). */
 typedef struct sl_pipeline_metrics_s {

@@ -35,29 +35,7 @@
 #define CHANGELOG_MIN_LAG_MAX   HOUR_MS
 #define CHANGELOG_TOMBSTONE_MAX DAY_MS
 #define CHANGELOG_TOMBSTONE_MIN MIN_MS
-/* Overflow: kept one hour beyond the TTL; segments of at most an hour so
- * expired backlog leaves the disk promptly. */
-#define OVERFLOW_MARGIN_MS  HOUR_MS
-#define OVERFLOW_SEGMENT_MS HOUR_MS
-#define DLQ_RETENTION_MS    (7 * DAY_MS)
-
-const char *sl_topic_role_name(sl_topic_role_t role) {
-        switch (role) {
-        case SL_TOPIC_INPUT:
-                return "input";
-        case SL_TOPIC_CHANGELOG:
-                return "changelog";
-        case SL_TOPIC_OVERFLOW:
-                return "overflow";
-        case SL_TOPIC_RATES:
-                return "rates";
-        case SL_TOPIC_DLQ:
-                return "dlq";
-        case SL_TOPIC_OUTPUT:
-                return "output";
-        }
-        return "?";
-}
+#define DLQ_RETENTION_MS        (7 * DAY_MS)
 
 static char *strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *strfmt(const char *fmt, ...) {
@@ -77,8 +55,9 @@ static char *strfmt(const char *fmt, ...) {
  * Plan
  */
 
-static void setting(sl_topic_spec_t *spec, const char *key, const char *value,
-                    sl_tcheck_t check, const char *bound, const char *why) {
+void sl_topic_spec_set(sl_topic_spec_t *spec, const char *key,
+                       const char *value, sl_tcheck_t check, const char *bound,
+                       const char *why) {
         sl_topic_setting_t *s;
 
         sl_assert(spec->setting_cnt < SL_TOPIC_SETTINGS_MAX);
@@ -90,52 +69,54 @@ static void setting(sl_topic_spec_t *spec, const char *key, const char *value,
         s->why = why;
 }
 
-static void setting_ms(sl_topic_spec_t *spec, const char *key, int64_t value,
-                       sl_tcheck_t check, int64_t bound, const char *why) {
+void sl_topic_spec_set_ms(sl_topic_spec_t *spec, const char *key, int64_t value,
+                          sl_tcheck_t check, int64_t bound, const char *why) {
         char v[24], b[24];
 
         snprintf(v, sizeof(v), "%" PRId64, value);
         snprintf(b, sizeof(b), "%" PRId64, bound);
-        setting(spec, key, value >= 0 ? v : NULL, check,
-                check != SL_TCHECK_NONE ? b : NULL, why);
+        sl_topic_spec_set(spec, key, value >= 0 ? v : NULL, check,
+                          check != SL_TCHECK_NONE ? b : NULL, why);
 }
 
-/* Compaction settings shared by the changelog and the rates table; checked
- * only on the changelog, whose rebuild time they bound. */
-static void compacted_settings(sl_topic_spec_t *spec, int checked) {
+void sl_topic_spec_compacted(sl_topic_spec_t *spec, int checked) {
         sl_tcheck_t le = checked ? SL_TCHECK_LE : SL_TCHECK_NONE;
 
-        setting(spec, "cleanup.policy", "compact", SL_TCHECK_EQ, "compact",
-                "state is a table whose latest value per key must survive; "
-                "delete would drop live state");
-        setting_ms(spec, "segment.ms", CHANGELOG_SEGMENT_MS, le,
-                   CHANGELOG_SEGMENT_MAX,
-                   "the active segment is never compacted, so rebuild "
-                   "would read up to that much stale history");
-        setting(spec, "min.cleanable.dirty.ratio", CHANGELOG_DIRTY_RATIO, le,
-                checked ? CHANGELOG_DIRTY_MAX : NULL,
-                "the cleaner would wait until most of the log is "
-                "superseded records that rebuild must read");
-        setting_ms(spec, "max.compaction.lag.ms", CHANGELOG_MAX_LAG_MS, le,
-                   CHANGELOG_MAX_LAG_MAX,
-                   "superseded records and tombstones could wait "
-                   "indefinitely for compaction");
-        setting_ms(spec, "min.compaction.lag.ms", 0, le, CHANGELOG_MIN_LAG_MAX,
-                   "recent updates would stay uncompacted that long");
-        setting_ms(spec, "delete.retention.ms", CHANGELOG_TOMBSTONE_MS, le,
-                   CHANGELOG_TOMBSTONE_MAX,
-                   "tombstones kept for days slow every rebuild");
+        sl_topic_spec_set(
+            spec, "cleanup.policy", "compact", SL_TCHECK_EQ, "compact",
+            "state is a table whose latest value per key must survive; "
+            "delete would drop live state");
+        sl_topic_spec_set_ms(
+            spec, "segment.ms", CHANGELOG_SEGMENT_MS, le, CHANGELOG_SEGMENT_MAX,
+            "the active segment is never compacted, so rebuild "
+            "would read up to that much stale history");
+        sl_topic_spec_set(spec, "min.cleanable.dirty.ratio",
+                          CHANGELOG_DIRTY_RATIO, le,
+                          checked ? CHANGELOG_DIRTY_MAX : NULL,
+                          "the cleaner would wait until most of the log is "
+                          "superseded records that rebuild must read");
+        sl_topic_spec_set_ms(spec, "max.compaction.lag.ms",
+                             CHANGELOG_MAX_LAG_MS, le, CHANGELOG_MAX_LAG_MAX,
+                             "superseded records and tombstones could wait "
+                             "indefinitely for compaction");
+        sl_topic_spec_set_ms(spec, "min.compaction.lag.ms", 0, le,
+                             CHANGELOG_MIN_LAG_MAX,
+                             "recent updates would stay uncompacted that long");
+        sl_topic_spec_set_ms(spec, "delete.retention.ms",
+                             CHANGELOG_TOMBSTONE_MS, le,
+                             CHANGELOG_TOMBSTONE_MAX,
+                             "tombstones kept for days slow every rebuild");
         if (checked)
-                setting_ms(spec, "delete.retention.ms", -1, SL_TCHECK_GE,
-                           CHANGELOG_TOMBSTONE_MIN,
-                           "a rebuild running while the cleaner purges a "
-                           "tombstone could miss it and revive the state");
+                sl_topic_spec_set_ms(
+                    spec, "delete.retention.ms", -1, SL_TCHECK_GE,
+                    CHANGELOG_TOMBSTONE_MIN,
+                    "a rebuild running while the cleaner purges a "
+                    "tombstone could miss it and revive the state");
 }
 
 static sl_topic_spec_t *spec_add(sl_topicplan_t *plan, int *alloc,
-                                 const char *pipeline, sl_topic_role_t role,
-                                 const char *name, const char *suffix,
-                                 int input_idx, int rf) {
+                                 const char *pipeline, const sl_roledef_t *role,
+                                 const char *name, int input_idx, int rf) {
         sl_topic_spec_t *spec;
 
         if (plan->cnt == *alloc) {
@@ -145,9 +126,10 @@ static sl_topic_spec_t *spec_add(sl_topicplan_t *plan, int *alloc,
         }
         spec = &plan->specs[plan->cnt];
         memset(spec, 0, sizeof(*spec));
-        spec->name = name ? sl_strdup(name) : strfmt("%s.%s", pipeline, suffix);
+        spec->name =
+            name ? sl_strdup(name) : strfmt("%s.%s", pipeline, role->name);
         spec->pipeline = sl_strdup(pipeline);
-        spec->role = role;
+        spec->def = role;
         spec->input_idx = input_idx < 0 ? plan->cnt : input_idx;
         spec->replication_factor = rf;
         plan->cnt++;
@@ -159,65 +141,46 @@ static const char *opt(const char *s) {
         return s && *s ? s : NULL;
 }
 
+/* The settings of the roles every pipeline has; an operator's own roles
+ * bring theirs (sl_roledef_t.settings). */
+static void shared_settings(sl_topic_spec_t *s) {
+        if (s->def == &sl_role_changelog) {
+                sl_topic_spec_compacted(s, 1);
+        } else if (s->def == &sl_role_dlq) {
+                sl_topic_spec_set(s, "cleanup.policy", "delete", SL_TCHECK_EQ,
+                                  "delete",
+                                  "compaction would drop all but the last "
+                                  "bad record per key");
+                sl_topic_spec_set_ms(s, "retention.ms", DLQ_RETENTION_MS,
+                                     SL_TCHECK_NONE, 0, NULL);
+        }
+}
+
+/* One spec per topic of the pipeline (sl_pipeline_topics()), the input
+ * first. */
 static void pipeline_plan(sl_topicplan_t *plan, int *alloc,
                           const sl_pipeline_conf_t *p) {
+        sl_ptopic_t ts[SL_PIPELINE_TOPICS_MAX];
+        int n = sl_pipeline_topics(p, ts);
         int rf = p->replication_factor;
         int in = plan->cnt;
         const char *pn = p->name ? p->name : "?";
-        sl_topic_spec_t *s;
 
-        s = spec_add(plan, alloc, pn, SL_TOPIC_INPUT, opt(p->input), "input",
-                     -1, rf);
-        s->create_parts = p->input_partitions > 0 ? p->input_partitions : 0;
-
-        s = spec_add(plan, alloc, pn, SL_TOPIC_CHANGELOG, opt(p->changelog),
-                     "changelog", in, rf);
-        s->match_input = 1;
-        compacted_settings(s, 1);
-
-        if (p->type == SL_OP_THROTTLE) {
-                int64_t ttl = p->ttl_ms > 0 ? p->ttl_ms : 0;
-
-                s = spec_add(plan, alloc, pn, SL_TOPIC_OVERFLOW,
-                             opt(p->overflow), "overflow", in, rf);
-                s->match_input = 1;
-                setting(s, "cleanup.policy", "delete", SL_TCHECK_EQ, "delete",
-                        "the backlog holds many records per key; compaction "
-                        "would drop all but the last");
-                setting_ms(s, "retention.ms", ttl + OVERFLOW_MARGIN_MS,
-                           SL_TCHECK_GE, ttl,
-                           "backlog would be deleted before its TTL "
-                           "(the pipeline's ttl)");
-                setting(s, "retention.bytes", "-1", SL_TCHECK_EQ, "-1",
-                        "a size limit deletes backlog before its TTL");
-                setting_ms(s, "segment.ms",
-                           ttl > 0 ? SL_MIN(OVERFLOW_SEGMENT_MS, ttl)
-                                   : OVERFLOW_SEGMENT_MS,
-                           SL_TCHECK_NONE, 0, NULL);
-
-                s = spec_add(plan, alloc, pn, SL_TOPIC_RATES, opt(p->rates),
-                             "rates", in, rf);
-                s->create_parts = 1;
-                compacted_settings(s, 0);
+        for (int i = 0; i < n; i++) {
+                const sl_roledef_t *r = ts[i].role;
+                sl_topic_spec_t *s = spec_add(plan, alloc, pn, r,
+                                              opt(ts[i].name), i ? in : -1, rf);
+                if (r->flags & SL_ROLE_INPUT)
+                        s->create_parts =
+                            p->input_partitions > 0 ? p->input_partitions : 0;
+                if (r->flags & SL_ROLE_COPART)
+                        s->match_input = 1;
+                if (r->create_parts > 0)
+                        s->create_parts = r->create_parts;
+                shared_settings(s);
+                if (r->settings)
+                        r->settings(s, p);
         }
-
-        if (opt(p->dlq)) {
-                s = spec_add(plan, alloc, pn, SL_TOPIC_DLQ, opt(p->dlq), "dlq",
-                             in, rf);
-                s->match_input = 1;
-                setting(s, "cleanup.policy", "delete", SL_TCHECK_EQ, "delete",
-                        "compaction would drop all but the last bad record "
-                        "per key");
-                setting_ms(s, "retention.ms", DLQ_RETENTION_MS, SL_TCHECK_NONE,
-                           0, NULL);
-        }
-
-        if (opt(p->output))
-                spec_add(plan, alloc, pn, SL_TOPIC_OUTPUT, opt(p->output),
-                         "output", in, rf);
-        else if (p->type == SL_OP_DELAY && opt(p->default_target))
-                spec_add(plan, alloc, pn, SL_TOPIC_OUTPUT, p->default_target,
-                         "output", in, rf);
 }
 
 /* Two specs may share a topic only when that can work: pipelines chained
@@ -225,14 +188,14 @@ static void pipeline_plan(sl_topicplan_t *plan, int *alloc,
  * input, or a DLQ shared by pipelines.  sluice's own state topics are never
  * shared, and within a pipeline every role has its own topic. */
 static int may_share(const sl_topic_spec_t *a, const sl_topic_spec_t *b) {
-        int a_ext = a->role == SL_TOPIC_INPUT || a->role == SL_TOPIC_OUTPUT;
-        int b_ext = b->role == SL_TOPIC_INPUT || b->role == SL_TOPIC_OUTPUT;
+        unsigned ext = SL_ROLE_INPUT | SL_ROLE_OUTPUT;
+        int a_ext = !!(a->def->flags & ext), b_ext = !!(b->def->flags & ext);
 
         if (!strcmp(a->pipeline, b->pipeline))
                 return 0;
         if (a_ext && b_ext)
                 return 1;
-        return a->role == SL_TOPIC_DLQ && b->role == SL_TOPIC_DLQ;
+        return a->def == &sl_role_dlq && b->def == &sl_role_dlq;
 }
 
 static void find_conflicts(sl_topicplan_t *plan) {
@@ -243,13 +206,13 @@ static void find_conflicts(sl_topicplan_t *plan) {
                         if (strcmp(a->name, b->name) || may_share(a, b))
                                 continue;
                         if (!a->conflict)
-                                a->conflict = strfmt(
-                                    "also the %s of pipeline %s",
-                                    sl_topic_role_name(b->role), b->pipeline);
+                                a->conflict =
+                                    strfmt("also the %s of pipeline %s",
+                                           b->def->name, b->pipeline);
                         if (!b->conflict)
-                                b->conflict = strfmt(
-                                    "also the %s of pipeline %s",
-                                    sl_topic_role_name(a->role), a->pipeline);
+                                b->conflict =
+                                    strfmt("also the %s of pipeline %s",
+                                           a->def->name, a->pipeline);
                 }
         }
 }
@@ -433,8 +396,8 @@ static void judge_existing(const sl_topicplan_t *plan,
                                   "(replication_factor; apply does not "
                                   "change it: kafka-reassign-partitions does)",
                                   st->replicas, spec->replication_factor));
-        if (spec->role != SL_TOPIC_INPUT && spec->role != SL_TOPIC_RATES &&
-            st->replicas > 0 && st->described) {
+        if (spec->def->flags & SL_ROLE_WRITE && st->replicas > 0 &&
+            st->described) {
                 const char *mir =
                     sl_topic_state_config(st, "min.insync.replicas");
                 double n;
@@ -474,10 +437,10 @@ static void judge_missing(const sl_topicplan_t *plan,
         const sl_topic_spec_t *in = &plan->specs[spec->input_idx];
         const sl_topic_state_t *ist = sl_topics_observed_find(obs, in->name);
 
-        if (spec->role == SL_TOPIC_OUTPUT) {
+        if (spec->def->flags & SL_ROLE_OUTPUT) {
                 problem(v, strfmt("missing: sluice does not create output "
                                   "topics; create it yourself"));
-        } else if (spec->role == SL_TOPIC_INPUT) {
+        } else if (spec->def->flags & SL_ROLE_INPUT) {
                 if (spec->create_parts > 0) {
                         v->create_parts = spec->create_parts;
                         problem(v, strfmt("missing (apply creates it with %d "
@@ -568,10 +531,9 @@ int sl_topicplan_eval_problems(const sl_topicplan_eval_t *ev,
         return n;
 }
 
-int sl_topicplan_partition_problem(char *buf, size_t size, const char *pipeline,
-                                   sl_topic_role_t role, const char *topic,
-                                   int have, const char *input, int want) {
-        const char *r = sl_topic_role_name(role);
+int sl_topicplan_copart_problem(char *buf, size_t size, const char *pipeline,
+                                const char *r, const char *topic, int have,
+                                const char *input, int want) {
 
         if (have <= 0)
                 return snprintf(buf, size,

@@ -4,7 +4,10 @@
  * actually has.  Pure: no Kafka client, no I/O.  topics.c fetches the
  * observed state with the Admin API and acts on the verdicts.
  *
- * A plan holds one spec per (pipeline, role):
+ * A plan holds one spec per topic of each pipeline, in the order of
+ * sl_pipeline_topics() (config.h), each with its role (opdef.h): the roles
+ * every pipeline has are settled here, an operator's own roles bring their
+ * settings in its definition (opdef_<name>.c):
  *
  *   role       partitions           created by apply with
  *   input      any (must exist)     input_partitions, when > 0
@@ -13,6 +16,9 @@
  *   rates      any      (throttle)  compact, 1 partition
  *   dlq        = input              delete, retention.ms = 7d
  *   output     any (must exist)     never: output topics belong to the user
+ *
+ * (An SL_ROLE_COPART role has the input's partition count; an
+ * SL_ROLE_OUTPUT one must exist and is never created.)
  *
  * The rates topic has one partition on purpose: it is a small global table
  * (key -> rate) that every instance reads whole, not a co-partitioned
@@ -54,18 +60,6 @@
 
 #include "config.h"
 
-typedef enum {
-        SL_TOPIC_INPUT = 0,
-        SL_TOPIC_CHANGELOG,
-        SL_TOPIC_OVERFLOW,
-        SL_TOPIC_RATES,
-        SL_TOPIC_DLQ,
-        SL_TOPIC_OUTPUT, /* output, or a delay pipeline's default_target */
-} sl_topic_role_t;
-
-/* "input", "changelog", ... */
-const char *sl_topic_role_name(sl_topic_role_t role);
-
 /* How an observed config value is judged. */
 typedef enum {
         SL_TCHECK_NONE = 0, /* set at creation, not checked */
@@ -85,20 +79,34 @@ typedef struct sl_topic_setting_s {
 #define SL_TOPIC_SETTINGS_MAX 8
 
 typedef struct sl_topic_spec_s {
-        char *name;     /* topic name, owned by the plan */
-        char *pipeline; /* pipeline name, owned by the plan */
-        sl_topic_role_t role;
-        int input_idx;          /* index of this pipeline's input spec */
-        int match_input;        /* partition count must equal the input's */
-        int create_parts;       /* > 0: create with this many partitions;
-                                   0: with the input's count when match_input,
-                                   else never created */
-        int replication_factor; /* -1 = broker default */
+        char *name;              /* topic name, owned by the plan */
+        char *pipeline;          /* pipeline name, owned by the plan */
+        const sl_roledef_t *def; /* its role: name, flags (static) */
+        int input_idx;           /* index of this pipeline's input spec */
+        int match_input;         /* partition count must equal the input's */
+        int create_parts;        /* > 0: create with this many partitions;
+                                    0: with the input's count when match_input,
+                                    else never created */
+        int replication_factor;  /* -1 = broker default */
         sl_topic_setting_t settings[SL_TOPIC_SETTINGS_MAX];
         int setting_cnt;
         char *conflict; /* set when the name is also used by another spec
                            in a way that cannot work; owned */
 } sl_topic_spec_t;
+
+/* Settings of a spec, for an operator's roles (sl_roledef_t.settings):
+ * key = value at creation ("" / NULL: not set), judged by check against
+ * bound on an existing topic, why saying what breaks when it fails (key
+ * and why static).  _ms: numbers, -1 for none. */
+void sl_topic_spec_set(sl_topic_spec_t *spec, const char *key,
+                       const char *value, sl_tcheck_t check, const char *bound,
+                       const char *why);
+void sl_topic_spec_set_ms(sl_topic_spec_t *spec, const char *key, int64_t value,
+                          sl_tcheck_t check, int64_t bound, const char *why);
+/* The compaction settings of the changelog (checked: they bound the
+ * rebuild time), also given to a compacted table of an operator's, then
+ * unchecked (checked 0). */
+void sl_topic_spec_compacted(sl_topic_spec_t *spec, int checked);
 
 typedef struct sl_topicplan_s {
         sl_topic_spec_t *specs;
@@ -192,13 +200,14 @@ void sl_topicplan_eval_destroy(sl_topicplan_eval_t *ev);
 int sl_topicplan_eval_problems(const sl_topicplan_eval_t *ev,
                                int count_missing);
 
-/* One sentence for an operator about a co-partitioned topic (changelog,
- * overflow, dlq) of pipeline that has have partitions (0: it does not exist)
- * where its input has want: what is wrong and the command that fixes it.
- * Written to buf (snprintf semantics; returns what snprintf returns).
- * Used by `sluice run` at start and when the input grows while it runs. */
-int sl_topicplan_partition_problem(char *buf, size_t size, const char *pipeline,
-                                   sl_topic_role_t role, const char *topic,
-                                   int have, const char *input, int want);
+/* One sentence for an operator about a co-partitioned topic (an
+ * SL_ROLE_COPART role: changelog, overflow, dlq; role is its name) of
+ * pipeline that has have partitions (0: it does not exist) where its input
+ * has want: what is wrong and the command that fixes it.  Written to buf
+ * (snprintf semantics; returns what snprintf returns).  Used by `sluice
+ * run` at start and when the input grows while it runs. */
+int sl_topicplan_copart_problem(char *buf, size_t size, const char *pipeline,
+                                const char *role, const char *topic, int have,
+                                const char *input, int want);
 
 #endif

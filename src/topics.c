@@ -797,7 +797,7 @@ static void set_name_width(const sl_topicplan_t *plan) {
 static void print_topic(const char *verdict, const sl_topic_spec_t *spec,
                         int partitions, const char *text) {
         printf("%-8s %-*s  %s %s", verdict, name_width, spec->name,
-               spec->pipeline, sl_topic_role_name(spec->role));
+               spec->pipeline, spec->def->name);
         if (text)
                 printf(": %s\n", text);
         else if (partitions > 0)

@@ -24,7 +24,10 @@
  * route, pipeline and key.  A body read names an error code and a message
  * when it fails; when it succeeds its headers fit the record's array, each
  * named, and sl_delay_input_parse() takes the record (the reason is not
- * checked: the body may be anything).  An answer read names a status
+ * checked: the body may be anything).  Every write route of the served
+ * pipelines either refuses the body (4xx, code, message) or makes a record
+ * and answers it (2xx, a JSON object or no body).  An answer read names a
+ * status
  * 100..599, its body is the bytes after the headers (NUL-terminated), and
  * its three header values fit their arrays (the peer signature within its
  * line).  ASan sees every read.
@@ -33,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "apireq.h"
 #include "util.h"
@@ -43,33 +48,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #include "apireq_conf.inc"
 
+/* 1 when route r is one of the routes of pipelines of type. */
+static int route_serves(const sl_route_t *r, sl_op_type_t type) {
+        const sl_opdef_t *op = sl_opdef_of(type);
+        for (int i = 0; op && i < op->route_cnt; i++)
+                if (r == &op->routes[i])
+                        return 1;
+        return 0;
+}
+
 static void check_path(const char *url, const char *method) {
         sl_apireq_path_t pp, back;
         char *path;
 
         sl_apireq_path_parse(&conf, url, method, &pp);
-        if (pp.route < 0) {
+        if (!pp.route) {
                 CHECK(pp.bad == 404 || pp.bad == 405);
                 CHECK(pp.why[0] && !pp.key);
                 return;
         }
-        CHECK(pp.bad == 0 && pp.route < SL_ROUTE_CNT);
-        CHECK(!strcmp(sl_routes[pp.route].method, method) ||
-              (pp.route == SL_ROUTE_INDEX && !strcmp(method, "HEAD")));
-        if (pp.route == SL_ROUTE_INDEX) {
+        CHECK(pp.bad == 0);
+        CHECK(!strcmp(pp.route->method, method) ||
+              (pp.route == &sl_route_index && !strcmp(method, "HEAD")));
+        if (pp.route == &sl_route_index) {
                 CHECK(pp.pipeline == -1 && !pp.key);
                 return;
         }
         CHECK(pp.pipeline >= 0 && pp.pipeline < conf.pipeline_cnt);
         CHECK(pipes[pp.pipeline].api);
-        CHECK(pipes[pp.pipeline].type & sl_routes[pp.route].types);
+        CHECK(route_serves(pp.route, pipes[pp.pipeline].type));
         CHECK(pp.key && pp.keylen > 0 && pp.key[pp.keylen] == '\0');
 
         /* What a forwarded lookup of the key asks the owner. */
         path = sl_apireq_lookup_path(&pipes[pp.pipeline], pp.key, pp.keylen);
         sl_apireq_path_parse(&conf, path, "GET", &back);
         CHECK(back.bad == 0 && back.pipeline == pp.pipeline);
-        CHECK(sl_routes[back.route].types & pipes[pp.pipeline].type);
+        CHECK(back.route && back.route->kind == SL_ROUTE_LOOKUP &&
+              route_serves(back.route, pipes[pp.pipeline].type));
         CHECK(back.keylen == pp.keylen && !memcmp(back.key, pp.key, pp.keylen));
         sl_apireq_path_clear(&back);
         free(path);
@@ -109,6 +124,69 @@ static void check_body(const char *body, size_t len) {
                              sizeof(detail));
         sl_delay_req_clear(&req);
         sl_apireq_timer_clear(&b);
+}
+
+/* 1 when pc has a topic of the role named role. */
+static int has_role(const sl_pipeline_conf_t *pc, const char *role) {
+        sl_ptopic_t ts[SL_PIPELINE_TOPICS_MAX];
+        int n = sl_pipeline_topics(pc, ts);
+        for (int i = 0; i < n; i++)
+                if (!strcmp(ts[i].role->name, role))
+                        return 1;
+        return 0;
+}
+
+/* Every write route of every pipeline the API serves, given body with
+ * the key "id": build() either refuses with a 4xx, a code and a message,
+ * or makes a record whose headers are named and whose target, if any, is
+ * a string; answer() then gives a status and a body that is a JSON
+ * object (or none, for 204), and clear() releases the rest (ASan sees
+ * leaks). */
+static void check_writes(const char *body, size_t len) {
+        for (int pi = 0; pi < conf.pipeline_cnt; pi++) {
+                const sl_opdef_t *op = sl_opdef_of(pipes[pi].type);
+                void *data;
+                if (!pipes[pi].api)
+                        continue;
+                data = op->api_new ? op->api_new(&conf, pi) : NULL;
+                for (int i = 0; i < op->route_cnt; i++) {
+                        const sl_route_t *r = &op->routes[i];
+                        sl_apiwrite_t w;
+                        json_t *j;
+                        int status = 0;
+                        if (r->kind != SL_ROUTE_WRITE)
+                                continue;
+                        CHECK(has_role(&pipes[pi], r->topic));
+                        memset(&w, 0, sizeof(w));
+                        w.pc = &pipes[pi];
+                        w.data = data;
+                        w.key = "id";
+                        w.keylen = 2;
+                        w.body = body;
+                        w.bodylen = len;
+                        w.now_ms = 1767225600000LL;
+                        w.target_partition = -1;
+                        w.existed = -1;
+                        if (r->build(&w) != 0) {
+                                CHECK(w.status >= 400 && w.status < 500);
+                                CHECK(w.code && *w.code && w.msg[0]);
+                        } else {
+                                CHECK(!w.hdrs == !w.hdr_cnt || w.hdrs);
+                                for (size_t h = 0; h < w.hdr_cnt; h++)
+                                        CHECK(w.hdrs[h].name);
+                                CHECK(!w.value_len || w.value);
+                                CHECK(!w.target || strlen(w.target) <= 249);
+                                j = r->answer(&w, &status);
+                                CHECK(status >= 200 && status < 300);
+                                CHECK(j ? json_is_object(j) : status == 204);
+                                json_decref(j);
+                        }
+                        if (r->clear)
+                                r->clear(&w);
+                }
+                if (data)
+                        op->api_destroy(data);
+        }
 }
 
 static void check_answer(const uint8_t *data, size_t size) {
@@ -157,8 +235,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_path(url, method);
         free(url);
         check_answer(data + 1, size - 1);
-        if (nl)
+        if (nl) {
                 check_body((const char *)nl + 1,
                            size - (size_t)(nl + 1 - data));
+                check_writes((const char *)nl + 1,
+                             size - (size_t)(nl + 1 - data));
+        }
         return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * test_apireq.c — the API's requests as data: which paths name which
  * route, pipeline and key, what each refusal says, the lookup path a
- * forwarded GET asks the owner, the record a PUT /timers body becomes, and
- * how the owner's answer is read.
+ * forwarded GET asks the owner, the record a PUT /timers body becomes, the
+ * records and answers of the operators' write routes, and how the owner's
+ * answer is read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,39 +15,60 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "apireq.h"
 #include "util.h"
 
 #include "../fuzz/apireq_conf.inc"
 
-/* Paths that name a route: route, pipeline and the decoded key. */
+/* The route of the table with method and path template, or NULL. */
+static const sl_route_t *route_of(const char *method, const char *path) {
+        for (int i = 0; i < sl_apireq_route_cnt(); i++) {
+                const sl_route_t *r = sl_apireq_route(i);
+                if (!strcmp(r->method, method) && !strcmp(r->path, path))
+                        return r;
+        }
+        return NULL;
+}
+
+#define TIMER "/v1/pipelines/{pipeline}/timers/{id}"
+#define KEY   "/v1/pipelines/{pipeline}/keys/{key}"
+#define RATE  "/v1/pipelines/{pipeline}/rates/{key}"
+#define GROUP "/v1/pipelines/{pipeline}/groups/{key}"
+#define FLUSH "/v1/pipelines/{pipeline}/groups/{key}/flush"
+
+/* Paths that name a route: route (method and template), pipeline and the
+ * decoded key. */
 static void test_paths(void **state) {
         static const struct {
                 const char *method, *url;
-                int route, pipeline;
+                const char *rmethod, *rpath;
+                int pipeline;
                 const char *key;
                 size_t keylen;
         } ok[] = {
-            {"GET", "/v1", SL_ROUTE_INDEX, -1, NULL, 0},
-            {"HEAD", "/v1/", SL_ROUTE_INDEX, -1, NULL, 0},
-            {"PUT", "/v1/pipelines/timers/timers/o-1", SL_ROUTE_TIMER_PUT, 0,
-             "o-1", 3},
-            {"DELETE", "/v1/pipelines/timers/timers/a%20b%2Fc",
-             SL_ROUTE_TIMER_DELETE, 0, "a b/c", 5},
-            {"GET", "/v1/pipelines/lim/keys/%00x", SL_ROUTE_KEY_GET, 1, "\0x",
-             2},
-            {"PUT", "/v1/pipelines/lim/rates/*", SL_ROUTE_RATE_PUT, 1, "*", 1},
-            {"GET", "/v1/pipelines/g%2F1%20%C3%BC/groups/w", SL_ROUTE_GROUP_GET,
-             2, "w", 1},
-            {"POST", "/v1/pipelines/g%2f1%20%c3%bc/groups/w/flush",
-             SL_ROUTE_GROUP_FLUSH, 2, "w", 1},
+            {"GET", "/v1", "GET", "/v1", -1, NULL, 0},
+            {"HEAD", "/v1/", "GET", "/v1", -1, NULL, 0},
+            {"PUT", "/v1/pipelines/timers/timers/o-1", "PUT", TIMER, 0, "o-1",
+             3},
+            {"DELETE", "/v1/pipelines/timers/timers/a%20b%2Fc", "DELETE", TIMER,
+             0, "a b/c", 5},
+            {"GET", "/v1/pipelines/lim/keys/%00x", "GET", KEY, 1, "\0x", 2},
+            {"PUT", "/v1/pipelines/lim/rates/*", "PUT", RATE, 1, "*", 1},
+            {"GET", "/v1/pipelines/g%2F1%20%C3%BC/groups/w", "GET", GROUP, 2,
+             "w", 1},
+            {"POST", "/v1/pipelines/g%2f1%20%c3%bc/groups/w/flush", "POST",
+             FLUSH, 2, "w", 1},
         };
         (void)state;
         for (size_t i = 0; i < SL_ARRAY_SIZE(ok); i++) {
+                const sl_route_t *want = route_of(ok[i].rmethod, ok[i].rpath);
                 sl_apireq_path_t pp;
                 sl_apireq_path_parse(&conf, ok[i].url, ok[i].method, &pp);
                 assert_int_equal(pp.bad, 0);
-                assert_int_equal(pp.route, ok[i].route);
+                assert_non_null(want);
+                assert_ptr_equal(pp.route, want);
                 assert_int_equal(pp.pipeline, ok[i].pipeline);
                 if (ok[i].key) {
                         assert_int_equal(pp.keylen, ok[i].keylen);
@@ -103,7 +125,7 @@ static void test_refused(void **state) {
                         fail_msg("%s %s: %d %s (want %d %s)", no[i].method,
                                  no[i].url, pp.bad, pp.why, no[i].bad,
                                  no[i].why);
-                assert_int_equal(pp.route, -1);
+                assert_null(pp.route);
                 assert_int_equal(pp.pipeline, -1);
                 assert_null(pp.key);
         }
@@ -130,7 +152,7 @@ static void test_lookup_path(void **state) {
         p = sl_apireq_lookup_path(&pipes[0], key, sizeof(key));
         assert_true(strlen(p) > 2 * sizeof(key));
         sl_apireq_path_parse(&conf, p, "GET", &pp);
-        assert_int_equal(pp.route, SL_ROUTE_TIMER_GET);
+        assert_ptr_equal(pp.route, route_of("GET", TIMER));
         assert_int_equal(pp.keylen, sizeof(key));
         assert_memory_equal(pp.key, key, sizeof(key));
         sl_apireq_path_clear(&pp);
@@ -294,6 +316,162 @@ static void test_timer_headers_max(void **state) {
 
 /* An owner's answer: status, the two headers read, the body; and what is
  * refused. */
+/* A write request of route method path to pipeline pi for key with body,
+ * built (its operator's build()); returns what build() returned.  The
+ * pipeline's api_new() data is in *datap (free with free_data()). */
+static int write_build(const char *method, const char *path, int pi,
+                       const char *key, const char *body, sl_apiwrite_t *w,
+                       void **datap) {
+        const sl_opdef_t *op = sl_opdef_of(pipes[pi].type);
+        const sl_route_t *r = route_of(method, path);
+
+        assert_non_null(r);
+        assert_int_equal(r->kind, SL_ROUTE_WRITE);
+        *datap = op->api_new ? op->api_new(&conf, pi) : NULL;
+        memset(w, 0, sizeof(*w));
+        w->pc = &pipes[pi];
+        w->data = *datap;
+        w->key = key;
+        w->keylen = strlen(key);
+        w->body = body;
+        w->bodylen = strlen(body);
+        w->now_ms = 1767225600000LL;
+        w->target_partition = -1;
+        w->existed = -1;
+        return r->build(w);
+}
+
+/* The answer of route method path to w after a write at partition 3,
+ * offset 7, as JSON text ("" for an empty body); clears w. */
+static char *write_answer(const char *method, const char *path,
+                          sl_apiwrite_t *w, void *data, int *status) {
+        const sl_opdef_t *op = sl_opdef_of(w->pc->type);
+        const sl_route_t *r = route_of(method, path);
+        json_t *j;
+        char *s;
+
+        w->partition = 3;
+        w->offset = 7;
+        j = r->answer(w, status);
+        s = j ? json_dumps(j, JSON_COMPACT) : sl_strdup("");
+        json_decref(j);
+        if (r->clear)
+                r->clear(w);
+        if (data)
+                op->api_destroy(data);
+        return s;
+}
+
+/* Releases what a refused build of route method path holds. */
+static void write_release(const char *method, const char *path,
+                          sl_apiwrite_t *w, void *data) {
+        const sl_opdef_t *op = sl_opdef_of(w->pc->type);
+        const sl_route_t *r = route_of(method, path);
+
+        if (r->clear)
+                r->clear(w);
+        if (data)
+                op->api_destroy(data);
+}
+
+/* The routes' records: a timer is the record of the header format, with
+ * its target to check and the owner to ask; a cancel and a rate's DELETE
+ * are null values; a rate is its text; a flush the control record. */
+static void test_write_routes(void **state) {
+        sl_apiwrite_t w;
+        void *data;
+        char *s;
+        int status;
+        (void)state;
+
+        assert_int_equal(write_build("PUT", TIMER, 0, "o-1",
+                                     "{\"target\":\"out\",\"delay\":\"90s\"}",
+                                     &w, &data),
+                         0);
+        assert_string_equal(w.target, "out");
+        assert_int_equal(w.target_partition, -1);
+        assert_int_equal(w.ask_existed, 1);
+        assert_int_equal(w.timestamp_ms, w.now_ms);
+        assert_non_null(w.value);
+        assert_int_equal(w.value_len, 0);
+        assert_int_equal(w.hdr_cnt, 2);
+        w.existed = 0;
+        s = write_answer("PUT", TIMER, &w, data, &status);
+        assert_int_equal(status, 201);
+        assert_string_equal(s, "{\"pipeline\":\"timers\",\"id\":\"o-1\","
+                               "\"partition\":3,\"offset\":7,\"due\":"
+                               "1767225690000,\"target\":\"out\","
+                               "\"existed\":false}");
+        free(s);
+
+        /* The header path's refusals, with the DLQ's reason. */
+        assert_int_equal(write_build("PUT", TIMER, 0, "o-1",
+                                     "{\"target\":\"timers.changelog\","
+                                     "\"delay\":\"1s\"}",
+                                     &w, &data),
+                         -1);
+        assert_int_equal(w.status, 400);
+        assert_string_equal(w.code, "target-internal");
+        write_release("PUT", TIMER, &w, data);
+
+        assert_int_equal(write_build("PUT", TIMER, 4, "o-1",
+                                     "{\"target\":\"out\",\"delay\":\"1s\"}",
+                                     &w, &data),
+                         -1);
+        assert_int_equal(w.status, 409);
+        assert_string_equal(w.code, "unsupported-input-format");
+        assert_string_equal(w.msg, "pipeline env reads json-envelope input; "
+                                   "the API writes the header format only");
+        write_release("PUT", TIMER, &w, data);
+
+        assert_int_equal(write_build("DELETE", TIMER, 0, "o-1", "", &w, &data),
+                         0);
+        assert_null(w.value);
+        assert_null(w.hdrs);
+        assert_null(w.target);
+        s = write_answer("DELETE", TIMER, &w, data, &status);
+        assert_int_equal(status, 204);
+        assert_string_equal(s, "");
+        free(s);
+
+        assert_int_equal(write_build("PUT", RATE, 1, "k",
+                                     "{\"rate\":\"6000/m\",\"burst\":50}", &w,
+                                     &data),
+                         0);
+        assert_int_equal(w.value_len, strlen("6000/m burst=50"));
+        assert_memory_equal(w.value, "6000/m burst=50", w.value_len);
+        assert_null(w.hdrs);
+        s = write_answer("PUT", RATE, &w, data, &status);
+        assert_int_equal(status, 200);
+        assert_string_equal(s, "{\"pipeline\":\"lim\",\"key\":\"k\","
+                               "\"rate\":\"6000/m burst=50\",\"per_sec\":"
+                               "100.0,\"burst\":50.0}");
+        free(s);
+        assert_int_equal(
+            write_build("PUT", RATE, 1, "k", "{\"rate\":1}", &w, &data), -1);
+        assert_int_equal(w.status, 400);
+        assert_string_equal(w.code, "bad-body");
+        write_release("PUT", RATE, &w, data);
+        assert_int_equal(
+            write_build("PUT", RATE, 1, "k", "{\"rate\":\"fast\"}", &w, &data),
+            -1);
+        assert_string_equal(w.code, "bad-rate");
+        write_release("PUT", RATE, &w, data);
+
+        assert_int_equal(write_build("POST", FLUSH, 2, "w", "", &w, &data), 0);
+        assert_non_null(w.value);
+        assert_int_equal(w.value_len, 0);
+        assert_int_equal(w.hdr_cnt, 1);
+        assert_string_equal(w.hdrs[0].name, "sluice-control");
+        assert_int_equal(w.hdrs[0].size, 5);
+        assert_memory_equal(w.hdrs[0].value, "flush", 5);
+        s = write_answer("POST", FLUSH, &w, data, &status);
+        assert_int_equal(status, 202);
+        assert_string_equal(s, "{\"pipeline\":\"g/1 \xc3\xbc\",\"key\":"
+                               "\"w\",\"partition\":3,\"offset\":7}");
+        free(s);
+}
+
 static void test_answer(void **state) {
         static const char ok[] = "HTTP/1.1 503 Service Unavailable\r\n"
                                  "retry-after: 2\r\n"
@@ -340,6 +518,7 @@ int main(void) {
             cmocka_unit_test(test_timer_body),
             cmocka_unit_test(test_timer_body_refused),
             cmocka_unit_test(test_timer_headers_max),
+            cmocka_unit_test(test_write_routes),
             cmocka_unit_test(test_answer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

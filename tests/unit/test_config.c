@@ -19,6 +19,9 @@
 
 #include "cli.h"
 #include "config.h"
+#include "opdef_debounce.h"
+#include "opdef_delay.h"
+#include "opdef_throttle.h"
 
 static char tmpdir[] = "/tmp/sluice-test-config-XXXXXX";
 static char cfg_path[256];
@@ -172,14 +175,14 @@ static void test_defaults(void **state) {
         assert_int_equal(t->input_partitions, 0);
         assert_int_equal(t->max_record_bytes, 1 << 20);
         assert_int_equal(t->catchup_rate, 50000);
-        assert_float_equal(t->default_rate.per_sec, 100, 1e-9);
-        assert_float_equal(t->default_rate.burst, 100, 1e-9);
-        assert_int_equal(t->ttl_ms, 6 * 3600 * 1000);
-        assert_int_equal(t->payload_cache_bytes, 64 << 20);
-        /* Keys of other types stay zero. */
-        assert_null(t->default_target);
-        assert_int_equal(t->allowed_targets.cnt, 0);
-        assert_int_equal(t->idle_ms, 0);
+        assert_float_equal(sl_throttle_conf(t)->default_rate.per_sec, 100,
+                           1e-9);
+        assert_float_equal(sl_throttle_conf(t)->default_rate.burst, 100, 1e-9);
+        assert_int_equal(sl_throttle_conf(t)->ttl_ms, 6 * 3600 * 1000);
+        assert_int_equal(sl_throttle_conf(t)->payload_cache_bytes, 64 << 20);
+        /* Keys of other types have no storage: params is the type's own
+         * struct. */
+        assert_non_null(t->params);
 
         d = sl_conf_pipeline(conf, "timers");
         assert_non_null(d);
@@ -189,24 +192,27 @@ static void test_defaults(void **state) {
         assert_null(d->overflow);
         assert_null(d->rates);
         assert_null(d->output);
-        assert_null(d->default_target);
-        assert_int_equal(d->allowed_targets.cnt, 1);
-        assert_string_equal(d->allowed_targets.pat[0], "**");
+        assert_null(sl_delay_conf(d)->default_target);
+        assert_int_equal(sl_delay_conf(d)->allowed_targets.cnt, 1);
+        assert_string_equal(sl_delay_conf(d)->allowed_targets.pat[0], "**");
         /* The default allows any target, dotted names included. */
-        assert_true(sl_globs_match(&d->allowed_targets, "reminders.out.eu"));
-        assert_int_equal(d->max_delay_ms, 366LL * 86400000);
-        assert_int_equal(d->input_format, SL_INPUT_HEADERS);
+        assert_true(sl_globs_match(&sl_delay_conf(d)->allowed_targets,
+                                   "reminders.out.eu"));
+        assert_int_equal(sl_delay_conf(d)->max_delay_ms, 366LL * 86400000);
+        assert_int_equal(sl_delay_conf(d)->input_format, SL_INPUT_HEADERS);
 
         b = sl_conf_pipeline(conf, "orders");
         assert_non_null(b);
         assert_int_equal(b->type, SL_OP_DEBOUNCE);
         assert_string_equal(b->output, "orders.batches");
+        assert_null(b->overflow);
+        assert_null(b->rates);
         assert_string_equal(b->changelog, "orders.changelog");
-        assert_int_equal(b->idle_ms, 2000);
-        assert_int_equal(b->max_age_ms, 30000);
-        assert_int_equal(b->max_items, 1000);
-        assert_int_equal(b->max_bytes, 1 << 20);
-        assert_int_equal(b->output_format, SL_OUTPUT_JSON);
+        assert_int_equal(sl_debounce_conf(b)->idle_ms, 2000);
+        assert_int_equal(sl_debounce_conf(b)->max_age_ms, 30000);
+        assert_int_equal(sl_debounce_conf(b)->max_items, 1000);
+        assert_int_equal(sl_debounce_conf(b)->max_bytes, 1 << 20);
+        assert_int_equal(sl_debounce_conf(b)->output_format, SL_OUTPUT_JSON);
 
         assert_null(sl_conf_pipeline(conf, "nope"));
         assert_null(sl_conf_pipeline(NULL, "push"));
@@ -290,24 +296,28 @@ static void test_all_keys_set(void **state) {
         assert_int_equal(t->input_partitions, 12);
         assert_int_equal(t->max_record_bytes, 2 << 20);
         assert_int_equal(t->catchup_rate, 0);
-        assert_float_equal(t->default_rate.per_sec, 100, 1e-9);
-        assert_float_equal(t->default_rate.burst, 50, 1e-9);
-        assert_int_equal(t->ttl_ms, 30LL * 86400000);
-        assert_int_equal(t->payload_cache_bytes, 1LL << 30);
+        assert_float_equal(sl_throttle_conf(t)->default_rate.per_sec, 100,
+                           1e-9);
+        assert_float_equal(sl_throttle_conf(t)->default_rate.burst, 50, 1e-9);
+        assert_int_equal(sl_throttle_conf(t)->ttl_ms, 30LL * 86400000);
+        assert_int_equal(sl_throttle_conf(t)->payload_cache_bytes, 1LL << 30);
 
         d = sl_conf_pipeline(conf, "d");
-        assert_string_equal(d->default_target, "orders.due");
-        assert_int_equal(d->allowed_targets.cnt, 2);
-        assert_string_equal(d->allowed_targets.pat[1], "billing.due");
-        assert_int_equal(d->max_delay_ms, 7 * 86400000);
-        assert_int_equal(d->input_format, SL_INPUT_JSON_ENVELOPE);
+        assert_string_equal(sl_delay_conf(d)->default_target, "orders.due");
+        assert_int_equal(sl_delay_conf(d)->allowed_targets.cnt, 2);
+        assert_string_equal(sl_delay_conf(d)->allowed_targets.pat[1],
+                            "billing.due");
+        assert_int_equal(sl_delay_conf(d)->max_delay_ms, 7 * 86400000);
+        assert_int_equal(sl_delay_conf(d)->input_format,
+                         SL_INPUT_JSON_ENVELOPE);
 
         b = sl_conf_pipeline(conf, "b");
-        assert_int_equal(b->idle_ms, 500);
-        assert_int_equal(b->max_age_ms, 500);
-        assert_int_equal(b->max_items, 1);
-        assert_int_equal(b->max_bytes, 10000);
-        assert_int_equal(b->output_format, SL_OUTPUT_PROTOBUF);
+        assert_int_equal(sl_debounce_conf(b)->idle_ms, 500);
+        assert_int_equal(sl_debounce_conf(b)->max_age_ms, 500);
+        assert_int_equal(sl_debounce_conf(b)->max_items, 1);
+        assert_int_equal(sl_debounce_conf(b)->max_bytes, 10000);
+        assert_int_equal(sl_debounce_conf(b)->output_format,
+                         SL_OUTPUT_PROTOBUF);
         sl_conf_destroy(conf);
 }
 

@@ -13,6 +13,9 @@
 
 #include <cmocka.h>
 
+#include "opdef_debounce.h"
+#include "opdef_delay.h"
+#include "opdef_throttle.h"
 #include "topicplan.h"
 
 #define HOUR_MS 3600000LL
@@ -21,28 +24,45 @@
 typedef struct {
         sl_conf_t conf;
         sl_pipeline_conf_t p[4];
+        union {
+                sl_throttle_conf_t t;
+                sl_delay_conf_t d;
+                sl_debounce_conf_t b;
+        } params[4];
 } conf_t;
+
+/* The operator's keys of a pipeline built by add_pipeline(). */
+static sl_throttle_conf_t *tconf(sl_pipeline_conf_t *p) {
+        return p->params;
+}
+
+static sl_delay_conf_t *dconf(sl_pipeline_conf_t *p) {
+        return p->params;
+}
 
 static sl_pipeline_conf_t *add_pipeline(conf_t *c, const char *name,
                                         sl_op_type_t type, const char *input) {
-        sl_pipeline_conf_t *p = &c->p[c->conf.pipeline_cnt++];
+        int i = c->conf.pipeline_cnt++;
+        sl_pipeline_conf_t *p = &c->p[i];
 
         memset(p, 0, sizeof(*p));
+        memset(&c->params[i], 0, sizeof(c->params[i]));
         p->name = (char *)name;
         p->type = type;
+        p->params = &c->params[i];
         p->input = (char *)input;
         p->replication_factor = -1;
-        p->ttl_ms = 6 * HOUR_MS;
+        if (type == SL_OP_THROTTLE)
+                tconf(p)->ttl_ms = 6 * HOUR_MS;
         c->conf.pipelines = c->p;
         return p;
 }
 
 static const sl_topic_spec_t *spec_of(const sl_topicplan_t *plan,
-                                      const char *pipeline,
-                                      sl_topic_role_t role) {
+                                      const char *pipeline, const char *role) {
         for (int i = 0; i < plan->cnt; i++)
                 if (!strcmp(plan->specs[i].pipeline, pipeline) &&
-                    plan->specs[i].role == role)
+                    !strcmp(plan->specs[i].def->name, role))
                         return &plan->specs[i];
         return NULL;
 }
@@ -113,13 +133,13 @@ static void test_plan_throttle(void **state) {
         plan = sl_topicplan_new(&c.conf);
         assert_int_equal(plan->cnt, 6);
 
-        s = spec_of(plan, "notify", SL_TOPIC_INPUT);
+        s = spec_of(plan, "notify", "input");
         assert_string_equal(s->name, "notify.in");
         assert_int_equal(s->create_parts, 0);
         assert_int_equal(s->setting_cnt, 0);
 
         /* NULL names default to <pipeline>.<role>. */
-        s = spec_of(plan, "notify", SL_TOPIC_CHANGELOG);
+        s = spec_of(plan, "notify", "changelog");
         assert_string_equal(s->name, "notify.changelog");
         assert_true(s->match_input);
         assert_int_equal(s->replication_factor, 3);
@@ -131,7 +151,7 @@ static void test_plan_throttle(void **state) {
         assert_string_equal(create_value(s, "min.compaction.lag.ms"), "0");
         assert_string_equal(create_value(s, "delete.retention.ms"), "3600000");
 
-        s = spec_of(plan, "notify", SL_TOPIC_OVERFLOW);
+        s = spec_of(plan, "notify", "overflow");
         assert_string_equal(s->name, "notify.overflow");
         assert_true(s->match_input);
         assert_string_equal(create_value(s, "cleanup.policy"), "delete");
@@ -139,19 +159,19 @@ static void test_plan_throttle(void **state) {
         assert_string_equal(create_value(s, "retention.ms"), "25200000");
         assert_string_equal(create_value(s, "retention.bytes"), "-1");
 
-        s = spec_of(plan, "notify", SL_TOPIC_RATES);
+        s = spec_of(plan, "notify", "rates");
         assert_string_equal(s->name, "notify.rates");
         assert_false(s->match_input);
         assert_int_equal(s->create_parts, 1);
         assert_string_equal(create_value(s, "cleanup.policy"), "compact");
 
-        s = spec_of(plan, "notify", SL_TOPIC_DLQ);
+        s = spec_of(plan, "notify", "dlq");
         assert_string_equal(s->name, "notify.dlq");
         assert_true(s->match_input);
         assert_string_equal(create_value(s, "cleanup.policy"), "delete");
         assert_string_equal(create_value(s, "retention.ms"), "604800000");
 
-        s = spec_of(plan, "notify", SL_TOPIC_OUTPUT);
+        s = spec_of(plan, "notify", "output");
         assert_string_equal(s->name, "notify.out");
         assert_int_equal(s->create_parts, 0);
         sl_topicplan_destroy(plan);
@@ -166,7 +186,7 @@ static void test_plan_delay_debounce(void **state) {
 
         p = add_pipeline(&c, "reminders", SL_OP_DELAY, "reminders.in");
         p->changelog = "rem.state";
-        p->default_target = "reminders.due";
+        dconf(p)->default_target = (char *)"reminders.due";
         /* dlq NULL: none */
         p = add_pipeline(&c, "transfers", SL_OP_DEBOUNCE, "transfers.in");
         p->output = "transfers.batches";
@@ -175,16 +195,15 @@ static void test_plan_delay_debounce(void **state) {
         plan = sl_topicplan_new(&c.conf);
 
         assert_int_equal(plan->cnt, 3 + 4);
-        assert_string_equal(
-            spec_of(plan, "reminders", SL_TOPIC_CHANGELOG)->name, "rem.state");
-        assert_null(spec_of(plan, "reminders", SL_TOPIC_DLQ));
-        assert_null(spec_of(plan, "reminders", SL_TOPIC_OVERFLOW));
-        assert_null(spec_of(plan, "reminders", SL_TOPIC_RATES));
-        assert_string_equal(spec_of(plan, "reminders", SL_TOPIC_OUTPUT)->name,
+        assert_string_equal(spec_of(plan, "reminders", "changelog")->name,
+                            "rem.state");
+        assert_null(spec_of(plan, "reminders", "dlq"));
+        assert_null(spec_of(plan, "reminders", "overflow"));
+        assert_null(spec_of(plan, "reminders", "rates"));
+        assert_string_equal(spec_of(plan, "reminders", "output")->name,
                             "reminders.due");
-        assert_null(spec_of(plan, "transfers", SL_TOPIC_OVERFLOW));
-        assert_int_equal(
-            spec_of(plan, "transfers", SL_TOPIC_INPUT)->create_parts, 4);
+        assert_null(spec_of(plan, "transfers", "overflow"));
+        assert_int_equal(spec_of(plan, "transfers", "input")->create_parts, 4);
         assert_int_equal(sl_topicplan_names(plan, names), 7);
         assert_string_equal(names[0], "reminders.in");
         sl_topicplan_destroy(plan);
@@ -283,7 +302,7 @@ static void test_eval_as_created_ok(void **state) {
         plan = sl_topicplan_new(&c.conf);
         for (int i = 0; i < plan->cnt; i++) {
                 const sl_topic_spec_t *s = &plan->specs[i];
-                add_as_created(obs, s, s->role == SL_TOPIC_RATES ? 1 : 8);
+                add_as_created(obs, s, !strcmp(s->def->name, "rates") ? 1 : 8);
         }
         ev = sl_topicplan_eval(plan, obs);
         for (int i = 0; i < ev->cnt; i++) {
@@ -375,15 +394,15 @@ static void test_eval_mismatches(void **state) {
         plan = sl_topicplan_new(&c.conf);
         sl_topics_observed_add(obs, "n.in", 1, 4);
         sl_topics_observed_add(obs, "n.out", 1, 1);
-        st = add_as_created(obs, spec_of(plan, "n", SL_TOPIC_CHANGELOG), 2);
+        st = add_as_created(obs, spec_of(plan, "n", "changelog"), 2);
         set_conf(st, "cleanup.policy", "delete");
-        st = add_as_created(obs, spec_of(plan, "n", SL_TOPIC_OVERFLOW), 4);
+        st = add_as_created(obs, spec_of(plan, "n", "overflow"), 4);
         set_conf(st, "cleanup.policy", "compact");
         set_conf(st, "retention.ms", "3600000");
         set_conf(st, "retention.bytes", "1073741824");
         /* rates: any partition count */
-        add_as_created(obs, spec_of(plan, "n", SL_TOPIC_RATES), 5);
-        st = add_as_created(obs, spec_of(plan, "n", SL_TOPIC_DLQ), 4);
+        add_as_created(obs, spec_of(plan, "n", "rates"), 5);
+        st = add_as_created(obs, spec_of(plan, "n", "dlq"), 4);
         set_conf(st, "cleanup.policy", "compact,delete");
         ev = sl_topicplan_eval(plan, obs);
 
@@ -431,10 +450,10 @@ static void test_eval_partition_counts(void **state) {
         plan = sl_topicplan_new(&c.conf);
         sl_topics_observed_add(obs, "g.in", 1, 3);
         sl_topics_observed_add(obs, "g.out", 1, 1);
-        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_CHANGELOG), 2);
-        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_OVERFLOW), 5);
-        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_RATES), 1);
-        add_as_created(obs, spec_of(plan, "g", SL_TOPIC_DLQ), 1);
+        add_as_created(obs, spec_of(plan, "g", "changelog"), 2);
+        add_as_created(obs, spec_of(plan, "g", "overflow"), 5);
+        add_as_created(obs, spec_of(plan, "g", "rates"), 1);
+        add_as_created(obs, spec_of(plan, "g", "dlq"), 1);
         ev = sl_topicplan_eval(plan, obs);
 
         v = verdict_of(ev, "g.changelog");
@@ -466,21 +485,20 @@ static void test_partition_problem(void **state) {
         char buf[512];
         (void)state;
 
-        sl_topicplan_partition_problem(buf, sizeof(buf), "p", SL_TOPIC_DLQ,
-                                       "p.dlq", 0, "p.in", 3);
+        sl_topicplan_copart_problem(buf, sizeof(buf), "p", "dlq", "p.dlq", 0,
+                                    "p.in", 3);
         assert_string_equal(buf, "pipeline p: dlq topic p.dlq is missing; run "
                                  "`sluice topics apply` to create it with 3 "
                                  "partitions like its input p.in");
-        sl_topicplan_partition_problem(buf, sizeof(buf), "p",
-                                       SL_TOPIC_CHANGELOG, "p.changelog", 2,
-                                       "p.in", 3);
+        sl_topicplan_copart_problem(buf, sizeof(buf), "p", "changelog",
+                                    "p.changelog", 2, "p.in", 3);
         assert_string_equal(
             buf, "pipeline p: changelog topic p.changelog has 2 partitions, "
                  "its input p.in has 3; run `sluice topics apply` (it adds "
                  "the missing partitions) or kafka-topics --alter --topic "
                  "p.changelog --partitions 3");
-        sl_topicplan_partition_problem(buf, sizeof(buf), "p", SL_TOPIC_OVERFLOW,
-                                       "p.overflow", 4, "p.in", 3);
+        sl_topicplan_copart_problem(buf, sizeof(buf), "p", "overflow",
+                                    "p.overflow", 4, "p.in", 3);
         assert_string_equal(
             buf, "pipeline p: overflow topic p.overflow has 4 partitions, "
                  "its input p.in has 3; partitions cannot be removed: grow "
@@ -500,7 +518,7 @@ static int changelog_problems(const char *key, const char *value) {
         add_pipeline(&c, "d", SL_OP_DELAY, "d.in");
         plan = sl_topicplan_new(&c.conf);
         sl_topics_observed_add(obs, "d.in", 1, 1);
-        st = add_as_created(obs, spec_of(plan, "d", SL_TOPIC_CHANGELOG), 1);
+        st = add_as_created(obs, spec_of(plan, "d", "changelog"), 1);
         set_conf(st, key, value);
         ev = sl_topicplan_eval(plan, obs);
         n = verdict_of(ev, "d.changelog")->problem_cnt;
@@ -562,11 +580,10 @@ static void test_overflow_retention(void **state) {
                 sl_topic_state_t *st;
 
                 p = add_pipeline(&c, "t", SL_OP_THROTTLE, "t.in");
-                p->ttl_ms = 6 * HOUR_MS;
+                tconf(p)->ttl_ms = 6 * HOUR_MS;
                 plan = sl_topicplan_new(&c.conf);
                 sl_topics_observed_add(obs, "t.in", 1, 2);
-                st = add_as_created(obs, spec_of(plan, "t", SL_TOPIC_OVERFLOW),
-                                    2);
+                st = add_as_created(obs, spec_of(plan, "t", "overflow"), 2);
                 set_conf(st, "retention.ms", cases[i].value);
                 ev = sl_topicplan_eval(plan, obs);
                 assert_int_equal(verdict_of(ev, "t.overflow")->problem_cnt,
@@ -615,7 +632,7 @@ static void test_conflicts(void **state) {
         /* a -> b chained through "mid": fine.  A shared DLQ: fine.
          * c's changelog is b's output: a conflict. */
         p = add_pipeline(&c, "a", SL_OP_DELAY, "a.in");
-        p->default_target = "mid";
+        dconf(p)->default_target = (char *)"mid";
         p->dlq = "all.dlq";
         p = add_pipeline(&c, "b", SL_OP_DEBOUNCE, "mid");
         p->output = "b.out";
@@ -624,12 +641,12 @@ static void test_conflicts(void **state) {
         p->changelog = "b.out";
         plan = sl_topicplan_new(&c.conf);
 
-        assert_null(spec_of(plan, "a", SL_TOPIC_OUTPUT)->conflict);
-        assert_null(spec_of(plan, "b", SL_TOPIC_INPUT)->conflict);
-        assert_null(spec_of(plan, "a", SL_TOPIC_DLQ)->conflict);
-        assert_null(spec_of(plan, "b", SL_TOPIC_DLQ)->conflict);
-        assert_non_null(spec_of(plan, "b", SL_TOPIC_OUTPUT)->conflict);
-        assert_non_null(spec_of(plan, "c", SL_TOPIC_CHANGELOG)->conflict);
+        assert_null(spec_of(plan, "a", "output")->conflict);
+        assert_null(spec_of(plan, "b", "input")->conflict);
+        assert_null(spec_of(plan, "a", "dlq")->conflict);
+        assert_null(spec_of(plan, "b", "dlq")->conflict);
+        assert_non_null(spec_of(plan, "b", "output")->conflict);
+        assert_non_null(spec_of(plan, "c", "changelog")->conflict);
         /* a.in a.changelog all.dlq mid b.changelog b.out c.in */
         assert_int_equal(sl_topicplan_names(plan, names), 7);
 
@@ -640,7 +657,7 @@ static void test_conflicts(void **state) {
         /* c's changelog is missing but must not be created. */
         for (int i = 0; i < ev->cnt; i++) {
                 v = &ev->verdicts[i];
-                if (v->spec->role == SL_TOPIC_CHANGELOG &&
+                if (!strcmp(v->spec->def->name, "changelog") &&
                     !strcmp(v->spec->pipeline, "c")) {
                         assert_int_equal(v->status, SL_TOPIC_MISSING);
                         assert_int_equal(v->create_parts, 0);
@@ -658,8 +675,8 @@ static void test_conflicts(void **state) {
         p->output = "x.out";
         p->dlq = "x.in";
         plan = sl_topicplan_new(&c.conf);
-        assert_non_null(spec_of(plan, "x", SL_TOPIC_INPUT)->conflict);
-        assert_non_null(spec_of(plan, "x", SL_TOPIC_DLQ)->conflict);
+        assert_non_null(spec_of(plan, "x", "input")->conflict);
+        assert_non_null(spec_of(plan, "x", "dlq")->conflict);
         sl_topicplan_destroy(plan);
 }
 
