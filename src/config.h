@@ -119,14 +119,9 @@ typedef struct sl_pipeline_conf_s {
          * Every topic a pipeline names, with its role, is in
          * sl_pipeline_topics(). */
         char *input;
-        char *output;    /* throttle, debounce: required */
-        char *changelog; /* default <name>.changelog */
-        char *dlq;       /* default <name>.dlq; NULL when dlq = none */
-        /* throttle: default <name>.overflow and <name>.rates.  Stored here
-         * (SL_KF_SHARED rows of opdef_throttle.c) while app.c and parts.c
-         * read them by name rather than through sl_pipeline_topics(). */
-        char *overflow;
-        char *rates;
+        char *output;           /* throttle, debounce: required */
+        char *changelog;        /* default <name>.changelog */
+        char *dlq;              /* default <name>.dlq; NULL when dlq = none */
         int replication_factor; /* for topics apply; -1 = broker default */
         int input_partitions;   /* topics apply creates a missing input
                                    with this many partitions; 0 = never */

@@ -161,19 +161,21 @@ static void throttle_read_rates(sl_conf_t *conf, const sl_pipeline_conf_t *pc,
         int rparts = -1;
 
         if (rk) {
-                rparts = sl_kafka_partition_count(rk, pc->rates, 10000);
+                rparts = sl_kafka_partition_count(
+                    rk, sl_throttle_conf(pc)->rates, 10000);
                 rd_kafka_destroy(rk);
         } else if (kc) {
                 rd_kafka_conf_destroy(kc);
         }
-        if (rparts > 0 && sl_inspect_read_topic(conf, pc->rates, rparts, NULL,
-                                                throttle_rates_cb, rates) == -1)
+        if (rparts > 0 &&
+            sl_inspect_read_topic(conf, sl_throttle_conf(pc)->rates, rparts,
+                                  NULL, throttle_rates_cb, rates) == -1)
                 rparts = -1;
         if (rparts <= 0)
                 fprintf(stderr,
                         "sluice inspect: rates topic %s not read: rates "
                         "shown are the default_rate\n",
-                        pc->rates);
+                        sl_throttle_conf(pc)->rates);
 }
 
 /* The one row of --key: its backlog where a partition holds one, else
@@ -236,8 +238,8 @@ int sl_inspect_throttle(const sl_inspect_t *in) {
                 sl_timerheap_foreach(maps[p], throttle_restore_cb, c.bls[p]);
 
         /* The overflow partitions from their checkpoints. */
-        if (sl_inspect_read_topic(conf, pc->overflow, parts, from,
-                                  throttle_overflow_cb, &c) == -1) {
+        if (sl_inspect_read_topic(conf, sl_throttle_conf(pc)->overflow, parts,
+                                  from, throttle_overflow_cb, &c) == -1) {
                 rc = SL_EXIT_FAIL;
                 goto out;
         }

@@ -518,7 +518,7 @@ static void throttle_restore(sl_task_t *t, const rd_kafka_message_t *m) {
 
 static const char *throttle_rebuild_source(sl_task_t *t, int64_t *from) {
         *from = st_of(t)->ckpt_restored;
-        return t->pl->conf->overflow;
+        return sl_throttle_conf(t->pl->conf)->overflow;
 }
 
 static void throttle_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
@@ -547,7 +547,7 @@ static void throttle_restored(sl_task_t *t) {
          * first records for them until its next metadata scan, ~1 s. */
         /* (Its partition count was checked at start, and when the input
          * grew, before this partition was served: parts.h.) */
-        sl_task_topic_partitions(t, pc->overflow);
+        sl_task_topic_partitions(t, sl_throttle_conf(pc)->overflow);
         if (sl_task_topic_partitions(t, pc->output) == 0)
                 sl_log(LOG_ERR, "THROTTLE", "%s: output topic %s is missing",
                        pc->name, pc->output);
@@ -869,9 +869,9 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                                     "overflow record over 4 GiB");
                         break;
                 }
-                r = sl_task_produce_tracked(t, pc->overflow, t->partition,
-                                            m->key, m->key_len, packed, plen,
-                                            NULL);
+                r = sl_task_produce_tracked(t, sl_throttle_conf(pc)->overflow,
+                                            t->partition, m->key, m->key_len,
+                                            packed, plen, NULL);
                 if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
                         snprintf(detail, sizeof(detail),
                                  "its overflow record: %s",
@@ -880,7 +880,7 @@ static void throttle_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 } else if (r < 0) {
                         snprintf(detail, sizeof(detail),
                                  "overflow topic %s refused %zu bytes: %s",
-                                 pc->overflow, plen,
+                                 sl_throttle_conf(pc)->overflow, plen,
                                  rd_kafka_err2str((rd_kafka_resp_err_t)-r));
                         sl_task_dlq(t, m, "overflow-refused", detail);
                 } else {
@@ -984,7 +984,8 @@ static void drain_send(sl_task_t *t, const sl_backlog_item_t *it,
  * known ahead). */
 static int fetch_start(sl_task_t *t, int64_t offset, int64_t now) {
         throttle_state_t *st = st_of(t);
-        if (sl_task_fetch(t, t->pl->conf->overflow, offset) == -1)
+        if (sl_task_fetch(t, sl_throttle_conf(t->pl->conf)->overflow, offset) ==
+            -1)
                 return -1;
         st->fetching = 1;
         st->fetch_pos = offset;
@@ -1116,7 +1117,8 @@ static void drop_lost(sl_task_t *t, int64_t lo, int64_t hi, int64_t now) {
                        "%s offsets [%" PRId64 ", %" PRId64
                        ") are gone (retention shorter than the backlog?)",
                        t->pl->conf->name, t->partition, st->lost_unlogged,
-                       t->pl->conf->overflow, st->lost_lo, st->lost_hi);
+                       sl_throttle_conf(t->pl->conf)->overflow, st->lost_lo,
+                       st->lost_hi);
                 st->lost_unlogged = 0;
                 st->lost_logged_ms = now;
         }
@@ -1414,7 +1416,7 @@ static void throttle_delivered(sl_task_t *t, const rd_kafka_message_t *m) {
 /* Rates table.                                                        */
 
 static const char *throttle_table_topic(const sl_pipeline_t *pl) {
-        return pl->conf->rates;
+        return sl_throttle_conf(pl->conf)->rates;
 }
 
 static void throttle_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
@@ -1438,7 +1440,8 @@ static void throttle_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
                         sl_log(LOG_WARNING, "RATES",
                                "%s: %s [%d] @%" PRId64 ": key '%s': %s "
                                "(%" PRIu64 " such records so far)",
-                               pl->conf->name, pl->conf->rates,
+                               pl->conf->name,
+                               sl_throttle_conf(pl->conf)->rates,
                                (int)m->partition, m->offset, ek, err,
                                tp->rates_full);
                 return;
@@ -1447,8 +1450,8 @@ static void throttle_table(sl_pipeline_t *pl, const rd_kafka_message_t *m) {
                 sl_counter_inc(tp->m_rates_rejected);
                 sl_log(LOG_WARNING, "RATES",
                        "%s: %s [%d] @%" PRId64 ": key '%s': %s; ignored",
-                       pl->conf->name, pl->conf->rates, (int)m->partition,
-                       m->offset, ek,
+                       pl->conf->name, sl_throttle_conf(pl->conf)->rates,
+                       (int)m->partition, m->offset, ek,
                        sl_escape(err, strlen(err), ee, sizeof(ee)));
                 return;
         }

@@ -15,12 +15,11 @@
 
 static const sl_conf_key_t throttle_keys[] = {
     SL_CONF_KEY_OUTPUT,
-    /* overflow and rates are SL_KF_SHARED: see config.h. */
-    {"overflow", SL_KT_TOPIC, NULL, "NAME.overflow", NULL, NULL,
-     SL_KF_NONEMPTY | SL_KF_SHARED, SL_CONF_FIELD(sl_pipeline_conf_t, overflow),
+    {"overflow", SL_KT_TOPIC, NULL, "NAME.overflow", NULL, NULL, SL_KF_NONEMPTY,
+     SL_CONF_FIELD(sl_throttle_conf_t, overflow),
      "Topic holding the backlog of messages over their key's rate."},
-    {"rates", SL_KT_TOPIC, NULL, "NAME.rates", NULL, NULL,
-     SL_KF_NONEMPTY | SL_KF_SHARED, SL_CONF_FIELD(sl_pipeline_conf_t, rates),
+    {"rates", SL_KT_TOPIC, NULL, "NAME.rates", NULL, NULL, SL_KF_NONEMPTY,
+     SL_CONF_FIELD(sl_throttle_conf_t, rates),
      "Compacted topic of per-key rates (key = throttle key or `*`, value "
      "such as `100/s burst=10`)."},
     {"default_rate", SL_KT_RATE, NULL, "100/s", NULL, NULL, 0,

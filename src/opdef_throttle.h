@@ -11,9 +11,11 @@
 #include "parse.h"
 #include "util.h"
 
-/* A throttle pipeline's own keys (pc->params).  output, overflow and rates
- * are in sl_pipeline_conf_t. */
+/* A throttle pipeline's own keys (pc->params); output is in
+ * sl_pipeline_conf_t. */
 typedef struct sl_throttle_conf_s {
+        char *overflow; /* default <name>.overflow */
+        char *rates;    /* default <name>.rates */
         sl_rate_t default_rate;
         int64_t ttl_ms;
         int64_t payload_cache_bytes;

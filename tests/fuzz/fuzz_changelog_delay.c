@@ -30,27 +30,12 @@ static const char *const fz_conf_texts[] = {
     "[pipeline lim]\ntype = throttle\ninput = lim.in\noutput = lim.out\n",
 };
 
-/* 1 if name is one of Kafka's internal topics or any pipeline's
- * changelog, overflow, rates or DLQ. */
-static int delay_internal_topic(const sl_conf_t *conf, const char *name) {
-        if (sl_topicname_kafka_internal(name))
-                return 1;
-        for (int i = 0; i < conf->pipeline_cnt; i++) {
-                const sl_pipeline_conf_t *pc = &conf->pipelines[i];
-                if ((pc->changelog && !strcmp(name, pc->changelog)) ||
-                    (pc->dlq && !strcmp(name, pc->dlq)) ||
-                    (pc->overflow && !strcmp(name, pc->overflow)) ||
-                    (pc->rates && !strcmp(name, pc->rates)))
-                        return 1;
-        }
-        return 0;
-}
-
 static void delay_check_produce(sl_task_t *t, const char *topic) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
         if (pc->dlq && !strcmp(topic, pc->dlq))
                 return;
-        if (delay_internal_topic(t->rt->conf, topic))
+        if (sl_topicname_kafka_internal(topic) ||
+            sl_conf_topic_internal(t->rt->conf, topic))
                 fz_fail("a timer fired into an internal topic", topic);
 }
 

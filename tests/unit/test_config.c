@@ -169,8 +169,10 @@ static void test_defaults(void **state) {
         assert_string_equal(t->output, "push.out");
         assert_string_equal(t->changelog, "push.changelog");
         assert_string_equal(t->dlq, "push.dlq");
-        assert_string_equal(t->overflow, "push.overflow");
-        assert_string_equal(t->rates, "push.rates");
+        assert_string_equal(sl_throttle_conf(t)->overflow, "push.overflow");
+        assert_string_equal(sl_throttle_conf(t)->rates, "push.rates");
+        assert_string_equal(sl_pipeline_topic(t, "overflow"), "push.overflow");
+        assert_string_equal(sl_pipeline_topic(t, "rates"), "push.rates");
         assert_int_equal(t->replication_factor, -1);
         assert_int_equal(t->input_partitions, 0);
         assert_int_equal(t->max_record_bytes, 1 << 20);
@@ -189,8 +191,8 @@ static void test_defaults(void **state) {
         assert_int_equal(d->type, SL_OP_DELAY);
         assert_string_equal(d->changelog, "timers.changelog");
         assert_string_equal(d->dlq, "timers.dlq");
-        assert_null(d->overflow);
-        assert_null(d->rates);
+        assert_null(sl_pipeline_topic(d, "overflow"));
+        assert_null(sl_pipeline_topic(d, "rates"));
         assert_null(d->output);
         assert_null(sl_delay_conf(d)->default_target);
         assert_int_equal(sl_delay_conf(d)->allowed_targets.cnt, 1);
@@ -205,8 +207,8 @@ static void test_defaults(void **state) {
         assert_non_null(b);
         assert_int_equal(b->type, SL_OP_DEBOUNCE);
         assert_string_equal(b->output, "orders.batches");
-        assert_null(b->overflow);
-        assert_null(b->rates);
+        assert_null(sl_pipeline_topic(b, "overflow"));
+        assert_null(sl_pipeline_topic(b, "rates"));
         assert_string_equal(b->changelog, "orders.changelog");
         assert_int_equal(sl_debounce_conf(b)->idle_ms, 2000);
         assert_int_equal(sl_debounce_conf(b)->max_age_ms, 30000);
@@ -290,8 +292,8 @@ static void test_all_keys_set(void **state) {
         t = sl_conf_pipeline(conf, "t");
         assert_string_equal(t->changelog, "cl.t");
         assert_null(t->dlq);
-        assert_string_equal(t->overflow, "of.t");
-        assert_string_equal(t->rates, "r.t");
+        assert_string_equal(sl_throttle_conf(t)->overflow, "of.t");
+        assert_string_equal(sl_throttle_conf(t)->rates, "r.t");
         assert_int_equal(t->replication_factor, 3);
         assert_int_equal(t->input_partitions, 12);
         assert_int_equal(t->max_record_bytes, 2 << 20);
