@@ -147,7 +147,7 @@ typedef struct sl_roledef_s {
         unsigned acl_api_why; /* of the Write the HTTP API needs when one
                                  of the operator's routes writes it */
         /* The settings `topics apply` creates it with and `topics check`
-         * judges (topicplan.h: sl_topic_spec_set*()); NULL: none. */
+         * judges (topicplan.h: sl_topicplan_spec_set*()); NULL: none. */
         void (*settings)(struct sl_topic_spec_s *spec,
                          const struct sl_pipeline_conf_s *pc);
 } sl_roledef_t;

@@ -66,26 +66,27 @@ static void overflow_settings(sl_topic_spec_t *s,
         int64_t ttl = sl_throttle_conf(pc)->ttl_ms;
 
         ttl = ttl > 0 ? ttl : 0;
-        sl_topic_spec_set(s, "cleanup.policy", "delete", SL_TCHECK_EQ, "delete",
-                          "the backlog holds many records per key; compaction "
-                          "would drop all but the last");
-        sl_topic_spec_set_ms(s, "retention.ms", ttl + OVERFLOW_MARGIN_MS,
-                             SL_TCHECK_GE, ttl,
-                             "backlog would be deleted before its TTL "
-                             "(the pipeline's ttl)");
-        sl_topic_spec_set(s, "retention.bytes", "-1", SL_TCHECK_EQ, "-1",
-                          "a size limit deletes backlog before its TTL");
-        sl_topic_spec_set_ms(s, "segment.ms",
-                             ttl > 0 ? SL_MIN(OVERFLOW_SEGMENT_MS, ttl)
-                                     : OVERFLOW_SEGMENT_MS,
-                             SL_TCHECK_NONE, 0, NULL);
+        sl_topicplan_spec_set(
+            s, "cleanup.policy", "delete", SL_TCHECK_EQ, "delete",
+            "the backlog holds many records per key; compaction "
+            "would drop all but the last");
+        sl_topicplan_spec_set_ms(s, "retention.ms", ttl + OVERFLOW_MARGIN_MS,
+                                 SL_TCHECK_GE, ttl,
+                                 "backlog would be deleted before its TTL "
+                                 "(the pipeline's ttl)");
+        sl_topicplan_spec_set(s, "retention.bytes", "-1", SL_TCHECK_EQ, "-1",
+                              "a size limit deletes backlog before its TTL");
+        sl_topicplan_spec_set_ms(s, "segment.ms",
+                                 ttl > 0 ? SL_MIN(OVERFLOW_SEGMENT_MS, ttl)
+                                         : OVERFLOW_SEGMENT_MS,
+                                 SL_TCHECK_NONE, 0, NULL);
 }
 
 /* The rates topic is a small global table (key -> rate) every instance
  * reads whole: compacted like a changelog, one partition. */
 static void rates_settings(sl_topic_spec_t *s, const sl_pipeline_conf_t *pc) {
         (void)pc;
-        sl_topic_spec_compacted(s, 0);
+        sl_topicplan_spec_compacted(s, 0);
 }
 
 static const sl_roledef_t throttle_roles[] = {

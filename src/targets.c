@@ -255,7 +255,7 @@ void sl_targets_learn_limits(sl_runtime_t *rt) {
                        errstr, SL_RECSIZE_KAFKA_DEFAULT_MAX);
         for (int i = 0; i < n; i++) {
                 const sl_topic_state_t *st =
-                    obs ? sl_topics_observed_find(obs, names[i]) : NULL;
+                    obs ? sl_topicplan_observed_find(obs, names[i]) : NULL;
                 struct sl_targets_limit_s *l;
                 int dup = 0;
                 for (int j = 0; j < tg->limit_cnt; j++)
@@ -319,7 +319,7 @@ void sl_targets_learn_limits(sl_runtime_t *rt) {
                rt->size_exact ? ""
                               : "; compressed: sizes are the broker's "
                                 "to judge");
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topics_admin_destroy(adm);
         free(names);
         sl_topicplan_destroy(plan);

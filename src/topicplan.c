@@ -55,9 +55,9 @@ static char *strfmt(const char *fmt, ...) {
  * Plan
  */
 
-void sl_topic_spec_set(sl_topic_spec_t *spec, const char *key,
-                       const char *value, sl_tcheck_t check, const char *bound,
-                       const char *why) {
+void sl_topicplan_spec_set(sl_topic_spec_t *spec, const char *key,
+                           const char *value, sl_tcheck_t check,
+                           const char *bound, const char *why) {
         sl_topic_setting_t *s;
 
         sl_assert(spec->setting_cnt < SL_TOPIC_SETTINGS_MAX);
@@ -69,45 +69,47 @@ void sl_topic_spec_set(sl_topic_spec_t *spec, const char *key,
         s->why = why;
 }
 
-void sl_topic_spec_set_ms(sl_topic_spec_t *spec, const char *key, int64_t value,
-                          sl_tcheck_t check, int64_t bound, const char *why) {
+void sl_topicplan_spec_set_ms(sl_topic_spec_t *spec, const char *key,
+                              int64_t value, sl_tcheck_t check, int64_t bound,
+                              const char *why) {
         char v[24], b[24];
 
         snprintf(v, sizeof(v), "%" PRId64, value);
         snprintf(b, sizeof(b), "%" PRId64, bound);
-        sl_topic_spec_set(spec, key, value >= 0 ? v : NULL, check,
-                          check != SL_TCHECK_NONE ? b : NULL, why);
+        sl_topicplan_spec_set(spec, key, value >= 0 ? v : NULL, check,
+                              check != SL_TCHECK_NONE ? b : NULL, why);
 }
 
-void sl_topic_spec_compacted(sl_topic_spec_t *spec, int checked) {
+void sl_topicplan_spec_compacted(sl_topic_spec_t *spec, int checked) {
         sl_tcheck_t le = checked ? SL_TCHECK_LE : SL_TCHECK_NONE;
 
-        sl_topic_spec_set(
+        sl_topicplan_spec_set(
             spec, "cleanup.policy", "compact", SL_TCHECK_EQ, "compact",
             "state is a table whose latest value per key must survive; "
             "delete would drop live state");
-        sl_topic_spec_set_ms(
+        sl_topicplan_spec_set_ms(
             spec, "segment.ms", CHANGELOG_SEGMENT_MS, le, CHANGELOG_SEGMENT_MAX,
             "the active segment is never compacted, so rebuild "
             "would read up to that much stale history");
-        sl_topic_spec_set(spec, "min.cleanable.dirty.ratio",
-                          CHANGELOG_DIRTY_RATIO, le,
-                          checked ? CHANGELOG_DIRTY_MAX : NULL,
-                          "the cleaner would wait until most of the log is "
-                          "superseded records that rebuild must read");
-        sl_topic_spec_set_ms(spec, "max.compaction.lag.ms",
-                             CHANGELOG_MAX_LAG_MS, le, CHANGELOG_MAX_LAG_MAX,
-                             "superseded records and tombstones could wait "
-                             "indefinitely for compaction");
-        sl_topic_spec_set_ms(spec, "min.compaction.lag.ms", 0, le,
-                             CHANGELOG_MIN_LAG_MAX,
-                             "recent updates would stay uncompacted that long");
-        sl_topic_spec_set_ms(spec, "delete.retention.ms",
-                             CHANGELOG_TOMBSTONE_MS, le,
-                             CHANGELOG_TOMBSTONE_MAX,
-                             "tombstones kept for days slow every rebuild");
+        sl_topicplan_spec_set(spec, "min.cleanable.dirty.ratio",
+                              CHANGELOG_DIRTY_RATIO, le,
+                              checked ? CHANGELOG_DIRTY_MAX : NULL,
+                              "the cleaner would wait until most of the log is "
+                              "superseded records that rebuild must read");
+        sl_topicplan_spec_set_ms(spec, "max.compaction.lag.ms",
+                                 CHANGELOG_MAX_LAG_MS, le,
+                                 CHANGELOG_MAX_LAG_MAX,
+                                 "superseded records and tombstones could wait "
+                                 "indefinitely for compaction");
+        sl_topicplan_spec_set_ms(
+            spec, "min.compaction.lag.ms", 0, le, CHANGELOG_MIN_LAG_MAX,
+            "recent updates would stay uncompacted that long");
+        sl_topicplan_spec_set_ms(spec, "delete.retention.ms",
+                                 CHANGELOG_TOMBSTONE_MS, le,
+                                 CHANGELOG_TOMBSTONE_MAX,
+                                 "tombstones kept for days slow every rebuild");
         if (checked)
-                sl_topic_spec_set_ms(
+                sl_topicplan_spec_set_ms(
                     spec, "delete.retention.ms", -1, SL_TCHECK_GE,
                     CHANGELOG_TOMBSTONE_MIN,
                     "a rebuild running while the cleaner purges a "
@@ -145,14 +147,14 @@ static const char *opt(const char *s) {
  * bring theirs (sl_roledef_t.settings). */
 static void shared_settings(sl_topic_spec_t *s) {
         if (s->def == &sl_role_changelog) {
-                sl_topic_spec_compacted(s, 1);
+                sl_topicplan_spec_compacted(s, 1);
         } else if (s->def == &sl_role_dlq) {
-                sl_topic_spec_set(s, "cleanup.policy", "delete", SL_TCHECK_EQ,
-                                  "delete",
-                                  "compaction would drop all but the last "
-                                  "bad record per key");
-                sl_topic_spec_set_ms(s, "retention.ms", DLQ_RETENTION_MS,
-                                     SL_TCHECK_NONE, 0, NULL);
+                sl_topicplan_spec_set(s, "cleanup.policy", "delete",
+                                      SL_TCHECK_EQ, "delete",
+                                      "compaction would drop all but the last "
+                                      "bad record per key");
+                sl_topicplan_spec_set_ms(s, "retention.ms", DLQ_RETENTION_MS,
+                                         SL_TCHECK_NONE, 0, NULL);
         }
 }
 
@@ -256,13 +258,13 @@ int sl_topicplan_names(const sl_topicplan_t *plan, const char **names) {
  * Observed state
  */
 
-sl_topics_observed_t *sl_topics_observed_new(void) {
+sl_topics_observed_t *sl_topicplan_observed_new(void) {
         return sl_calloc(1, sizeof(sl_topics_observed_t));
 }
 
-sl_topic_state_t *sl_topics_observed_add(sl_topics_observed_t *obs,
-                                         const char *name, int exists,
-                                         int partitions) {
+sl_topic_state_t *sl_topicplan_observed_add(sl_topics_observed_t *obs,
+                                            const char *name, int exists,
+                                            int partitions) {
         sl_topic_state_t *st;
 
         obs->topics =
@@ -275,8 +277,8 @@ sl_topic_state_t *sl_topics_observed_add(sl_topics_observed_t *obs,
         return st;
 }
 
-void sl_topic_state_set_config(sl_topic_state_t *st, const char *key,
-                               const char *value, int is_set) {
+void sl_topicplan_state_set_config(sl_topic_state_t *st, const char *key,
+                                   const char *value, int is_set) {
         sl_topic_conf_entry_t *e;
 
         st->configs = sl_realloc(st->configs,
@@ -288,7 +290,7 @@ void sl_topic_state_set_config(sl_topic_state_t *st, const char *key,
         st->described = 1;
 }
 
-void sl_topics_observed_destroy(sl_topics_observed_t *obs) {
+void sl_topicplan_observed_destroy(sl_topics_observed_t *obs) {
         if (!obs)
                 return;
         for (int i = 0; i < obs->cnt; i++) {
@@ -305,15 +307,16 @@ void sl_topics_observed_destroy(sl_topics_observed_t *obs) {
         free(obs);
 }
 
-const sl_topic_state_t *sl_topics_observed_find(const sl_topics_observed_t *obs,
-                                                const char *name) {
+const sl_topic_state_t *
+sl_topicplan_observed_find(const sl_topics_observed_t *obs, const char *name) {
         for (int i = 0; obs && i < obs->cnt; i++)
                 if (!strcmp(obs->topics[i].name, name))
                         return &obs->topics[i];
         return NULL;
 }
 
-const char *sl_topic_state_config(const sl_topic_state_t *st, const char *key) {
+const char *sl_topicplan_state_config(const sl_topic_state_t *st,
+                                      const char *key) {
         for (int i = 0; i < st->config_cnt; i++)
                 if (!strcmp(st->configs[i].key, key))
                         return st->configs[i].value;
@@ -374,7 +377,7 @@ static void judge_existing(const sl_topicplan_t *plan,
         if (spec->match_input) {
                 const sl_topic_spec_t *in = &plan->specs[spec->input_idx];
                 const sl_topic_state_t *ist =
-                    sl_topics_observed_find(obs, in->name);
+                    sl_topicplan_observed_find(obs, in->name);
                 if (ist && ist->exists && ist->partitions > st->partitions) {
                         v->grow_parts = ist->partitions;
                         problem(v, strfmt("has %d partitions, want %d like "
@@ -399,7 +402,7 @@ static void judge_existing(const sl_topicplan_t *plan,
         if (spec->def->flags & SL_ROLE_WRITE && st->replicas > 0 &&
             st->described) {
                 const char *mir =
-                    sl_topic_state_config(st, "min.insync.replicas");
+                    sl_topicplan_state_config(st, "min.insync.replicas");
                 double n;
                 if (mir && !parse_num(mir, &n) && n > st->replicas)
                         problem(v, strfmt("min.insync.replicas is %s but it "
@@ -424,7 +427,7 @@ static void judge_existing(const sl_topicplan_t *plan,
         }
         for (int i = 0; i < spec->setting_cnt; i++) {
                 const sl_topic_setting_t *s = &spec->settings[i];
-                char *p = judge(s, sl_topic_state_config(st, s->key));
+                char *p = judge(s, sl_topicplan_state_config(st, s->key));
                 if (p)
                         problem(v, p);
         }
@@ -435,7 +438,7 @@ static void judge_missing(const sl_topicplan_t *plan,
                           const sl_topics_observed_t *obs,
                           const sl_topic_spec_t *spec, sl_topic_verdict_t *v) {
         const sl_topic_spec_t *in = &plan->specs[spec->input_idx];
-        const sl_topic_state_t *ist = sl_topics_observed_find(obs, in->name);
+        const sl_topic_state_t *ist = sl_topicplan_observed_find(obs, in->name);
 
         if (spec->def->flags & SL_ROLE_OUTPUT) {
                 problem(v, strfmt("missing: sluice does not create output "
@@ -481,7 +484,7 @@ sl_topicplan_eval_t *sl_topicplan_eval(const sl_topicplan_t *plan,
         for (int i = 0; i < plan->cnt; i++) {
                 const sl_topic_spec_t *spec = &plan->specs[i];
                 const sl_topic_state_t *st =
-                    sl_topics_observed_find(obs, spec->name);
+                    sl_topicplan_observed_find(obs, spec->name);
                 sl_topic_verdict_t *v = &ev->verdicts[i];
 
                 v->spec = spec;

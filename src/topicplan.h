@@ -98,15 +98,16 @@ typedef struct sl_topic_spec_s {
  * key = value at creation ("" / NULL: not set), judged by check against
  * bound on an existing topic, why saying what breaks when it fails (key
  * and why static).  _ms: numbers, -1 for none. */
-void sl_topic_spec_set(sl_topic_spec_t *spec, const char *key,
-                       const char *value, sl_tcheck_t check, const char *bound,
-                       const char *why);
-void sl_topic_spec_set_ms(sl_topic_spec_t *spec, const char *key, int64_t value,
-                          sl_tcheck_t check, int64_t bound, const char *why);
+void sl_topicplan_spec_set(sl_topic_spec_t *spec, const char *key,
+                           const char *value, sl_tcheck_t check,
+                           const char *bound, const char *why);
+void sl_topicplan_spec_set_ms(sl_topic_spec_t *spec, const char *key,
+                              int64_t value, sl_tcheck_t check, int64_t bound,
+                              const char *why);
 /* The compaction settings of the changelog (checked: they bound the
  * rebuild time), also given to a compacted table of an operator's, then
  * unchecked (checked 0). */
-void sl_topic_spec_compacted(sl_topic_spec_t *spec, int checked);
+void sl_topicplan_spec_compacted(sl_topic_spec_t *spec, int checked);
 
 typedef struct sl_topicplan_s {
         sl_topic_spec_t *specs;
@@ -149,20 +150,21 @@ typedef struct sl_topics_observed_s {
         int cnt;
 } sl_topics_observed_t;
 
-sl_topics_observed_t *sl_topics_observed_new(void);
+sl_topics_observed_t *sl_topicplan_observed_new(void);
 /* Appends a topic; returns it (valid until the next add). */
-sl_topic_state_t *sl_topics_observed_add(sl_topics_observed_t *obs,
-                                         const char *name, int exists,
-                                         int partitions);
+sl_topic_state_t *sl_topicplan_observed_add(sl_topics_observed_t *obs,
+                                            const char *name, int exists,
+                                            int partitions);
 /* Adds a config entry to st (value may be NULL). */
-void sl_topic_state_set_config(sl_topic_state_t *st, const char *key,
-                               const char *value, int is_set);
-void sl_topics_observed_destroy(sl_topics_observed_t *obs);
+void sl_topicplan_state_set_config(sl_topic_state_t *st, const char *key,
+                                   const char *value, int is_set);
+void sl_topicplan_observed_destroy(sl_topics_observed_t *obs);
 
-const sl_topic_state_t *sl_topics_observed_find(const sl_topics_observed_t *obs,
-                                                const char *name);
+const sl_topic_state_t *
+sl_topicplan_observed_find(const sl_topics_observed_t *obs, const char *name);
 /* The value of key in st, or NULL if absent or hidden. */
-const char *sl_topic_state_config(const sl_topic_state_t *st, const char *key);
+const char *sl_topicplan_state_config(const sl_topic_state_t *st,
+                                      const char *key);
 
 typedef enum {
         SL_TOPIC_OK = 0,      /* exists and matches the plan */

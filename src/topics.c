@@ -243,7 +243,7 @@ static int describe(sl_topics_admin_t *adm, sl_topics_observed_t *obs,
                 }
                 entries = rd_kafka_ConfigResource_configs(rres[i], &ecnt);
                 for (size_t k = 0; k < ecnt; k++)
-                        sl_topic_state_set_config(
+                        sl_topicplan_state_set_config(
                             st, rd_kafka_ConfigEntry_name(entries[k]),
                             rd_kafka_ConfigEntry_value(entries[k]),
                             rd_kafka_ConfigEntry_source(entries[k]) ==
@@ -279,16 +279,16 @@ static int observe_once(sl_topics_admin_t *adm, const char *const *names,
         if ((r = metadata(adm, &md, errstr, errstr_size)))
                 return r;
         *brokersp = md->broker_cnt;
-        obs = sl_topics_observed_new();
+        obs = sl_topicplan_observed_new();
         for (int i = 0; i < cnt; i++) {
                 const rd_kafka_metadata_topic_t *t = md_topic(md, names[i]);
                 int expected = named(expect, expect_cnt, names[i]);
                 sl_topic_state_t *st;
 
-                if (sl_topics_observed_find(obs, names[i]))
+                if (sl_topicplan_observed_find(obs, names[i]))
                         continue;
-                st = sl_topics_observed_add(obs, names[i], t != NULL,
-                                            t ? t->partition_cnt : 0);
+                st = sl_topicplan_observed_add(obs, names[i], t != NULL,
+                                               t ? t->partition_cnt : 0);
                 unsettled += expected && (!t || t->err);
                 for (int p = 0; t && p < t->partition_cnt; p++) {
                         if (!st->replicas ||
@@ -308,7 +308,7 @@ static int observe_once(sl_topics_admin_t *adm, const char *const *names,
         }
         rd_kafka_metadata_destroy(md);
         if ((r = describe(adm, obs, &unsettled, errstr, errstr_size))) {
-                sl_topics_observed_destroy(obs);
+                sl_topicplan_observed_destroy(obs);
                 return r;
         }
         *unsettledp = unsettled;
@@ -338,7 +338,7 @@ int sl_topics_observe_expect(sl_topics_admin_t *adm, const char *const *names,
                        "%d topic(s) not yet known to every node; asking "
                        "again",
                        unsettled);
-                sl_topics_observed_destroy(*obsp);
+                sl_topicplan_observed_destroy(*obsp);
                 *obsp = NULL;
                 rd_kafka_poll(adm->rk, 200);
         }
@@ -826,7 +826,7 @@ static void print_problems(const sl_topic_verdict_t *v, int joined) {
 }
 
 static int observed_parts(const sl_topics_observed_t *obs, const char *name) {
-        const sl_topic_state_t *st = sl_topics_observed_find(obs, name);
+        const sl_topic_state_t *st = sl_topicplan_observed_find(obs, name);
         return st && st->exists ? st->partitions : 0;
 }
 
@@ -1032,7 +1032,7 @@ static int cmd_apply(const topics_opts_t *o) {
          * been created by someone else meanwhile: -EEXIST). */
         if (ap.attempts) {
                 sl_topicplan_eval_destroy(ev);
-                sl_topics_observed_destroy(obs);
+                sl_topicplan_observed_destroy(obs);
                 ev = NULL;
                 if ((rc = observe_plan("apply", adm, plan, ap.expect,
                                        ap.expect_cnt, &obs)))
@@ -1053,7 +1053,7 @@ done:
         free(ap.grown_from);
         free(ap.expect);
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
         sl_topics_admin_destroy(adm);
         sl_conf_destroy(conf);
@@ -1092,7 +1092,7 @@ static int cmd_check(const topics_opts_t *o) {
         rc = problems ? SL_EXIT_FAIL : SL_EXIT_OK;
         sl_topicplan_eval_destroy(ev);
 done:
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
         sl_topics_admin_destroy(adm);
         sl_conf_destroy(conf);
@@ -1151,7 +1151,7 @@ static int cmd_create(const topics_opts_t *o) {
                 fprintf(stderr, "sluice topics create: %s: %s\n", name, errstr);
                 rc = SL_EXIT_FAIL;
         }
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topics_admin_destroy(adm);
         sl_conf_destroy(conf);
         return rc;
@@ -1204,7 +1204,7 @@ static int cmd_describe(const topics_opts_t *o) {
         rc = missing ? SL_EXIT_FAIL : SL_EXIT_OK;
 done:
         free(names);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
         sl_topics_admin_destroy(adm);
         sl_conf_destroy(conf);

@@ -37,7 +37,7 @@ void sl_topics_admin_destroy(sl_topics_admin_t *adm);
  * cluster metadata (never auto-creating a topic), then every config of the
  * existing ones with DescribeConfigs.  A per-topic describe failure is kept
  * in that topic's state (error), not returned.  Returns 0 and *obsp (owned
- * by the caller: sl_topics_observed_destroy), or -ETIMEDOUT / -EIO with a
+ * by the caller: sl_topicplan_observed_destroy), or -ETIMEDOUT / -EIO with a
  * reason in errstr when the cluster did not answer. */
 int sl_topics_observe(sl_topics_admin_t *adm, const char *const *names, int cnt,
                       sl_topics_observed_t **obsp, char *errstr,

@@ -94,17 +94,18 @@ static int has_problem(const sl_topic_verdict_t *v, const char *needle) {
 /* Observed state of a topic created exactly as spec says. */
 static sl_topic_state_t *add_as_created(sl_topics_observed_t *obs,
                                         const sl_topic_spec_t *s, int parts) {
-        sl_topic_state_t *st = sl_topics_observed_add(obs, s->name, 1, parts);
+        sl_topic_state_t *st =
+            sl_topicplan_observed_add(obs, s->name, 1, parts);
 
         for (int i = 0; i < s->setting_cnt; i++)
                 if (s->settings[i].value[0] &&
-                    !sl_topic_state_config(st, s->settings[i].key))
-                        sl_topic_state_set_config(st, s->settings[i].key,
-                                                  s->settings[i].value, 1);
+                    !sl_topicplan_state_config(st, s->settings[i].key))
+                        sl_topicplan_state_set_config(st, s->settings[i].key,
+                                                      s->settings[i].value, 1);
         /* Broker defaults for what the spec leaves alone. */
-        if (!sl_topic_state_config(st, "retention.bytes"))
-                sl_topic_state_set_config(st, "retention.bytes", "-1", 0);
-        sl_topic_state_set_config(st, "compression.type", "producer", 0);
+        if (!sl_topicplan_state_config(st, "retention.bytes"))
+                sl_topicplan_state_set_config(st, "retention.bytes", "-1", 0);
+        sl_topicplan_state_set_config(st, "compression.type", "producer", 0);
         return st;
 }
 
@@ -116,7 +117,7 @@ static void set_conf(sl_topic_state_t *st, const char *key, const char *val) {
                         st->configs[i].value = strdup(val);
                         return;
                 }
-        sl_topic_state_set_config(st, key, val, 1);
+        sl_topicplan_state_set_config(st, key, val, 1);
 }
 
 static void test_plan_throttle(void **state) {
@@ -215,7 +216,7 @@ static void test_eval_missing(void **state) {
         conf_t c = {0};
         sl_pipeline_conf_t *p;
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         const sl_topic_verdict_t *v;
         (void)state;
@@ -224,8 +225,8 @@ static void test_eval_missing(void **state) {
         p->output = "notify.out";
         p->dlq = "notify.dlq";
         plan = sl_topicplan_new(&c.conf);
-        sl_topics_observed_add(obs, "notify.in", 1, 3);
-        sl_topics_observed_add(obs, "notify.changelog", 0, 0);
+        sl_topicplan_observed_add(obs, "notify.in", 1, 3);
+        sl_topicplan_observed_add(obs, "notify.changelog", 0, 0);
         ev = sl_topicplan_eval(plan, obs);
 
         assert_int_equal(verdict_of(ev, "notify.in")->status, SL_TOPIC_OK);
@@ -243,7 +244,7 @@ static void test_eval_missing(void **state) {
         assert_int_equal(sl_topicplan_eval_problems(ev, 0), 1);
         assert_int_equal(sl_topicplan_eval_problems(ev, 1), 5);
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 }
 
@@ -251,7 +252,7 @@ static void test_eval_missing_input(void **state) {
         conf_t c = {0};
         sl_pipeline_conf_t *p, *q;
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         const sl_topic_verdict_t *v;
         (void)state;
@@ -262,7 +263,7 @@ static void test_eval_missing_input(void **state) {
         q->output = "b.out";
         q->input_partitions = 6;
         plan = sl_topicplan_new(&c.conf);
-        sl_topics_observed_add(obs, "b.out", 1, 1);
+        sl_topicplan_observed_add(obs, "b.out", 1, 1);
         ev = sl_topicplan_eval(plan, obs);
 
         /* a: no input_partitions: nothing can be created. */
@@ -281,7 +282,7 @@ static void test_eval_missing_input(void **state) {
         assert_int_equal(verdict_of(ev, "b.out")->status, SL_TOPIC_OK);
         assert_int_equal(sl_topicplan_eval_problems(ev, 0), 3);
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 }
 
@@ -291,7 +292,7 @@ static void test_eval_as_created_ok(void **state) {
         conf_t c = {0};
         sl_pipeline_conf_t *p;
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         (void)state;
 
@@ -313,7 +314,7 @@ static void test_eval_as_created_ok(void **state) {
         }
         assert_int_equal(sl_topicplan_eval_problems(ev, 1), 0);
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 }
 
@@ -324,7 +325,7 @@ static void test_eval_replicas(void **state) {
         conf_t c = {0};
         sl_pipeline_conf_t *p;
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         sl_topic_state_t *st;
         (void)state;
@@ -373,7 +374,7 @@ static void test_eval_replicas(void **state) {
         assert_int_equal(verdict_of(ev, "rem.in")->problem_cnt, 0);
         assert_int_equal(verdict_of(ev, "rem.changelog")->problem_cnt, 1);
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 }
 
@@ -382,7 +383,7 @@ static void test_eval_mismatches(void **state) {
         conf_t c = {0};
         sl_pipeline_conf_t *p;
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         sl_topic_state_t *st;
         const sl_topic_verdict_t *v;
@@ -392,8 +393,8 @@ static void test_eval_mismatches(void **state) {
         p->output = "n.out";
         p->dlq = "n.dlq";
         plan = sl_topicplan_new(&c.conf);
-        sl_topics_observed_add(obs, "n.in", 1, 4);
-        sl_topics_observed_add(obs, "n.out", 1, 1);
+        sl_topicplan_observed_add(obs, "n.in", 1, 4);
+        sl_topicplan_observed_add(obs, "n.out", 1, 1);
         st = add_as_created(obs, spec_of(plan, "n", "changelog"), 2);
         set_conf(st, "cleanup.policy", "delete");
         st = add_as_created(obs, spec_of(plan, "n", "overflow"), 4);
@@ -428,7 +429,7 @@ static void test_eval_mismatches(void **state) {
         assert_true(has_problem(v, "cleanup.policy is compact,delete"));
         assert_int_equal(sl_topicplan_eval_problems(ev, 1), 6);
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 }
 
@@ -439,7 +440,7 @@ static void test_eval_partition_counts(void **state) {
         conf_t c = {0};
         sl_pipeline_conf_t *p;
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         const sl_topic_verdict_t *v;
         (void)state;
@@ -448,8 +449,8 @@ static void test_eval_partition_counts(void **state) {
         p->output = "g.out";
         p->dlq = "g.dlq";
         plan = sl_topicplan_new(&c.conf);
-        sl_topics_observed_add(obs, "g.in", 1, 3);
-        sl_topics_observed_add(obs, "g.out", 1, 1);
+        sl_topicplan_observed_add(obs, "g.in", 1, 3);
+        sl_topicplan_observed_add(obs, "g.out", 1, 1);
         add_as_created(obs, spec_of(plan, "g", "changelog"), 2);
         add_as_created(obs, spec_of(plan, "g", "overflow"), 5);
         add_as_created(obs, spec_of(plan, "g", "rates"), 1);
@@ -475,7 +476,7 @@ static void test_eval_partition_counts(void **state) {
         assert_int_equal(verdict_of(ev, "g.in")->grow_parts, 0);
         assert_int_equal(verdict_of(ev, "g.out")->grow_parts, 0);
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 }
 
@@ -510,20 +511,20 @@ static void test_partition_problem(void **state) {
 static int changelog_problems(const char *key, const char *value) {
         conf_t c = {0};
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         sl_topic_state_t *st;
         int n;
 
         add_pipeline(&c, "d", SL_OP_DELAY, "d.in");
         plan = sl_topicplan_new(&c.conf);
-        sl_topics_observed_add(obs, "d.in", 1, 1);
+        sl_topicplan_observed_add(obs, "d.in", 1, 1);
         st = add_as_created(obs, spec_of(plan, "d", "changelog"), 1);
         set_conf(st, key, value);
         ev = sl_topicplan_eval(plan, obs);
         n = verdict_of(ev, "d.changelog")->problem_cnt;
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
         return n;
 }
@@ -575,21 +576,21 @@ static void test_overflow_retention(void **state) {
                 conf_t c = {0};
                 sl_pipeline_conf_t *p;
                 sl_topicplan_t *plan;
-                sl_topics_observed_t *obs = sl_topics_observed_new();
+                sl_topics_observed_t *obs = sl_topicplan_observed_new();
                 sl_topicplan_eval_t *ev;
                 sl_topic_state_t *st;
 
                 p = add_pipeline(&c, "t", SL_OP_THROTTLE, "t.in");
                 tconf(p)->ttl_ms = 6 * HOUR_MS;
                 plan = sl_topicplan_new(&c.conf);
-                sl_topics_observed_add(obs, "t.in", 1, 2);
+                sl_topicplan_observed_add(obs, "t.in", 1, 2);
                 st = add_as_created(obs, spec_of(plan, "t", "overflow"), 2);
                 set_conf(st, "retention.ms", cases[i].value);
                 ev = sl_topicplan_eval(plan, obs);
                 assert_int_equal(verdict_of(ev, "t.overflow")->problem_cnt,
                                  cases[i].problems);
                 sl_topicplan_eval_destroy(ev);
-                sl_topics_observed_destroy(obs);
+                sl_topicplan_observed_destroy(obs);
                 sl_topicplan_destroy(plan);
         }
 }
@@ -598,7 +599,7 @@ static void test_overflow_retention(void **state) {
 static void test_eval_undescribed(void **state) {
         conf_t c = {0};
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         sl_topic_state_t *st;
         const sl_topic_verdict_t *v;
@@ -606,8 +607,8 @@ static void test_eval_undescribed(void **state) {
 
         add_pipeline(&c, "d", SL_OP_DELAY, "d.in");
         plan = sl_topicplan_new(&c.conf);
-        sl_topics_observed_add(obs, "d.in", 1, 1);
-        st = sl_topics_observed_add(obs, "d.changelog", 1, 1);
+        sl_topicplan_observed_add(obs, "d.in", 1, 1);
+        st = sl_topicplan_observed_add(obs, "d.changelog", 1, 1);
         st->error = strdup("Broker: Topic authorization failed");
         ev = sl_topicplan_eval(plan, obs);
         v = verdict_of(ev, "d.changelog");
@@ -615,7 +616,7 @@ static void test_eval_undescribed(void **state) {
         assert_true(has_problem(v, "configs unknown: Broker: Topic "
                                    "authorization failed"));
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 }
 
@@ -623,7 +624,7 @@ static void test_conflicts(void **state) {
         conf_t c = {0};
         sl_pipeline_conf_t *p;
         sl_topicplan_t *plan;
-        sl_topics_observed_t *obs = sl_topics_observed_new();
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
         sl_topicplan_eval_t *ev;
         const sl_topic_verdict_t *v;
         const char *names[32];
@@ -650,7 +651,7 @@ static void test_conflicts(void **state) {
         /* a.in a.changelog all.dlq mid b.changelog b.out c.in */
         assert_int_equal(sl_topicplan_names(plan, names), 7);
 
-        sl_topics_observed_add(obs, "c.in", 1, 1);
+        sl_topicplan_observed_add(obs, "c.in", 1, 1);
         ev = sl_topicplan_eval(plan, obs);
         v = verdict_of(ev, "b.out");
         assert_true(has_problem(v, "also the changelog of pipeline c"));
@@ -666,7 +667,7 @@ static void test_conflicts(void **state) {
                 }
         }
         sl_topicplan_eval_destroy(ev);
-        sl_topics_observed_destroy(obs);
+        sl_topicplan_observed_destroy(obs);
         sl_topicplan_destroy(plan);
 
         /* Within a pipeline every role needs its own topic. */
@@ -692,7 +693,7 @@ static void test_empty(void **state) {
         sl_topicplan_destroy(plan);
         sl_topicplan_destroy(NULL);
         sl_topicplan_eval_destroy(NULL);
-        sl_topics_observed_destroy(NULL);
+        sl_topicplan_observed_destroy(NULL);
 }
 
 int main(void) {
