@@ -2083,14 +2083,6 @@ const char *sl_api_advertised(const sl_api_t *api) {
         return api->advertised;
 }
 
-int sl_api_port(const sl_api_t *api) {
-        return api->port;
-}
-
-void sl_api_set_group(sl_api_t *api, const char *group) {
-        snprintf(api->group, sizeof(api->group), "%s", group);
-}
-
 void sl_api_stop(sl_api_t *api) {
         if (!api)
                 return;

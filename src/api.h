@@ -94,13 +94,6 @@ sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop, sl_metrics_t *m,
 /* The address this instance advertises to the others ("host:port"). */
 const char *sl_api_advertised(const sl_api_t *api);
 
-/* The port bound (the ephemeral one when api_listen said 0). */
-int sl_api_port(const sl_api_t *api);
-
-/* Sets the consumer group whose assignment names the partitions' owners
- * (the app_id).  Call before requests arrive. */
-void sl_api_set_group(sl_api_t *api, const char *group);
-
 /* Stops: lookups waiting for the loop are answered 503, connections are
  * closed after their requests, the producer is flushed (bounded) and
  * destroyed, and api freed.  Loop thread, while the loop still runs the
