@@ -1,6 +1,6 @@
 /*
- * api.h — the synchronous HTTP/JSON API on [sluice] api_listen (SPEC §5,
- * issue 12): schedule, look up and cancel timers; read a throttle key and
+ * api.h — the synchronous HTTP/JSON API on [sluice] api_listen (README,
+ * HTTP API): schedule, look up and cancel timers; read a throttle key and
  * set its rate; read a debounce group.  Off unless api_listen is set.
  *
  *   GET    /v1                                   the route table

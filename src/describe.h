@@ -1,5 +1,5 @@
 /*
- * describe.h — the JSON answers of the HTTP API's lookups (issue 12): what
+ * describe.h — the JSON answers of the HTTP API's lookups (api.h): what
  * one RUNNING partition holds for one timer id, throttle key or debounce
  * group, built by the operators' describe() hooks (task.h).
  *
@@ -70,9 +70,9 @@
  *                                 scheduled it (equal due times fire in
  *                                 seq order)
  *
- * The time a timer was scheduled is not kept in memory (SPEC §6: ≤ 64
- * bytes per timer); it is in the changelog record (Timer.created_ms) and
- * `sluice inspect` shows it.
+ * The time a timer was scheduled is not kept in memory (a pending timer
+ * costs at most 64 bytes beyond its id and payload: timerheap.c); it is in
+ * the changelog record (Timer.created_ms) and `sluice inspect` shows it.
  */
 typedef struct sl_describe_timer_s {
         const void *id;

@@ -1,7 +1,7 @@
 /*
  * op_throttle.c — the throttle operator: a token bucket per key, and a
  * durable FIFO backlog per key in the overflow topic for what is over the
- * key's rate, drained later at that rate (SPEC §3, §4; seed 000).
+ * key's rate, drained later at that rate (README, Throttle).
  *
  * STATE MODEL
  *
@@ -388,8 +388,8 @@ static const sl_metric_def_t throttle_metrics[] = {
                      "Keys with state in memory."),
     SL_METRICS_GAUGE(throttle_pipeline_t, m_index_bytes,
                      "sluice_throttle_index_bytes",
-                     "Memory of the per-message backlog index (SPEC: <= 32 B "
-                     "per buffered message)."),
+                     "Memory of the per-message backlog index (designed for "
+                     "at most 32 B per buffered message)."),
     SL_METRICS_GAUGE(
         throttle_pipeline_t, m_cache_bytes, "sluice_throttle_cache_bytes",
         "Bytes charged to the payload cache (budget: payload_cache)."),

@@ -32,8 +32,9 @@
  *              stale records are compacted within a day, so rebuild reads
  *              roughly the live state and not the history;
  *              1min <= delete.retention.ms <= 1d: tombstones are purged in
- *              hours (the lesson of seed 002), yet live long enough for a
- *              rebuild that started before the cleaner ran to still see them.
+ *              hours (kept for days, they make every rebuild read them until
+ *              they go), yet live long enough for a rebuild that started
+ *              before the cleaner ran to still see them.
  *   overflow   cleanup.policy = delete, retention.ms >= ttl (or -1),
  *              retention.bytes = -1: nothing is deleted before it expires.
  *   rates      cleanup.policy = compact.
