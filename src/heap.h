@@ -31,12 +31,12 @@
  *   SL_HEAP_DEFINE(timer_heap, my_timer_t, TIMER_IDX, TIMER_LESS)
  *
  * gives the type timer_heap_t and timer_heap_init, _fini, _count, _top,
- * _at, _push, _push_last, _update, _replace, _remove, _pop, _clear,
- * _heapify and _verify.  IDX(e) must be an lvalue of type uint32_t; LESS(a, b)
- * is 1 when a must come out before b, a strict order (ties are the user's to
- * break, e.g. by an arrival sequence number, since a binary heap is not
- * stable).  An element may sit in several heaps at once through several
- * position fields (the throttle backlog's keys sit in three).
+ * _at, _push, _push_last, _update, _replace, _remove, _put, _discard,
+ * _pop, _clear, _heapify and _verify.  IDX(e) must be an lvalue of type
+ * uint32_t; LESS(a, b) is 1 when a must come out before b, a strict order (ties
+ * are the user's to break, e.g. by an arrival sequence number, since a binary
+ * heap is not stable).  An element may sit in several heaps at once through
+ * several position fields (the throttle backlog's keys sit in three).
  *
  * Positions: an element in the heap has IDX(e) == its index in the array;
  * _remove and _pop set it to SL_HEAP_NONE, so a user who sets IDX to
@@ -220,6 +220,24 @@ static inline uint32_t sl_heap_grown(uint32_t cap) {
                                 name##_sift_down(h, i);                        \
                 }                                                              \
                 name##_maybe_shrink(h);                                        \
+        }                                                                      \
+                                                                               \
+        /* Inserts e, or restores order when e is in already: for users whose  \
+         * elements start at SL_HEAP_NONE. */                                  \
+        __attribute__((unused)) static inline void name##_put(name##_t *h,     \
+                                                              type *e) {       \
+                if (sl_heap_in(IDX(e)))                                        \
+                        name##_update(h, e);                                   \
+                else                                                           \
+                        name##_push(h, e);                                     \
+        }                                                                      \
+                                                                               \
+        /* Takes e out if it is in: for users whose elements start at          \
+         * SL_HEAP_NONE. */                                                    \
+        __attribute__((unused)) static inline void name##_discard(name##_t *h, \
+                                                                  type *e) {   \
+                if (sl_heap_in(IDX(e)))                                        \
+                        name##_remove(h, e);                                   \
         }                                                                      \
                                                                                \
         /* Takes the first element out and returns it, or NULL when empty. */  \

@@ -14,9 +14,9 @@
  *
  * and the heap keeps only two arrays of pointers:
  *
- *   heap[]     binary min-heap of timer pointers ordered by (due_ms, seq);
- *              each timer stores its own index, so cancelling or
- *              rescheduling one is O(log n) without searching.
+ *   heap[]     binary min-heap of timer pointers ordered by (due_ms, seq)
+ *              (heap.h); each timer stores its own index, so cancelling
+ *              or rescheduling one is O(log n) without searching.
  *   buckets[]  power-of-two array of hash chain heads; the chain link is
  *              the timer's hnext (intrusive: no per-entry node).
  *
@@ -64,6 +64,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "heap.h"
 #include "slab.h"
 #include "util.h"
 
@@ -80,9 +81,8 @@
  * rehashed 32 then 64 of them (~4 % of the debounce ingest's CPU), now 32.
  * Big heaps, where memory per timer counts, still double. */
 #define FAST_GROW_BELOW 64
-#define MIN_HEAP_CAP    16
-#define MAX_TIMERS      UINT32_MAX /* heap_idx is 32 bits */
-#define MAX_FIELD_BYTES UINT32_MAX /* keylen and datalen are 32 bits */
+#define MAX_TIMERS      SL_HEAP_MAX /* heap_idx is 32 bits */
+#define MAX_FIELD_BYTES UINT32_MAX  /* keylen and datalen are 32 bits */
 /* A slab heap compacts once the space its slab holds idle is at least
  * COMPACT_MIN_IDLE, and COMPACT_IDLE_RATIO times the space its timers use:
  * a heap draining in due order (a burst of timers firing) then copies a
@@ -92,10 +92,17 @@
 /* An emptied slab heap gives its chunks back once they held this much. */
 #define RESET_MIN_USED ((size_t)64 * 1024)
 
+/* 1 if a fires before b. */
+static inline int before(const sl_timer_t *a, const sl_timer_t *b) {
+        return a->due_ms < b->due_ms ||
+               (a->due_ms == b->due_ms && a->seq < b->seq);
+}
+
+#define TIMER_POS(t) ((t)->heap_idx)
+SL_HEAP_DEFINE(theap, sl_timer_t, TIMER_POS, before)
+
 struct sl_timerheap_s {
-        sl_timer_t **heap; /* heap[0] is the earliest */
-        size_t cnt;
-        size_t cap;
+        theap_t heap; /* heap.a[0] is the earliest */
         sl_timer_t **buckets;
         size_t nbuckets; /* power of two */
         size_t bytes;    /* key + data bytes of all timers */
@@ -122,12 +129,6 @@ static inline size_t bucket_of(const sl_timerheap_t *h, const void *key,
 static inline int key_eq(const sl_timer_t *t, const void *key, size_t keylen) {
         return t->keylen == keylen &&
                (keylen == 0 || !memcmp(t->buf, key, keylen));
-}
-
-/* 1 if a fires before b. */
-static inline int before(const sl_timer_t *a, const sl_timer_t *b) {
-        return a->due_ms < b->due_ms ||
-               (a->due_ms == b->due_ms && a->seq < b->seq);
 }
 
 static inline size_t timer_size(size_t keylen, size_t datalen) {
@@ -160,8 +161,8 @@ static void rehash(sl_timerheap_t *h, size_t nbuckets) {
         free(h->buckets);
         h->buckets = b;
         h->nbuckets = nbuckets;
-        for (size_t i = 0; i < h->cnt; i++) {
-                sl_timer_t *t = h->heap[i];
+        for (size_t i = 0; i < h->heap.n; i++) {
+                sl_timer_t *t = h->heap.a[i];
                 size_t k = bucket_of(h, t->buf, t->keylen);
                 t->hnext = b[k];
                 b[k] = t;
@@ -180,47 +181,8 @@ static void hash_unlink(sl_timerheap_t *h, const sl_timer_t *t) {
 }
 
 /*
- * Heap
+ * Heap (heap.h)
  */
-
-static void heap_set(sl_timerheap_t *h, size_t i, sl_timer_t *t) {
-        h->heap[i] = t;
-        t->heap_idx = (uint32_t)i;
-}
-
-/* Moves the timer at i up towards the root while it fires before its
- * parent.  Returns its final index. */
-static size_t sift_up(sl_timerheap_t *h, size_t i) {
-        sl_timer_t *t = h->heap[i];
-
-        while (i > 0) {
-                size_t parent = (i - 1) / 2;
-                if (!before(t, h->heap[parent]))
-                        break;
-                heap_set(h, i, h->heap[parent]);
-                i = parent;
-        }
-        heap_set(h, i, t);
-        return i;
-}
-
-/* Moves the timer at i down while a child fires before it. */
-static void sift_down(sl_timerheap_t *h, size_t i) {
-        sl_timer_t *t = h->heap[i];
-
-        for (;;) {
-                size_t c = 2 * i + 1;
-                if (c >= h->cnt)
-                        break;
-                if (c + 1 < h->cnt && before(h->heap[c + 1], h->heap[c]))
-                        c++;
-                if (!before(h->heap[c], t))
-                        break;
-                heap_set(h, i, h->heap[c]);
-                i = c;
-        }
-        heap_set(h, i, t);
-}
 
 /* Raises (max_due, max_seq) to t's when t fires later. */
 static void note_max(sl_timerheap_t *h, const sl_timer_t *t) {
@@ -231,30 +193,16 @@ static void note_max(sl_timerheap_t *h, const sl_timer_t *t) {
         }
 }
 
-/* Restores heap order after the timer at i changed its (due_ms, seq). */
-static void heap_fix(sl_timerheap_t *h, size_t i) {
-        note_max(h, h->heap[i]);
-        if (sift_up(h, i) == i)
-                sift_down(h, i);
+/* Restores heap order after timer t changed its (due_ms, seq). */
+static void heap_fix(sl_timerheap_t *h, sl_timer_t *t) {
+        note_max(h, t);
+        theap_update(&h->heap, t);
 }
 
-/* Takes the timer at i out of the heap array (not out of the hash). */
-static void heap_remove_at(sl_timerheap_t *h, size_t i) {
-        sl_timer_t *last = h->heap[--h->cnt];
-
-        if (i < h->cnt) {
-                heap_set(h, i, last);
-                heap_fix(h, i);
-        }
-}
-
-/* Gives memory back once the heap has shrunk well below its arrays. */
+/* Gives memory back once the heap has shrunk well below its buckets (the
+ * heap array shrinks by itself, heap.h). */
 static void maybe_shrink(sl_timerheap_t *h) {
-        if (h->cap > MIN_HEAP_CAP && h->cnt < h->cap / 4) {
-                h->cap /= 2;
-                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
-        }
-        if (h->nbuckets > MIN_BUCKETS && h->cnt < h->nbuckets * MAX_LOAD / 4)
+        if (h->nbuckets > MIN_BUCKETS && h->heap.n < h->nbuckets * MAX_LOAD / 4)
                 rehash(h, h->nbuckets / 2);
 }
 
@@ -274,12 +222,12 @@ static void compact(sl_timerheap_t *h) {
         sl_slab_t *old = h->slab;
 
         h->slab = sl_slab_new();
-        for (size_t i = 0; i < h->cnt; i++) {
-                sl_timer_t *t = h->heap[i];
+        for (size_t i = 0; i < h->heap.n; i++) {
+                sl_timer_t *t = h->heap.a[i];
                 size_t size = timer_size(t->keylen, t->datalen);
                 sl_timer_t *n = sl_slab_alloc(h->slab, size);
-                memcpy(n, t, size);
-                h->heap[i] = n;
+                memcpy(n, t, size); /* its heap position too */
+                h->heap.a[i] = n;
         }
         rehash(h, h->nbuckets); /* the chains linked the old copies */
         sl_slab_destroy(old);
@@ -296,16 +244,16 @@ static void timer_release(sl_timerheap_t *h, sl_timer_t *t) {
         }
         sl_slab_free(h->slab, t, timer_size(t->keylen, t->datalen));
         sl_slab_stats(h->slab, &st);
-        if (h->cnt ? st.idle >= COMPACT_MIN_IDLE &&
-                         st.idle > COMPACT_IDLE_RATIO * st.live
-                   : st.mapped - st.tail >= RESET_MIN_USED)
+        if (h->heap.n ? st.idle >= COMPACT_MIN_IDLE &&
+                            st.idle > COMPACT_IDLE_RATIO * st.live
+                      : st.mapped - st.tail >= RESET_MIN_USED)
                 compact(h);
 }
 
 /* Unlinks t from both structures, updates the accounting, frees nothing. */
 static void detach(sl_timerheap_t *h, sl_timer_t *t) {
         hash_unlink(h, t);
-        heap_remove_at(h, t->heap_idx);
+        theap_remove(&h->heap, t);
         h->bytes -= (size_t)t->keylen + t->datalen;
         maybe_shrink(h);
 }
@@ -335,9 +283,9 @@ void sl_timerheap_destroy(sl_timerheap_t *h) {
         if (h->slab)
                 sl_slab_destroy(h->slab); /* every timer at once */
         else
-                for (size_t i = 0; i < h->cnt; i++)
-                        free(h->heap[i]);
-        free(h->heap);
+                for (size_t i = 0; i < h->heap.n; i++)
+                        free(h->heap.a[i]);
+        theap_fini(&h->heap);
         free(h->buckets);
         free(h);
 }
@@ -367,29 +315,24 @@ static int insert_at(sl_timerheap_t *h, sl_timer_t **link, const void *key,
                      const void *data, size_t datalen, const sl_timer_t **out) {
         sl_timer_t *t;
 
-        if (h->cnt >= MAX_TIMERS)
+        if (h->heap.n >= MAX_TIMERS)
                 return -1;
-        if (h->cnt == h->cap) {
-                h->cap = h->cap ? h->cap * 2 : MIN_HEAP_CAP;
-                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
-        }
         t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
         t->hnext = *link;
         *link = t;
-        h->heap[h->cnt] = t;
-        if (!h->cnt) {
+        if (!h->heap.n) {
                 h->max_due = due_ms;
                 h->max_seq = seq;
-                heap_set(h, h->cnt++, t);
+                theap_push_last(&h->heap, t);
         } else if (due_ms > h->max_due ||
                    (due_ms == h->max_due && seq >= h->max_seq)) {
                 note_max(h, t); /* not before any parent: stays last */
-                heap_set(h, h->cnt++, t);
+                theap_push_last(&h->heap, t);
         } else {
-                sift_up(h, h->cnt++);
+                theap_push(&h->heap, t);
         }
         h->bytes += keylen + datalen;
-        if (h->cnt > h->nbuckets * MAX_LOAD)
+        if (h->heap.n > h->nbuckets * MAX_LOAD)
                 rehash(h,
                        h->nbuckets * (h->nbuckets < FAST_GROW_BELOW ? 4 : 2));
         if (out)
@@ -443,14 +386,14 @@ int sl_timerheap_upsert_hashed(sl_timerheap_t *h, uint64_t hash,
                         old->seq = seq;
                         if (datalen)
                                 memcpy(old->buf + keylen, data, datalen);
-                        heap_fix(h, old->heap_idx);
+                        heap_fix(h, old);
                         return 1;
                 }
                 t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
                 t->hnext = old->hnext;
                 *link = t;
-                heap_set(h, old->heap_idx, t);
-                heap_fix(h, t->heap_idx);
+                note_max(h, t);
+                theap_replace(&h->heap, old, t);
                 timer_release(h, old);
                 return 1;
         }
@@ -480,11 +423,12 @@ void sl_timerheap_reschedule(sl_timerheap_t *h, const sl_timer_t *t,
                              int64_t due_ms, int64_t seq) {
         sl_timer_t *m;
 
-        sl_assert(h && t && t->heap_idx < h->cnt && h->heap[t->heap_idx] == t);
-        m = h->heap[t->heap_idx]; /* the heap's own, writable pointer */
+        sl_assert(h && t && t->heap_idx < h->heap.n &&
+                  h->heap.a[t->heap_idx] == t);
+        m = h->heap.a[t->heap_idx]; /* the heap's own, writable pointer */
         m->due_ms = due_ms;
         m->seq = seq;
-        heap_fix(h, m->heap_idx);
+        heap_fix(h, m);
 }
 
 const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
@@ -502,8 +446,8 @@ const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
 
 void sl_timerheap_prefetch(const sl_timerheap_t *h, uint64_t hash) {
         __builtin_prefetch(bucket_at(h, hash), 1);
-        if (h->cnt < h->cap)
-                __builtin_prefetch(&h->heap[h->cnt], 1);
+        if (h->heap.n < h->heap.cap)
+                __builtin_prefetch(&h->heap.a[h->heap.n], 1);
 }
 
 void sl_timerheap_prefetch_chain(const sl_timerheap_t *h, uint64_t hash) {
@@ -516,16 +460,15 @@ void sl_timerheap_prefetch_chain(const sl_timerheap_t *h, uint64_t hash) {
 
 const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h) {
         sl_assert(h);
-        return h->cnt ? h->heap[0] : NULL;
+        return theap_top(&h->heap);
 }
 
 sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h) {
         sl_timer_t *t;
 
         sl_assert(h);
-        if (!h->cnt)
+        if (!(t = theap_top(&h->heap)))
                 return NULL;
-        t = h->heap[0];
         detach(h, t);
         if (h->slab) {
                 /* The caller may keep it past the slab: a copy of its own. */
@@ -548,10 +491,10 @@ static int cmp_fire(const void *a, const void *b) {
 size_t sl_timerheap_take_all(sl_timerheap_t *h, sl_timer_t **out) {
         size_t n, i;
 
-        sl_assert(h && !h->slab && (out || !h->cnt));
-        n = h->cnt;
+        sl_assert(h && !h->slab && (out || !h->heap.n));
+        n = h->heap.n;
         if (n)
-                memcpy(out, h->heap, n * sizeof(*out));
+                memcpy(out, h->heap.a, n * sizeof(*out));
         /* Timers added in firing order (a debounce group's items) leave
          * the array sorted, and a heap is then left as it is. */
         for (i = 1; i < n && !before(out[i], out[i - 1]); i++)
@@ -561,7 +504,7 @@ size_t sl_timerheap_take_all(sl_timerheap_t *h, sl_timer_t **out) {
         for (i = 0; i < n; i++)
                 out[i]->hnext = NULL;
         memset(h->buckets, 0, h->nbuckets * sizeof(*h->buckets));
-        h->cnt = 0;
+        theap_clear(&h->heap);
         h->bytes = 0;
         maybe_shrink(h);
         return n;
@@ -571,9 +514,8 @@ int sl_timerheap_drop_min(sl_timerheap_t *h) {
         sl_timer_t *t;
 
         sl_assert(h);
-        if (!h->cnt)
+        if (!(t = theap_top(&h->heap)))
                 return 0;
-        t = h->heap[0];
         detach(h, t);
         timer_release(h, t);
         return 1;
@@ -585,7 +527,7 @@ void sl_timer_free(sl_timer_t *t) {
 
 size_t sl_timerheap_count(const sl_timerheap_t *h) {
         sl_assert(h);
-        return h->cnt;
+        return h->heap.n;
 }
 
 size_t sl_timerheap_bytes(const sl_timerheap_t *h) {
@@ -597,22 +539,22 @@ void sl_timerheap_foreach(const sl_timerheap_t *h,
                           void (*cb)(const sl_timer_t *t, void *opaque),
                           void *opaque) {
         sl_assert(h && cb);
-        for (size_t i = 0; i < h->cnt; i++)
-                cb(h->heap[i], opaque);
+        for (size_t i = 0; i < h->heap.n; i++)
+                cb(h->heap.a[i], opaque);
 }
 
 size_t sl_timerheap_memory(const sl_timerheap_t *h) {
         size_t m;
 
         sl_assert(h);
-        m = sizeof(*h) + h->cap * sizeof(*h->heap) +
+        m = sizeof(*h) + h->heap.cap * sizeof(*h->heap.a) +
             h->nbuckets * sizeof(*h->buckets);
         if (h->slab) {
                 sl_slab_stats_t st;
                 sl_slab_stats(h->slab, &st);
                 m += st.mapped - st.tail;
         } else {
-                m += h->bytes + h->cnt * offsetof(sl_timer_t, buf);
+                m += h->bytes + h->heap.n * offsetof(sl_timer_t, buf);
         }
         return m;
 }
@@ -630,15 +572,11 @@ size_t sl_timerheap_compactions(const sl_timerheap_t *h) {
 int sl_timerheap_verify(const sl_timerheap_t *h) {
         size_t chained = 0, bytes = 0, blocks = 0;
 
-        if (h->cnt > h->cap || !h->nbuckets ||
+        if (theap_verify(&h->heap) || !h->nbuckets ||
             (h->nbuckets & (h->nbuckets - 1)))
                 return -1;
-        for (size_t i = 0; i < h->cnt; i++) {
-                const sl_timer_t *t = h->heap[i];
-                if (t->heap_idx != i)
-                        return -1;
-                if (i > 0 && before(t, h->heap[(i - 1) / 2]))
-                        return -1;
+        for (size_t i = 0; i < h->heap.n; i++) {
+                const sl_timer_t *t = h->heap.a[i];
                 if (*find_link(h, t->buf, t->keylen) != t)
                         return -1;
                 bytes += (size_t)t->keylen + t->datalen;
@@ -647,11 +585,12 @@ int sl_timerheap_verify(const sl_timerheap_t *h) {
         for (size_t b = 0; b < h->nbuckets; b++)
                 for (const sl_timer_t *t = h->buckets[b]; t; t = t->hnext) {
                         if (bucket_of(h, t->buf, t->keylen) != b ||
-                            t->heap_idx >= h->cnt || h->heap[t->heap_idx] != t)
+                            t->heap_idx >= h->heap.n ||
+                            h->heap.a[t->heap_idx] != t)
                                 return -1;
                         chained++;
                 }
-        if (chained != h->cnt || bytes != h->bytes)
+        if (chained != h->heap.n || bytes != h->bytes)
                 return -1;
         if (h->slab) {
                 sl_slab_stats_t st;

@@ -110,6 +110,29 @@ static void test_update_remove_replace(void **state) {
         el_heap_fini(&h);
 }
 
+static void test_put_discard(void **state) {
+        el_heap_t h;
+        el_t a, b;
+        (void)state;
+        el_heap_init(&h);
+        el_init(&a, 0, 10, 0);
+        el_init(&b, 1, 20, 1);
+        el_heap_discard(&h, &a); /* not in: nothing */
+        el_heap_put(&h, &a);     /* not in: pushed */
+        el_heap_put(&h, &b);
+        assert_int_equal(el_heap_count(&h), 2);
+        b.due = 5;
+        el_heap_put(&h, &b); /* in: re-sorted, not pushed twice */
+        assert_int_equal(el_heap_count(&h), 2);
+        assert_ptr_equal(el_heap_top(&h), &b);
+        el_heap_discard(&h, &b);
+        el_heap_discard(&h, &b);
+        assert_int_equal(el_heap_count(&h), 1);
+        assert_ptr_equal(el_heap_top(&h), &a);
+        assert_int_equal(el_heap_verify(&h), 0);
+        el_heap_fini(&h);
+}
+
 static void test_push_last(void **state) {
         el_heap_t h;
         el_t e[200], early;
@@ -336,6 +359,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_order_and_ties),
             cmocka_unit_test(test_update_remove_replace),
+            cmocka_unit_test(test_put_discard),
             cmocka_unit_test(test_push_last),
             cmocka_unit_test(test_grow_shrink_clear),
             cmocka_unit_test(test_heapify),
