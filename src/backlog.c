@@ -3,7 +3,7 @@
  *
  * DESIGN
  *
- * Keys.  A chained hash table (power-of-two buckets, intrusive `hnext`,
+ * Keys.  A chained hash table (hmap.h: power-of-two buckets, intrusive link,
  * seeded sl_hash() of hash.h) maps the throttle key bytes to an
  * sl_backlog_key_t holding, in one allocation with the key bytes: the token
  * bucket and the rate in force, the ring of buffered messages, drained_to, and
@@ -95,6 +95,7 @@
 
 #include "hash.h"
 #include "heap.h"
+#include "hmap.h"
 #include "util.h"
 
 #define MIN_BUCKETS 16
@@ -116,7 +117,7 @@ _Static_assert(sizeof(pblock_t) == 8, "payload block header is 8 bytes");
 
 struct sl_backlog_key_s {
         sl_backlog_t *bl;
-        sl_backlog_key_t *hnext;                 /* hash chain */
+        sl_hmap_link_t hlink;                    /* hash chain */
         sl_backlog_key_t *idle_prev, *idle_next; /* idle list (no backlog) */
         sl_backlog_key_t *dirty_next;            /* dirty list */
         sl_backlog_entry_t *ring;
@@ -187,9 +188,7 @@ struct sl_backlog_s {
         uint64_t rates_gen;
         sl_backlog_cache_t *cache;
 
-        sl_backlog_key_t **buckets;
-        size_t nbuckets; /* power of two */
-        size_t nkeys;
+        sl_hmap_t keys;  /* by key (hmap.h) */
         size_t keybytes; /* sum of key lengths */
 
         sched_heap_t sched;
@@ -409,42 +408,25 @@ static int cache_admit(sl_backlog_key_t *k, uint32_t i, const void *payload,
 
 /* Throttle keys come from producers: a seeded hash (hash.h), so none can
  * aim its keys at one bucket. */
-static inline uint64_t hash_key(const void *key, size_t len) {
-        return sl_hash(key, len);
-}
-
 static inline int key_eq(const sl_backlog_key_t *k, const void *key,
                          size_t keylen) {
         return k->keylen == keylen && (!keylen || !memcmp(k->key, key, keylen));
 }
 
-static sl_backlog_key_t **find_link(const sl_backlog_t *bl, const void *key,
-                                    size_t keylen) {
-        sl_backlog_key_t **link =
-            &bl->buckets[hash_key(key, keylen) & (bl->nbuckets - 1)];
+#define KEY_HASH(k)          sl_hash((k)->key, (k)->keylen)
+#define KEY_EQ(k, h, p, len) key_eq(k, p, len)
+SL_HMAP_DEFINE(kmap, sl_backlog_key_t, hlink, KEY_HASH, KEY_EQ)
 
-        while (*link && !key_eq(*link, key, keylen))
-                link = &(*link)->hnext;
-        return link;
+/* The link that points at key's entry, or at the NULL ending its chain. */
+static inline sl_hmap_link_t **find_link(const sl_backlog_t *bl,
+                                         const void *key, size_t keylen) {
+        return kmap_link(&bl->keys, sl_hash(key, keylen), key, keylen);
 }
 
-static void rehash(sl_backlog_t *bl, size_t nbuckets) {
-        sl_backlog_key_t **old = bl->buckets,
-                         **nb = sl_calloc(nbuckets, sizeof(*nb));
-        size_t oldn = bl->nbuckets;
-
-        for (size_t i = 0; i < oldn; i++) {
-                sl_backlog_key_t *k = old[i], *next;
-                for (; k; k = next) {
-                        size_t b = hash_key(k->key, k->keylen) & (nbuckets - 1);
-                        next = k->hnext;
-                        k->hnext = nb[b];
-                        nb[b] = k;
-                }
-        }
-        free(old);
-        bl->buckets = nb;
-        bl->nbuckets = nbuckets;
+static inline sl_backlog_key_t *key_find(const sl_backlog_t *bl,
+                                         const void *key, size_t keylen) {
+        sl_hmap_link_t *l = *find_link(bl, key, keylen);
+        return l ? kmap_entry(l) : NULL;
 }
 
 static void idle_add(sl_backlog_t *bl, sl_backlog_key_t *k) {
@@ -486,10 +468,11 @@ static void mark_dirty(sl_backlog_t *bl, sl_backlog_key_t *k) {
 
 static sl_backlog_key_t *key_get(sl_backlog_t *bl, const void *key,
                                  size_t keylen, int64_t now_ms) {
-        sl_backlog_key_t **link = find_link(bl, key, keylen), *k = *link;
+        sl_hmap_link_t **link = find_link(bl, key, keylen);
+        sl_backlog_key_t *k;
 
-        if (k)
-                return k;
+        if (*link)
+                return kmap_entry(*link);
         sl_assert(keylen < UINT32_MAX);
         k = sl_calloc(1, sizeof(*k) + keylen);
         k->bl = bl;
@@ -501,27 +484,21 @@ static sl_backlog_key_t *key_get(sl_backlog_t *bl, const void *key,
         k->due_ms = SL_BACKLOG_NEVER;
         sl_rates_lookup(bl->rates, key, keylen, &k->rate);
         sl_tbucket_init(&k->bucket, &k->rate, now_ms);
-        *link = k;
-        bl->nkeys++;
+        kmap_insert_at(&bl->keys, link, k);
         bl->keybytes += keylen;
         idle_add(bl, k);
-        if (bl->nkeys > bl->nbuckets)
-                rehash(bl, bl->nbuckets * 2);
         return k;
 }
 
 /* Unlinks and frees an idle key with nothing left in it. */
 static void key_free(sl_backlog_t *bl, sl_backlog_key_t *k) {
-        sl_backlog_key_t **link = find_link(bl, k->key, k->keylen);
+        sl_hmap_link_t **link = find_link(bl, k->key, k->keylen);
 
-        sl_assert(*link == k && !k->len && !k->ring && !k->dirty);
-        *link = k->hnext;
+        sl_assert(*link == &k->hlink && !k->len && !k->ring && !k->dirty);
+        kmap_unlink(&bl->keys, link);
         idle_del(bl, k);
-        bl->nkeys--;
         bl->keybytes -= k->keylen;
         free(k);
-        if (bl->nbuckets > MIN_BUCKETS && bl->nkeys < bl->nbuckets / 4)
-                rehash(bl, bl->nbuckets / 2);
 }
 
 /*
@@ -614,25 +591,24 @@ static void set_now(sl_backlog_t *bl, int64_t now_ms) {
 /* Applies a new generation of the rates table to every key. */
 static void refresh_rates(sl_backlog_t *bl) {
         uint64_t gen = sl_rates_generation(bl->rates);
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
 
         if (gen == bl->rates_gen)
                 return;
         bl->rates_gen = gen;
-        for (size_t b = 0; b < bl->nbuckets; b++)
-                for (sl_backlog_key_t *k = bl->buckets[b]; k; k = k->hnext) {
-                        sl_rate_t r;
-                        sl_rates_lookup(bl->rates, k->key, k->keylen, &r);
-                        if (r.per_sec == k->rate.per_sec &&
-                            r.burst == k->rate.burst)
-                                continue;
-                        sl_tbucket_set_rate(&k->bucket, &k->rate, &r,
-                                            bl->last_now);
-                        k->rate = r;
-                        if (k->len)
-                                reschedule(bl, k);
-                        if (sl_heap_in(EVICT_POS(k)))
-                                evict_update(k);
-                }
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));) {
+                sl_backlog_key_t *k = kmap_entry(l);
+                sl_rate_t r;
+                sl_rates_lookup(bl->rates, k->key, k->keylen, &r);
+                if (r.per_sec == k->rate.per_sec && r.burst == k->rate.burst)
+                        continue;
+                sl_tbucket_set_rate(&k->bucket, &k->rate, &r, bl->last_now);
+                k->rate = r;
+                if (k->len)
+                        reschedule(bl, k);
+                if (sl_heap_in(EVICT_POS(k)))
+                        evict_update(k);
+        }
 }
 
 /*
@@ -648,8 +624,7 @@ sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_backlog_cache_t *cache,
         bl->rates = rates;
         bl->rates_gen = sl_rates_generation(rates);
         bl->cache = cache;
-        bl->nbuckets = MIN_BUCKETS;
-        bl->buckets = sl_calloc(bl->nbuckets, sizeof(*bl->buckets));
+        sl_hmap_init(&bl->keys, MIN_BUCKETS, 1, 0);
         bl->next_offset = from_offset > 0 ? from_offset : 0;
         bl->last_now = INT64_MIN;
         cache->nbacklogs++;
@@ -657,30 +632,27 @@ sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_backlog_cache_t *cache,
 }
 
 void sl_backlog_destroy(sl_backlog_t *bl) {
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
         sl_backlog_cache_t *c;
 
         if (!bl)
                 return;
         c = bl->cache;
-        for (size_t b = 0; b < bl->nbuckets; b++) {
-                sl_backlog_key_t *k = bl->buckets[b], *next;
-                for (; k; k = next) {
-                        next = k->hnext;
-                        for (uint32_t i = 0; i < k->len; i++) {
-                                sl_backlog_entry_t *e = entry_at(k, i);
-                                if (ref_cached(e->ref))
-                                        uncache(c, e,
-                                                e->offset ==
-                                                        SL_BACKLOG_UNKNOWN ||
-                                                    (i == 0 && k->head_pinned));
-                        }
-                        evict_heap_discard(&c->evict, k);
-                        free(k->ring);
-                        free(k);
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));) {
+                sl_backlog_key_t *k = kmap_entry(l);
+                for (uint32_t i = 0; i < k->len; i++) {
+                        sl_backlog_entry_t *e = entry_at(k, i);
+                        if (ref_cached(e->ref))
+                                uncache(c, e,
+                                        e->offset == SL_BACKLOG_UNKNOWN ||
+                                            (i == 0 && k->head_pinned));
                 }
+                evict_heap_discard(&c->evict, k);
+                free(k->ring);
+                free(k);
         }
         c->nbacklogs--;
-        free(bl->buckets);
+        sl_hmap_fini(&bl->keys);
         sched_heap_fini(&bl->sched);
         ckpt_heap_fini(&bl->ckpt);
         free(bl->pending);
@@ -690,7 +662,7 @@ void sl_backlog_destroy(sl_backlog_t *bl) {
 sl_backlog_key_t *sl_backlog_find(const sl_backlog_t *bl, const void *key,
                                   size_t keylen) {
         sl_assert(bl && (key || !keylen));
-        return *find_link(bl, key, keylen);
+        return key_find(bl, key, keylen);
 }
 
 sl_backlog_verdict_t sl_backlog_offer(sl_backlog_t *bl, const void *key,
@@ -957,7 +929,7 @@ int sl_backlog_fill(sl_backlog_t *bl, const void *key, size_t keylen,
         int64_t i;
 
         sl_assert(bl && (key || !keylen) && (payload || !size));
-        k = *find_link(bl, key, keylen);
+        k = key_find(bl, key, keylen);
         if (!k || (i = find_offset(k, offset)) < 0)
                 return 0;
         e = entry_at(k, (uint32_t)i);
@@ -1107,11 +1079,11 @@ size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
 void sl_backlog_foreach(const sl_backlog_t *bl,
                         void (*cb)(const sl_backlog_key_t *k, void *opaque),
                         void *opaque) {
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
+
         sl_assert(bl && cb);
-        for (size_t b = 0; b < bl->nbuckets; b++)
-                for (const sl_backlog_key_t *k = bl->buckets[b]; k;
-                     k = k->hnext)
-                        cb(k, opaque);
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));)
+                cb(kmap_entry(l), opaque);
 }
 
 const void *sl_backlog_key_key(const sl_backlog_key_t *k, size_t *keylen) {
@@ -1184,7 +1156,7 @@ uint64_t sl_backlog_index_bytes(const sl_backlog_t *bl) {
 
 void sl_backlog_stats(const sl_backlog_t *bl, sl_backlog_stats_t *st) {
         sl_assert(bl && st);
-        st->keys = bl->nkeys;
+        st->keys = sl_hmap_count(&bl->keys);
         st->keys_queued = bl->sched.n;
         st->parked = bl->parked;
         st->messages = bl->messages;
@@ -1192,8 +1164,8 @@ void sl_backlog_stats(const sl_backlog_t *bl, sl_backlog_stats_t *st) {
         st->awaiting = bl->pn;
         st->index_bytes = sl_backlog_index_bytes(bl);
         st->key_bytes =
-            bl->nkeys * sizeof(sl_backlog_key_t) + bl->keybytes +
-            bl->nbuckets * sizeof(*bl->buckets) +
+            sl_hmap_count(&bl->keys) * sizeof(sl_backlog_key_t) + bl->keybytes +
+            sl_hmap_memory(&bl->keys) +
             (bl->sched.cap + bl->ckpt.cap) * sizeof(sl_backlog_key_t *);
 }
 
@@ -1278,25 +1250,24 @@ int sl_backlog_verify(const sl_backlog_t *bl) {
         uint64_t pinned = 0, cached = 0, entries = 0, msgs = 0, bytes = 0;
         uint64_t slots = 0, parked = 0, idle = 0, keys = 0, keybytes = 0;
         uint64_t owed = 0;
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
 
-        for (size_t b = 0; b < bl->nbuckets; b++)
-                for (const sl_backlog_key_t *k = bl->buckets[b]; k;
-                     k = k->hnext) {
-                        if ((hash_key(k->key, k->keylen) &
-                             (bl->nbuckets - 1)) != b)
-                                BAD("key in the wrong bucket");
-                        if (verify_key(bl, k, &pinned, &cached, &entries))
-                                return -1;
-                        msgs += k->len;
-                        bytes += k->bytes;
-                        slots += k->cap;
-                        parked += k->parked;
-                        idle += k->idle;
-                        keys++;
-                        keybytes += k->keylen;
-                        owed += k->nunknown + k->popped_unacked;
-                }
-        if (keys != bl->nkeys || keybytes != bl->keybytes ||
+        if (kmap_verify(&bl->keys))
+                BAD("key table: a key in the wrong chain, or a wrong count");
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));) {
+                const sl_backlog_key_t *k = kmap_entry(l);
+                if (verify_key(bl, k, &pinned, &cached, &entries))
+                        return -1;
+                msgs += k->len;
+                bytes += k->bytes;
+                slots += k->cap;
+                parked += k->parked;
+                idle += k->idle;
+                keys++;
+                keybytes += k->keylen;
+                owed += k->nunknown + k->popped_unacked;
+        }
+        if (keys != sl_hmap_count(&bl->keys) || keybytes != bl->keybytes ||
             msgs != bl->messages || bytes != bl->bytes ||
             slots != bl->ring_slots || parked != bl->parked ||
             idle != bl->nidle)
@@ -1307,7 +1278,7 @@ int sl_backlog_verify(const sl_backlog_t *bl) {
         for (size_t i = 0; i < bl->pn; i++) {
                 const sl_backlog_key_t *k =
                     bl->pending[(bl->phead + i) & (bl->pcap - 1)];
-                if (*find_link(bl, k->key, k->keylen) != k)
+                if (key_find(bl, k->key, k->keylen) != k)
                         BAD("pending key not in the table");
         }
         if (sched_heap_verify(&bl->sched))

@@ -155,6 +155,11 @@ static inline sl_hmap_link_t *sl_hmap_iter_next(const sl_hmap_t *m,
         return l;
 }
 
+/* A resize reads the head of bucket b + SL_HMAP_PREFETCH while it moves
+ * the chain of bucket b: the entries of a large map are cache misses, and
+ * a chain walk alone waits for each in turn. */
+#define SL_HMAP_PREFETCH 8
+
 #define SL_HMAP_DEFINE(name, type, member, HASH, EQ)                           \
         /* The entry of link l. */                                             \
         __attribute__((unused)) static inline type *name##_entry(              \
@@ -190,6 +195,8 @@ static inline sl_hmap_link_t *sl_hmap_iter_next(const sl_hmap_t *m,
                 sl_hmap_link_t **old = sl_hmap_swap_buckets(m, nbuckets);      \
                 for (size_t b = 0; b < oldn; b++) {                            \
                         sl_hmap_link_t *l = old[b], *next;                     \
+                        if (b + SL_HMAP_PREFETCH < oldn)                       \
+                                __builtin_prefetch(old[b + SL_HMAP_PREFETCH]); \
                         for (; l; l = next) {                                  \
                                 sl_hmap_link_t **h =                           \
                                     sl_hmap_bucket(m, HASH(name##_entry(l)));  \
