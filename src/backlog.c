@@ -408,13 +408,8 @@ static int cache_admit(sl_backlog_key_t *k, uint32_t i, const void *payload,
 
 /* Throttle keys come from producers: a seeded hash (hash.h), so none can
  * aim its keys at one bucket. */
-static inline int key_eq(const sl_backlog_key_t *k, const void *key,
-                         size_t keylen) {
-        return k->keylen == keylen && (!keylen || !memcmp(k->key, key, keylen));
-}
-
 #define KEY_HASH(k)          sl_hash((k)->key, (k)->keylen)
-#define KEY_EQ(k, h, p, len) key_eq(k, p, len)
+#define KEY_EQ(k, h, p, len) sl_hmap_key_eq((k)->key, (k)->keylen, p, len)
 SL_HMAP_DEFINE(kmap, sl_backlog_key_t, hlink, KEY_HASH, KEY_EQ)
 
 /* The link that points at key's entry, or at the NULL ending its chain. */

@@ -142,12 +142,8 @@ typedef struct group_s {
         char key[]; /* the group key */
 } group_t;
 
-static inline int group_is(const group_t *g, const void *key, size_t keylen) {
-        return g->keylen == keylen && (!keylen || !memcmp(g->key, key, keylen));
-}
-
 #define GROUP_HASH(g)          sl_hash((g)->key, (g)->keylen)
-#define GROUP_EQ(g, h, k, len) group_is(g, k, len)
+#define GROUP_EQ(g, h, k, len) sl_hmap_key_eq((g)->key, (g)->keylen, k, len)
 SL_HMAP_DEFINE(gmap, group_t, link, GROUP_HASH, GROUP_EQ)
 
 static inline int group_before(const group_t *a, const group_t *b) {
@@ -255,7 +251,8 @@ static int64_t rd64(const void *p) {
 
 static int hot_is(const sl_debounce_t *d, const void *key, size_t keylen) {
         const group_t *g = d->hot;
-        return g && sl_heap_in(g->hidx) && group_is(g, key, keylen);
+        return g && sl_heap_in(g->hidx) &&
+               sl_hmap_key_eq(g->key, g->keylen, key, keylen);
 }
 
 /* The open group with this key, or NULL. */

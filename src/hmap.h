@@ -29,7 +29,7 @@
  * that key):
  *
  *   #define T_HASH(t)             sl_hash((t)->key, (t)->keylen)
- *   #define T_EQ(t, h, k, n)      ((t)->keylen == (n) && !memcmp(...))
+ *   #define T_EQ(t, h, k, n)      sl_hmap_key_eq((t)->key, (t)->keylen, k, n)
  *   SL_HMAP_DEFINE(tmap, my_t, link, T_HASH, T_EQ)
  *
  * gives tmap_entry, _link, _find, _insert_at, _insert, _replace, _unlink,
@@ -61,6 +61,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -98,6 +99,13 @@ static inline size_t sl_hmap_memory(const sl_hmap_t *m) {
 
 static inline size_t sl_hmap_count(const sl_hmap_t *m) {
         return m->count;
+}
+
+/* 1 when the bytes of two keys are the same (what an entry's EQ compares
+ * for most maps: its key bytes with the key looked up). */
+static inline int sl_hmap_key_eq(const void *a, size_t alen, const void *b,
+                                 size_t blen) {
+        return alen == blen && (!alen || !memcmp(a, b, alen));
 }
 
 /* The head of the chain of keys whose sl_hash() is hash. */

@@ -44,13 +44,8 @@ typedef struct rate_entry_s {
         char key[];
 } rate_entry_t;
 
-static inline int entry_is(const rate_entry_t *e, const void *key,
-                           size_t keylen) {
-        return e->keylen == keylen && (!keylen || !memcmp(e->key, key, keylen));
-}
-
 #define ENTRY_HASH(e)          sl_hash((e)->key, (e)->keylen)
-#define ENTRY_EQ(e, h, k, len) entry_is(e, k, len)
+#define ENTRY_EQ(e, h, k, len) sl_hmap_key_eq((e)->key, (e)->keylen, k, len)
 SL_HMAP_DEFINE(rmap, rate_entry_t, link, ENTRY_HASH, ENTRY_EQ)
 
 struct sl_rates_s {

@@ -104,13 +104,8 @@ static inline int before(const sl_timer_t *a, const sl_timer_t *b) {
 #define TIMER_POS(t) ((t)->heap_idx)
 SL_HEAP_DEFINE(theap, sl_timer_t, TIMER_POS, before)
 
-static inline int key_eq(const sl_timer_t *t, const void *key, size_t keylen) {
-        return t->keylen == keylen &&
-               (keylen == 0 || !memcmp(t->buf, key, keylen));
-}
-
 #define TIMER_HASH(t)          sl_hash((t)->buf, (t)->keylen)
-#define TIMER_EQ(t, h, k, len) key_eq(t, k, len)
+#define TIMER_EQ(t, h, k, len) sl_hmap_key_eq((t)->buf, (t)->keylen, k, len)
 SL_HMAP_DEFINE(tmap, sl_timer_t, hlink, TIMER_HASH, TIMER_EQ)
 
 struct sl_timerheap_s {

@@ -25,9 +25,8 @@ typedef struct ent_s {
         char key[];
 } ent_t;
 
-#define ENT_HASH(e) sl_hash((e)->key, (e)->keylen)
-#define ENT_EQ(e, h, k, n)                                                     \
-        ((e)->keylen == (n) && (!(n) || !memcmp((e)->key, (k), (n))))
+#define ENT_HASH(e)        sl_hash((e)->key, (e)->keylen)
+#define ENT_EQ(e, h, k, n) sl_hmap_key_eq((e)->key, (e)->keylen, k, n)
 
 SL_HMAP_DEFINE(emap, ent_t, link, ENT_HASH, ENT_EQ)
 
@@ -201,6 +200,15 @@ static void test_fixed_long_chains(void **state) {
         free_all(&m);
 }
 
+static void test_key_eq(void **state) {
+        (void)state;
+        assert_true(sl_hmap_key_eq("ab", 2, "ab", 2));
+        assert_false(sl_hmap_key_eq("ab", 2, "ac", 2));
+        assert_false(sl_hmap_key_eq("ab", 2, "abc", 3));
+        assert_true(sl_hmap_key_eq(NULL, 0, "", 0));
+        assert_true(sl_hmap_key_eq("", 0, NULL, 0));
+}
+
 static void test_verify_catches(void **state) {
         sl_hmap_t m;
         ent_t *e;
@@ -294,6 +302,7 @@ int main(void) {
             cmocka_unit_test(test_basic),
             cmocka_unit_test(test_sizing),
             cmocka_unit_test(test_fixed_long_chains),
+            cmocka_unit_test(test_key_eq),
             cmocka_unit_test(test_verify_catches),
             cmocka_unit_test(test_random_against_reference),
         };
