@@ -33,7 +33,7 @@
  *   SL_HMAP_DEFINE(tmap, my_t, link, T_HASH, T_EQ)
  *
  * gives tmap_entry, _link, _find, _insert_at, _insert, _replace, _unlink,
- * _remove, _resize and _verify over an sl_hmap_t.  The untyped part
+ * _remove, _shrink, _resize and _verify over an sl_hmap_t.  The untyped part
  * (init, fini, clear, iteration, the sizing rules) is below and in
  * hmap.c.
  *
