@@ -615,7 +615,7 @@ static void debounce_wake(sl_task_t *t, int64_t now) {
          * charged all its items (tbucket.h: a debt the refill pays back),
          * since its size is known only once it is taken. */
         sl_rate_t cr = sl_tbucket_pace_rate((double)rate);
-        int64_t mono_ms = sl_mono_us() / 1000;
+        int64_t mono_ms = rate > 0 ? sl_mono_us() / 1000 : 0;
 
         for (;;) {
                 int64_t due = sl_debounce_next_due(st->win);

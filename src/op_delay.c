@@ -782,7 +782,7 @@ static void delay_wake(sl_task_t *t, int64_t now) {
          * bursts of a tenth of a second. */
         int pace = pc->catchup_rate > 0 && st->catchup_until_ms > 0;
         sl_rate_t cr = sl_tbucket_pace_rate((double)pc->catchup_rate);
-        int64_t mono_ms = sl_mono_us() / 1000;
+        int64_t mono_ms = pace ? sl_mono_us() / 1000 : 0;
 
         while ((next = sl_timerheap_peek(st->heap)) && next->due_ms <= now) {
                 if (fired >= SL_DELAY_FIRE_MAX) {
