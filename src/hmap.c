@@ -42,11 +42,30 @@ void sl_hmap_clear(sl_hmap_t *m) {
         m->count = 0;
 }
 
-sl_hmap_link_t **sl_hmap_swap_buckets(sl_hmap_t *m, size_t nbuckets) {
-        sl_hmap_link_t **old = m->buckets;
+sl_hmap_link_t **sl_hmap_widen(sl_hmap_t *m, size_t nbuckets) {
+        size_t oldn = m->nbuckets;
 
-        sl_assert(nbuckets && !(nbuckets & (nbuckets - 1)));
-        m->buckets = sl_calloc(nbuckets, sizeof(*m->buckets));
+        sl_assert(nbuckets > oldn && !(nbuckets & (nbuckets - 1)));
+        m->buckets = sl_realloc(m->buckets, nbuckets * sizeof(*m->buckets));
+        memset(m->buckets + oldn, 0, (nbuckets - oldn) * sizeof(*m->buckets));
         m->nbuckets = nbuckets;
-        return old;
+        return m->buckets;
+}
+
+void sl_hmap_fold(sl_hmap_t *m, size_t nbuckets) {
+        sl_hmap_link_t **b = m->buckets;
+
+        sl_assert(nbuckets && nbuckets < m->nbuckets &&
+                  !(nbuckets & (nbuckets - 1)));
+        for (size_t i = nbuckets; i < m->nbuckets; i++) {
+                sl_hmap_link_t *l = b[i], *next;
+                for (; l; l = next) {
+                        sl_hmap_link_t **h = &b[i & (nbuckets - 1)];
+                        next = l->next;
+                        l->next = *h;
+                        *h = l;
+                }
+        }
+        m->buckets = sl_realloc(b, nbuckets * sizeof(*b));
+        m->nbuckets = nbuckets;
 }

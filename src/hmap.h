@@ -49,8 +49,14 @@
  * of a small map, and memory does not count) and halves when they fall
  * below a quarter of that, never under min_buckets; max_load 0 fixes the
  * array at min_buckets (a table whose entries are bounded).  A resize
- * walks the chains and puts each entry at the head of its new bucket:
- * the order of a chain means nothing.
+ * happens in place, in the one array (realloc): growing from n buckets,
+ * an entry of bucket i can only go to i, i + n, i + 2n ..., so each chain
+ * keeps its stayers and hands the others to buckets above n, which no
+ * later step looks at; shrinking, bucket i's chain joins bucket
+ * i % newsize, with no key hashed again.  No second array is held while
+ * entries move (which, beside a heap array that grows at the same
+ * moment, cost a delay partition's timers ~1 B each in RSS under
+ * jemalloc).  The order of a chain means nothing.
  *
  * Pure: no Kafka, no libuv, not thread-safe.  Allocation failure aborts
  * (util.h).
@@ -129,10 +135,17 @@ static inline size_t sl_hmap_shrink_to(const sl_hmap_t *m) {
         return m->nbuckets / 2;
 }
 
-/* Replaces the bucket array by an empty one of nbuckets (a power of two)
- * and returns the old one, whose chains the caller moves over and then
- * frees (the typed _resize). */
-sl_hmap_link_t **sl_hmap_swap_buckets(sl_hmap_t *m, size_t nbuckets);
+/* Grows the bucket array to nbuckets (a power of two, more than now) in
+ * place (realloc), the new buckets empty, and returns it: the typed
+ * _resize then moves each entry whose bucket changed.  No second array
+ * is held beside the first while the entries move. */
+sl_hmap_link_t **sl_hmap_widen(sl_hmap_t *m, size_t nbuckets);
+
+/* Shrinks the bucket array to nbuckets (a power of two, fewer than now):
+ * bucket i's chain joins bucket i & (nbuckets - 1), which is where its
+ * entries' hashes put them, so no key is hashed again; then the array is
+ * cut down in place. */
+void sl_hmap_fold(sl_hmap_t *m, size_t nbuckets);
 
 /*
  * Iteration: every entry once, in no particular order, with the next one
@@ -163,13 +176,13 @@ static inline sl_hmap_link_t *sl_hmap_iter_next(const sl_hmap_t *m,
         return l;
 }
 
-/* A resize asks for the head of bucket b + SL_HMAP_PREFETCH, and for the
- * second entry of bucket b + SL_HMAP_PREFETCH / 2 (whose head it asked for
- * earlier), while it moves the chain of bucket b: the entries of a large
- * map are cache misses, and a chain walk alone waits for each in turn.
- * With it a resize took less of 250k timer inserts' CPU (10-11 %) than the
- * timer heap's former rehash by its heap array (13-16 %); with the heads
- * alone, more (14-18 %). */
+/* A resize that grows asks for the head of bucket i + SL_HMAP_PREFETCH,
+ * and for the second entry of bucket i + SL_HMAP_PREFETCH / 2 (whose head
+ * it asked for earlier), while it splits the chain of bucket i: the
+ * entries of a large map are cache misses, and a chain walk alone waits
+ * for each in turn.  With it resizing took 9-10 % of the CPU of 250k
+ * timer inserts (perf), against 13-16 % in the timer heap's former rehash
+ * by its heap array, and 14-18 % asking for the heads alone. */
 #define SL_HMAP_PREFETCH 8
 
 #define SL_HMAP_DEFINE(name, type, member, HASH, EQ)                           \
@@ -200,28 +213,40 @@ static inline sl_hmap_link_t *sl_hmap_iter_next(const sl_hmap_t *m,
                 return l ? name##_entry(l) : NULL;                             \
         }                                                                      \
                                                                                \
-        /* Moves every entry into an array of nbuckets (a power of two). */    \
+        /* Gives the map nbuckets buckets (a power of two), in place: growing, \
+         * each chain i keeps the entries that stay in bucket i and hands the  \
+         * others to the new buckets above; shrinking, sl_hmap_fold(). */      \
         __attribute__((unused)) static void name##_resize(sl_hmap_t *m,        \
                                                           size_t nbuckets) {   \
                 size_t oldn = m->nbuckets;                                     \
-                sl_hmap_link_t **old = sl_hmap_swap_buckets(m, nbuckets);      \
-                for (size_t b = 0; b < oldn; b++) {                            \
-                        sl_hmap_link_t *l = old[b], *next;                     \
-                        if (b + SL_HMAP_PREFETCH < oldn)                       \
-                                __builtin_prefetch(old[b + SL_HMAP_PREFETCH]); \
-                        if (b + SL_HMAP_PREFETCH / 2 < oldn &&                 \
-                            old[b + SL_HMAP_PREFETCH / 2])                     \
-                                __builtin_prefetch(                            \
-                                    old[b + SL_HMAP_PREFETCH / 2]->next);      \
-                        for (; l; l = next) {                                  \
-                                sl_hmap_link_t **h =                           \
-                                    sl_hmap_bucket(m, HASH(name##_entry(l)));  \
-                                next = l->next;                                \
-                                l->next = *h;                                  \
-                                *h = l;                                        \
-                        }                                                      \
+                sl_hmap_link_t **b;                                            \
+                if (nbuckets < oldn) {                                         \
+                        sl_hmap_fold(m, nbuckets);                             \
+                        return;                                                \
                 }                                                              \
-                free(old);                                                     \
+                b = sl_hmap_widen(m, nbuckets);                                \
+                for (size_t i = 0; i < oldn; i++) {                            \
+                        sl_hmap_link_t **keep = &b[i], *l = b[i], *next;       \
+                        if (i + SL_HMAP_PREFETCH < oldn)                       \
+                                __builtin_prefetch(b[i + SL_HMAP_PREFETCH]);   \
+                        if (i + SL_HMAP_PREFETCH / 2 < oldn &&                 \
+                            b[i + SL_HMAP_PREFETCH / 2])                       \
+                                __builtin_prefetch(                            \
+                                    b[i + SL_HMAP_PREFETCH / 2]->next);        \
+                        for (; l; l = next) {                                  \
+                                size_t k = (size_t)HASH(name##_entry(l)) &     \
+                                           (nbuckets - 1);                     \
+                                next = l->next;                                \
+                                if (k == i) {                                  \
+                                        *keep = l;                             \
+                                        keep = &l->next;                       \
+                                } else {                                       \
+                                        l->next = b[k];                        \
+                                        b[k] = l;                              \
+                                }                                              \
+                        }                                                      \
+                        *keep = NULL;                                          \
+                }                                                              \
         }                                                                      \
                                                                                \
         /* Puts e (whose key is in no entry) where link points: the end of     \

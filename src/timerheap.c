@@ -271,6 +271,10 @@ static int insert_at(sl_timerheap_t *h, sl_hmap_link_t **link, const void *key,
 
         if (h->heap.n >= MAX_TIMERS)
                 return -1;
+        /* The heap's array grows before the index does (both may, at the
+         * same timer): the allocator then finds the index's old bucket
+         * array free for what comes next. */
+        theap_reserve_one(&h->heap);
         t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
         tmap_insert_at(&h->index, link, t);
         if (!h->heap.n) {
