@@ -180,7 +180,7 @@ static inline sl_hmap_link_t *sl_hmap_iter_next(const sl_hmap_t *m,
  * and for the second entry of bucket i + SL_HMAP_PREFETCH / 2 (whose head
  * it asked for earlier), while it splits the chain of bucket i: the
  * entries of a large map are cache misses, and a chain walk alone waits
- * for each in turn.  With it resizing took 9-10 % of the CPU of 250k
+ * for each in turn.  With it resizing took 9-11 % of the CPU of 250k
  * timer inserts (perf), against 13-16 % in the timer heap's former rehash
  * by its heap array, and 14-18 % asking for the heads alone. */
 #define SL_HMAP_PREFETCH 8
