@@ -7,7 +7,9 @@
  * Prints ns per sl_hash() call for keys of 8, 16, 36 and 64 bytes (a timer
  * id, a uuid as text, ...), then ns per sl_timerheap_find() and per
  * sl_timerheap_upsert() of COUNT distinct 16-byte keys: the timer heap is
- * the table behind pending timers, debounce groups and items, and rates.
+ * the table behind pending timers and debounce items, and its index by key
+ * is the hash map (hmap.h) behind debounce groups, rates and throttle keys
+ * too.
  * Asserts nothing.
  */
 #include <stdio.h>

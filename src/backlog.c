@@ -3,7 +3,7 @@
  *
  * DESIGN
  *
- * Keys.  A chained hash table (power-of-two buckets, intrusive `hnext`,
+ * Keys.  A chained hash table (hmap.h: power-of-two buckets, intrusive link,
  * seeded sl_hash() of hash.h) maps the throttle key bytes to an
  * sl_backlog_key_t holding, in one allocation with the key bytes: the token
  * bucket and the rate in force, the ring of buffered messages, drained_to, and
@@ -25,8 +25,8 @@
  * of that FIFO, found in O(1).  Within a key the entries without an offset
  * are therefore always a suffix of the ring.
  *
- * Schedule.  Three binary heaps of key pointers, each key storing its own
- * position in each (intrusive, O(log k) update, no search):
+ * Schedule.  Three binary heaps of key pointers (heap.h), each key storing
+ * its own position in each (intrusive, O(log k) update, no search):
  *   sched   keys with a backlog by (due_ms, seq): due_ms is the time of the
  *           head's next action, min(next token, head deadline), or NEVER
  *           while parked.  seq breaks ties round-robin.  One heap of keys,
@@ -94,13 +94,13 @@
 #include <string.h>
 
 #include "hash.h"
+#include "heap.h"
+#include "hmap.h"
 #include "util.h"
 
-#define NOT_IN       UINT32_MAX
-#define MIN_BUCKETS  16
-#define MIN_RING     4
-#define MIN_PENDING  16
-#define MIN_HEAP_CAP 16
+#define MIN_BUCKETS 16
+#define MIN_RING    4
+#define MIN_PENDING 16
 
 enum { H_SCHED = 0, H_CKPT = 1, H_EVICT = 2, H_COUNT = 3 };
 
@@ -117,7 +117,7 @@ _Static_assert(sizeof(pblock_t) == 8, "payload block header is 8 bytes");
 
 struct sl_backlog_key_s {
         sl_backlog_t *bl;
-        sl_backlog_key_t *hnext;                 /* hash chain */
+        sl_hmap_link_t hlink;                    /* hash chain */
         sl_backlog_key_t *idle_prev, *idle_next; /* idle list (no backlog) */
         sl_backlog_key_t *dirty_next;            /* dirty list */
         sl_backlog_entry_t *ring;
@@ -125,7 +125,7 @@ struct sl_backlog_key_s {
         uint32_t nunknown;       /* ring entries without an offset (a suffix) */
         uint32_t popped_unacked; /* popped before their report came */
         uint32_t pre;            /* known entries [0, pre) are cached */
-        uint32_t hidx[H_COUNT];  /* position in each heap, or NOT_IN */
+        uint32_t hidx[H_COUNT];  /* position in each heap, or SL_HEAP_NONE */
         uint32_t opflags;
         uint32_t keylen;
         uint8_t parked;      /* FETCH handed out, waiting for the payload */
@@ -143,11 +143,34 @@ struct sl_backlog_key_s {
         char key[];
 };
 
-typedef struct kheap_s {
-        sl_backlog_key_t **a;
-        uint32_t n, cap;
-        int which;
-} kheap_t;
+/*
+ * The three heaps of keys (heap.h), each through its own position in
+ * hidx[].
+ */
+
+static inline int sched_before(const sl_backlog_key_t *x,
+                               const sl_backlog_key_t *y) {
+        return x->due_ms < y->due_ms ||
+               (x->due_ms == y->due_ms && x->seq < y->seq);
+}
+
+static inline int ckpt_before(const sl_backlog_key_t *x,
+                              const sl_backlog_key_t *y) {
+        return x->ckpt_off < y->ckpt_off;
+}
+
+/* Largest eviction priority first. */
+static inline int evict_before(const sl_backlog_key_t *x,
+                               const sl_backlog_key_t *y) {
+        return x->evict_prio > y->evict_prio;
+}
+
+#define SCHED_POS(k) ((k)->hidx[H_SCHED])
+#define CKPT_POS(k)  ((k)->hidx[H_CKPT])
+#define EVICT_POS(k) ((k)->hidx[H_EVICT])
+SL_HEAP_DEFINE(sched_heap, sl_backlog_key_t, SCHED_POS, sched_before)
+SL_HEAP_DEFINE(ckpt_heap, sl_backlog_key_t, CKPT_POS, ckpt_before)
+SL_HEAP_DEFINE(evict_heap, sl_backlog_key_t, EVICT_POS, evict_before)
 
 struct sl_backlog_cache_s {
         int64_t budget;
@@ -156,7 +179,7 @@ struct sl_backlog_cache_s {
         uint64_t entries;
         uint64_t evicted;
         uint64_t refused;
-        kheap_t evict;
+        evict_heap_t evict;
         size_t nbacklogs;
 };
 
@@ -165,12 +188,11 @@ struct sl_backlog_s {
         uint64_t rates_gen;
         sl_backlog_cache_t *cache;
 
-        sl_backlog_key_t **buckets;
-        size_t nbuckets; /* power of two */
-        size_t nkeys;
+        sl_hmap_t keys;  /* by key (hmap.h) */
         size_t keybytes; /* sum of key lengths */
 
-        kheap_t sched, ckpt;
+        sched_heap_t sched;
+        ckpt_heap_t ckpt;
 
         /* Ring of keys, one per append awaiting its delivery report. */
         sl_backlog_key_t **pending;
@@ -247,104 +269,6 @@ static inline sl_backlog_entry_t *entry_at(const sl_backlog_key_t *k,
 }
 
 /*
- * Intrusive heaps of keys
- */
-
-static inline int kh_before(int which, const sl_backlog_key_t *x,
-                            const sl_backlog_key_t *y) {
-        switch (which) {
-        case H_SCHED:
-                return x->due_ms < y->due_ms ||
-                       (x->due_ms == y->due_ms && x->seq < y->seq);
-        case H_CKPT:
-                return x->ckpt_off < y->ckpt_off;
-        default:
-                return x->evict_prio > y->evict_prio;
-        }
-}
-
-static inline void kh_set(kheap_t *h, uint32_t i, sl_backlog_key_t *k) {
-        h->a[i] = k;
-        k->hidx[h->which] = i;
-}
-
-static uint32_t kh_up(kheap_t *h, uint32_t i) {
-        sl_backlog_key_t *k = h->a[i];
-
-        while (i > 0) {
-                uint32_t p = (i - 1) / 2;
-                if (!kh_before(h->which, k, h->a[p]))
-                        break;
-                kh_set(h, i, h->a[p]);
-                i = p;
-        }
-        kh_set(h, i, k);
-        return i;
-}
-
-static void kh_down(kheap_t *h, uint32_t i) {
-        sl_backlog_key_t *k = h->a[i];
-
-        for (;;) {
-                uint32_t c = 2 * i + 1;
-                if (c >= h->n)
-                        break;
-                if (c + 1 < h->n && kh_before(h->which, h->a[c + 1], h->a[c]))
-                        c++;
-                if (!kh_before(h->which, h->a[c], k))
-                        break;
-                kh_set(h, i, h->a[c]);
-                i = c;
-        }
-        kh_set(h, i, k);
-}
-
-static inline int kh_in(const kheap_t *h, const sl_backlog_key_t *k) {
-        return k->hidx[h->which] != NOT_IN;
-}
-
-/* Inserts k, or restores order after its sort key changed. */
-static void kh_update(kheap_t *h, sl_backlog_key_t *k) {
-        uint32_t i = k->hidx[h->which];
-
-        if (i == NOT_IN) {
-                if (h->n == h->cap) {
-                        sl_assert(h->cap < NOT_IN / 2);
-                        h->cap = h->cap ? h->cap * 2 : MIN_HEAP_CAP;
-                        h->a = sl_realloc(h->a, h->cap * sizeof(*h->a));
-                }
-                h->a[h->n] = k;
-                kh_up(h, h->n++);
-                return;
-        }
-        if (kh_up(h, i) == i)
-                kh_down(h, i);
-}
-
-static void kh_remove(kheap_t *h, sl_backlog_key_t *k) {
-        uint32_t i = k->hidx[h->which];
-        sl_backlog_key_t *last;
-
-        if (i == NOT_IN)
-                return;
-        k->hidx[h->which] = NOT_IN;
-        last = h->a[--h->n];
-        if (i < h->n) {
-                kh_set(h, i, last);
-                if (kh_up(h, i) == i)
-                        kh_down(h, i);
-        }
-        if (h->cap > MIN_HEAP_CAP && h->n < h->cap / 4) {
-                h->cap /= 2;
-                h->a = sl_realloc(h->a, h->cap * sizeof(*h->a));
-        }
-}
-
-static inline sl_backlog_key_t *kh_top(const kheap_t *h) {
-        return h->n ? h->a[0] : NULL;
-}
-
-/*
  * Payload cache
  */
 
@@ -352,7 +276,6 @@ sl_backlog_cache_t *sl_backlog_cache_new(int64_t budget_bytes) {
         sl_backlog_cache_t *c = sl_calloc(1, sizeof(*c));
 
         c->budget = budget_bytes > 0 ? budget_bytes : 0;
-        c->evict.which = H_EVICT;
         return c;
 }
 
@@ -360,7 +283,7 @@ void sl_backlog_cache_destroy(sl_backlog_cache_t *c) {
         if (!c)
                 return;
         sl_assert(c->nbacklogs == 0);
-        free(c->evict.a);
+        evict_heap_fini(&c->evict);
         free(c);
 }
 
@@ -387,13 +310,13 @@ static inline double need_in(const sl_backlog_key_t *k, uint32_t i) {
 }
 
 static void evict_update(sl_backlog_key_t *k) {
-        kheap_t *h = &k->bl->cache->evict;
+        evict_heap_t *h = &k->bl->cache->evict;
 
         if (evictable(k) > 0) {
                 k->evict_prio = need_in(k, k->pre - 1);
-                kh_update(h, k);
+                evict_heap_put(h, k);
         } else {
-                kh_remove(h, k);
+                evict_heap_discard(h, k);
         }
 }
 
@@ -437,7 +360,7 @@ static inline int64_t unpinned(const sl_backlog_cache_t *c) {
 static void cache_enforce(sl_backlog_cache_t *c) {
         sl_backlog_key_t *top;
 
-        while (unpinned(c) > c->budget && (top = kh_top(&c->evict)))
+        while (unpinned(c) > c->budget && (top = evict_heap_top(&c->evict)))
                 evict_one(c, top);
 }
 
@@ -454,7 +377,7 @@ static int make_room(sl_backlog_cache_t *c, double need, int64_t charge) {
         sl_backlog_key_t *top;
 
         while (unpinned(c) + charge > c->budget) {
-                top = kh_top(&c->evict);
+                top = evict_heap_top(&c->evict);
                 if (!top || top->evict_prio <= need) {
                         c->refused++;
                         return 0;
@@ -485,42 +408,20 @@ static int cache_admit(sl_backlog_key_t *k, uint32_t i, const void *payload,
 
 /* Throttle keys come from producers: a seeded hash (hash.h), so none can
  * aim its keys at one bucket. */
-static inline uint64_t hash_key(const void *key, size_t len) {
-        return sl_hash(key, len);
+#define KEY_HASH(k)          sl_hash((k)->key, (k)->keylen)
+#define KEY_EQ(k, h, p, len) sl_hmap_key_eq((k)->key, (k)->keylen, p, len)
+SL_HMAP_DEFINE(kmap, sl_backlog_key_t, hlink, KEY_HASH, KEY_EQ)
+
+/* The link that points at key's entry, or at the NULL ending its chain. */
+static inline sl_hmap_link_t **find_link(const sl_backlog_t *bl,
+                                         const void *key, size_t keylen) {
+        return kmap_link(&bl->keys, sl_hash(key, keylen), key, keylen);
 }
 
-static inline int key_eq(const sl_backlog_key_t *k, const void *key,
-                         size_t keylen) {
-        return k->keylen == keylen && (!keylen || !memcmp(k->key, key, keylen));
-}
-
-static sl_backlog_key_t **find_link(const sl_backlog_t *bl, const void *key,
-                                    size_t keylen) {
-        sl_backlog_key_t **link =
-            &bl->buckets[hash_key(key, keylen) & (bl->nbuckets - 1)];
-
-        while (*link && !key_eq(*link, key, keylen))
-                link = &(*link)->hnext;
-        return link;
-}
-
-static void rehash(sl_backlog_t *bl, size_t nbuckets) {
-        sl_backlog_key_t **old = bl->buckets,
-                         **nb = sl_calloc(nbuckets, sizeof(*nb));
-        size_t oldn = bl->nbuckets;
-
-        for (size_t i = 0; i < oldn; i++) {
-                sl_backlog_key_t *k = old[i], *next;
-                for (; k; k = next) {
-                        size_t b = hash_key(k->key, k->keylen) & (nbuckets - 1);
-                        next = k->hnext;
-                        k->hnext = nb[b];
-                        nb[b] = k;
-                }
-        }
-        free(old);
-        bl->buckets = nb;
-        bl->nbuckets = nbuckets;
+static inline sl_backlog_key_t *key_find(const sl_backlog_t *bl,
+                                         const void *key, size_t keylen) {
+        sl_hmap_link_t *l = *find_link(bl, key, keylen);
+        return l ? kmap_entry(l) : NULL;
 }
 
 static void idle_add(sl_backlog_t *bl, sl_backlog_key_t *k) {
@@ -562,42 +463,37 @@ static void mark_dirty(sl_backlog_t *bl, sl_backlog_key_t *k) {
 
 static sl_backlog_key_t *key_get(sl_backlog_t *bl, const void *key,
                                  size_t keylen, int64_t now_ms) {
-        sl_backlog_key_t **link = find_link(bl, key, keylen), *k = *link;
+        sl_hmap_link_t **link = find_link(bl, key, keylen);
+        sl_backlog_key_t *k;
 
-        if (k)
-                return k;
+        if (*link)
+                return kmap_entry(*link);
         sl_assert(keylen < UINT32_MAX);
         k = sl_calloc(1, sizeof(*k) + keylen);
         k->bl = bl;
         for (int i = 0; i < H_COUNT; i++)
-                k->hidx[i] = NOT_IN;
+                k->hidx[i] = SL_HEAP_NONE;
         k->keylen = (uint32_t)keylen;
         if (keylen)
                 memcpy(k->key, key, keylen);
         k->due_ms = SL_BACKLOG_NEVER;
         sl_rates_lookup(bl->rates, key, keylen, &k->rate);
         sl_tbucket_init(&k->bucket, &k->rate, now_ms);
-        *link = k;
-        bl->nkeys++;
+        kmap_insert_at(&bl->keys, link, k);
         bl->keybytes += keylen;
         idle_add(bl, k);
-        if (bl->nkeys > bl->nbuckets)
-                rehash(bl, bl->nbuckets * 2);
         return k;
 }
 
 /* Unlinks and frees an idle key with nothing left in it. */
 static void key_free(sl_backlog_t *bl, sl_backlog_key_t *k) {
-        sl_backlog_key_t **link = find_link(bl, k->key, k->keylen);
+        sl_hmap_link_t **link = find_link(bl, k->key, k->keylen);
 
-        sl_assert(*link == k && !k->len && !k->ring && !k->dirty);
-        *link = k->hnext;
+        sl_assert(*link == &k->hlink && !k->len && !k->ring && !k->dirty);
+        kmap_unlink(&bl->keys, link);
         idle_del(bl, k);
-        bl->nkeys--;
         bl->keybytes -= k->keylen;
         free(k);
-        if (bl->nbuckets > MIN_BUCKETS && bl->nkeys < bl->nbuckets / 4)
-                rehash(bl, bl->nbuckets / 2);
 }
 
 /*
@@ -660,7 +556,7 @@ static int64_t head_due(const sl_backlog_t *bl, const sl_backlog_key_t *k) {
 /* Recomputes k's place in the schedule (and the idle list). */
 static void reschedule(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (k->len == 0) {
-                kh_remove(&bl->sched, k);
+                sched_heap_discard(&bl->sched, k);
                 k->due_ms = SL_BACKLOG_NEVER;
                 if (!k->idle)
                         idle_add(bl, k);
@@ -669,16 +565,16 @@ static void reschedule(sl_backlog_t *bl, sl_backlog_key_t *k) {
         idle_del(bl, k);
         k->due_ms = k->parked ? SL_BACKLOG_NEVER : head_due(bl, k);
         k->seq = ++bl->seq;
-        kh_update(&bl->sched, k);
+        sched_heap_put(&bl->sched, k);
 }
 
 /* Keeps k's entry in the ckpt heap in step with its head. */
 static void ckpt_update(sl_backlog_t *bl, sl_backlog_key_t *k) {
         if (k->len > k->nunknown) {
                 k->ckpt_off = entry_at(k, 0)->offset;
-                kh_update(&bl->ckpt, k);
+                ckpt_heap_put(&bl->ckpt, k);
         } else {
-                kh_remove(&bl->ckpt, k);
+                ckpt_heap_discard(&bl->ckpt, k);
         }
 }
 
@@ -690,25 +586,24 @@ static void set_now(sl_backlog_t *bl, int64_t now_ms) {
 /* Applies a new generation of the rates table to every key. */
 static void refresh_rates(sl_backlog_t *bl) {
         uint64_t gen = sl_rates_generation(bl->rates);
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
 
         if (gen == bl->rates_gen)
                 return;
         bl->rates_gen = gen;
-        for (size_t b = 0; b < bl->nbuckets; b++)
-                for (sl_backlog_key_t *k = bl->buckets[b]; k; k = k->hnext) {
-                        sl_rate_t r;
-                        sl_rates_lookup(bl->rates, k->key, k->keylen, &r);
-                        if (r.per_sec == k->rate.per_sec &&
-                            r.burst == k->rate.burst)
-                                continue;
-                        sl_tbucket_set_rate(&k->bucket, &k->rate, &r,
-                                            bl->last_now);
-                        k->rate = r;
-                        if (k->len)
-                                reschedule(bl, k);
-                        if (kh_in(&bl->cache->evict, k))
-                                evict_update(k);
-                }
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));) {
+                sl_backlog_key_t *k = kmap_entry(l);
+                sl_rate_t r;
+                sl_rates_lookup(bl->rates, k->key, k->keylen, &r);
+                if (r.per_sec == k->rate.per_sec && r.burst == k->rate.burst)
+                        continue;
+                sl_tbucket_set_rate(&k->bucket, &k->rate, &r, bl->last_now);
+                k->rate = r;
+                if (k->len)
+                        reschedule(bl, k);
+                if (sl_heap_in(EVICT_POS(k)))
+                        evict_update(k);
+        }
 }
 
 /*
@@ -724,10 +619,7 @@ sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_backlog_cache_t *cache,
         bl->rates = rates;
         bl->rates_gen = sl_rates_generation(rates);
         bl->cache = cache;
-        bl->nbuckets = MIN_BUCKETS;
-        bl->buckets = sl_calloc(bl->nbuckets, sizeof(*bl->buckets));
-        bl->sched.which = H_SCHED;
-        bl->ckpt.which = H_CKPT;
+        sl_hmap_init(&bl->keys, MIN_BUCKETS, 1, 0);
         bl->next_offset = from_offset > 0 ? from_offset : 0;
         bl->last_now = INT64_MIN;
         cache->nbacklogs++;
@@ -735,32 +627,29 @@ sl_backlog_t *sl_backlog_new(const sl_rates_t *rates, sl_backlog_cache_t *cache,
 }
 
 void sl_backlog_destroy(sl_backlog_t *bl) {
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
         sl_backlog_cache_t *c;
 
         if (!bl)
                 return;
         c = bl->cache;
-        for (size_t b = 0; b < bl->nbuckets; b++) {
-                sl_backlog_key_t *k = bl->buckets[b], *next;
-                for (; k; k = next) {
-                        next = k->hnext;
-                        for (uint32_t i = 0; i < k->len; i++) {
-                                sl_backlog_entry_t *e = entry_at(k, i);
-                                if (ref_cached(e->ref))
-                                        uncache(c, e,
-                                                e->offset ==
-                                                        SL_BACKLOG_UNKNOWN ||
-                                                    (i == 0 && k->head_pinned));
-                        }
-                        kh_remove(&c->evict, k);
-                        free(k->ring);
-                        free(k);
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));) {
+                sl_backlog_key_t *k = kmap_entry(l);
+                for (uint32_t i = 0; i < k->len; i++) {
+                        sl_backlog_entry_t *e = entry_at(k, i);
+                        if (ref_cached(e->ref))
+                                uncache(c, e,
+                                        e->offset == SL_BACKLOG_UNKNOWN ||
+                                            (i == 0 && k->head_pinned));
                 }
+                evict_heap_discard(&c->evict, k);
+                free(k->ring);
+                free(k);
         }
         c->nbacklogs--;
-        free(bl->buckets);
-        free(bl->sched.a);
-        free(bl->ckpt.a);
+        sl_hmap_fini(&bl->keys);
+        sched_heap_fini(&bl->sched);
+        ckpt_heap_fini(&bl->ckpt);
         free(bl->pending);
         free(bl);
 }
@@ -768,7 +657,7 @@ void sl_backlog_destroy(sl_backlog_t *bl) {
 sl_backlog_key_t *sl_backlog_find(const sl_backlog_t *bl, const void *key,
                                   size_t keylen) {
         sl_assert(bl && (key || !keylen));
-        return *find_link(bl, key, keylen);
+        return key_find(bl, key, keylen);
 }
 
 sl_backlog_verdict_t sl_backlog_offer(sl_backlog_t *bl, const void *key,
@@ -946,7 +835,7 @@ int sl_backlog_poll(sl_backlog_t *bl, int64_t now_ms, sl_backlog_item_t *out,
         for (;;) {
                 sl_backlog_entry_t *e;
 
-                k = kh_top(&bl->sched);
+                k = sched_heap_top(&bl->sched);
                 if (!k || k->due_ms > now_ms) {
                         *next_ms = k ? k->due_ms : SL_BACKLOG_NEVER;
                         return 0;
@@ -991,7 +880,7 @@ int sl_backlog_drop_head(sl_backlog_t *bl, sl_backlog_key_t *k,
 }
 
 void sl_backlog_unpark_all(sl_backlog_t *bl) {
-        kheap_t *h;
+        sched_heap_t *h;
 
         sl_assert(bl);
         h = &bl->sched;
@@ -1008,8 +897,7 @@ void sl_backlog_unpark_all(sl_backlog_t *bl) {
                 k->due_ms = head_due(bl, k);
                 k->seq = ++bl->seq;
         }
-        for (uint32_t i = h->n / 2; i-- > 0;)
-                kh_down(h, i);
+        sched_heap_heapify(h);
 }
 
 /* The index of k's known entry at offset, or -1. */
@@ -1036,7 +924,7 @@ int sl_backlog_fill(sl_backlog_t *bl, const void *key, size_t keylen,
         int64_t i;
 
         sl_assert(bl && (key || !keylen) && (payload || !size));
-        k = *find_link(bl, key, keylen);
+        k = key_find(bl, key, keylen);
         if (!k || (i = find_offset(k, offset)) < 0)
                 return 0;
         e = entry_at(k, (uint32_t)i);
@@ -1126,7 +1014,7 @@ int64_t sl_backlog_checkpoint(const sl_backlog_t *bl) {
         sl_assert(bl);
         /* Known offsets are all below next_offset (verified), so the
          * oldest known head, if any, is the minimum. */
-        top = kh_top(&bl->ckpt);
+        top = ckpt_heap_top(&bl->ckpt);
         return top ? top->ckpt_off : bl->next_offset;
 }
 
@@ -1186,11 +1074,11 @@ size_t sl_backlog_sweep(sl_backlog_t *bl, int64_t now_ms, size_t max_visit,
 void sl_backlog_foreach(const sl_backlog_t *bl,
                         void (*cb)(const sl_backlog_key_t *k, void *opaque),
                         void *opaque) {
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
+
         sl_assert(bl && cb);
-        for (size_t b = 0; b < bl->nbuckets; b++)
-                for (const sl_backlog_key_t *k = bl->buckets[b]; k;
-                     k = k->hnext)
-                        cb(k, opaque);
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));)
+                cb(kmap_entry(l), opaque);
 }
 
 const void *sl_backlog_key_key(const sl_backlog_key_t *k, size_t *keylen) {
@@ -1263,7 +1151,7 @@ uint64_t sl_backlog_index_bytes(const sl_backlog_t *bl) {
 
 void sl_backlog_stats(const sl_backlog_t *bl, sl_backlog_stats_t *st) {
         sl_assert(bl && st);
-        st->keys = bl->nkeys;
+        st->keys = sl_hmap_count(&bl->keys);
         st->keys_queued = bl->sched.n;
         st->parked = bl->parked;
         st->messages = bl->messages;
@@ -1271,8 +1159,8 @@ void sl_backlog_stats(const sl_backlog_t *bl, sl_backlog_stats_t *st) {
         st->awaiting = bl->pn;
         st->index_bytes = sl_backlog_index_bytes(bl);
         st->key_bytes =
-            bl->nkeys * sizeof(sl_backlog_key_t) + bl->keybytes +
-            bl->nbuckets * sizeof(*bl->buckets) +
+            sl_hmap_count(&bl->keys) * sizeof(sl_backlog_key_t) + bl->keybytes +
+            sl_hmap_memory(&bl->keys) +
             (bl->sched.cap + bl->ckpt.cap) * sizeof(sl_backlog_key_t *);
 }
 
@@ -1282,17 +1170,6 @@ void sl_backlog_stats(const sl_backlog_t *bl, sl_backlog_stats_t *st) {
                 fputc('\n', stderr);                                           \
                 return -1;                                                     \
         } while (0)
-
-static int verify_heap(const kheap_t *h) {
-        for (uint32_t i = 0; i < h->n; i++) {
-                if (h->a[i]->hidx[h->which] != i)
-                        BAD("heap %d: position %u stored as %u", h->which, i,
-                            h->a[i]->hidx[h->which]);
-                if (i && kh_before(h->which, h->a[i], h->a[(i - 1) / 2]))
-                        BAD("heap %d: order broken at %u", h->which, i);
-        }
-        return 0;
-}
 
 static int verify_key(const sl_backlog_t *bl, const sl_backlog_key_t *k,
                       uint64_t *pinned, uint64_t *cached, uint64_t *entries) {
@@ -1341,15 +1218,24 @@ static int verify_key(const sl_backlog_t *bl, const sl_backlog_key_t *k,
                     k->parked);
         if (k->parked && (k->pre || !known))
                 BAD("key: parked with prefix %u, %u known", k->pre, known);
-        if (kh_in(&bl->sched, k) != (k->len > 0) || k->idle != (k->len == 0))
+        if (sl_heap_in(SCHED_POS(k)) != (k->len > 0) ||
+            k->idle != (k->len == 0))
                 BAD("key: len %u in sched %d idle %d", k->len,
-                    kh_in(&bl->sched, k), k->idle);
+                    sl_heap_in(SCHED_POS(k)), k->idle);
         if (k->parked && k->due_ms != SL_BACKLOG_NEVER)
                 BAD("key: parked but due");
-        if (kh_in(&bl->ckpt, k) != (known > 0) ||
+        if (sl_heap_in(CKPT_POS(k)) != (known > 0) ||
             (known && k->ckpt_off != entry_at(k, 0)->offset))
                 BAD("key: ckpt heap membership");
-        if (kh_in(&bl->cache->evict, k) != (evictable(k) > 0) ||
+        if ((sl_heap_in(SCHED_POS(k)) &&
+             (SCHED_POS(k) >= bl->sched.n || bl->sched.a[SCHED_POS(k)] != k)) ||
+            (sl_heap_in(CKPT_POS(k)) &&
+             (CKPT_POS(k) >= bl->ckpt.n || bl->ckpt.a[CKPT_POS(k)] != k)) ||
+            (sl_heap_in(EVICT_POS(k)) &&
+             (EVICT_POS(k) >= bl->cache->evict.n ||
+              bl->cache->evict.a[EVICT_POS(k)] != k)))
+                BAD("key: a heap position points elsewhere");
+        if (sl_heap_in(EVICT_POS(k)) != (evictable(k) > 0) ||
             (evictable(k) && k->evict_prio != need_in(k, k->pre - 1)))
                 BAD("key: evict heap membership or priority");
         return 0;
@@ -1359,25 +1245,24 @@ int sl_backlog_verify(const sl_backlog_t *bl) {
         uint64_t pinned = 0, cached = 0, entries = 0, msgs = 0, bytes = 0;
         uint64_t slots = 0, parked = 0, idle = 0, keys = 0, keybytes = 0;
         uint64_t owed = 0;
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
 
-        for (size_t b = 0; b < bl->nbuckets; b++)
-                for (const sl_backlog_key_t *k = bl->buckets[b]; k;
-                     k = k->hnext) {
-                        if ((hash_key(k->key, k->keylen) &
-                             (bl->nbuckets - 1)) != b)
-                                BAD("key in the wrong bucket");
-                        if (verify_key(bl, k, &pinned, &cached, &entries))
-                                return -1;
-                        msgs += k->len;
-                        bytes += k->bytes;
-                        slots += k->cap;
-                        parked += k->parked;
-                        idle += k->idle;
-                        keys++;
-                        keybytes += k->keylen;
-                        owed += k->nunknown + k->popped_unacked;
-                }
-        if (keys != bl->nkeys || keybytes != bl->keybytes ||
+        if (kmap_verify(&bl->keys))
+                BAD("key table: a key in the wrong chain, or a wrong count");
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&bl->keys, &it));) {
+                const sl_backlog_key_t *k = kmap_entry(l);
+                if (verify_key(bl, k, &pinned, &cached, &entries))
+                        return -1;
+                msgs += k->len;
+                bytes += k->bytes;
+                slots += k->cap;
+                parked += k->parked;
+                idle += k->idle;
+                keys++;
+                keybytes += k->keylen;
+                owed += k->nunknown + k->popped_unacked;
+        }
+        if (keys != sl_hmap_count(&bl->keys) || keybytes != bl->keybytes ||
             msgs != bl->messages || bytes != bl->bytes ||
             slots != bl->ring_slots || parked != bl->parked ||
             idle != bl->nidle)
@@ -1388,12 +1273,15 @@ int sl_backlog_verify(const sl_backlog_t *bl) {
         for (size_t i = 0; i < bl->pn; i++) {
                 const sl_backlog_key_t *k =
                     bl->pending[(bl->phead + i) & (bl->pcap - 1)];
-                if (*find_link(bl, k->key, k->keylen) != k)
+                if (key_find(bl, k->key, k->keylen) != k)
                         BAD("pending key not in the table");
         }
-        if (verify_heap(&bl->sched) || verify_heap(&bl->ckpt) ||
-            verify_heap(&bl->cache->evict))
-                return -1;
+        if (sched_heap_verify(&bl->sched))
+                BAD("sched heap: a position or the order is broken");
+        if (ckpt_heap_verify(&bl->ckpt))
+                BAD("ckpt heap: a position or the order is broken");
+        if (evict_heap_verify(&bl->cache->evict))
+                BAD("evict heap: a position or the order is broken");
         /* With a single backlog on the cache the totals must match. */
         if (bl->cache->nbacklogs == 1 &&
             ((uint64_t)bl->cache->bytes != cached ||

@@ -4,21 +4,22 @@
  *
  * DESIGN
  *
- * Two levels, both built from the timer heap (timerheap.c: one allocation
- * per entry, a min-heap by (due_ms, seq) plus a hash index by key):
+ * Two levels:
  *
- *   groups   key = group key, due = the group's deadline or earlier, seq =
- *            the order in which groups opened (ties), data = a pointer to
- *            group_t, which holds the deadline itself.  A deadline that
- *            moves later leaves the entry alone (every item of an open
- *            group does that to its idle deadline; re-sorting the heap
- *            each time was ~5% of the ingest's CPU); settle() moves
- *            such entries when they reach the top, which then is the next
- *            group to flush.  Lookup by key is O(1).
- *   items    one heap per group: key = item id, due = seq = the input
- *            offset of the item's first sighting, so the top is the oldest
- *            item and popping yields arrival order; data = first_seen (8
- *            bytes), last_update (8 bytes), then the payload.
+ *   groups   one group_t per open group, holding its key, in a hash map by
+ *            key (hmap.h: lookup O(1)) and in a heap (heap.h) by (hdue,
+ *            gseq): hdue is the group's deadline or earlier, gseq the
+ *            order in which groups opened (ties).  A deadline that moves
+ *            later leaves hdue alone (every item of an open group does
+ *            that to its idle deadline; re-sorting the heap each time was
+ *            ~5% of the ingest's CPU); settle() moves such groups when
+ *            they reach the top, which then is the next group to flush.
+ *   items    one timer heap per group (timerheap.c: one allocation per
+ *            item, a min-heap by (due_ms, seq) plus a hash index by id):
+ *            key = item id, due = seq = the input offset of the item's
+ *            first sighting, so the top is the oldest item and popping
+ *            yields arrival order; data = first_seen (8 bytes),
+ *            last_update (8 bytes), then the payload.
  *
  * The group's deadline is derived from its items only (earliest
  * first_seen, latest last_update, count, payload bytes); after a removal
@@ -72,10 +73,12 @@
  * open transaction also holds its entry of the journal: 40 bytes and the
  * bytes of its chunk entry (its payload, id and times again), in one
  * buffer per partition that the next transaction reuses.
- * Per open group: its entry in the groups heap (~70 bytes beyond the
- * key), group_t (~170, 64 of them the filter of item ids) and an empty
- * item heap (~300 bytes: a struct and two 16-slot arrays), so ~560
- * bytes.
+ * Per open group: group_t with its key (~210 bytes beyond the key, 64 of
+ * them the filter of item ids, and malloc's overhead), its slot in the
+ * groups heap and its share of the map's buckets (16 to 24 bytes), and an
+ * item heap (~350 bytes: a struct, a 16-slot array and 16 buckets), so
+ * ~590 bytes: 688 measured for a group of one item (its ~100 bytes
+ * included) at 200k groups with 14-byte keys, by mallinfo2().
  */
 #include "debounce.h"
 
@@ -87,6 +90,8 @@
 #include <string.h>
 
 #include "hash.h"
+#include "heap.h"
+#include "hmap.h"
 #include "jsontext.h"
 #include "logpb.h"
 #include "sluice.pb-c.h"
@@ -101,18 +106,18 @@
 #define MAX_FIELD ((size_t)UINT32_MAX - ITEM_HDR - 1)
 
 typedef struct group_s {
+        sl_hmap_link_t link; /* in d->groups */
         sl_timerheap_t *items;
         size_t bytes; /* payload bytes */
         int64_t opened_ms;
         int64_t last_update_ms;
         sl_debounce_reason_t reason;
-        int64_t due_ms; /* the deadline; its heap entry may say earlier */
+        int64_t due_ms; /* the deadline */
+        int64_t hdue;   /* its place in d->sched: due_ms or earlier */
         int64_t gseq;   /* opening order: ties between equal deadlines */
-        /* Its entry in the groups heap, NULL until first scheduled.  A
-         * malloc'd heap never moves an entry whose data keeps its size,
-         * and ours is always this pointer, so it stays valid until the
-         * group closes. */
-        const sl_timer_t *gt;
+        /* Its position in d->sched; SL_HEAP_NONE until first scheduled,
+         * when it also joins d->groups, and both until it closes. */
+        uint32_t hidx;
         /* A Bloom filter (two bits per id) of the ids this group has held
          * since it opened: a new id, the common case, is known to be new
          * without walking a hash chain of items that left the cache long
@@ -133,7 +138,20 @@ typedef struct group_s {
         size_t jhead, jtail;
         int jstale;
         struct group_s *jnext, **jprev; /* jprev NULL: not listed */
+        uint32_t keylen;
+        char key[]; /* the group key */
 } group_t;
+
+#define GROUP_HASH(g)          sl_hash((g)->key, (g)->keylen)
+#define GROUP_EQ(g, h, k, len) sl_hmap_key_eq((g)->key, (g)->keylen, k, len)
+SL_HMAP_DEFINE(gmap, group_t, link, GROUP_HASH, GROUP_EQ)
+
+static inline int group_before(const group_t *a, const group_t *b) {
+        return a->hdue < b->hdue || (a->hdue == b->hdue && a->gseq < b->gseq);
+}
+
+#define GROUP_POS(g) ((g)->hidx)
+SL_HEAP_DEFINE(gheap, group_t, GROUP_POS, group_before)
 
 /* One entry of the journal (d->jbuf), for a new item of the open
  * transaction: this header, then the item's DebounceChunk entry
@@ -168,7 +186,13 @@ enum {
 struct sl_debounce_s {
         sl_debounce_params_t p;
         char *salt;
-        sl_timerheap_t *groups;
+        sl_hmap_t groups; /* open groups by key */
+        gheap_t sched;    /* open groups by (hdue, gseq) */
+        /* No group in sched comes after (smax_due, smax_seq) (an upper
+         * bound: removals leave it); a group scheduled at or after it goes
+         * to the end without a comparison with a parent long out of the
+         * cache. */
+        int64_t smax_due, smax_seq;
         size_t items;
         size_t bytes;     /* payload bytes of the pending items */
         size_t key_bytes; /* and of the open groups' keys and items' ids */
@@ -225,30 +249,18 @@ static int64_t rd64(const void *p) {
         return v;
 }
 
-static group_t *group_of(const sl_timer_t *t) {
-        group_t *g;
-        memcpy(&g, sl_timer_data(t), sizeof(g));
-        return g;
-}
-
 static int hot_is(const sl_debounce_t *d, const void *key, size_t keylen) {
-        const sl_timer_t *t = d->hot ? d->hot->gt : NULL;
-        return t && t->keylen == keylen &&
-               (!keylen || !memcmp(sl_timer_key(t), key, keylen));
+        const group_t *g = d->hot;
+        return g && sl_heap_in(g->hidx) &&
+               sl_hmap_key_eq(g->key, g->keylen, key, keylen);
 }
 
-/* The group's entry in the groups heap, or NULL when it is not open. */
-static const sl_timer_t *group_entry(const sl_debounce_t *d, const void *key,
-                                     size_t keylen) {
-        if (hot_is(d, key, keylen))
-                return d->hot->gt;
-        return sl_timerheap_find(d->groups, key, keylen);
-}
-
+/* The open group with this key, or NULL. */
 static group_t *group_find(const sl_debounce_t *d, const void *key,
                            size_t keylen) {
-        const sl_timer_t *t = group_entry(d, key, keylen);
-        return t ? group_of(t) : NULL;
+        if (hot_is(d, key, keylen))
+                return d->hot;
+        return gmap_find(&d->groups, sl_hash(key, keylen), key, keylen);
 }
 
 static void item_view(const sl_timer_t *t, sl_debounce_item_t *v) {
@@ -288,9 +300,18 @@ static int64_t sat_add(int64_t a, int64_t b) {
         return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
-/* Puts the group (back) in the groups heap at its current deadline. */
-static void group_schedule(sl_debounce_t *d, const void *key, size_t keylen,
-                           group_t *g) {
+/* Raises (smax_due, smax_seq) to g's place when it comes later. */
+static void sched_note_max(sl_debounce_t *d, const group_t *g) {
+        if (g->hdue > d->smax_due ||
+            (g->hdue == d->smax_due && g->gseq > d->smax_seq)) {
+                d->smax_due = g->hdue;
+                d->smax_seq = g->gseq;
+        }
+}
+
+/* Puts the group (back) in the groups heap at its current deadline (and,
+ * the first time, in the map by key). */
+static void group_schedule(sl_debounce_t *d, group_t *g) {
         int64_t due;
         size_t n = sl_timerheap_count(g->items);
 
@@ -307,17 +328,29 @@ static void group_schedule(sl_debounce_t *d, const void *key, size_t keylen,
                 g->reason = age < idle ? SL_DEBOUNCE_MAX_AGE : SL_DEBOUNCE_IDLE;
         }
         g->due_ms = due;
-        if (g->gt) {
+        if (sl_heap_in(g->hidx)) {
                 /* Lazy: a deadline that moves later (each new item of a
-                 * group pushes its idle deadline) leaves the entry where
+                 * group pushes its idle deadline) leaves the group where
                  * it is, earlier than the truth, until it reaches the top
                  * (settle()).  Only an earlier one moves it now. */
-                if (due < g->gt->due_ms)
-                        sl_timerheap_reschedule(d->groups, g->gt, due, g->gseq);
+                if (due < g->hdue) {
+                        g->hdue = due;
+                        gheap_update(&d->sched, g);
+                }
         } else {
-                sl_assert(sl_timerheap_upsert(d->groups, key, keylen, due,
-                                              g->gseq, &g, sizeof(g)) >= 0);
-                g->gt = sl_timerheap_find(d->groups, key, keylen);
+                g->hdue = due;
+                if (!gheap_count(&d->sched)) {
+                        d->smax_due = due;
+                        d->smax_seq = g->gseq;
+                        gheap_push_last(&d->sched, g);
+                } else if (due > d->smax_due ||
+                           (due == d->smax_due && g->gseq >= d->smax_seq)) {
+                        sched_note_max(d, g); /* stays last */
+                        gheap_push_last(&d->sched, g);
+                } else {
+                        gheap_push(&d->sched, g);
+                }
+                gmap_insert(&d->groups, GROUP_HASH(g), g);
         }
         d->hot = g;
 }
@@ -339,14 +372,15 @@ static void group_free(group_t *g) {
         free(g);
 }
 
-static void group_drop(sl_debounce_t *d, const void *key, size_t keylen,
-                       group_t *g) {
+static void group_drop(sl_debounce_t *d, group_t *g) {
         if (d->hot == g)
                 d->hot = NULL;
         d->gen++;
-        if (g->gt)
-                d->key_bytes -= keylen;
-        sl_timerheap_remove(d->groups, key, keylen);
+        if (sl_heap_in(g->hidx)) {
+                d->key_bytes -= g->keylen;
+                gheap_remove(&d->sched, g);
+                gmap_remove(&d->groups, g);
+        }
         group_free(g);
 }
 
@@ -362,20 +396,20 @@ sl_debounce_t *sl_debounce_new(const sl_debounce_params_t *p) {
                 d->p.chunk_max = SL_DEBOUNCE_CHUNK_MAX;
         d->salt = sl_strdup(p->salt ? p->salt : "");
         d->p.salt = d->salt;
-        d->groups = sl_timerheap_new();
+        sl_hmap_init(&d->groups, 16, 1, 0);
+        gheap_init(&d->sched);
         return d;
 }
 
-static void destroy_cb(const sl_timer_t *t, void *opaque) {
-        (void)opaque;
-        group_free(group_of(t));
-}
-
 void sl_debounce_destroy(sl_debounce_t *d) {
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
+
         if (!d)
                 return;
-        sl_timerheap_foreach(d->groups, destroy_cb, NULL);
-        sl_timerheap_destroy(d->groups);
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&d->groups, &it));)
+                group_free(gmap_entry(l));
+        sl_hmap_fini(&d->groups);
+        gheap_fini(&d->sched);
         sl_scratch_free(&d->kbuf);
         sl_scratch_free(&d->vbuf);
         sl_scratch_free(&d->packed);
@@ -634,7 +668,11 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
         if (keylen > MAX_FIELD || idlen > MAX_FIELD || plen > MAX_FIELD)
                 return -1;
         if (!(g = group_find(d, key, keylen))) {
-                g = sl_calloc(1, sizeof(*g));
+                g = sl_calloc(1, sizeof(*g) + keylen);
+                g->hidx = SL_HEAP_NONE;
+                g->keylen = (uint32_t)keylen;
+                if (keylen)
+                        memcpy(g->key, key, keylen);
                 g->items = sl_timerheap_new();
                 g->gseq = d->next_gseq++;
                 created = 1;
@@ -698,7 +736,7 @@ static int item_set(sl_debounce_t *d, const void *key, size_t keylen,
                         g->last_update_ms = last_update;
         }
         /* The pack of the journal entry reads the group's opened_ms. */
-        group_schedule(d, key, keylen, g);
+        group_schedule(d, g);
         if (src == SRC_UNSAVED && old_src != SRC_UNSAVED)
                 journal_add(
                     d, g,
@@ -782,13 +820,13 @@ static void group_after_leave(sl_debounce_t *d, const void *key, size_t keylen,
                               group_t *g, int chunk_left) {
         if (!sl_timerheap_count(g->items)) {
                 drop_chunks(d, key, keylen, g);
-                group_drop(d, key, keylen, g);
+                group_drop(d, g);
                 return;
         }
         if (chunk_left)
                 group_convert(d, key, keylen, g);
         group_recompute(g);
-        group_schedule(d, key, keylen, g);
+        group_schedule(d, g);
 }
 
 /* Removes item t of group key (g); log: write what that needs (not in a
@@ -805,12 +843,12 @@ static void item_remove(sl_debounce_t *d, const void *key, size_t keylen,
         d->key_bytes -= idlen;
         d->items--;
         if (!log && !sl_timerheap_count(g->items)) {
-                group_drop(d, key, keylen, g);
+                group_drop(d, g);
                 return;
         }
         if (!log) {
                 group_recompute(g);
-                group_schedule(d, key, keylen, g);
+                group_schedule(d, g);
                 return;
         }
         group_after_leave(d, key, keylen, g, chunk_left);
@@ -879,10 +917,10 @@ static void restore_drop_chunks(sl_debounce_t *d, const void *key,
         sl_scratch_done(&d->kbuf);
         d->gen++;
         if (!sl_timerheap_count(g->items)) {
-                group_drop(d, key, keylen, g);
+                group_drop(d, g);
         } else if (c.n) {
                 group_recompute(g);
-                group_schedule(d, key, keylen, g);
+                group_schedule(d, g);
         }
 }
 
@@ -1086,8 +1124,8 @@ int sl_debounce_seal(sl_debounce_t *d) {
 
         sl_assert(d);
         while ((g = d->journal)) {
-                const char *key = sl_timer_key(g->gt);
-                size_t keylen = g->gt->keylen, used = 0, n = 0;
+                const char *key = g->key;
+                size_t keylen = g->keylen, used = 0, n = 0;
                 size_t room = chunk_room(d, keylen), items0 = d->items;
                 int64_t seq = -1;
                 uint8_t *buf = NULL;
@@ -1145,10 +1183,10 @@ int sl_debounce_seal(sl_debounce_t *d) {
                          * or it closes. */
                         if (!sl_timerheap_count(g->items)) {
                                 drop_chunks(d, key, keylen, g);
-                                group_drop(d, key, keylen, g);
+                                group_drop(d, g);
                         } else {
                                 group_recompute(g);
-                                group_schedule(d, key, keylen, g);
+                                group_schedule(d, g);
                         }
                 }
         }
@@ -1167,46 +1205,46 @@ int sl_debounce_seal(sl_debounce_t *d) {
         return written;
 }
 
-/* Moves the entries at the top of the groups heap that are earlier than
- * their group's deadline down to it, until the top is exact: then it is
- * the group with the earliest deadline (every entry is at or before its
- * own).  Each entry moves once for any number of later deadlines. */
-static const sl_timer_t *settle(sl_debounce_t *d) {
-        const sl_timer_t *t;
-        while ((t = sl_timerheap_peek(d->groups)) &&
-               t->due_ms != group_of(t)->due_ms)
-                sl_timerheap_reschedule(d->groups, t, group_of(t)->due_ms,
-                                        t->seq);
-        return t;
+/* Moves the groups at the top of the groups heap whose place is earlier
+ * than their deadline down to it, until the top is exact: then it is the
+ * group with the earliest deadline (every group's place is at or before
+ * its deadline).  Each group moves once for any number of later
+ * deadlines. */
+static group_t *settle(sl_debounce_t *d) {
+        group_t *g;
+        while ((g = gheap_top(&d->sched)) && g->hdue != g->due_ms) {
+                g->hdue = g->due_ms;
+                sched_note_max(d, g);
+                gheap_update(&d->sched, g);
+        }
+        return g;
 }
 
 int64_t sl_debounce_next_due(sl_debounce_t *d) {
-        const sl_timer_t *t = settle(d);
-        return t ? t->due_ms : INT64_MAX;
+        const group_t *g = settle(d);
+        return g ? g->hdue : INT64_MAX;
 }
 
 int64_t sl_debounce_due_bound(const sl_debounce_t *d) {
-        const sl_timer_t *t = sl_timerheap_peek(d->groups);
-        return t ? t->due_ms : INT64_MAX;
+        const group_t *g = gheap_top(&d->sched);
+        return g ? g->hdue : INT64_MAX;
 }
 
-/* Takes the next batch of the group at gt (its entry in the groups heap):
- * reason 0 keeps the group's own reason and deadline. */
-static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
+/* Takes the next batch of the open group g: reason 0 keeps the group's own
+ * reason and deadline. */
+static sl_debounce_batch_t *take_batch(sl_debounce_t *d, group_t *g,
                                        int64_t now_ms,
                                        sl_debounce_reason_t reason) {
         sl_debounce_batch_t *b;
-        group_t *g;
         size_t cap;
         int chunk_left = 0;
 
         size_t ids = 0; /* id bytes of the batch's items */
 
-        g = group_of(gt);
         b = sl_calloc(1, sizeof(*b));
-        b->keylen = gt->keylen;
+        b->keylen = g->keylen;
         b->key = sl_malloc(b->keylen + 1);
-        memcpy(b->key, sl_timer_key(gt), b->keylen);
+        memcpy(b->key, g->key, b->keylen);
         b->key[b->keylen] = '\0';
         b->reason = reason ? reason : g->reason;
         b->due_ms = reason ? now_ms : g->due_ms;
@@ -1264,30 +1302,30 @@ static sl_debounce_batch_t *take_batch(sl_debounce_t *d, const sl_timer_t *gt,
 
 int sl_debounce_take(sl_debounce_t *d, const void *key, size_t keylen,
                      int64_t now_ms, sl_debounce_batch_t **out) {
-        const sl_timer_t *gt;
+        group_t *g;
 
         sl_assert(d && out);
         *out = NULL;
-        gt = key ? group_entry(d, key, keylen) : settle(d);
-        if (!gt)
+        g = key ? group_find(d, key, keylen) : settle(d);
+        if (!g)
                 return 0;
         if (key)
-                d->hot = group_of(gt); /* asked next for this record */
-        if (group_of(gt)->due_ms > now_ms)
+                d->hot = g; /* asked next for this record */
+        if (g->due_ms > now_ms)
                 return 0;
-        *out = take_batch(d, gt, now_ms, 0);
+        *out = take_batch(d, g, now_ms, 0);
         return 1;
 }
 
 int sl_debounce_take_requested(sl_debounce_t *d, const void *key, size_t keylen,
                                int64_t now_ms, sl_debounce_batch_t **out) {
-        const sl_timer_t *gt;
+        group_t *g;
 
         sl_assert(d && out && (key || !keylen));
         *out = NULL;
-        if (!(gt = group_entry(d, key, keylen)))
+        if (!(g = group_find(d, key, keylen)))
                 return 0;
-        *out = take_batch(d, gt, now_ms, SL_DEBOUNCE_REQUESTED);
+        *out = take_batch(d, g, now_ms, SL_DEBOUNCE_REQUESTED);
         return 1;
 }
 
@@ -1347,7 +1385,7 @@ void sl_debounce_batch_free(sl_debounce_batch_t *b) {
 }
 
 size_t sl_debounce_groups(const sl_debounce_t *d) {
-        return sl_timerheap_count(d->groups);
+        return sl_hmap_count(&d->groups);
 }
 
 size_t sl_debounce_items(const sl_debounce_t *d) {
@@ -1358,23 +1396,19 @@ size_t sl_debounce_bytes(const sl_debounce_t *d) {
         return d->bytes + d->key_bytes;
 }
 
-static void oldest_cb(const sl_timer_t *t, void *opaque) {
-        int64_t *oldest = opaque;
-        group_t *g = group_of(t);
-        if (g->opened_ms < *oldest)
-                *oldest = g->opened_ms;
-}
-
 int64_t sl_debounce_oldest(const sl_debounce_t *d) {
         int64_t oldest = INT64_MAX;
-        sl_timerheap_foreach(d->groups, oldest_cb, &oldest);
+        for (uint32_t i = 0; i < gheap_count(&d->sched); i++) {
+                const group_t *g = gheap_at(&d->sched, i);
+                if (g->opened_ms < oldest)
+                        oldest = g->opened_ms;
+        }
         return oldest;
 }
 
-static void group_view(const sl_timer_t *t, sl_debounce_group_t *v) {
-        group_t *g = group_of(t);
-        v->key = sl_timer_key(t);
-        v->keylen = t->keylen;
+static void group_view(const group_t *g, sl_debounce_group_t *v) {
+        v->key = g->key;
+        v->keylen = g->keylen;
         v->items = sl_timerheap_count(g->items);
         v->bytes = g->bytes;
         v->opened_ms = g->opened_ms;
@@ -1389,33 +1423,26 @@ const sl_debounce_params_t *sl_debounce_params(const sl_debounce_t *d) {
 
 int sl_debounce_group(const sl_debounce_t *d, const void *key, size_t keylen,
                       sl_debounce_group_t *out) {
-        const sl_timer_t *t = group_entry(d, key, keylen);
-        if (!t)
+        const group_t *g = group_find(d, key, keylen);
+        if (!g)
                 return 0;
         if (out)
-                group_view(t, out);
+                group_view(g, out);
         return 1;
-}
-
-typedef struct foreach_group_s {
-        void (*cb)(const sl_debounce_group_t *g, void *opaque);
-        void *opaque;
-} foreach_group_t;
-
-static void foreach_group_cb(const sl_timer_t *t, void *opaque) {
-        foreach_group_t *f = opaque;
-        sl_debounce_group_t v;
-        group_view(t, &v);
-        f->cb(&v, f->opaque);
 }
 
 void sl_debounce_foreach_group(const sl_debounce_t *d,
                                void (*cb)(const sl_debounce_group_t *g,
                                           void *opaque),
                                void *opaque) {
-        foreach_group_t f = {cb, opaque};
         sl_assert(d && cb);
-        sl_timerheap_foreach(d->groups, foreach_group_cb, &f);
+        /* The schedule's array: every open group once, as the timer heap
+         * of groups gave them before. */
+        for (uint32_t i = 0; i < gheap_count(&d->sched); i++) {
+                sl_debounce_group_t v;
+                group_view(gheap_at(&d->sched, i), &v);
+                cb(&v, opaque);
+        }
 }
 
 typedef struct collect_s {

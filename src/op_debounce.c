@@ -82,8 +82,9 @@
  * reaches max_items or max_bytes flushes at once, in the input call; a
  * group already due when a record for it arrives flushes before the record
  * joins it.  After a rebuild, groups that fell due while nobody owned the
- * partition flush at most catchup_rate items per second per partition; any
- * wake-up flushes at most SL_DEBOUNCE_FLUSH_MAX items before yielding.
+ * partition flush at most catchup_rate items per second per partition (a
+ * token bucket, tbucket.c, that a batch may overdraw); any wake-up
+ * flushes at most SL_DEBOUNCE_FLUSH_MAX items before yielding.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -97,6 +98,7 @@
 #include "opdef_debounce.h"
 #include "sluice.pb-c.h"
 #include "task.h"
+#include "tbucket.h"
 #include "util.h"
 
 /* Items flushed per wake-up before yielding to the loop. */
@@ -133,8 +135,9 @@ typedef struct debounce_state_s {
         debounce_pipeline_t *dp;
         int32_t partition;
         int64_t catchup_until_ms; /* groups due before the rebuild ended */
-        double catchup_tokens;
-        int64_t catchup_at_us;
+        /* Paces them, a token per item (tbucket.h, on the monotonic clock
+         * in ms). */
+        sl_tbucket_t catchup;
         int64_t oldest_at_ms;  /* last refresh of dp->oldest[partition] */
         size_t groups_counted; /* what this partition added to the gauges */
         size_t items_counted;
@@ -475,13 +478,12 @@ static void debounce_arm(sl_task_t *t, int64_t now) {
 static void debounce_restored(sl_task_t *t) {
         debounce_state_t *st = t->state_data;
         int64_t now = sl_now_ms();
+        sl_rate_t cr = sl_tbucket_pace_rate((double)t->pl->conf->catchup_rate);
         /* What fell due while nobody owned the partition flushes at the
          * bounded catch-up rate (counted in items); later deadlines flush
          * unthrottled. */
         st->catchup_until_ms = now;
-        st->catchup_tokens =
-            SL_MAX(1.0, (double)t->pl->conf->catchup_rate / 10.0);
-        st->catchup_at_us = sl_mono_us();
+        sl_tbucket_init(&st->catchup, &cr, sl_mono_us() / 1000);
         /* Look the output up now: a missing topic is reported before the
          * first batch, and the producer knows the topic's partitions
          * before a batch waits on them inside a commit. */
@@ -608,36 +610,35 @@ static void debounce_wake(sl_task_t *t, int64_t now) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
         int64_t rate = pc->catchup_rate;
         size_t flushed = 0;
-        int limited = 0;
+        int limited = 0, paced = 0;
         sl_debounce_batch_t *b;
+        /* Catch-up: at most catchup_rate items per second, in bursts of a
+         * tenth of a second.  A batch starts on a whole token and is
+         * charged all its items (tbucket.h: a debt the refill pays back),
+         * since its size is known only once it is taken. */
+        sl_rate_t cr = sl_tbucket_pace_rate((double)rate);
+        int64_t mono_ms = rate > 0 ? sl_mono_us() / 1000 : 0;
 
-        if (rate > 0 && st->catchup_until_ms > 0) {
-                /* Token bucket: at most catchup_rate items per second,
-                 * bursts of a tenth of a second. */
-                int64_t us = sl_mono_us();
-                double cap = SL_MAX(1.0, (double)rate / 10.0);
-                st->catchup_tokens +=
-                    (double)(us - st->catchup_at_us) / 1e6 * (double)rate;
-                if (st->catchup_tokens > cap)
-                        st->catchup_tokens = cap;
-                st->catchup_at_us = us;
-        }
         for (;;) {
                 int64_t due = sl_debounce_next_due(st->win);
                 int catchup;
                 if (due > now)
                         break;
                 catchup = rate > 0 && due <= st->catchup_until_ms;
-                if (flushed >= SL_DEBOUNCE_FLUSH_MAX ||
-                    (catchup && st->catchup_tokens <= 0)) {
+                if (flushed >= SL_DEBOUNCE_FLUSH_MAX) {
                         limited = 1;
+                        break;
+                }
+                if (catchup && !sl_tbucket_ready(&st->catchup, &cr, mono_ms)) {
+                        limited = paced = 1;
                         break;
                 }
                 if (!sl_debounce_take(st->win, NULL, 0, now, &b))
                         break;
                 flushed += b->cnt;
                 if (catchup)
-                        st->catchup_tokens -= (double)b->cnt;
+                        sl_tbucket_charge(&st->catchup, &cr, mono_ms,
+                                          (double)b->cnt);
                 debounce_emit(t, b, now);
         }
         /* Deadlines passed: lateness is the commit, not the commit
@@ -652,13 +653,14 @@ static void debounce_wake(sl_task_t *t, int64_t now) {
                 sl_task_commit_linger(t);
         debounce_update_gauges(t, now, 0);
         if (limited) {
-                /* More is due: come back when the budget allows. */
+                /* More is due: come back when the budget allows (at the
+                 * next token, and a millisecond more, as ever: now and the
+                 * monotonic clock are not read at the same moment). */
                 int64_t wait_ms = 0;
-                if (rate > 0 && st->catchup_tokens <= 0 &&
-                    flushed < SL_DEBOUNCE_FLUSH_MAX)
-                        wait_ms = (int64_t)((1 - st->catchup_tokens) * 1000 /
-                                            (double)rate) +
-                                  1;
+                if (paced)
+                        wait_ms =
+                            sl_tbucket_next_ms(&st->catchup, &cr, mono_ms) -
+                            mono_ms + 1;
                 sl_task_wake_at(t, 0);
                 sl_task_wake_at(t, now + wait_ms);
         } else {

@@ -45,8 +45,8 @@
  * headers plus sluice-timer-id and sluice-due, and tombstoned in the
  * changelog, in the same transaction; the runtime commits promptly after.
  * After a rebuild the backlog of overdue timers fires at most catchup_rate
- * per second per partition, and any wake-up fires at most SL_DELAY_FIRE_MAX
- * before yielding to the loop.
+ * per second per partition (a token bucket, tbucket.c), and any wake-up
+ * fires at most SL_DELAY_FIRE_MAX before yielding to the loop.
  *
  * LATENESS AND DRIFT
  *
@@ -75,6 +75,7 @@
 #include "opdef_delay.h"
 #include "sluice.pb-c.h"
 #include "task.h"
+#include "tbucket.h"
 #include "timerheap.h"
 #include "util.h"
 #include "varint.h"
@@ -147,8 +148,8 @@ typedef struct delay_state_s {
         unsigned restore_head, restore_cnt;
         struct delay_pipeline_s *dp;
         int64_t catchup_until_ms; /* timers due before the rebuild ended */
-        double catchup_tokens;
-        int64_t catchup_at_us;
+        /* Paces them (tbucket.h, on the monotonic clock in ms). */
+        sl_tbucket_t catchup;
         size_t pending_counted; /* what this partition added to the gauge */
         size_t bytes_counted;
         size_t memory_counted;
@@ -633,13 +634,12 @@ static void delay_arm(sl_task_t *t) {
 
 static void delay_restored(sl_task_t *t) {
         delay_state_t *st = t->state_data;
+        sl_rate_t cr = sl_tbucket_pace_rate((double)t->pl->conf->catchup_rate);
         restore_drain(st);
         /* What fell due while nobody owned the partition fires at the
          * bounded catch-up rate; everything due later fires unthrottled. */
         st->catchup_until_ms = sl_now_ms();
-        st->catchup_tokens =
-            SL_MAX(1.0, (double)t->pl->conf->catchup_rate / 10.0);
-        st->catchup_at_us = sl_mono_us();
+        sl_tbucket_init(&st->catchup, &cr, sl_mono_us() / 1000);
         delay_update_gauges(t);
         delay_arm(t);
 }
@@ -757,49 +757,42 @@ static void delay_wake(sl_task_t *t, int64_t now) {
         delay_state_t *st = t->state_data;
         const sl_pipeline_conf_t *pc = t->pl->conf;
         const sl_timer_t *next;
-        int fired = 0, catchup_fired = 0, limited = 0;
-        double budget = SL_DELAY_FIRE_MAX;
+        int fired = 0, limited = 0, paced = 0;
+        /* Catch-up: the timers that fell due before the rebuild ended fire
+         * at most catchup_rate per second, a token each (tbucket.h), in
+         * bursts of a tenth of a second. */
+        int pace = pc->catchup_rate > 0 && st->catchup_until_ms > 0;
+        sl_rate_t cr = sl_tbucket_pace_rate((double)pc->catchup_rate);
+        int64_t mono_ms = pace ? sl_mono_us() / 1000 : 0;
 
-        if (pc->catchup_rate > 0 && st->catchup_until_ms > 0) {
-                /* Token bucket: at most catchup_rate per second, bursts of
-                 * a tenth of a second. */
-                int64_t us = sl_mono_us();
-                double cap = SL_MAX(1.0, (double)pc->catchup_rate / 10.0);
-                st->catchup_tokens +=
-                    (double)(us - st->catchup_at_us) / 1e6 * pc->catchup_rate;
-                if (st->catchup_tokens > cap)
-                        st->catchup_tokens = cap;
-                st->catchup_at_us = us;
-                budget = SL_MIN(budget, st->catchup_tokens);
-        }
         while ((next = sl_timerheap_peek(st->heap)) && next->due_ms <= now) {
-                if (fired >= SL_DELAY_FIRE_MAX ||
-                    (next->due_ms <= st->catchup_until_ms &&
-                     catchup_fired >= budget)) {
+                if (fired >= SL_DELAY_FIRE_MAX) {
                         limited = 1;
                         break;
                 }
-                if (next->due_ms <= st->catchup_until_ms)
-                        catchup_fired++;
+                if (pace && next->due_ms <= st->catchup_until_ms &&
+                    !sl_tbucket_take(&st->catchup, &cr, mono_ms)) {
+                        limited = paced = 1;
+                        break;
+                }
                 /* Fired from where it lies in the slab, then freed. */
                 delay_fire_one(t, next, now);
                 sl_timerheap_drop_min(st->heap);
                 fired++;
         }
-        if (pc->catchup_rate > 0)
-                st->catchup_tokens -= catchup_fired;
         if (fired) {
                 delay_update_gauges(t);
                 sl_task_commit_soon(t);
         }
         if (limited) {
-                /* More is due: come back when the budget allows. */
+                /* More is due: come back when the budget allows (at the
+                 * next token, and a millisecond more, as ever: now and the
+                 * monotonic clock are not read at the same moment). */
                 int64_t wait_ms = 0;
-                if (pc->catchup_rate > 0 && st->catchup_tokens < 1 &&
-                    fired < SL_DELAY_FIRE_MAX)
-                        wait_ms = (int64_t)((1 - st->catchup_tokens) * 1000 /
-                                            (double)pc->catchup_rate) +
-                                  1;
+                if (paced)
+                        wait_ms =
+                            sl_tbucket_next_ms(&st->catchup, &cr, mono_ms) -
+                            mono_ms + 1;
                 sl_task_wake_at(t, 0);
                 sl_task_wake_at(t, now + wait_ms);
         } else {

@@ -3,13 +3,12 @@
  *
  * DESIGN
  *
- * Per-key rates live in an sl_timerheap used as a byte-keyed hash map: the
- * key is the throttle key, the data is the sl_rate_t (16 bytes, copied in
- * and out with memcpy, so its alignment inside the timer does not matter),
- * due and seq are unused.  The heap half of the structure is never
- * consulted; reusing the map keeps one hash table implementation in the
- * tree.  A rates topic holds one record per customer with a special rate,
- * so a few hundred bytes per entry is of no concern.
+ * Per-key rates live in a hash map (hmap.h) of entries that hold their
+ * key and their sl_rate_t in one block: a map, since nothing here is
+ * ordered in time.  A rates topic holds one record per customer with a
+ * special rate, so the ~60 bytes an entry costs beside its key (the
+ * entry, malloc's overhead, its share of the buckets) are of no concern;
+ * the bound counts SL_RATES_ENTRY_COST each.
  *
  * The "*" entry and the fallback are kept apart from the map, so a lookup is
  * one hash probe and two branches.
@@ -26,17 +25,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timerheap.h"
+#include "hash.h"
+#include "hmap.h"
 #include "util.h"
 
-/* What an entry costs beside its key: the heap's timer and index slots
- * and the rate (an estimate for the cap, rates.h). */
+/* What the bound (sl_rates_set_max_bytes) counts for an entry beside its
+ * key: the "~100 B each" of the max_rates_bytes reference, an upper bound
+ * of what an entry costs (rate_entry_t, malloc's overhead and a bucket
+ * share come to ~60), kept so that the bound admits the keys it always
+ * has. */
 #define SL_RATES_ENTRY_COST 96
 
+/* A key's own rate. */
+typedef struct rate_entry_s {
+        sl_hmap_link_t link;
+        sl_rate_t rate;
+        uint32_t keylen;
+        char key[];
+} rate_entry_t;
+
+#define ENTRY_HASH(e)          sl_hash((e)->key, (e)->keylen)
+#define ENTRY_EQ(e, h, k, len) sl_hmap_key_eq((e)->key, (e)->keylen, k, len)
+SL_HMAP_DEFINE(rmap, rate_entry_t, link, ENTRY_HASH, ENTRY_EQ)
+
 struct sl_rates_s {
-        sl_timerheap_t *map; /* key -> sl_rate_t */
-        size_t max_bytes;    /* 0: no cap */
-        size_t used_bytes;   /* keys and SL_RATES_ENTRY_COST each */
+        sl_hmap_t map;     /* key -> rate_entry_t */
+        size_t max_bytes;  /* 0: no cap */
+        size_t used_bytes; /* keys and SL_RATES_ENTRY_COST each */
         sl_rate_t fallback;
         sl_rate_t dflt; /* the "*" record, valid when has_dflt */
         int has_dflt;
@@ -56,28 +71,39 @@ sl_rates_t *sl_rates_new(const sl_rate_t *fallback) {
 
         sl_assert(fallback);
         rt = sl_calloc(1, sizeof(*rt));
-        rt->map = sl_timerheap_new();
+        sl_hmap_init(&rt->map, 16, 1, 0);
         rt->fallback = *fallback;
         rt->gen = 1;
         return rt;
 }
 
 void sl_rates_destroy(sl_rates_t *rt) {
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
+
         if (!rt)
                 return;
-        sl_timerheap_destroy(rt->map);
+        for (sl_hmap_link_t *l; (l = sl_hmap_iter_next(&rt->map, &it));)
+                free(rmap_entry(l));
+        sl_hmap_fini(&rt->map);
         free(rt);
 }
 
 /* Removes the entry for key; 1 if there was one. */
 static int rates_remove(sl_rates_t *rt, const void *key, size_t keylen) {
+        sl_hmap_link_t **link;
+        rate_entry_t *e;
+
         if (is_star(key, keylen)) {
                 int had = rt->has_dflt;
                 rt->has_dflt = 0;
                 return had;
         }
-        if (!sl_timerheap_remove(rt->map, key, keylen))
+        link = rmap_link(&rt->map, sl_hash(key, keylen), key, keylen);
+        if (!*link)
                 return 0;
+        e = rmap_entry(*link);
+        rmap_unlink(&rt->map, link);
+        free(e);
         rt->used_bytes -= keylen + SL_RATES_ENTRY_COST;
         return 1;
 }
@@ -85,8 +111,8 @@ static int rates_remove(sl_rates_t *rt, const void *key, size_t keylen) {
 /* Sets the entry for key; 1 if a lookup result changed. */
 static int rates_set(sl_rates_t *rt, const void *key, size_t keylen,
                      const sl_rate_t *rate) {
-        const sl_timer_t *t;
-        sl_rate_t cur;
+        sl_hmap_link_t **link;
+        rate_entry_t *e;
 
         if (is_star(key, keylen)) {
                 if (rt->has_dflt && rate_eq(&rt->dflt, rate))
@@ -95,21 +121,26 @@ static int rates_set(sl_rates_t *rt, const void *key, size_t keylen,
                 rt->has_dflt = 1;
                 return 1;
         }
-        t = sl_timerheap_find(rt->map, key, keylen);
-        if (t) {
-                memcpy(&cur, sl_timer_data(t), sizeof(cur));
-                if (rate_eq(&cur, rate))
+        link = rmap_link(&rt->map, sl_hash(key, keylen), key, keylen);
+        if (*link) {
+                e = rmap_entry(*link);
+                if (rate_eq(&e->rate, rate))
                         return 0;
-        } else if (rt->max_bytes &&
-                   rt->used_bytes + keylen + SL_RATES_ENTRY_COST >
-                       rt->max_bytes) {
-                return -2;
+                e->rate = *rate;
+                return 1;
         }
-        if (sl_timerheap_upsert(rt->map, key, keylen, 0, 0, rate,
-                                sizeof(*rate)) < 0)
+        if (rt->max_bytes &&
+            rt->used_bytes + keylen + SL_RATES_ENTRY_COST > rt->max_bytes)
+                return -2;
+        if (keylen >= UINT32_MAX)
                 return -1;
-        if (!t)
-                rt->used_bytes += keylen + SL_RATES_ENTRY_COST;
+        e = sl_malloc(sizeof(*e) + keylen);
+        e->rate = *rate;
+        e->keylen = (uint32_t)keylen;
+        if (keylen)
+                memcpy(e->key, key, keylen);
+        rmap_insert_at(&rt->map, link, e);
+        rt->used_bytes += keylen + SL_RATES_ENTRY_COST;
         return 1;
 }
 
@@ -149,7 +180,7 @@ int sl_rates_apply(sl_rates_t *rt, const void *key, size_t keylen,
                 snprintf(errstr, errstr_size,
                          "the table is full (%zu keys, %zu of max_rates_bytes "
                          "%zu): the key keeps the default rate",
-                         sl_timerheap_count(rt->map), rt->used_bytes,
+                         sl_hmap_count(&rt->map), rt->used_bytes,
                          rt->max_bytes);
                 return -2;
         }
@@ -164,12 +195,12 @@ int sl_rates_apply(sl_rates_t *rt, const void *key, size_t keylen,
 
 sl_rate_source_t sl_rates_lookup(const sl_rates_t *rt, const void *key,
                                  size_t keylen, sl_rate_t *out) {
-        const sl_timer_t *t;
+        const rate_entry_t *e;
 
         sl_assert(rt && out && (key || !keylen));
         if (!is_star(key, keylen) &&
-            (t = sl_timerheap_find(rt->map, key, keylen))) {
-                memcpy(out, sl_timer_data(t), sizeof(*out));
+            (e = rmap_find(&rt->map, sl_hash(key, keylen), key, keylen))) {
+                *out = e->rate;
                 return SL_RATE_KEY;
         }
         if (rt->has_dflt) {
@@ -197,7 +228,7 @@ size_t sl_rates_bytes(const sl_rates_t *rt) {
 
 size_t sl_rates_count(const sl_rates_t *rt) {
         sl_assert(rt);
-        return sl_timerheap_count(rt->map);
+        return sl_hmap_count(&rt->map);
 }
 
 void sl_rates_set_fallback(sl_rates_t *rt, const sl_rate_t *fallback) {

@@ -38,6 +38,19 @@
  * A burst below 1 (never produced by sl_parse_rate) counts as 1, and a
  * negative or NaN rate as 0, so no input can make a bucket that never fills
  * while a token is still awaited.
+ *
+ * Debt.  sl_tbucket_charge() takes any number of tokens, so the level may
+ * go below zero; level_at() refills from there like from any level, and
+ * sl_tbucket_next_ms() says when a whole token is back.  Work starts only
+ * on a whole token (sl_tbucket_ready(), the test sl_tbucket_take() makes,
+ * level >= 1 - EPS), never on a positive fraction of one: "> 0" would let
+ * a bucket refilled for a thousandth of a token start a batch as readily
+ * as a full one (nearly one unit more than the burst at once), and would
+ * start work before the time sl_tbucket_next_ms() names for it, so a
+ * caller that sleeps until then and one woken early for another reason
+ * would not see the same bucket.  Over time both give the same rate; the
+ * whole token is the rule that keeps the burst and the wake-up time
+ * honest.
  */
 #include "tbucket.h"
 
@@ -63,6 +76,14 @@ static double level_at(const sl_tbucket_t *b, const sl_rate_t *rate,
         if (at > b->updated_ms)
                 t += (double)(at - b->updated_ms) * eff_rate(rate) / 1000.0;
         return t < burst ? t : burst;
+}
+
+sl_rate_t sl_tbucket_pace_rate(double per_sec) {
+        sl_rate_t r;
+
+        r.per_sec = per_sec > 0 ? per_sec : 0; /* NaN -> 0 */
+        r.burst = r.per_sec / 10 > 1 ? r.per_sec / 10 : 1;
+        return r;
 }
 
 void sl_tbucket_init(sl_tbucket_t *b, const sl_rate_t *rate, int64_t now_ms) {
@@ -103,6 +124,19 @@ int sl_tbucket_take(sl_tbucket_t *b, const sl_rate_t *rate, int64_t now_ms) {
         if (b->tokens < 0)
                 b->tokens = 0;
         return 1;
+}
+
+int sl_tbucket_ready(const sl_tbucket_t *b, const sl_rate_t *rate,
+                     int64_t now_ms) {
+        sl_assert(b && rate);
+        return eff_rate(rate) > 0 && level_at(b, rate, now_ms) >= 1 - EPS;
+}
+
+void sl_tbucket_charge(sl_tbucket_t *b, const sl_rate_t *rate, int64_t now_ms,
+                       double n) {
+        sl_assert(b && rate && n >= 0);
+        sl_tbucket_refill(b, rate, now_ms);
+        b->tokens -= n;
 }
 
 /* The earliest time >= now_ms at which level_at() reaches `want` (which

@@ -9,16 +9,18 @@
  * entries spend several hundred).  Everything a timer needs sits in one
  * block:
  *
- *   sl_timer_t: due_ms | seq | hnext | heap_idx keylen datalen | key… data…
+ *   sl_timer_t: due_ms | seq | hlink | heap_idx keylen datalen | key… data…
  *               8        8     8       4        4      4         (inline)
  *
- * and the heap keeps only two arrays of pointers:
+ * and the heap keeps only two arrays of pointers, the project's two
+ * intrusive containers:
  *
- *   heap[]     binary min-heap of timer pointers ordered by (due_ms, seq);
- *              each timer stores its own index, so cancelling or
- *              rescheduling one is O(log n) without searching.
- *   buckets[]  power-of-two array of hash chain heads; the chain link is
- *              the timer's hnext (intrusive: no per-entry node).
+ *   heap       binary min-heap of timer pointers ordered by (due_ms, seq)
+ *              (heap.h); each timer stores its own index, so cancelling
+ *              or rescheduling one is O(log n) without searching.
+ *   index      the hash map by key (hmap.h): a power-of-two array of chain
+ *              heads; the chain link is the timer's hlink (no per-entry
+ *              node).
  *
  * Where the blocks live depends on the constructor.  sl_timerheap_new()
  * mallocs each one (small maps: a debounce group's items, rates, inspect),
@@ -41,7 +43,7 @@
  * not (a burst of large timers fired, small ones arriving), the heap
  * compacts: once the slab holds three times more idle space than live (and
  * at least COMPACT_MIN_IDLE), every timer is copied into a new slab in heap
- * order, the hash chains relinked, and the old slab unmapped.  Each
+ * order, the index rebuilt, and the old slab unmapped.  Each
  * compaction copies no more than a third of the bytes freed since the
  * last, so its cost is amortized over the frees.  A heap that empties gives its
  * chunks back at once, unless it never touched more than RESET_MIN_USED of them
@@ -51,7 +53,7 @@
  * halves when it falls below a quarter of that; the heap array likewise
  * doubles when full and halves below a quarter, so a partition that once
  * held a burst gives the memory back.  Resizing the buckets rehashes the
- * keys by walking the heap array (every timer is in it exactly once).
+ * keys (hmap.h: FAST_GROW_BELOW for small heaps).
  *
  * Keys are chosen by whoever produces to the input (timer ids, debounce
  * groups and items, rates keys), so the bucket index comes from sl_hash()
@@ -64,6 +66,8 @@
 #include <string.h>
 
 #include "hash.h"
+#include "heap.h"
+#include "hmap.h"
 #include "slab.h"
 #include "util.h"
 
@@ -80,9 +84,8 @@
  * rehashed 32 then 64 of them (~4 % of the debounce ingest's CPU), now 32.
  * Big heaps, where memory per timer counts, still double. */
 #define FAST_GROW_BELOW 64
-#define MIN_HEAP_CAP    16
-#define MAX_TIMERS      UINT32_MAX /* heap_idx is 32 bits */
-#define MAX_FIELD_BYTES UINT32_MAX /* keylen and datalen are 32 bits */
+#define MAX_TIMERS      SL_HEAP_MAX /* heap_idx is 32 bits */
+#define MAX_FIELD_BYTES UINT32_MAX  /* keylen and datalen are 32 bits */
 /* A slab heap compacts once the space its slab holds idle is at least
  * COMPACT_MIN_IDLE, and COMPACT_IDLE_RATIO times the space its timers use:
  * a heap draining in due order (a burst of timers firing) then copies a
@@ -92,12 +95,22 @@
 /* An emptied slab heap gives its chunks back once they held this much. */
 #define RESET_MIN_USED ((size_t)64 * 1024)
 
+/* 1 if a fires before b. */
+static inline int before(const sl_timer_t *a, const sl_timer_t *b) {
+        return a->due_ms < b->due_ms ||
+               (a->due_ms == b->due_ms && a->seq < b->seq);
+}
+
+#define TIMER_POS(t) ((t)->heap_idx)
+SL_HEAP_DEFINE(theap, sl_timer_t, TIMER_POS, before)
+
+#define TIMER_HASH(t)          sl_hash((t)->buf, (t)->keylen)
+#define TIMER_EQ(t, h, k, len) sl_hmap_key_eq((t)->buf, (t)->keylen, k, len)
+SL_HMAP_DEFINE(tmap, sl_timer_t, hlink, TIMER_HASH, TIMER_EQ)
+
 struct sl_timerheap_s {
-        sl_timer_t **heap; /* heap[0] is the earliest */
-        size_t cnt;
-        size_t cap;
-        sl_timer_t **buckets;
-        size_t nbuckets; /* power of two */
+        theap_t heap;    /* heap.a[0] is the earliest */
+        sl_hmap_t index; /* by key (hmap.h) */
         size_t bytes;    /* key + data bytes of all timers */
         sl_slab_t *slab; /* where the timers live; NULL: one malloc each */
         size_t compactions;
@@ -109,118 +122,23 @@ struct sl_timerheap_s {
         int64_t max_due, max_seq;
 };
 
-/* The bucket of a key whose sl_hash() is hash. */
-static inline sl_timer_t **bucket_at(const sl_timerheap_t *h, uint64_t hash) {
-        return &h->buckets[(size_t)hash & (h->nbuckets - 1)];
-}
-
-static inline size_t bucket_of(const sl_timerheap_t *h, const void *key,
-                               size_t keylen) {
-        return (size_t)(bucket_at(h, sl_hash(key, keylen)) - h->buckets);
-}
-
-static inline int key_eq(const sl_timer_t *t, const void *key, size_t keylen) {
-        return t->keylen == keylen &&
-               (keylen == 0 || !memcmp(t->buf, key, keylen));
-}
-
-/* 1 if a fires before b. */
-static inline int before(const sl_timer_t *a, const sl_timer_t *b) {
-        return a->due_ms < b->due_ms ||
-               (a->due_ms == b->due_ms && a->seq < b->seq);
-}
+_Static_assert(offsetof(sl_timer_t, buf) == 36,
+               "a timer's header must stay 36 bytes (see DESIGN)");
 
 static inline size_t timer_size(size_t keylen, size_t datalen) {
         return offsetof(sl_timer_t, buf) + keylen + datalen;
 }
 
-/*
- * Hash index
- */
-
-/* The link (bucket head or a predecessor's hnext) that points at the timer
- * with this key, or at the NULL ending its chain when there is none. */
-static sl_timer_t **find_link_hashed(const sl_timerheap_t *h, uint64_t hash,
-                                     const void *key, size_t keylen) {
-        sl_timer_t **link = bucket_at(h, hash);
-
-        while (*link && !key_eq(*link, key, keylen))
-                link = &(*link)->hnext;
-        return link;
-}
-
-static sl_timer_t **find_link(const sl_timerheap_t *h, const void *key,
-                              size_t keylen) {
-        return find_link_hashed(h, sl_hash(key, keylen), key, keylen);
-}
-
-static void rehash(sl_timerheap_t *h, size_t nbuckets) {
-        sl_timer_t **b = sl_calloc(nbuckets, sizeof(*b));
-
-        free(h->buckets);
-        h->buckets = b;
-        h->nbuckets = nbuckets;
-        for (size_t i = 0; i < h->cnt; i++) {
-                sl_timer_t *t = h->heap[i];
-                size_t k = bucket_of(h, t->buf, t->keylen);
-                t->hnext = b[k];
-                b[k] = t;
-        }
-}
-
-/* Unlinks t from its hash chain. */
-static void hash_unlink(sl_timerheap_t *h, const sl_timer_t *t) {
-        sl_timer_t **link = &h->buckets[bucket_of(h, t->buf, t->keylen)];
-
-        while (*link != t) {
-                sl_assert(*link);
-                link = &(*link)->hnext;
-        }
-        *link = t->hnext;
+/* The link that points at the timer with this key, or at the NULL ending
+ * its chain when there is none. */
+static inline sl_hmap_link_t **find_link(const sl_timerheap_t *h,
+                                         const void *key, size_t keylen) {
+        return tmap_link(&h->index, sl_hash(key, keylen), key, keylen);
 }
 
 /*
- * Heap
+ * Heap (heap.h)
  */
-
-static void heap_set(sl_timerheap_t *h, size_t i, sl_timer_t *t) {
-        h->heap[i] = t;
-        t->heap_idx = (uint32_t)i;
-}
-
-/* Moves the timer at i up towards the root while it fires before its
- * parent.  Returns its final index. */
-static size_t sift_up(sl_timerheap_t *h, size_t i) {
-        sl_timer_t *t = h->heap[i];
-
-        while (i > 0) {
-                size_t parent = (i - 1) / 2;
-                if (!before(t, h->heap[parent]))
-                        break;
-                heap_set(h, i, h->heap[parent]);
-                i = parent;
-        }
-        heap_set(h, i, t);
-        return i;
-}
-
-/* Moves the timer at i down while a child fires before it. */
-static void sift_down(sl_timerheap_t *h, size_t i) {
-        sl_timer_t *t = h->heap[i];
-
-        for (;;) {
-                size_t c = 2 * i + 1;
-                if (c >= h->cnt)
-                        break;
-                if (c + 1 < h->cnt && before(h->heap[c + 1], h->heap[c]))
-                        c++;
-                if (!before(h->heap[c], t))
-                        break;
-                heap_set(h, i, h->heap[c]);
-                i = c;
-        }
-        heap_set(h, i, t);
-}
 
 /* Raises (max_due, max_seq) to t's when t fires later. */
 static void note_max(sl_timerheap_t *h, const sl_timer_t *t) {
@@ -231,31 +149,10 @@ static void note_max(sl_timerheap_t *h, const sl_timer_t *t) {
         }
 }
 
-/* Restores heap order after the timer at i changed its (due_ms, seq). */
-static void heap_fix(sl_timerheap_t *h, size_t i) {
-        note_max(h, h->heap[i]);
-        if (sift_up(h, i) == i)
-                sift_down(h, i);
-}
-
-/* Takes the timer at i out of the heap array (not out of the hash). */
-static void heap_remove_at(sl_timerheap_t *h, size_t i) {
-        sl_timer_t *last = h->heap[--h->cnt];
-
-        if (i < h->cnt) {
-                heap_set(h, i, last);
-                heap_fix(h, i);
-        }
-}
-
-/* Gives memory back once the heap has shrunk well below its arrays. */
-static void maybe_shrink(sl_timerheap_t *h) {
-        if (h->cap > MIN_HEAP_CAP && h->cnt < h->cap / 4) {
-                h->cap /= 2;
-                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
-        }
-        if (h->nbuckets > MIN_BUCKETS && h->cnt < h->nbuckets * MAX_LOAD / 4)
-                rehash(h, h->nbuckets / 2);
+/* Restores heap order after timer t changed its (due_ms, seq). */
+static void heap_fix(sl_timerheap_t *h, sl_timer_t *t) {
+        note_max(h, t);
+        theap_update(&h->heap, t);
 }
 
 /*
@@ -274,14 +171,17 @@ static void compact(sl_timerheap_t *h) {
         sl_slab_t *old = h->slab;
 
         h->slab = sl_slab_new();
-        for (size_t i = 0; i < h->cnt; i++) {
-                sl_timer_t *t = h->heap[i];
+        for (size_t i = 0; i < h->heap.n; i++) {
+                sl_timer_t *t = h->heap.a[i];
                 size_t size = timer_size(t->keylen, t->datalen);
                 sl_timer_t *n = sl_slab_alloc(h->slab, size);
-                memcpy(n, t, size);
-                h->heap[i] = n;
+                memcpy(n, t, size); /* its heap position too */
+                h->heap.a[i] = n;
         }
-        rehash(h, h->nbuckets); /* the chains linked the old copies */
+        /* The chains linked the old copies. */
+        sl_hmap_clear(&h->index);
+        for (size_t i = 0; i < h->heap.n; i++)
+                tmap_insert(&h->index, TIMER_HASH(h->heap.a[i]), h->heap.a[i]);
         sl_slab_destroy(old);
         h->compactions++;
 }
@@ -296,18 +196,21 @@ static void timer_release(sl_timerheap_t *h, sl_timer_t *t) {
         }
         sl_slab_free(h->slab, t, timer_size(t->keylen, t->datalen));
         sl_slab_stats(h->slab, &st);
-        if (h->cnt ? st.idle >= COMPACT_MIN_IDLE &&
-                         st.idle > COMPACT_IDLE_RATIO * st.live
-                   : st.mapped - st.tail >= RESET_MIN_USED)
+        if (h->heap.n ? st.idle >= COMPACT_MIN_IDLE &&
+                            st.idle > COMPACT_IDLE_RATIO * st.live
+                      : st.mapped - st.tail >= RESET_MIN_USED)
                 compact(h);
 }
 
-/* Unlinks t from both structures, updates the accounting, frees nothing. */
-static void detach(sl_timerheap_t *h, sl_timer_t *t) {
-        hash_unlink(h, t);
-        heap_remove_at(h, t->heap_idx);
+/* Unlinks t from both structures, updates the accounting, frees nothing.
+ * link: where t's chain points at it, or NULL (found from its key). */
+static void detach(sl_timerheap_t *h, sl_timer_t *t, sl_hmap_link_t **link) {
+        if (link)
+                tmap_unlink(&h->index, link);
+        else
+                tmap_remove(&h->index, t);
+        theap_remove(&h->heap, t);
         h->bytes -= (size_t)t->keylen + t->datalen;
-        maybe_shrink(h);
 }
 
 /*
@@ -317,8 +220,7 @@ static void detach(sl_timerheap_t *h, sl_timer_t *t) {
 sl_timerheap_t *sl_timerheap_new(void) {
         sl_timerheap_t *h = sl_calloc(1, sizeof(*h));
 
-        h->nbuckets = MIN_BUCKETS;
-        h->buckets = sl_calloc(h->nbuckets, sizeof(*h->buckets));
+        sl_hmap_init(&h->index, MIN_BUCKETS, MAX_LOAD, FAST_GROW_BELOW);
         return h;
 }
 
@@ -335,10 +237,10 @@ void sl_timerheap_destroy(sl_timerheap_t *h) {
         if (h->slab)
                 sl_slab_destroy(h->slab); /* every timer at once */
         else
-                for (size_t i = 0; i < h->cnt; i++)
-                        free(h->heap[i]);
-        free(h->heap);
-        free(h->buckets);
+                for (size_t i = 0; i < h->heap.n; i++)
+                        free(h->heap.a[i]);
+        theap_fini(&h->heap);
+        sl_hmap_fini(&h->index);
         free(h);
 }
 
@@ -349,8 +251,8 @@ static sl_timer_t *timer_new(sl_timerheap_t *h, const void *key, size_t keylen,
 
         t->due_ms = due_ms;
         t->seq = seq;
-        t->hnext = NULL;
-        t->heap_idx = 0;
+        t->hlink.next = NULL;
+        t->heap_idx = SL_HEAP_NONE;
         t->keylen = (uint32_t)keylen;
         t->datalen = (uint32_t)datalen;
         if (keylen)
@@ -362,36 +264,31 @@ static sl_timer_t *timer_new(sl_timerheap_t *h, const void *key, size_t keylen,
 
 /* Inserts a new timer at link, the end of its key's chain (find_link()'s
  * answer for an absent key, or the bucket head). */
-static int insert_at(sl_timerheap_t *h, sl_timer_t **link, const void *key,
+static int insert_at(sl_timerheap_t *h, sl_hmap_link_t **link, const void *key,
                      size_t keylen, int64_t due_ms, int64_t seq,
                      const void *data, size_t datalen, const sl_timer_t **out) {
         sl_timer_t *t;
 
-        if (h->cnt >= MAX_TIMERS)
+        if (h->heap.n >= MAX_TIMERS)
                 return -1;
-        if (h->cnt == h->cap) {
-                h->cap = h->cap ? h->cap * 2 : MIN_HEAP_CAP;
-                h->heap = sl_realloc(h->heap, h->cap * sizeof(*h->heap));
-        }
+        /* The heap's array grows before the index does (both may, at the
+         * same timer): the allocator then finds the index's old bucket
+         * array free for what comes next. */
+        theap_reserve_one(&h->heap);
         t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
-        t->hnext = *link;
-        *link = t;
-        h->heap[h->cnt] = t;
-        if (!h->cnt) {
+        tmap_insert_at(&h->index, link, t);
+        if (!h->heap.n) {
                 h->max_due = due_ms;
                 h->max_seq = seq;
-                heap_set(h, h->cnt++, t);
+                theap_push_last(&h->heap, t);
         } else if (due_ms > h->max_due ||
                    (due_ms == h->max_due && seq >= h->max_seq)) {
                 note_max(h, t); /* not before any parent: stays last */
-                heap_set(h, h->cnt++, t);
+                theap_push_last(&h->heap, t);
         } else {
-                sift_up(h, h->cnt++);
+                theap_push(&h->heap, t);
         }
         h->bytes += keylen + datalen;
-        if (h->cnt > h->nbuckets * MAX_LOAD)
-                rehash(h,
-                       h->nbuckets * (h->nbuckets < FAST_GROW_BELOW ? 4 : 2));
         if (out)
                 *out = t;
         return 0;
@@ -411,8 +308,8 @@ int sl_timerheap_add_hashed(sl_timerheap_t *h, uint64_t hash, const void *key,
         sl_assert(h && (key || !keylen) && (data || !datalen));
         if (keylen >= MAX_FIELD_BYTES || datalen >= MAX_FIELD_BYTES)
                 return -1;
-        return insert_at(h, bucket_at(h, hash), key, keylen, due_ms, seq, data,
-                         datalen, out);
+        return insert_at(h, sl_hmap_bucket(&h->index, hash), key, keylen,
+                         due_ms, seq, data, datalen, out);
 }
 
 int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
@@ -426,15 +323,16 @@ int sl_timerheap_upsert(sl_timerheap_t *h, const void *key, size_t keylen,
 int sl_timerheap_upsert_hashed(sl_timerheap_t *h, uint64_t hash,
                                const void *key, size_t keylen, int64_t due_ms,
                                int64_t seq, const void *data, size_t datalen) {
-        sl_timer_t **link, *old, *t;
+        sl_hmap_link_t **link;
+        sl_timer_t *old, *t;
 
         sl_assert(h && (key || !keylen) && (data || !datalen));
         if (keylen >= MAX_FIELD_BYTES || datalen >= MAX_FIELD_BYTES)
                 return -1;
 
-        link = find_link_hashed(h, hash, key, keylen);
-        old = *link;
-        if (old) {
+        link = tmap_link(&h->index, hash, key, keylen);
+        if (*link) {
+                old = tmap_entry(*link);
                 h->bytes -= old->datalen;
                 h->bytes += datalen;
                 if (old->datalen == datalen) {
@@ -443,14 +341,13 @@ int sl_timerheap_upsert_hashed(sl_timerheap_t *h, uint64_t hash,
                         old->seq = seq;
                         if (datalen)
                                 memcpy(old->buf + keylen, data, datalen);
-                        heap_fix(h, old->heap_idx);
+                        heap_fix(h, old);
                         return 1;
                 }
                 t = timer_new(h, key, keylen, due_ms, seq, data, datalen);
-                t->hnext = old->hnext;
-                *link = t;
-                heap_set(h, old->heap_idx, t);
-                heap_fix(h, t->heap_idx);
+                tmap_replace(link, t);
+                note_max(h, t);
+                theap_replace(&h->heap, old, t);
                 timer_release(h, old);
                 return 1;
         }
@@ -465,13 +362,15 @@ int sl_timerheap_remove(sl_timerheap_t *h, const void *key, size_t keylen) {
 
 int sl_timerheap_remove_hashed(sl_timerheap_t *h, uint64_t hash,
                                const void *key, size_t keylen) {
+        sl_hmap_link_t **link;
         sl_timer_t *t;
 
         sl_assert(h && (key || !keylen));
-        t = *find_link_hashed(h, hash, key, keylen);
-        if (!t)
+        link = tmap_link(&h->index, hash, key, keylen);
+        if (!*link)
                 return 0;
-        detach(h, t);
+        t = tmap_entry(*link);
+        detach(h, t, link);
         timer_release(h, t);
         return 1;
 }
@@ -480,35 +379,37 @@ void sl_timerheap_reschedule(sl_timerheap_t *h, const sl_timer_t *t,
                              int64_t due_ms, int64_t seq) {
         sl_timer_t *m;
 
-        sl_assert(h && t && t->heap_idx < h->cnt && h->heap[t->heap_idx] == t);
-        m = h->heap[t->heap_idx]; /* the heap's own, writable pointer */
+        sl_assert(h && t && t->heap_idx < h->heap.n &&
+                  h->heap.a[t->heap_idx] == t);
+        m = h->heap.a[t->heap_idx]; /* the heap's own, writable pointer */
         m->due_ms = due_ms;
         m->seq = seq;
-        heap_fix(h, m->heap_idx);
+        heap_fix(h, m);
 }
 
 const sl_timer_t *sl_timerheap_find(const sl_timerheap_t *h, const void *key,
                                     size_t keylen) {
         sl_assert(h && (key || !keylen));
-        return *find_link(h, key, keylen);
+        return tmap_find(&h->index, sl_hash(key, keylen), key, keylen);
 }
 
 const sl_timer_t *sl_timerheap_find_hashed(const sl_timerheap_t *h,
                                            uint64_t hash, const void *key,
                                            size_t keylen) {
         sl_assert(h && (key || !keylen));
-        return *find_link_hashed(h, hash, key, keylen);
+        return tmap_find(&h->index, hash, key, keylen);
 }
 
 void sl_timerheap_prefetch(const sl_timerheap_t *h, uint64_t hash) {
-        __builtin_prefetch(bucket_at(h, hash), 1);
-        if (h->cnt < h->cap)
-                __builtin_prefetch(&h->heap[h->cnt], 1);
+        __builtin_prefetch(sl_hmap_bucket(&h->index, hash), 1);
+        if (h->heap.n < h->heap.cap)
+                __builtin_prefetch(&h->heap.a[h->heap.n], 1);
 }
 
 void sl_timerheap_prefetch_chain(const sl_timerheap_t *h, uint64_t hash) {
-        const sl_timer_t *t = *bucket_at(h, hash);
-        if (t) {
+        const sl_hmap_link_t *l = *sl_hmap_bucket(&h->index, hash);
+        if (l) {
+                const sl_timer_t *t = tmap_entry(l);
                 __builtin_prefetch(t, 0);
                 __builtin_prefetch(t->buf + 16, 0);
         }
@@ -516,17 +417,16 @@ void sl_timerheap_prefetch_chain(const sl_timerheap_t *h, uint64_t hash) {
 
 const sl_timer_t *sl_timerheap_peek(const sl_timerheap_t *h) {
         sl_assert(h);
-        return h->cnt ? h->heap[0] : NULL;
+        return theap_top(&h->heap);
 }
 
 sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h) {
         sl_timer_t *t;
 
         sl_assert(h);
-        if (!h->cnt)
+        if (!(t = theap_top(&h->heap)))
                 return NULL;
-        t = h->heap[0];
-        detach(h, t);
+        detach(h, t, NULL);
         if (h->slab) {
                 /* The caller may keep it past the slab: a copy of its own. */
                 size_t size = timer_size(t->keylen, t->datalen);
@@ -535,7 +435,7 @@ sl_timer_t *sl_timerheap_pop(sl_timerheap_t *h) {
                 timer_release(h, t);
                 t = c;
         }
-        t->hnext = NULL;
+        t->hlink.next = NULL;
         return t;
 }
 
@@ -548,10 +448,10 @@ static int cmp_fire(const void *a, const void *b) {
 size_t sl_timerheap_take_all(sl_timerheap_t *h, sl_timer_t **out) {
         size_t n, i;
 
-        sl_assert(h && !h->slab && (out || !h->cnt));
-        n = h->cnt;
+        sl_assert(h && !h->slab && (out || !h->heap.n));
+        n = h->heap.n;
         if (n)
-                memcpy(out, h->heap, n * sizeof(*out));
+                memcpy(out, h->heap.a, n * sizeof(*out));
         /* Timers added in firing order (a debounce group's items) leave
          * the array sorted, and a heap is then left as it is. */
         for (i = 1; i < n && !before(out[i], out[i - 1]); i++)
@@ -559,11 +459,11 @@ size_t sl_timerheap_take_all(sl_timerheap_t *h, sl_timer_t **out) {
         if (i < n)
                 qsort(out, n, sizeof(*out), cmp_fire);
         for (i = 0; i < n; i++)
-                out[i]->hnext = NULL;
-        memset(h->buckets, 0, h->nbuckets * sizeof(*h->buckets));
-        h->cnt = 0;
+                out[i]->hlink.next = NULL;
+        sl_hmap_clear(&h->index);
+        tmap_shrink(&h->index);
+        theap_clear(&h->heap);
         h->bytes = 0;
-        maybe_shrink(h);
         return n;
 }
 
@@ -571,10 +471,9 @@ int sl_timerheap_drop_min(sl_timerheap_t *h) {
         sl_timer_t *t;
 
         sl_assert(h);
-        if (!h->cnt)
+        if (!(t = theap_top(&h->heap)))
                 return 0;
-        t = h->heap[0];
-        detach(h, t);
+        detach(h, t, NULL);
         timer_release(h, t);
         return 1;
 }
@@ -585,7 +484,7 @@ void sl_timer_free(sl_timer_t *t) {
 
 size_t sl_timerheap_count(const sl_timerheap_t *h) {
         sl_assert(h);
-        return h->cnt;
+        return h->heap.n;
 }
 
 size_t sl_timerheap_bytes(const sl_timerheap_t *h) {
@@ -597,22 +496,22 @@ void sl_timerheap_foreach(const sl_timerheap_t *h,
                           void (*cb)(const sl_timer_t *t, void *opaque),
                           void *opaque) {
         sl_assert(h && cb);
-        for (size_t i = 0; i < h->cnt; i++)
-                cb(h->heap[i], opaque);
+        for (size_t i = 0; i < h->heap.n; i++)
+                cb(h->heap.a[i], opaque);
 }
 
 size_t sl_timerheap_memory(const sl_timerheap_t *h) {
         size_t m;
 
         sl_assert(h);
-        m = sizeof(*h) + h->cap * sizeof(*h->heap) +
-            h->nbuckets * sizeof(*h->buckets);
+        m = sizeof(*h) + h->heap.cap * sizeof(*h->heap.a) +
+            sl_hmap_memory(&h->index);
         if (h->slab) {
                 sl_slab_stats_t st;
                 sl_slab_stats(h->slab, &st);
                 m += st.mapped - st.tail;
         } else {
-                m += h->bytes + h->cnt * offsetof(sl_timer_t, buf);
+                m += h->bytes + h->heap.n * offsetof(sl_timer_t, buf);
         }
         return m;
 }
@@ -628,30 +527,26 @@ size_t sl_timerheap_compactions(const sl_timerheap_t *h) {
 }
 
 int sl_timerheap_verify(const sl_timerheap_t *h) {
-        size_t chained = 0, bytes = 0, blocks = 0;
+        size_t bytes = 0, blocks = 0;
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
 
-        if (h->cnt > h->cap || !h->nbuckets ||
-            (h->nbuckets & (h->nbuckets - 1)))
+        if (theap_verify(&h->heap) || tmap_verify(&h->index) ||
+            sl_hmap_count(&h->index) != h->heap.n)
                 return -1;
-        for (size_t i = 0; i < h->cnt; i++) {
-                const sl_timer_t *t = h->heap[i];
-                if (t->heap_idx != i)
-                        return -1;
-                if (i > 0 && before(t, h->heap[(i - 1) / 2]))
-                        return -1;
-                if (*find_link(h, t->buf, t->keylen) != t)
+        for (size_t i = 0; i < h->heap.n; i++) {
+                const sl_timer_t *t = h->heap.a[i];
+                if (*find_link(h, t->buf, t->keylen) != &t->hlink)
                         return -1;
                 bytes += (size_t)t->keylen + t->datalen;
                 blocks += sl_slab_block_size(timer_size(t->keylen, t->datalen));
         }
-        for (size_t b = 0; b < h->nbuckets; b++)
-                for (const sl_timer_t *t = h->buckets[b]; t; t = t->hnext) {
-                        if (bucket_of(h, t->buf, t->keylen) != b ||
-                            t->heap_idx >= h->cnt || h->heap[t->heap_idx] != t)
-                                return -1;
-                        chained++;
-                }
-        if (chained != h->cnt || bytes != h->bytes)
+        for (const sl_hmap_link_t *l;
+             (l = sl_hmap_iter_next(&h->index, &it));) {
+                const sl_timer_t *t = tmap_entry(l);
+                if (t->heap_idx >= h->heap.n || h->heap.a[t->heap_idx] != t)
+                        return -1;
+        }
+        if (bytes != h->bytes)
                 return -1;
         if (h->slab) {
                 sl_slab_stats_t st;

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hmap.h"
+
 /*
  * One pending timer: one block holding this header, then the key (timer
  * id) bytes, then the data bytes.  Read it through the accessors; the
@@ -19,8 +21,8 @@
 typedef struct sl_timer_s {
         int64_t due_ms; /* when it fires, epoch milliseconds */
         int64_t seq;    /* arrival order: equal due_ms fire in seq order */
-        struct sl_timer_s *hnext; /* next in the same hash bucket */
-        uint32_t heap_idx;        /* own position in the heap array */
+        sl_hmap_link_t hlink; /* next in the same hash chain (hmap.h) */
+        uint32_t heap_idx;    /* own position in the heap array (heap.h) */
         uint32_t keylen;
         uint32_t datalen;
         char buf[]; /* keylen key bytes, then datalen data bytes */

@@ -3,8 +3,10 @@
  *
  * Layout: a fixed array of `capacity` slots, filled in order and reused in
  * place once full (so an entry never moves: a lookup in flight may hold a
- * pointer to it), and a chained index over them, a power-of-two array of
- * slot numbers at least twice the capacity, keyed by sl_hash() of the name.
+ * pointer to it), and a chained index over them (hmap.h), keyed by
+ * sl_hash() of the name, with a fixed power-of-two bucket array at least
+ * twice the capacity (the entries are bounded, so it never resizes).  An
+ * entry keeps its name's hash, compared before the name.
  */
 #include "topiccache.h"
 
@@ -12,18 +14,17 @@
 #include <string.h>
 
 #include "hash.h"
+#include "hmap.h"
 #include "util.h"
-
-#define NONE (-1)
 
 /* Credits (topiccache.h, "Eviction"). */
 #define CREDIT_EXISTS  3
 #define CREDIT_MISSING 1
 
 struct sl_topiccache_entry_s {
-        char *name; /* NULL: a free slot */
-        uint64_t hash;
-        int32_t next; /* next slot in the same bucket, or NONE */
+        char *name;          /* NULL: a free slot */
+        uint64_t hash;       /* sl_hash() of the name */
+        sl_hmap_link_t link; /* in the index */
         int partitions;
         int64_t max_bytes; /* max.message.bytes, -1 unknown */
         int looking;       /* a lookup is in flight */
@@ -37,9 +38,8 @@ struct sl_topiccache_s {
         size_t capacity;
         size_t used; /* slots [0, used) have been filled at least once */
         size_t entries;
-        size_t hand; /* the CLOCK hand */
-        int32_t *buckets;
-        size_t nbuckets; /* power of two */
+        size_t hand;     /* the CLOCK hand */
+        sl_hmap_t index; /* by name */
         int max_lookups;
         int lookups;
         uint64_t evictions;
@@ -56,12 +56,7 @@ sl_topiccache_t *sl_topiccache_new(size_t capacity, int max_lookups,
         tc = sl_calloc(1, sizeof(*tc));
         tc->slots = sl_calloc(capacity, sizeof(*tc->slots));
         tc->capacity = capacity;
-        tc->nbuckets = 1;
-        while (tc->nbuckets < 2 * capacity)
-                tc->nbuckets <<= 1;
-        tc->buckets = sl_malloc(tc->nbuckets * sizeof(*tc->buckets));
-        for (size_t i = 0; i < tc->nbuckets; i++)
-                tc->buckets[i] = NONE;
+        sl_hmap_init(&tc->index, 2 * capacity, 0, 0); /* fixed */
         tc->max_lookups = max_lookups;
         tc->ttl_pos_ms = SL_TOPICCACHE_TTL_POS_MS;
         tc->ttl_neg_ms = SL_TOPICCACHE_TTL_NEG_MS;
@@ -82,29 +77,17 @@ void sl_topiccache_destroy(sl_topiccache_t *tc) {
         for (size_t i = 0; i < tc->used; i++)
                 free(tc->slots[i].name);
         free(tc->slots);
-        free(tc->buckets);
+        sl_hmap_fini(&tc->index);
         free(tc);
 }
 
+#define ENTRY_HASH(e)          ((e)->hash)
+#define ENTRY_EQ(e, h, k, len) ((e)->hash == (h) && !strcmp((e)->name, k))
+SL_HMAP_DEFINE(tmap, sl_topiccache_entry_t, link, ENTRY_HASH, ENTRY_EQ)
+
 static sl_topiccache_entry_t *find(const sl_topiccache_t *tc, const char *name,
                                    uint64_t hash) {
-        int32_t i = tc->buckets[hash & (tc->nbuckets - 1)];
-        for (; i != NONE; i = tc->slots[i].next) {
-                sl_topiccache_entry_t *e = &tc->slots[i];
-                if (e->hash == hash && !strcmp(e->name, name))
-                        return e;
-        }
-        return NULL;
-}
-
-static void unlink_entry(sl_topiccache_t *tc, sl_topiccache_entry_t *e) {
-        int32_t self = (int32_t)(e - tc->slots);
-        int32_t *link = &tc->buckets[e->hash & (tc->nbuckets - 1)];
-        while (*link != self) {
-                sl_assert(*link != NONE);
-                link = &tc->slots[*link].next;
-        }
-        *link = e->next;
+        return tmap_find(&tc->index, hash, name, 0);
 }
 
 /* A slot for a new entry: a never-used one, or the one CLOCK evicts. */
@@ -124,7 +107,7 @@ static sl_topiccache_entry_t *take_slot(sl_topiccache_t *tc, int64_t now_ms) {
                         e->credit--;
                         continue;
                 }
-                unlink_entry(tc, e);
+                tmap_remove(&tc->index, e);
                 free(e->name);
                 e->name = NULL;
                 tc->entries--;
@@ -139,7 +122,6 @@ int sl_topiccache_get(sl_topiccache_t *tc, const char *topic, int64_t now_ms,
                       sl_topiccache_entry_t **lookupp) {
         uint64_t hash = sl_hash(topic, strlen(topic));
         sl_topiccache_entry_t *e = find(tc, topic, hash);
-        size_t b;
 
         *lookupp = NULL;
         if (!e) {
@@ -154,9 +136,7 @@ int sl_topiccache_get(sl_topiccache_t *tc, const char *topic, int64_t now_ms,
                 e->partitions = SL_TOPICCACHE_LOOKING;
                 e->max_bytes = -1;
                 e->tc = tc;
-                b = hash & (tc->nbuckets - 1);
-                e->next = tc->buckets[b];
-                tc->buckets[b] = (int32_t)(e - tc->slots);
+                tmap_insert(&tc->index, hash, e);
                 tc->entries++;
         } else if (e->partitions > 0) {
                 e->credit = CREDIT_EXISTS;
@@ -247,7 +227,8 @@ void sl_topiccache_stats(const sl_topiccache_t *tc, sl_topiccache_stats_t *st) {
 }
 
 int sl_topiccache_verify(const sl_topiccache_t *tc) {
-        size_t entries = 0, indexed = 0;
+        sl_hmap_iter_t it = SL_HMAP_ITER_INIT;
+        size_t entries = 0;
         int lookups = 0;
         for (size_t i = 0; i < tc->used; i++) {
                 const sl_topiccache_entry_t *e = &tc->slots[i];
@@ -259,15 +240,15 @@ int sl_topiccache_verify(const sl_topiccache_t *tc) {
                     find(tc, e->name, e->hash) != e)
                         return -1;
         }
-        for (size_t b = 0; b < tc->nbuckets; b++)
-                for (int32_t i = tc->buckets[b]; i != NONE;
-                     i = tc->slots[i].next) {
-                        if ((size_t)i >= tc->used || !tc->slots[i].name ||
-                            (tc->slots[i].hash & (tc->nbuckets - 1)) != b ||
-                            ++indexed > entries)
-                                return -1;
-                }
-        if (entries != tc->entries || indexed != entries ||
+        if (tmap_verify(&tc->index))
+                return -1;
+        for (const sl_hmap_link_t *l;
+             (l = sl_hmap_iter_next(&tc->index, &it));) {
+                const sl_topiccache_entry_t *e = tmap_entry(l);
+                if (e < tc->slots || e >= tc->slots + tc->used || !e->name)
+                        return -1;
+        }
+        if (entries != tc->entries || sl_hmap_count(&tc->index) != entries ||
             lookups != tc->lookups || lookups > tc->max_lookups ||
             entries > tc->capacity)
                 return -1;

@@ -78,6 +78,50 @@ static const char *state_names[SL_TXN_STATE_CNT] = {
     [SL_TXN_DEAD] = "dead",
 };
 
+/*
+ * The transitions of txn.h's table: transitions[from] has the bit of
+ * every state from may go to.  A state may always stay itself (no change).
+ */
+#define TO(s) (1u << SL_TXN_##s)
+static const unsigned transitions[SL_TXN_STATE_CNT] = {
+    /* txn_done_create; a failed create, or a refusal */
+    [SL_TXN_CREATING] = TO(READY) | TO(RECOVERING) | TO(DEAD),
+    /* sl_txn_produce_begin */
+    [SL_TXN_READY] = TO(OPEN) | TO(RECOVERING) | TO(DEAD),
+    /* sl_txn_commit, txn_start_commit_job, txn_start_abort */
+    [SL_TXN_OPEN] = TO(FLUSHING) | TO(COMMITTING) | TO(ABORTING) |
+                    TO(RECOVERING) | TO(DEAD),
+    /* txn_flush_check */
+    [SL_TXN_FLUSHING] =
+        TO(COMMITTING) | TO(ABORTING) | TO(RECOVERING) | TO(DEAD),
+    /* txn_done_commit */
+    [SL_TXN_COMMITTING] =
+        TO(READY) | TO(OPEN) | TO(ABORTING) | TO(RECOVERING) | TO(DEAD),
+    /* txn_done_abort */
+    [SL_TXN_ABORTING] = TO(READY) | TO(RECOVERING) | TO(DEAD),
+    /* txn_post_create; the owner check, recovery_timeout */
+    [SL_TXN_RECOVERING] = TO(CREATING) | TO(DEAD),
+    [SL_TXN_DEAD] = 0,
+};
+#undef TO
+
+int sl_txn_transition_valid(sl_txn_state_t from, sl_txn_state_t to) {
+        if ((unsigned)from >= SL_TXN_STATE_CNT ||
+            (unsigned)to >= SL_TXN_STATE_CNT)
+                return 0;
+        return from == to || (transitions[from] >> to) & 1;
+}
+
+void sl_txn_transition_check(sl_txn_state_t from, sl_txn_state_t to) {
+        char what[128];
+        if (sl_txn_transition_valid(from, to))
+                return;
+        snprintf(what, sizeof(what),
+                 "BUG: invalid transaction state transition %s -> %s",
+                 sl_txn_state_name(from), sl_txn_state_name(to));
+        sl_assert_fail(what, __FILE__, __LINE__);
+}
+
 const char *sl_txn_state_name(sl_txn_state_t s) {
         return s < SL_TXN_STATE_CNT ? state_names[s] : "?";
 }
@@ -212,6 +256,7 @@ static void txn_on_fatal(uv_timer_t *timer);
 static void txn_set_state(sl_txn_t *txn, sl_txn_state_t s) {
         if (txn->state == s)
                 return;
+        sl_txn_transition_check(txn->state, s);
         sl_log(s == SL_TXN_READY || s == SL_TXN_OPEN || s == SL_TXN_FLUSHING ||
                        s == SL_TXN_COMMITTING
                    ? LOG_DEBUG
@@ -745,6 +790,8 @@ void sl_txn_produced(sl_txn_t *txn) {
 
 /* Leaves the non-accepting states: tell the runtime to resume. */
 static void txn_settle(sl_txn_t *txn) {
+        if (txn->state == SL_TXN_DEAD)
+                return; /* the end (txn.h) */
         if (txn->recover_pending) {
                 txn_enter_recovering(txn);
                 return;
@@ -825,7 +872,10 @@ static int offsets_same(const rd_kafka_topic_partition_list_t *a,
 static void txn_start_abort(sl_txn_t *txn, const char *why) {
         job_t *job;
         char topic[256];
-        uint64_t seq = sl_kafka_denied_topic(topic, sizeof(topic));
+        uint64_t seq;
+        if (txn->state == SL_TXN_DEAD)
+                return; /* the end (txn.h) */
+        seq = sl_kafka_denied_topic(topic, sizeof(topic));
         /* AddPartitionsToTxn refused a topic since the last abort: the
          * cause, whatever doomed the transaction first (txn.h). */
         if (seq != txn->denied_seq) {
@@ -858,6 +908,8 @@ static void txn_start_commit_job(sl_txn_t *txn) {
                 txn->hooks.seal(txn->hooks.opaque);
                 if (txn->recover_pending)
                         return; /* the clients go: txn_on_fatal() */
+                if (txn->state == SL_TXN_DEAD)
+                        return; /* a refusal ended it (txn.h) */
                 if (txn->doomed) {
                         txn_start_abort(txn, txn->doom_why);
                         return;
@@ -931,6 +983,8 @@ static void txn_flush_check(sl_txn_t *txn) {
         txn->hooks.precommit(txn->hooks.opaque);
         if (txn->recover_pending)
                 return; /* the clients go: txn_on_fatal() */
+        if (txn->state == SL_TXN_DEAD)
+                return; /* a refusal ended it (txn.h) */
         if (txn->doomed) {
                 txn_start_abort(txn, txn->doom_why);
                 return;
@@ -1451,6 +1505,14 @@ static void txn_on_done(uv_async_t *async) {
                 return;
         sl_assert(job == txn->job);
         txn->job = NULL;
+        if (txn->state == SL_TXN_DEAD && job->kind != JOB_CREATE) {
+                /* The end (txn.h): a refusal ended the process while the
+                 * call was on the worker, and what it did changes nothing.
+                 * (No create is in flight then: only a produce is refused
+                 * in a state with a job.) */
+                job_free(job);
+                return;
+        }
         switch (job->kind) {
         case JOB_CREATE:
                 txn_done_create(txn, job);

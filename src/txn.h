@@ -3,27 +3,49 @@
  * the consumer-group member) and the state machine that keeps exactly-once
  * through Kafka's faults.  Every state and transition lives in txn.c.
  *
- *            start / recover
- *                  │
- *                  ▼
- *   ┌────────► CREATING ── clients made, init_transactions ok ──┐
- *   │              │                                             ▼
- *   │              │                           ┌──────────── READY ◄──────────┐
- *   │              │                           │ first record  │              │
- *   │              │                           ▼               │ offsets only │
- *   │              │                         OPEN ─────────────┤              │
- *   │              │                           │ commit        ▼              │
- *   │              │                           └──► FLUSHING ──► COMMITTING ──┤
- * ok │              │                  doomed / abortable │          │        │
- *   │              │                                     ▼          ▼        │
- *   │              │                                  ABORTING ◄────┘        │
- *   │              │                                     │ ok: every task     │
- *   │              │                                     └── rebuilt ─────────┘
- *   │              ▼
- *   └──────── RECOVERING ◄── fatal error of either client, from any state
- *                  │
- *                  └── another live instance owns instance_id, or recovery
- *                      failed for longer than recovery_timeout ──► DEAD
+ *   start ──► CREATING ──► READY ──► OPEN ──► FLUSHING ──► COMMITTING
+ *                ▲          ▲ ▲       ▲  │                   │ │ │
+ *                │          │ │       │  └───── no hooks ───►┘ │ │
+ *                │          │ │       └──── next one opened ───┘ │
+ *                │          │ └─────────── committed ────────────┤
+ *                │          └── aborted ── ABORTING ◄─ abortable ┘
+ *                │ clients made anew         ▲
+ *                │                           └─ doomed, in OPEN or FLUSHING
+ *           RECOVERING ◄── fatal error of either client, in any state
+ *                │         but DEAD
+ *                └──► DEAD ◄── in any state (see the table)
+ *
+ * These are all the transitions there are (txn.c's table; any other is a
+ * bug, and txn_set_state() asserts "BUG: invalid transaction state
+ * transition" with both states' names):
+ *
+ *   from         to           when
+ *   CREATING     READY        clients made, init_transactions ok
+ *                RECOVERING   making them failed (retried from RECOVERING)
+ *   READY        OPEN         the first record, or offsets alone to commit
+ *   OPEN         FLUSHING     commit, with precommit hooks (checkpoints)
+ *                COMMITTING   commit, without (or offsets alone)
+ *                ABORTING     commit of a doomed transaction
+ *   FLUSHING     COMMITTING   the reports precommit needs came
+ *                ABORTING     doomed meanwhile
+ *   COMMITTING   READY        committed
+ *                OPEN         committed, the next one opened for records
+ *                             deferred meanwhile
+ *                ABORTING     the commit failed, abortable
+ *   ABORTING     READY        aborted: every task rebuilds
+ *   RECOVERING   CREATING     the clients are made anew
+ *   any but      RECOVERING   a fatal error of either client
+ *   DEAD
+ *   any          DEAD         Kafka's authorizer refused what the process
+ *                             cannot do without (the not_authorized hook
+ *                             ends it); the clients cannot be configured
+ *                             or made (an invalid setting); from
+ *                             RECOVERING also: another live instance owns
+ *                             instance_id, or recovery failed for longer
+ *                             than recovery_timeout
+ *
+ * DEAD is the end: the process is leaving, and a worker call that comes
+ * back after it changes nothing.
  *
  * READY and OPEN are the only states in which records are produced.  While
  * a commit is on the worker (COMMITTING) the runtime goes on taking input
@@ -98,6 +120,13 @@ typedef enum {
 } sl_txn_state_t;
 
 const char *sl_txn_state_name(sl_txn_state_t s);
+
+/* 1 when the table above allows from -> to (a state to itself too: no
+ * change), 0 when it is a bug. */
+int sl_txn_transition_valid(sl_txn_state_t from, sl_txn_state_t to);
+
+/* Asserts that from -> to is valid (sl_assert, naming both states). */
+void sl_txn_transition_check(sl_txn_state_t from, sl_txn_state_t to);
 
 /* What the runtime (app.c) provides.  Every hook runs on the loop thread. */
 typedef struct sl_txn_hooks_s {

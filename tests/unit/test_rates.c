@@ -210,6 +210,41 @@ static void test_bound(void **state) {
         sl_rates_destroy(rt);
 }
 
+/* Many keys: each finds its own rate while the table grows, after half of
+ * them are tombstoned (and it shrinks), and the empty key is a key. */
+static void test_many_keys(void **state) {
+        enum { N = 5000 };
+        sl_rate_t fb = {10.0, 10.0};
+        sl_rates_t *rt = sl_rates_new(&fb);
+        char key[32], value[32];
+        (void)state;
+        for (int i = 0; i < N; i++) {
+                snprintf(key, sizeof(key), "customer-%d", i);
+                snprintf(value, sizeof(value), "%d/s burst=%d", i + 1, i + 2);
+                assert_int_equal(apply(rt, key, value), 0);
+        }
+        assert_int_equal(apply(rt, "", "3/s"), 0);
+        assert_int_equal(sl_rates_count(rt), N + 1);
+        for (int i = 0; i < N; i++) {
+                snprintf(key, sizeof(key), "customer-%d", i);
+                expect(rt, key, i + 1, i + 2, SL_RATE_KEY);
+        }
+        for (int i = 0; i < N; i += 2) {
+                snprintf(key, sizeof(key), "customer-%d", i);
+                assert_int_equal(apply(rt, key, NULL), 0);
+        }
+        assert_int_equal(sl_rates_count(rt), N / 2 + 1);
+        for (int i = 0; i < N; i++) {
+                snprintf(key, sizeof(key), "customer-%d", i);
+                if (i % 2)
+                        expect(rt, key, i + 1, i + 2, SL_RATE_KEY);
+                else
+                        expect(rt, key, 10.0, 10.0, SL_RATE_FALLBACK);
+        }
+        expect(rt, "", 3.0, 3.0, SL_RATE_KEY);
+        sl_rates_destroy(rt);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_default_and_fallback),
@@ -217,6 +252,7 @@ int main(void) {
             cmocka_unit_test(test_malformed),
             cmocka_unit_test(test_generation),
             cmocka_unit_test(test_bound),
+            cmocka_unit_test(test_many_keys),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

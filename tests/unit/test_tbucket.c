@@ -1,8 +1,9 @@
 /*
  * test_tbucket.c — token bucket arithmetic over simulated time: drain
  * accuracy in 10 s windows (20/s within 1%, and awkward rates), burst,
- * rate changes keeping the level, rate 0, a clock that steps back, and the
- * promise that a take at the next-token time always succeeds.
+ * rate changes keeping the level, rate 0, a clock that steps back, the
+ * promise that a take at the next-token time always succeeds, and the
+ * catch-up limiters' use: ready on a whole token, charges into debt.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -306,6 +307,86 @@ static void test_next_ms_is_exact(void **state) {
         }
 }
 
+/* ready() says what take() would do, and changes nothing: a whole token,
+ * not any fraction of one; never at rate 0. */
+static void test_ready_is_a_whole_token(void **state) {
+        sl_rate_t r = rate(10, 5), stopped = rate(0, 5);
+        sl_tbucket_t b;
+        (void)state;
+        sl_tbucket_restore(&b, &r, 0.5, T0);
+        assert_int_equal(sl_tbucket_ready(&b, &r, T0), 0);
+        assert_int_equal(sl_tbucket_take(&b, &r, T0), 0);
+        /* 0.5 + 49 ms at 10/s = 0.99: still not a token. */
+        assert_int_equal(sl_tbucket_ready(&b, &r, T0 + 49), 0);
+        assert_int_equal(sl_tbucket_ready(&b, &r, T0 + 50), 1);
+        assert_int_equal(sl_tbucket_next_ms(&b, &r, T0), T0 + 50);
+        assert_true(sl_tbucket_level(&b, &r, T0) == 0.5); /* unchanged */
+        sl_tbucket_init(&b, &stopped, T0);
+        assert_int_equal(sl_tbucket_ready(&b, &stopped, T0 + 1000), 0);
+}
+
+/* charge() goes into debt: nothing is ready until the refill has paid it
+ * back to a whole token, at the time next_ms() says. */
+static void test_charge_debt(void **state) {
+        sl_rate_t r = rate(100, 10);
+        sl_tbucket_t b;
+        int64_t next;
+        (void)state;
+        sl_tbucket_init(&b, &r, T0);
+        assert_int_equal(sl_tbucket_ready(&b, &r, T0), 1);
+        sl_tbucket_charge(&b, &r, T0, 35); /* 10 - 35 = -25 */
+        assert_true(fabs(sl_tbucket_level(&b, &r, T0) + 25) < 1e-9);
+        assert_int_equal(sl_tbucket_ready(&b, &r, T0), 0);
+        next = sl_tbucket_next_ms(&b, &r, T0);
+        assert_int_equal(next, T0 + 260); /* 26 tokens at 100/s */
+        assert_int_equal(sl_tbucket_ready(&b, &r, next - 1), 0);
+        assert_int_equal(sl_tbucket_ready(&b, &r, next), 1);
+        /* A charge of 0 only refills; the level never passes the burst. */
+        sl_tbucket_charge(&b, &r, T0 + 10000, 0);
+        assert_true(fabs(sl_tbucket_level(&b, &r, T0 + 10000) - 10) < 1e-9);
+}
+
+/* The catch-up pace: a tenth of a second's units at once, at least one. */
+static void test_pace_rate(void **state) {
+        sl_rate_t r;
+        (void)state;
+        r = sl_tbucket_pace_rate(50000);
+        assert_true(r.per_sec == 50000 && r.burst == 5000);
+        r = sl_tbucket_pace_rate(5);
+        assert_true(r.per_sec == 5 && r.burst == 1);
+        r = sl_tbucket_pace_rate(-1);
+        assert_true(r.per_sec == 0 && r.burst == 1);
+        r = sl_tbucket_pace_rate(NAN);
+        assert_true(r.per_sec == 0 && r.burst == 1);
+}
+
+/* A pacer that charges batches of 1 to 50 items whenever a token is
+ * ready, and otherwise sleeps until next_ms(): over 60 s at 200/s the
+ * items stay within the rate, plus the burst and one batch of debt. */
+static void test_charge_pacer(void **state) {
+        sl_rate_t r = rate(200, 20);
+        sl_tbucket_t b;
+        int64_t now = T0, end = T0 + 60000;
+        double items = 0;
+        int batches = 0;
+        (void)state;
+        srand(11);
+        sl_tbucket_init(&b, &r, now);
+        while (now < end) {
+                if (sl_tbucket_ready(&b, &r, now)) {
+                        int n = 1 + rand() % 50;
+                        sl_tbucket_charge(&b, &r, now, n);
+                        items += n;
+                        batches++;
+                        continue;
+                }
+                now = sl_tbucket_next_ms(&b, &r, now);
+        }
+        assert_true(batches > 100);
+        assert_true(items <= 200 * 60 + 20 + 50);
+        assert_true(items >= 200 * 60 - 50);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_accuracy_20_per_sec),
@@ -317,6 +398,10 @@ int main(void) {
             cmocka_unit_test(test_clock_steps_back),
             cmocka_unit_test(test_restore),
             cmocka_unit_test(test_next_ms_is_exact),
+            cmocka_unit_test(test_ready_is_a_whole_token),
+            cmocka_unit_test(test_charge_debt),
+            cmocka_unit_test(test_pace_rate),
+            cmocka_unit_test(test_charge_pacer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,15 +3,21 @@
  * against an address where nothing listens it stays CREATING (the worker
  * retries init_transactions as the same call), takes no work, says why on
  * /readyz, never calls the runtime's hooks, and is destroyed within a bound
- * while its worker is in the middle of a call.  What it does with a broker
- * (commits, aborts, recovery, fencing) is shown by the integration tests
+ * while its worker is in the middle of a call; and the table of state
+ * transitions (txn.h): exactly the documented ones are valid, and any
+ * other asserts naming both states.  What it does with a broker (commits,
+ * aborts, recovery, fencing) is shown by the integration tests
  * 04NN-fault-*.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <cmocka.h>
@@ -129,9 +135,124 @@ static void test_no_broker(void **state) {
         sl_txn_destroy(NULL);
 }
 
+/* txn.h's table, written out again: the transitions that are not a bug
+ * (a state to itself aside). */
+static const struct {
+        sl_txn_state_t from, to;
+} documented[] = {
+    {SL_TXN_CREATING, SL_TXN_READY},
+    {SL_TXN_CREATING, SL_TXN_RECOVERING},
+    {SL_TXN_CREATING, SL_TXN_DEAD},
+    {SL_TXN_READY, SL_TXN_OPEN},
+    {SL_TXN_READY, SL_TXN_RECOVERING},
+    {SL_TXN_READY, SL_TXN_DEAD},
+    {SL_TXN_OPEN, SL_TXN_FLUSHING},
+    {SL_TXN_OPEN, SL_TXN_COMMITTING},
+    {SL_TXN_OPEN, SL_TXN_ABORTING},
+    {SL_TXN_OPEN, SL_TXN_RECOVERING},
+    {SL_TXN_OPEN, SL_TXN_DEAD},
+    {SL_TXN_FLUSHING, SL_TXN_COMMITTING},
+    {SL_TXN_FLUSHING, SL_TXN_ABORTING},
+    {SL_TXN_FLUSHING, SL_TXN_RECOVERING},
+    {SL_TXN_FLUSHING, SL_TXN_DEAD},
+    {SL_TXN_COMMITTING, SL_TXN_READY},
+    {SL_TXN_COMMITTING, SL_TXN_OPEN},
+    {SL_TXN_COMMITTING, SL_TXN_ABORTING},
+    {SL_TXN_COMMITTING, SL_TXN_RECOVERING},
+    {SL_TXN_COMMITTING, SL_TXN_DEAD},
+    {SL_TXN_ABORTING, SL_TXN_READY},
+    {SL_TXN_ABORTING, SL_TXN_RECOVERING},
+    {SL_TXN_ABORTING, SL_TXN_DEAD},
+    {SL_TXN_RECOVERING, SL_TXN_CREATING},
+    {SL_TXN_RECOVERING, SL_TXN_DEAD},
+};
+
+static int is_documented(sl_txn_state_t from, sl_txn_state_t to) {
+        for (size_t i = 0; i < sizeof(documented) / sizeof(documented[0]); i++)
+                if (documented[i].from == from && documented[i].to == to)
+                        return 1;
+        return 0;
+}
+
+/* Every pair of states: valid exactly when documented (or no change);
+ * from CREATING every state can be reached; DEAD from every state, and
+ * nothing leaves it; no state is out of the table. */
+static void test_transition_table(void **state) {
+        int reach[SL_TXN_STATE_CNT] = {[SL_TXN_CREATING] = 1}, grew = 1;
+        (void)state;
+        for (int f = 0; f < SL_TXN_STATE_CNT; f++)
+                for (int t = 0; t < SL_TXN_STATE_CNT; t++) {
+                        int want = f == t || is_documented(f, t);
+                        if (sl_txn_transition_valid(f, t) != want)
+                                fail_msg("%s -> %s: valid %d, documented %d",
+                                         sl_txn_state_name(f),
+                                         sl_txn_state_name(t),
+                                         sl_txn_transition_valid(f, t), want);
+                }
+        while (grew) {
+                grew = 0;
+                for (int f = 0; f < SL_TXN_STATE_CNT; f++)
+                        for (int t = 0; t < SL_TXN_STATE_CNT; t++)
+                                if (reach[f] && !reach[t] &&
+                                    sl_txn_transition_valid(f, t))
+                                        reach[t] = grew = 1;
+        }
+        for (int s = 0; s < SL_TXN_STATE_CNT; s++) {
+                assert_true(reach[s]);
+                assert_true(sl_txn_transition_valid(s, SL_TXN_DEAD));
+                if (s != SL_TXN_DEAD) {
+                        assert_false(sl_txn_transition_valid(SL_TXN_DEAD, s));
+                        assert_int_equal(
+                            sl_txn_transition_valid(s, SL_TXN_RECOVERING),
+                            s != SL_TXN_DEAD);
+                }
+        }
+        /* Records go only into an open transaction: READY never skips
+         * OPEN, and nothing but COMMITTING and READY opens one. */
+        assert_false(sl_txn_transition_valid(SL_TXN_READY, SL_TXN_COMMITTING));
+        assert_false(sl_txn_transition_valid(SL_TXN_READY, SL_TXN_FLUSHING));
+        assert_false(sl_txn_transition_valid(SL_TXN_ABORTING, SL_TXN_OPEN));
+        assert_false(sl_txn_transition_valid(SL_TXN_RECOVERING, SL_TXN_READY));
+        assert_false(sl_txn_transition_valid(SL_TXN_STATE_CNT, SL_TXN_READY));
+        assert_false(sl_txn_transition_valid(SL_TXN_READY, SL_TXN_STATE_CNT));
+}
+
+/* A transition out of the table is a bug: the process aborts and says
+ * which, naming both states; a valid one goes on. */
+static void test_invalid_transition_asserts(void **state) {
+        int fds[2], status;
+        char out[512] = "";
+        ssize_t n, got = 0;
+        pid_t pid;
+        (void)state;
+        sl_txn_transition_check(SL_TXN_COMMITTING, SL_TXN_OPEN);
+        sl_txn_transition_check(SL_TXN_DEAD, SL_TXN_DEAD);
+        assert_int_equal(pipe(fds), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dup2(fds[1], STDERR_FILENO);
+                close(fds[0]);
+                sl_txn_transition_check(SL_TXN_DEAD, SL_TXN_READY);
+                _exit(0); /* not reached */
+        }
+        close(fds[1]);
+        while ((n = read(fds[0], out + got, sizeof(out) - 1 - (size_t)got)) > 0)
+                got += n;
+        close(fds[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(WTERMSIG(status), SIGABRT);
+        if (!strstr(out, "BUG: invalid transaction state transition dead -> "
+                         "ready"))
+                fail_msg("stderr: %s", out);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_no_broker),
+            cmocka_unit_test(test_transition_table),
+            cmocka_unit_test(test_invalid_transition_asserts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
