@@ -21,7 +21,6 @@
 source "$(dirname "$0")/lib.sh"
 
 conf=$WORK/sluice.ini
-port=$(free_port)
 base_conf "$conf"
 pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=4 \
     allowed_targets="$PFX.d.out"
@@ -31,8 +30,7 @@ pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=4 
     output="$PFX.t.out" default_rate=1000/s
 for op in d b t; do topic_create "$PFX.$op.out" 4; done
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready (input_partitioner = murmur2)"
 java=(-X partitioner=murmur2_random)
 kdef=(-X partitioner=consistent_random) # kcat's own default (lib.sh's is murmur2)
@@ -82,7 +80,7 @@ print(n)')
 note "delay: $misplaced of the 90 records produced (50 timers, 40 cancels) arrived off their key's partition"
 
 for t in "$PFX.d.out" "$PFX.b.out" "$PFX.t.out" "$PFX.t.in"; do consume_json "$t" >"$WORK/$t.json"; done
-rr() { metric_value "$port" "sluice_records_rerouted_total{pipeline=\"$PFX-$1\"}"; }
+rr() { sluice_metric main "sluice_records_rerouted_total{pipeline=\"$PFX-$1\"}"; }
 python3 - "$WORK" "$PFX" <<'PY' || fail "check failed"
 import json, sys
 w, pfx = sys.argv[1], sys.argv[2]
