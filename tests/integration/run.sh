@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the integration tests (tests/integration/NNNN-*.sh) against real
 # single-node Kafka brokers that it starts and stops.  Usage: run.sh
-# [PATTERN] (substring of test names).
+# [PATTERN...] (the tests whose name holds one of the substrings; all by
+# default).
 #
 # Tests run two at a time (SLUICE_TEST_JOBS, default 2), each in a slot of
 # its own with a broker of its own: slot 0 on SLUICE_TEST_KAFKA_PORT
@@ -32,7 +33,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-pattern=${1:-}
+patterns=("$@")
 broker=$here/kafka/broker.sh
 per_test_timeout=${SLUICE_TEST_TIMEOUT:-600}
 jobs=${SLUICE_TEST_JOBS:-2}
@@ -246,11 +247,20 @@ trap 'on_signal 130' INT
 
 # --- The suite ---------------------------------------------------------------
 t_run=$(date +%s%N)
+# selected NAME — the name holds one of the patterns (or none was given).
+selected() {
+    local p
+    [ ${#patterns[@]} -gt 0 ] || return 0
+    for p in "${patterns[@]}"; do
+        case "$1" in *"$p"*) return 0 ;; esac
+    done
+    return 1
+}
+
 tests=()
 for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
     [ -e "$t" ] || continue
-    name=$(basename "$t" .sh)
-    case "$name" in *"$pattern"*) tests+=("$t") ;; esac
+    selected "$(basename "$t" .sh)" && tests+=("$t")
 done
 
 add_job() { # SCRIPT LABEL KIND
