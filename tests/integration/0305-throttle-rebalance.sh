@@ -3,7 +3,7 @@
 # drain (SPEC §4: scaling out is scaling the consumer group).
 #
 # 20,000 messages across 100 keys on a 4-partition input, every key at 8/s
-# (burst 8): ~24 s of drain.  A few seconds in, a second sluice (another
+# (burst 8): ~24 s of drain.  A second in, a second sluice (another
 # instance_id) joins the group: some partitions move to it, and the new
 # owner rebuilds their backlog from the changelog checkpoint and the
 # overflow topic.  At the end the read_committed output holds each message
@@ -24,7 +24,9 @@ echo "produced $total messages"
 
 has_backlog() { [ "$(tl_metric backlog_messages one || true)" -gt 5000 ] 2>/dev/null; }
 wait_until 20 has_backlog || fail "no backlog built up on #1"
-sleep 3
+# The drain under way: a second of it (100 keys at 8/s) behind #1.
+draining() { [ "$(tl_metric drained_total one || true)" -ge 800 ] 2>/dev/null; }
+wait_until 20 draining || fail "#1 did not drain its backlog: $(tl_metric drained_total one) drained"
 b=$(tl_metric backlog_messages one)
 SLUICE_INSTANCE_ID=$PFX-2 sluice_start_http two "$conf"
 echo "sluice #2 joins with $b messages in #1's backlog"

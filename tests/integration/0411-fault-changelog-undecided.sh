@@ -66,7 +66,8 @@ wait_readyz b 200 90
 note "B ready $((($(now_ms) - t_zombie) / 1000)) s after the zombie's transaction began"
 
 wait_records "$out" 10 60 || fail "only $(count_records "$out") of the 10 timers fired within 60 s of B's start"
-sleep 2
+# Nothing pending any more: no further fire can come.
+wait_until 30 dl_no_pending || fail "timers still pending after the 10 fired: $("$SLUICE_BIN" inspect -c "$conf" "$PFX" | head -3)"
 consume_all "$out" -f '%k %T\n' >"$WORK/out.txt"
 n=$(wc -l <"$WORK/out.txt")
 [ "$n" = 10 ] || fail "$n records out, want 10: $(tr '\n' ' ' <"$WORK/out.txt")"

@@ -19,8 +19,8 @@
 # carry sluice-rerouted-from (where they arrived) and that outputs carry the
 # records' own headers only.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-conf=$WORK/sluice.ini
 base_conf "$conf"
 pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=4 \
     allowed_targets="$PFX.d.out"
@@ -52,7 +52,8 @@ _out() {
         [ "$(consume_all "$PFX.b.out" -f '%s\n' | grep -c .)" -ge 20 ]
 }
 wait_until 60 _out || fail "not everything came out: $(count_records "$PFX.d.out") timers, $(count_records "$PFX.t.out") throttle, $(count_records "$PFX.b.out") batches"
-sleep 3 # a cancelled timer that fires would do so by now (due 8 s after it was produced)
+# Nothing pending any more: a cancelled timer that still fired has fired.
+wait_until 30 dl_no_pending "$PFX-d" || fail "timers still pending: $("$SLUICE_BIN" inspect -c "$conf" "$PFX-d" | head -3)"
 sluice_alive main || fail "sluice exited"
 
 # (Read now, with no transaction of sluice's open: a read_committed reader
