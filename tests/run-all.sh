@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# The whole suite, as CI runs it: unit tests, a short run of every fuzz
-# target over its committed corpus, then the integration tests against a
-# real broker (started and stopped here).  The last line is the
-# total: "N passed, N failed".  Exit status is 0 only when nothing failed.
+# The whole suite, as CI runs it: unit tests and a short run of every fuzz
+# target over its committed corpus (side by side: neither needs a broker;
+# their output is printed when both have ended, the unit tests' first),
+# then the integration tests against real brokers (started and stopped by
+# tests/integration/run.sh).  The last line is the total: "N passed, N
+# failed".  Exit status is 0 only when nothing failed.
 set -u
 cd "$(dirname "$0")/.."
 summary=$(mktemp)
 export SLUICE_SUMMARY_FILE=$summary
 t0=$(date +%s)
 
-tests/run-unit.sh "$@"
-tests/fuzz/smoke.sh
+unit_log=$(mktemp)
+fuzz_log=$(mktemp)
+tests/run-unit.sh "$@" >"$unit_log" 2>&1 &
+unit_pid=$!
+tests/fuzz/smoke.sh >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+wait "$unit_pid"
+wait "$fuzz_pid"
+cat "$unit_log" "$fuzz_log"
+rm -f "$unit_log" "$fuzz_log"
+echo "unit and fuzz wall time: $(($(date +%s) - t0)) s"
 tests/integration/run.sh
 
 passed=0

@@ -8,32 +8,17 @@
 # 40 groups of 25 (one sluice-delay per group, 1.0 s … 4.9 s), produced
 # concurrently so that groups interleave in the input.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 groups=40
 per_group=25
 total=$((groups * per_group))
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 4
 # Keys are placed as sluice places a timer's output (librdkafka's default
 # partitioner, CRC-32), so each target partition is fed by one input
 # partition (checked below).
-input_partitioner = crc32
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+dl_setup 4 input_partitioner=crc32
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 t0=$(date +%s%N)
@@ -52,24 +37,16 @@ wait_records "$out" "$total" 60 ||
     fail "only $(count_records "$out") of $total timers fired within 60 s"
 # Every timer fired: the changelog holds nothing pending any more, so the
 # count read below is final (a duplicate could not appear later).
-no_pending() { "$SLUICE_BIN" inspect -c "$conf" "$PFX" | grep -q ': 0 pending timers'; }
-wait_until 30 no_pending ||
+wait_until 30 dl_no_pending ||
     fail "timers still pending after all fired: $("$SLUICE_BIN" inspect -c "$conf" "$PFX" | head -5)"
 sluice_alive main || fail "sluice exited"
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" "$total" <<'PY' || fail "output check failed"
-import json, sys
+import sys
 from collections import Counter, defaultdict
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-def hdrs(r):
-    h = r.get("headers") or []
-    return {h[i]: h[i + 1] for i in range(0, len(h), 2)}
+from records import load, hdrs
 
 inp, out, total = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
 errors = []

@@ -15,32 +15,10 @@
 #   e3  message a JSON object                         => fires, value is it
 #   e4  sentinel, countdown 6
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-ein=$PFX.env.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX.d]
-type = delay
-input = $in
-input_partitions = 4
-
-[pipeline $PFX.e]
-type = delay
-input = $ein
-input_partitions = 4
-input_format = json-envelope
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+dl_setup_pair 4
+sluice_up main "$conf"
 echo "sluice ready: $in and $ein -> $out"
 
 # timer ID DELAY VERSION — schedules (or reschedules) ID on input partition 0.
@@ -77,14 +55,7 @@ consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" <<'PY' || fail "output check failed"
 import json, sys
 from collections import defaultdict
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-def hdrs(r):
-    h = r.get("headers") or []
-    return {h[i]: h[i + 1] for i in range(0, len(h), 2)}
+from records import load, hdrs
 
 inp, out = load(sys.argv[1]), load(sys.argv[2])
 errors = []
@@ -152,9 +123,9 @@ sys.exit(1 if errors else 0)
 PY
 
 # The unknown cancel was seen and counted, not just ignored silently.
-unknown=$(metric_value "$port" "sluice_timers_cancel_unknown_total{pipeline=\"$PFX.d\"}")
-cancelled=$(metric_value "$port" "sluice_timers_cancelled_total{pipeline=\"$PFX.d\"}")
-ecancelled=$(metric_value "$port" "sluice_timers_cancelled_total{pipeline=\"$PFX.e\"}")
+unknown=$(sluice_metric main "sluice_timers_cancel_unknown_total{pipeline=\"$PFX.d\"}")
+cancelled=$(sluice_metric main "sluice_timers_cancelled_total{pipeline=\"$PFX.d\"}")
+ecancelled=$(sluice_metric main "sluice_timers_cancelled_total{pipeline=\"$PFX.e\"}")
 note "metrics: cancelled=$cancelled (headers) $ecancelled (envelope), cancel_unknown=$unknown"
 [ "$unknown" = 1 ] || fail "sluice_timers_cancel_unknown_total is '$unknown', expected 1"
 [ "$cancelled" = 1 ] || fail "sluice_timers_cancelled_total (headers) is '$cancelled', expected 1"

@@ -6,57 +6,34 @@
 # not leave the group on close), a rebuilds them from the changelog, and
 # every timer fires exactly once, none before its due time.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 groups=40
 per_group=100
 total=$((groups * per_group))
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-session.timeout.ms = 6000
+dl_setup 4
+conf_set "$conf" kafka session.timeout.ms=6000
+SLUICE_INSTANCE_ID=$PFX-a sluice_up a "$conf"
+SLUICE_INSTANCE_ID=$PFX-b sluice_start_http b "$conf"
 
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 4
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-
-pa=$(free_port)
-SLUICE_INSTANCE_ID=$PFX-a SLUICE_METRICS_LISTEN=127.0.0.1:$pa sluice_start a "$conf"
-sluice_wait_ready a "$pa" 30
-pb=$(free_port)
-SLUICE_INSTANCE_ID=$PFX-b SLUICE_METRICS_LISTEN=127.0.0.1:$pb sluice_start b "$conf"
-
-running() { metric_value "$1" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}"; }
+running() { sluice_metric "$1" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}"; }
 split() {
     local a b
-    a=$(running "$pa")
-    b=$(running "$pb")
+    a=$(running a)
+    b=$(running b)
     [ "${a:-0}" -ge 1 ] && [ "${b:-0}" -ge 1 ] && [ $((${a:-0} + ${b:-0})) -eq 4 ]
 }
-wait_until 40 split || fail "the 4 partitions were not shared by a and b within 40 s (a: $(running "$pa"), b: $(running "$pb"))"
+wait_until 40 split || fail "the 4 partitions were not shared by a and b within 40 s (a: $(running a), b: $(running b))"
 b_parts=$(grep -oE "REBUILD $PFX \[[0-9]+\]: rebuilt" "$WORK/sluice-b.log" |
     grep -oE '\[[0-9]+\]' | tr -d '[]' | sort -n | tr '\n' ' ')
-note "running: a $(running "$pa") partitions, b $(running "$pb") partitions (b: $b_parts)"
+note "running: a $(running a) partitions, b $(running b) partitions (b: $b_parts)"
 [ -n "$b_parts" ] || fail "b's log names no partition it rebuilt"
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 t0=$(now_ms)
 first_due=$((t0 + 3000))
 last_due=$((first_due + (groups - 1) * 300))
-pids=()
-for g in $(seq 0 $((groups - 1))); do
-    at=$((first_due + g * 300))
-    seq 0 $((per_group - 1)) | sed "s/.*/g$g-&:payload-g$g-&/" |
-        produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$at" &
-    pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || fail "kcat failed to produce"; done
+dl_produce_at "$groups" "$per_group" "$first_due" 300 || fail "kcat failed to produce"
 echo "produced $total timers due from +3 s to +$(((last_due - t0) / 1000)) s"
 
 # Stop b once firing is well under way (a quarter fired), with most timers
@@ -65,8 +42,8 @@ echo "produced $total timers due from +3 s to +$(((last_due - t0) / 1000)) s"
 # pause, here until every timer has fired, which would stop b too late.
 out_total() {
     local a b
-    a=$(metric_value "$pa" "sluice_records_out_total{pipeline=\"$PFX\"}")
-    b=$(metric_value "$pb" "sluice_records_out_total{pipeline=\"$PFX\"}")
+    a=$(sluice_metric a "sluice_records_out_total{pipeline=\"$PFX\"}")
+    b=$(sluice_metric b "sluice_records_out_total{pipeline=\"$PFX\"}")
     echo $((${a:-0} + ${b:-0}))
 }
 _quarter() { [ "$(out_total)" -ge $((total / 4)) ]; }
@@ -85,35 +62,22 @@ a_rebuilt() {
 }
 all_moved() {
     for p in $b_parts; do a_rebuilt "$p" || return 1; done
-    [ "$(running "$pa")" = 4 ]
+    [ "$(running a)" = 4 ]
 }
 wait_until 40 all_moved || fail "b's partitions ($b_parts) were not rebuilt by a within 40 s of b's stop"
 moved_at=$(now_ms)
 note "a owns all 4 partitions $((moved_at - stop_at)) ms after b's stop"
 tail -n +"$((a_lines + 1))" "$WORK/sluice-a.log" | grep -E "REBALANCE|rebuilt from" | sed 's/^/  a: /'
 
-all_fired() {
-    sluice_alive a || fail "a exited"
-    [ "$(consume_all "$out" -f '%k\n' | sort -u | wc -l)" -ge "$total" ] || return 1
-    "$SLUICE_BIN" inspect -c "$conf" "$PFX" | grep -q ': 0 pending timers'
-}
-wait_until 60 all_fired ||
-    fail "not all timers fired: $(consume_all "$out" -f '%k\n' | sort -u | wc -l) distinct of $total"
+dl_wait_fired a "$total" 60
 note "all fired $(($(now_ms) - last_due)) ms after the last due time"
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" "$total" "$b_parts" "$stop_at" <<'PY' || fail "exactly-once check failed"
-import json, sys
+import sys
 from collections import Counter
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-def hdrs(r):
-    h = r.get("headers") or []
-    return {h[i]: h[i + 1] for i in range(0, len(h), 2)}
+from records import load, hdrs
 
 inp, out, total = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
 b_parts = {int(p) for p in sys.argv[4].split()}

@@ -9,38 +9,15 @@
 # json-envelope pipeline, in one process.  Every input record carries a
 # unique x-case header naming the reason it must get.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-ein=$PFX.env.in
-out=$PFX.out
 other=other-$PFX.out
-conf=$WORK/sluice.ini
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX.d]
-type = delay
-input = $in
-input_partitions = 4
-allowed_targets = $PFX.*
-max_delay = 1h
-
-[pipeline $PFX.e]
-type = delay
-input = $ein
-input_partitions = 4
-input_format = json-envelope
-allowed_targets = $PFX.*
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
+dl_setup_pair 4 "allowed_targets=$PFX.*"
+conf_set "$conf" "pipeline $PFX.d" max_delay=1h
 # Exists, but allowed_targets does not match it.
-"$SLUICE_BIN" topics create -c "$conf" "$other" --partitions 1 >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+topic_create "$other" 1
+sluice_up main "$conf"
 echo "sluice ready"
 
 # bad CASE KEY [kcat -H args...] — one record "KEY:v-CASE" on $in.
@@ -89,15 +66,8 @@ consume_json "$PFX.d.dlq" >"$WORK/dlq.json"
 consume_json "$PFX.e.dlq" >>"$WORK/dlq.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/dlq.json" "$WORK/out.json" "$PFX" <<'PY' || fail "DLQ check failed"
-import json, sys
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-def pairs(r):
-    h = r.get("headers") or []
-    return [(h[i], h[i + 1]) for i in range(0, len(h), 2)]
+import sys
+from records import load, hdr_pairs as pairs
 
 inp, dlq, out = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
 pfx = sys.argv[4]

@@ -6,28 +6,14 @@
 #   N good timers (fire in 1 s), K far timers (1 h), C of the K cancelled,
 #   M1 records with a bad sluice-delay, M2 without a target.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 pl=$PFX
 N=40 K=12 C=5 M1=3 M2=2
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $pl]
-type = delay
-input = $in
-input_partitions = 4
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
-base=http://127.0.0.1:$port
+dl_setup 4
+sluice_up main "$conf"
+base=http://127.0.0.1:${SLUICE_PORTS[main]}
 for path in /healthz /readyz /metrics; do
     code=$(http_status "$base$path")
     [ "$code" = 200 ] || fail "GET $path answered $code, expected 200"
@@ -51,14 +37,14 @@ wait_records "$out" "$N" 30 || fail "only $(count_records "$out") of $N good tim
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" <<'PY'
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load
 src = {r["key"]: r["ts"] for r in load(sys.argv[1])}
 ms = sorted(r["ts"] - src[r["key"]] for r in load(sys.argv[2]) if r["key"] in src)
 print(f"# good timers: produced -> fired ms min={ms[0]} p50={ms[len(ms) // 2]} max={ms[-1]} (delay 1000)")
 PY
 
-m() { metric_value "$port" "$1"; }
+m() { sluice_metric main "$1"; }
 series() {
     cat <<EOF
 sluice_records_in_total{pipeline="$pl"} $((N + K + C + M1 + M2))
@@ -133,8 +119,7 @@ done
 # A restarted process rebuilds its state: the pending gauge comes back from
 # the changelog, and the counters start from zero.
 sluice_kill main TERM || fail "sluice exited with status $? on SIGTERM"
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 pending=$(m "sluice_timers_pending{pipeline=\"$pl\"}")
 in_after=$(m "sluice_records_in_total{pipeline=\"$pl\"}")
 note "after a restart: sluice_timers_pending $pending, sluice_records_in_total $in_after"

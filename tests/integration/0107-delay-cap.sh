@@ -12,32 +12,15 @@
 #      consumed.  A read_committed reader then accounts for all 200 exactly
 #      once: 30 fired, 170 pending in the changelog, none in both.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 soon=30
 far=170
 total=$((soon + far))
 cap=50
 
-write_conf() {
-    base_conf "$conf"
-    cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 2
-max_pending_timers = $1
-EOF
-}
-write_conf $cap
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-
-SLUICE_INSTANCE_ID=$PFX-a sluice_start_http main "$conf"
-wait_readyz main 200 30
+dl_setup 2 max_pending_timers=$cap
+SLUICE_INSTANCE_ID=$PFX-a sluice_up main "$conf"
 echo "sluice ready, max_pending_timers = $cap"
 
 seq 1 $soon | sed 's/.*/soon&:p-soon&/' |
@@ -86,9 +69,8 @@ note "delay cap: $pauses pauses before the restart"
 
 # kill -9 while paused; the next instance has room for everything.
 sluice_kill main KILL || true
-write_conf 1000
-SLUICE_INSTANCE_ID=$PFX-a sluice_start_http main "$conf"
-wait_readyz main 200 60
+conf_set "$conf" "pipeline $PFX" max_pending_timers=1000
+SLUICE_INSTANCE_ID=$PFX-a sluice_up main "$conf" 60
 all_in() { [ "$(sluice_metric main "sluice_timers_pending{pipeline=\"$PFX\"}")" = $far ]; }
 wait_until 30 all_in ||
     fail "pending $(sluice_metric main "sluice_timers_pending{pipeline=\"$PFX\"}") after the restart, want $far"
@@ -102,8 +84,9 @@ consume_json "$out" >"$WORK/out.json"
 # Changelog values are binary: key and value length (-1: tombstone).
 consume_all "$PFX.changelog" -f '%k\t%S\n' >"$WORK/cl.tsv"
 python3 - "$WORK/out.json" "$WORK/cl.tsv" "$soon" "$far" <<'PY' || fail "accounting failed"
-import json, sys
-out = [json.loads(l) for l in open(sys.argv[1])]
+import sys
+from records import load
+out = load(sys.argv[1])
 last = {}
 for l in open(sys.argv[2]):
     k, n = l.rstrip("\n").split("\t")

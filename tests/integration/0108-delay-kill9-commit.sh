@@ -14,56 +14,29 @@
 # commit that the kill cut off is neither lost (it was never committed, so
 # it is redone from the changelog and the input) nor sent twice.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 groups=60
 per_group=100
 total=$((groups * per_group))
 min_kills=6
 
-base_conf "$conf"
-cat >>"$conf" <<EOF2
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 4
-EOF2
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-
-port=$(free_port)
-start() {
-    SLUICE_TEST_COMMIT_PAUSE_MS=250 SLUICE_INSTANCE_ID=$PFX-0 \
-        SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-}
+dl_setup 4
+start() { SLUICE_TEST_COMMIT_PAUSE_MS=250 SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
 start
-sluice_wait_ready main "$port" 30
+wait_readyz main 200 30
 log_has main 'SLUICE_TEST_COMMIT_PAUSE_MS' || fail "the commit pause is not in effect"
 
 t0=$(now_ms)
 first_due=$((t0 + 3000))
 last_due=$((first_due + (groups - 1) * 250))
 
-(
-    for b in $(seq 0 10 $((groups - 1))); do
-        pids=()
-        for g in $(seq "$b" $((b + 9))); do
-            at=$((first_due + g * 250))
-            seq 0 $((per_group - 1)) | sed "s/.*/g$g-&:payload-g$g-&/" |
-                produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$at" &
-            pids+=($!)
-        done
-        for p in "${pids[@]}"; do wait "$p" || exit 1; done
-    done
-) &
+dl_produce_at "$groups" "$per_group" "$first_due" 250 &
 producer=$!
 
 committing() {
     sluice_alive main || fail "sluice died by itself"
-    [ "$(metric_value "$port" sluice_transaction_state)" = 4 ]
+    [ "$(sluice_metric main sluice_transaction_state)" = 4 ]
 }
 
 kills=0
@@ -73,7 +46,7 @@ while [ "$kills" -lt "$min_kills" ] || [ "$(now_ms)" -lt "$((last_due - 1000))" 
     gap_ms=$((300 + RANDOM % 1200))
     sleep "$((gap_ms / 1000)).$(printf '%03d' $((gap_ms % 1000)))"
     wait_until 30 committing || fail "no commit in flight within 30 s (kill $((kills + 1)))"
-    d=$(metric_value "$port" sluice_txn_deferred_records_total)
+    d=$(sluice_metric main sluice_txn_deferred_records_total)
     [ "${d:-0}" -gt 0 ] 2>/dev/null && deferred_seen=$((deferred_seen + 1))
     sluice_kill main KILL || true
     kills=$((kills + 1))
@@ -86,17 +59,9 @@ note "$kills kills (SIGKILL), each while a commit was in flight, at$kill_log (ds
 note "in $deferred_seen of them the killed process had already sent records decided during an earlier commit"
 [ "$deferred_seen" -gt 0 ] || fail "no killed process had used the outbox: the test did not exercise it"
 
-all_fired() {
-    sluice_alive main || fail "sluice exited during the drain"
-    local n
-    n=$(consume_all "$out" -f '%k\n' | sort -u | wc -l)
-    [ "$n" -ge "$total" ] || return 1
-    "$SLUICE_BIN" inspect -c "$conf" "$PFX" | grep -q ': 0 pending timers'
-}
-wait_until 90 all_fired ||
-    fail "not all timers fired within 90 s of the last restart: $(consume_all "$out" -f '%k\n' | sort -u | wc -l) distinct of $total"
+dl_wait_fired main "$total" 90
 note "final drain: all fired $(($(now_ms) - last_restart)) ms after the last restart"
-note "outbox of the last process: $(metric_value "$port" sluice_txn_deferred_records_total) records sent after a commit returned"
+note "outbox of the last process: $(sluice_metric main sluice_txn_deferred_records_total) records sent after a commit returned"
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"

@@ -9,6 +9,7 @@
 # for the markers of the one before (sluice_txn_markers_seconds is never
 # observed); with 1 it knows only the first.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 groups=20
 per_group=100
@@ -16,22 +17,14 @@ total=$((groups * per_group))
 
 # run_mode PRODUCERS — one instance, its own app_id and topics.
 run_mode() {
-    local n=$1 app=$PFX-p$1 conf=$WORK/sluice-p$1.ini port t0 pids=() p
+    local n=$1 app=$PFX-p$1 conf=$WORK/sluice-p$1.ini t0 pids=() p
     local in=$app.in out=$app.out
     base_conf "$conf"
-    sed -i "s/^app_id = .*/app_id = $app\ninstance_id = i0\ntransaction_producers = $n/" "$conf"
-    cat >>"$conf" <<EOF2
-
-[pipeline $app]
-type = delay
-input = $in
-input_partitions = 4
-EOF2
+    conf_set "$conf" sluice app_id="$app" instance_id=i0 transaction_producers="$n"
+    dl_pipeline "$conf" "$app" "$in" 4
     "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-    "$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-    port=$(free_port)
-    SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start "p$n" "$conf"
-    sluice_wait_ready "p$n" "$port" 30
+    topic_create "$out" 4
+    sluice_up "p$n" "$conf"
     echo "sluice (transaction_producers = $n) ready on $in -> $out"
 
     t0=$(date +%s%N)
@@ -46,18 +39,16 @@ EOF2
 
     wait_records "$out" "$total" 60 ||
         fail "only $(count_records "$out") of $total timers fired within 60 s"
-    no_pending() { "$SLUICE_BIN" inspect -c "$conf" "$app" | grep -q ': 0 pending timers'; }
-    wait_until 30 no_pending || fail "timers still pending after all fired"
+    wait_until 30 dl_no_pending "$app" || fail "timers still pending after all fired"
     sluice_alive "p$n" || fail "sluice (transaction_producers = $n) exited"
 
     consume_json "$in" >"$WORK/in-$n.json"
     consume_json "$out" >"$WORK/out-$n.json"
     python3 - "$WORK/in-$n.json" "$WORK/out-$n.json" "$total" <<'PY' || fail "output check failed (transaction_producers = $n)"
-import json, sys
+import sys
 from collections import Counter
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+from records import load, hdrs
 inp, out, total = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
-hdrs = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
 src = {r["key"] for r in inp}
 ids = Counter(r["key"] for r in out)
 dups = [k for k, c in ids.items() if c > 1]
@@ -67,8 +58,8 @@ print(f"# {len(out)} of {total} timers fired: {len(dups)} duplicated, {len(missi
 sys.exit(1 if dups or missing or early or len(src) != total else 0)
 PY
 
-    commits=$(metric_value "$port" 'sluice_transactions_total{result="commit"}')
-    markers=$(metric_value "$port" 'sluice_txn_markers_seconds_count')
+    commits=$(sluice_metric "p$n" 'sluice_transactions_total{result="commit"}')
+    markers=$(sluice_metric "p$n" 'sluice_txn_markers_seconds_count')
     note "transaction_producers = $n: ${commits:-0} commits, ${markers:-0} waited for the markers before"
     list_txns "$app-" >"$WORK/txns-$n.txt" ||
         fail "listing the broker's transactions failed: $(tail -3 "$WORK/listtxns.err")"

@@ -17,33 +17,12 @@
 # the lateness histogram still counts only the 20 countdown timers, and
 # sluice_timer_drift_seconds stays small (it was ~56 years before).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-ein=$PFX.env.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 N=20 T=5 E=20
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX.d]
-type = delay
-input = $in
-input_partitions = 2
-
-[pipeline $PFX.e]
-type = delay
-input = $ein
-input_partitions = 2
-input_format = json-envelope
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+dl_setup_pair 2
+sluice_up main "$conf"
 echo "sluice ready"
 
 seq -f 'kd-%02g' 1 "$N" | produce "$in" -H "sluice-target=$out" -H sluice-delay=1s
@@ -58,7 +37,7 @@ echo "produced $N + $T keyless header records, a keyless cancel, $E keyless enve
 wait_records "$out" $((N + T + E)) 30 ||
     fail "only $(count_records "$out") of $((N + T + E)) keyless timers fired within 30 s"
 
-m() { metric_value "$port" "$1"; }
+m() { sluice_metric main "$1"; }
 # Drift as it stands after the countdown timers, then the past timer.
 echo "{\"topic\":\"$out\",\"message\":\"ke-past\",\"at\":0}" | produce "$ein"
 wait_records "$out" $((N + T + E + 1)) 30 || fail "the \"at\": 0 timer did not fire within 30 s"
@@ -83,10 +62,9 @@ consume_json "$PFX.d.dlq" >"$WORK/dlq.json"
 python3 - "$WORK/in.json" "$WORK/ein.json" "$WORK/out.json" "$WORK/dlq.json" <<'PY' || fail "output check failed"
 import json, sys
 from collections import Counter
+from records import load, hdrs as hd
 
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
 inp, einp, out, dlq = (load(p) for p in sys.argv[1:5])
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
 errors = []
 
 # Source record of each payload, and the id sluice must have given it.

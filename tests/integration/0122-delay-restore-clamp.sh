@@ -10,21 +10,9 @@
 # The two Timer records (proto/sluice.proto) are written with kcat straight
 # into the changelog before sluice starts, as an older sluice would have.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 1
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
+dl_setup 1
 
 # Timer{due_ms, target_topic, payload, seq, created_ms} as protobuf, the
 # key and the value separated by \x1f, records by \x1e.
@@ -59,13 +47,11 @@ kcat -P -b "$BOOTSTRAP" -t "$PFX.changelog" -p 0 -K $'\x1f' -D $'\x1e' -l "$WORK
     fail "kcat could not write the changelog"
 [ "$(count_records "$PFX.changelog")" = 2 ] || fail "changelog holds $(count_records "$PFX.changelog") records, expected 2"
 
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready"
 
 wait_records "$out" 1 30 || fail "the timer due at -2^63 did not fire"
-m() { metric_value "$port" "$1{pipeline=\"$PFX\"}"; }
+m() { sluice_metric main "$1{pipeline=\"$PFX\"}"; }
 settled() { [ "$(m sluice_timers_due_on_arrival_total)" = 1 ] && [ "$(m sluice_timers_pending)" = 1 ]; }
 wait_until 10 settled ||
     fail "due on arrival '$(m sluice_timers_due_on_arrival_total)', pending '$(m sluice_timers_pending)', expected 1 and 1"
@@ -82,9 +68,9 @@ sluice_alive main || fail "sluice exited"
 
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/out.json" <<'PY' || fail "output check failed"
-import json, sys
-out = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
+import sys
+from records import load, hdrs as hd
+out = load(sys.argv[1])
 errors = []
 if [(r["key"], r["payload"], hd(r).get("sluice-due")) for r in out] != [("old-min", "p-min", "0")]:
     errors.append(f"target holds {[(r['key'], r['payload'], hd(r)) for r in out]}, expected old-min/p-min due 0")

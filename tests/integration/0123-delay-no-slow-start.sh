@@ -21,25 +21,13 @@
 # latency plus a commit.  Every timer must fire within 500 ms of being
 # produced (before the fix: 500-1400 ms on most partitions).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 P=4
 BOUND_MS=500
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = $P
 # Records go to the partition the producer names (-p), whatever their key.
-reroute = false
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions $P >/dev/null
+dl_setup $P reroute=false
 
 # produce_round TAG — one timer per partition, keys TAG-<p>.
 produce_round() {
@@ -48,28 +36,25 @@ produce_round() {
     done
 }
 
-pa=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$pa sluice_start a "$conf"
-sluice_wait_ready a "$pa" 30
+sluice_up a "$conf"
 sleep 0.01 # the scenario: a record 10 ms after /readyz
 produce_round start
 echo "produced $P timers right after a's /readyz"
 wait_records "$out" $P 30 || fail "only $(count_records "$out") of $P timers fired within 30 s"
 
-pb=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$pb sluice_start b "$conf"
-running() { metric_value "$1" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}"; }
+sluice_start_http b "$conf"
+running() { sluice_metric "$1" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}"; }
 split() {
     local a b
-    a=$(running "$pa")
-    b=$(running "$pb")
+    a=$(running a)
+    b=$(running b)
     [ "${a:-0}" -ge 1 ] && [ "${b:-0}" -ge 1 ] && [ $((${a:-0} + ${b:-0})) -eq $P ] &&
-        [ "$(http_status "http://127.0.0.1:$pb/readyz")" = 200 ]
+        [ "$(readyz b)" = 200 ]
 }
-wait_until 60 split || fail "a and b did not share the $P partitions within 60 s (a: $(running "$pa"), b: $(running "$pb"))"
+wait_until 60 split || fail "a and b did not share the $P partitions within 60 s (a: $(running a), b: $(running b))"
 sleep 0.01
 produce_round rebalance
-echo "produced $P timers right after the rebalance (a: $(running "$pa"), b: $(running "$pb") partitions)"
+echo "produced $P timers right after the rebalance (a: $(running a), b: $(running b) partitions)"
 wait_records "$out" $((2 * P)) 30 || fail "only $(count_records "$out") of $((2 * P)) timers fired within 30 s"
 sluice_alive a || fail "sluice a exited"
 sluice_alive b || fail "sluice b exited"
@@ -77,8 +62,8 @@ sluice_alive b || fail "sluice b exited"
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" "$BOUND_MS" <<'PY' || fail "timers read late"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load
 inp, out, bound = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
 src = {r["key"]: r for r in inp}
 errors = []

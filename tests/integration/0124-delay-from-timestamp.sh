@@ -11,31 +11,13 @@
 # after sluice was ready.  No record fell back to the
 # read time (sluice_timers_read_time_base_total stays 0).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-ein=$PFX.env.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 N=20 E=10
 DOWN_S=4
 SLACK_MS=1500
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX.d]
-type = delay
-input = $in
-input_partitions = 2
-
-[pipeline $PFX.e]
-type = delay
-input = $ein
-input_partitions = 2
-input_format = json-envelope
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
+dl_setup_pair 2
 
 seq -f 'h-%02g:payload' 1 "$N" | produce "$in" -K: -H "sluice-target=$out" -H sluice-delay=5s
 for i in $(seq -f '%02g' 1 "$E"); do
@@ -44,15 +26,13 @@ done | produce "$ein" -K:
 echo "produced $N + $E timers due 5 s after they were produced; sluice starts in $DOWN_S s"
 sleep "$DOWN_S" # the scenario: sluice is down while the timers wait
 
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 t_ready=$(now_ms)
 wait_records "$out" $((N + E)) 30 || fail "only $(count_records "$out") of $((N + E)) timers fired within 30 s"
 sluice_alive main || fail "sluice exited"
 for pl in "$PFX.d" "$PFX.e"; do
     for why in missing future past; do
-        v=$(metric_value "$port" "sluice_timers_read_time_base_total{pipeline=\"$pl\",reason=\"$why\"}")
+        v=$(sluice_metric main "sluice_timers_read_time_base_total{pipeline=\"$pl\",reason=\"$why\"}")
         [ "$v" = 0 ] || fail "$pl: sluice_timers_read_time_base_total{reason=\"$why\"} is '$v', expected 0"
     done
 done
@@ -61,11 +41,10 @@ consume_json "$in" >"$WORK/in.json"
 consume_json "$ein" >"$WORK/ein.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/ein.json" "$WORK/out.json" "$SLACK_MS" "$t_ready" <<'PY' || fail "delays not counted from the record timestamps"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load, hdrs as hd
 inp, einp, out, slack = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3]), int(sys.argv[4])
 ready = int(sys.argv[5])
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
 src = {r["key"]: r for r in inp + einp}
 errors, after = [], []
 fired = {}

@@ -13,31 +13,19 @@
 # 8 rounds: each a timer with sluice-delay=1ms to a target new to this
 # instance; each must fire within 500 ms of being produced.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-conf=$WORK/sluice.ini
 ROUNDS=8
 BOUND_MS=500
 
 base_conf "$conf"
 # The Fetch in flight comes back before the lookup answers (fetch.wait.max.ms
 # 1 ms): the broker thread then finds the partition paused and goes idle.
-cat >>"$conf" <<EOF
-fetch.wait.max.ms = 1
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 1
-EOF
+conf_set "$conf" kafka fetch.wait.max.ms=1
+dl_pipeline "$conf" "$PFX" "$in" 1
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-for r in $(seq 1 $ROUNDS); do
-    "$SLUICE_BIN" topics create -c "$conf" "$PFX.out$r" --partitions 1 >/dev/null
-done
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+for r in $(seq 1 $ROUNDS); do topic_create "$PFX.out$r" 1; done
+sluice_up main "$conf"
 for r in $(seq 1 $ROUNDS); do
     echo "t$r:v$r" | produce "$in" -K: -H "sluice-target=$PFX.out$r" -H sluice-delay=1ms
     wait_records "$PFX.out$r" 1 30 || fail "round $r: the timer did not fire within 30 s"
@@ -47,8 +35,8 @@ sluice_alive main || fail "sluice exited"
 consume_json "$in" >"$WORK/in.json"
 for r in $(seq 1 $ROUNDS); do consume_json "$PFX.out$r"; done >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" "$BOUND_MS" <<'PY' || fail "input read late after a lookup"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load
 src = {r["key"]: r["ts"] for r in load(sys.argv[1])}
 bound = int(sys.argv[3])
 lat = {r["key"]: r["ts"] - src[r["key"]] for r in load(sys.argv[2])}

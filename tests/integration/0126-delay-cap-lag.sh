@@ -8,28 +8,14 @@
 # produced while paused must still show in the lag, within seconds, and
 # the lag must reach what the input holds beyond what sluice read.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 cap=20
 first=60
 more=400
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 2
-max_pending_timers = $cap
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-
-SLUICE_INSTANCE_ID=$PFX-a sluice_start_http main "$conf"
-wait_readyz main 200 30
+dl_setup 2 max_pending_timers=$cap
+SLUICE_INSTANCE_ID=$PFX-a sluice_up main "$conf"
 
 seq 1 $first | sed 's/.*/a&:p&/' |
     produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=1h"

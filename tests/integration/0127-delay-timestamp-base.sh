@@ -11,25 +11,11 @@
 # third 3 s after its timestamp.  The counter has one "future" and one
 # "past", no "missing".
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 1
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+dl_setup 1
+sluice_up main "$conf"
 
 produce_at() { # KEY TIMESTAMP_MS
     timeout 60 "$here/kafka/broker.sh" java "$here/../tools/ProduceAt.java" \
@@ -45,19 +31,18 @@ echo "produced 3 timers with sluice-delay=3s: timestamps +1 h, 2005, -1 s"
 
 wait_records "$out" 3 30 || fail "only $(count_records "$out") of 3 timers fired within 30 s"
 for why in future past; do
-    v=$(metric_value "$port" "sluice_timers_read_time_base_total{pipeline=\"$PFX\",reason=\"$why\"}")
+    v=$(sluice_metric main "sluice_timers_read_time_base_total{pipeline=\"$PFX\",reason=\"$why\"}")
     [ "$v" = 1 ] || fail "sluice_timers_read_time_base_total{reason=\"$why\"} is '$v', expected 1"
 done
-v=$(metric_value "$port" "sluice_timers_read_time_base_total{pipeline=\"$PFX\",reason=\"missing\"}")
+v=$(sluice_metric main "sluice_timers_read_time_base_total{pipeline=\"$PFX\",reason=\"missing\"}")
 [ "$v" = 0 ] || fail "sluice_timers_read_time_base_total{reason=\"missing\"} is '$v', expected 0"
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" "$now" <<'PY' || fail "due times not as expected"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load, hdrs as hd
 inp, out, t0 = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
 src = {r["key"]: r for r in inp}
 due = {r["key"]: int(hd(r)["sluice-due"]) for r in out}
 errors = []

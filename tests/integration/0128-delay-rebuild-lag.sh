@@ -16,33 +16,21 @@
 # reader's connection (the lag's input end, the probe of Kafka) time out:
 # sluice_kafka_up must stay 1 and no "Kafka unreachable" be logged.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 private_broker_start 61512
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 n=12000
 m=300
 size=400
 quota=400000 # bytes/s for client.id sluice-rebuild: ~13 s for the changelog
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 1
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
+dl_setup 1
 
 pending() { sluice_metric "$1" "sluice_timers_pending{pipeline=\"$PFX\"}"; }
 lag() { sluice_metric "$1" "sluice_consumer_lag{pipeline=\"$PFX\"}"; }
 pad=$(head -c $size /dev/zero | tr '\0' x)
 
-SLUICE_INSTANCE_ID=$PFX-a sluice_start_http a "$conf"
-wait_readyz a 200 30
+SLUICE_INSTANCE_ID=$PFX-a sluice_up a "$conf"
 seq 1 $n | sed "s/.*/t&:$pad/" |
     produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=1h"
 all_in() { [ "$(pending a)" = $n ]; }

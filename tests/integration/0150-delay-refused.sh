@@ -16,22 +16,13 @@
 # payload whole (the DLQ takes it), and a later timer still fires.
 # variant: kafka-4
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
 out=$PFX.small
-conf=$WORK/sluice.ini
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 1
-EOF
+dl_pipeline "$conf" "$PFX" "$in" 1
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 \
-    --config max.message.bytes=300 >/dev/null
-port=$(free_port)
+topic_create "$out" 1 max.message.bytes=300
 
 # phase TAG BIG_PAYLOAD — three timers (TAG-before, TAG-big, TAG-after) due
 # in 1 s, then TAG-later once the DLQ has TAG-big; checks what came out.
@@ -60,20 +51,18 @@ phase() {
         fail "$tag: duplicates on the target"
 }
 
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 phase p1 "$(printf 'x%.0s' $(seq 2000))"
-aborts=$(metric_value "$port" 'sluice_transactions_total{result="abort"}')
+aborts=$(sluice_metric main 'sluice_transactions_total{result="abort"}')
 [ "${aborts:-x}" = 0 ] || fail "phase 1: ${aborts:-?} aborted transactions, want none"
 note "known limit: DLQ too-large up front, 0 aborts"
 sluice_kill main TERM || fail "sluice did not stop cleanly"
 
-sed -i 's/^\[kafka\]$/[kafka]\ncompression.type = lz4/' "$conf"
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+conf_set "$conf" kafka compression.type=lz4
+sluice_up main "$conf"
 # Random bytes in base64: lz4 finds nothing to compress.
 phase p2 "$(head -c 1500 /dev/urandom | base64 -w0)"
-aborts=$(metric_value "$port" 'sluice_transactions_total{result="abort"}')
+aborts=$(sluice_metric main 'sluice_transactions_total{result="abort"}')
 note "compressed, refused by the broker: ${aborts:-?} abort(s), then DLQ too-large"
 [ "${aborts:-0}" -ge 1 ] || fail "phase 2: expected the refusal to abort a transaction"
 [ "${aborts:-0}" -le 4 ] || fail "phase 2: ${aborts} aborts for one refused record"

@@ -18,42 +18,17 @@
 # Last, sluice refuses to start with an output or a default_target that is
 # one of Kafka's internal topics.
 source "$(dirname "$0")/lib.sh"
-
-in=$PFX.in
-ein=$PFX.env.in
-out=$PFX.out
-conf=$WORK/sluice.ini
+source "$(dirname "$0")/lib-delay.sh"
 
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX.d]
-type = delay
-input = $in
-input_partitions = 2
-allowed_targets = *, $PFX.**
-
-[pipeline $PFX.e]
-type = delay
-input = $ein
-input_partitions = 8
-input_format = json-envelope
-allowed_targets = *, $PFX.**
-
-[pipeline $PFX.t]
-type = throttle
-input = $PFX.t.in
-input_partitions = 1
-output = $PFX.t.out
-default_rate = 5/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$PFX.t.out" --partitions 1 >/dev/null
+dl_pipeline "$conf" "$PFX.d" "$in" 2 "allowed_targets=*, $PFX.**"
+dl_pipeline "$conf" "$PFX.e" "$ein" 8 input_format=json-envelope "allowed_targets=*, $PFX.**"
+pipeline_section "$conf" "$PFX.t" throttle input="$PFX.t.in" input_partitions=1 \
+    output="$PFX.t.out" default_rate=5/s
+topic_create "$out" 2
+topic_create "$PFX.t.out" 1
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready"
 
 # --- Internal targets ------------------------------------------------------
@@ -81,15 +56,8 @@ wait_records "$PFX.d.dlq" "$nbad" 30 ||
 consume_json "$PFX.d.dlq" >"$WORK/dlq.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/dlq.json" "$WORK/out.json" "${internal[@]}" <<'PY' || fail "internal-target check failed"
-import json, sys
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-def hdrs(r):
-    h = r.get("headers") or []
-    return {h[i]: h[i + 1] for i in range(0, len(h), 2)}
+import sys
+from records import load, hdrs
 
 dlq, out, internal = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3:]
 errors = []
@@ -149,8 +117,8 @@ reasons=$(consume_all "$PFX.e.dlq" -f '%h\n' | grep -o 'sluice-error=[a-z-]*' | 
 echo "# flood DLQ reasons: $(echo $reasons)"
 n=$(echo "$reasons" | awk '$2 == "sluice-error=unknown-target" { print $1 }')
 [ "${n:-0}" -eq "$nflood" ] || fail "$nflood unknown-target expected in $PFX.e.dlq, got: $reasons"
-entries=$(metric_value "$port" sluice_topic_cache_entries)
-evictions=$(metric_value "$port" sluice_topic_cache_evictions_total)
+entries=$(sluice_metric main sluice_topic_cache_entries)
+evictions=$(sluice_metric main sluice_topic_cache_evictions_total)
 echo "# topic cache: $entries entries, $evictions evictions"
 [ -n "$entries" ] && [ "${entries%.*}" -le 1024 ] || fail "topic cache holds $entries entries (bound 1024)"
 [ -n "$evictions" ] && [ "${evictions%.*}" -gt 0 ] || fail "no topic cache evictions after $nflood names"

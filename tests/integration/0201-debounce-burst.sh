@@ -62,7 +62,7 @@ consume_json "$in" >"$WORK/in.json"
 consume_json "$inpb" >"$WORK/inpb.json"
 consume_json "$out" >"$WORK/out.json"
 db_consume_raw "$outpb" "$WORK/outpb.raw"
-PYTHONPATH=$WORK python3 - "$WORK" <<'PY' || fail "output check failed"
+python3 - "$WORK" <<'PY' || fail "output check failed"
 import sys
 import dbcheck
 

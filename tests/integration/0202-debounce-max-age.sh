@@ -11,15 +11,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 n=25
 
-base_conf "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=1 idle=2s max_age=5s
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 1 idle=2s max_age=5s
 db_start main "$conf"
 echo "sluice ready on $in -> $out"
 
@@ -45,7 +39,7 @@ db_wait_drained "$conf" "$PFX" 30 || fail "group still open"
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" "$n" <<'PY' || fail "output check failed"
+python3 - "$WORK" "$n" <<'PY' || fail "output check failed"
 import sys
 import dbcheck
 

@@ -43,7 +43,7 @@ for t in items bytes; do
     consume_json "$PFX.$t.in" >"$WORK/$t.in.json"
     consume_json "$PFX.$t.out" >"$WORK/$t.out.json"
 done
-PYTHONPATH=$WORK python3 - "$WORK" "$n" <<'PY' || fail "output check failed"
+python3 - "$WORK" "$n" <<'PY' || fail "output check failed"
 import sys
 import dbcheck
 

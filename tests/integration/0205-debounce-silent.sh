@@ -6,14 +6,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 
-base_conf "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=2 idle=8s max_age=60s
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 2 idle=8s max_age=60s
 db_start main "$conf"
 port=$DB_PORT_main
 m() { metric_value "$port" "sluice_debounce_$1{pipeline=\"$PFX\"${2:-}}"; }
@@ -52,7 +46,7 @@ wait_until 5 _gone || fail "metrics still show pending items"
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" <<'PY' || fail "output check failed"
+python3 - "$WORK" <<'PY' || fail "output check failed"
 import sys
 import dbcheck
 

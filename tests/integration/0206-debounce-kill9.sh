@@ -15,19 +15,12 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 groups=500
 rounds=20
 total=$((groups * rounds))
 min_kills=5
 
-base_conf "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=4 idle=1s \
-    max_age=3s max_items=8
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 4 idle=1s max_age=3s max_items=8
 start() { db_start main "$conf" SLUICE_INSTANCE_ID="$PFX-0"; }
 start
 echo "sluice ready on $in -> $out"

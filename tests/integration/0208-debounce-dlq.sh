@@ -11,16 +11,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
 dlq=$PFX.dlq
-conf=$WORK/sluice.ini
 
-base_conf "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=1 idle=1s \
-    max_age=10s max_record_bytes=1kB dlq="$dlq"
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 1 idle=1s max_age=10s max_record_bytes=1kB dlq="$dlq"
 db_start main "$conf"
 port=$DB_PORT_main
 echo "sluice ready on $in -> $out, DLQ $dlq"
@@ -48,7 +41,7 @@ sluice_alive main || fail "sluice exited"
 consume_json "$in" >"$WORK/in.json"
 consume_json "$dlq" >"$WORK/dlq.json"
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" "$in" <<'PY' || fail "DLQ check failed"
+python3 - "$WORK" "$in" <<'PY' || fail "DLQ check failed"
 import sys
 import dbcheck
 

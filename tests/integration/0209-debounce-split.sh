@@ -9,17 +9,10 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
 dlq=$PFX.dlq
-conf=$WORK/sluice.ini
 
-base_conf "$conf"
-sed -i 's/^\[kafka\]$/[kafka]\nmessage.max.bytes = 10000/' "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=1 idle=1s \
-    max_age=30s dlq="$dlq"
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 1 idle=1s max_age=30s dlq="$dlq"
+conf_set "$conf" kafka message.max.bytes=10000
 db_start main "$conf"
 echo "sluice ready on $in -> $out (message.max.bytes = 10000)"
 
@@ -48,7 +41,7 @@ db_wait_drained "$conf" "$PFX" 30 || fail "group still open"
 log_has main 'too large for .*: split into' || fail "no split logged"
 
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" <<'PY' || fail "output check failed"
+python3 - "$WORK" <<'PY' || fail "output check failed"
 import sys
 import dbcheck
 

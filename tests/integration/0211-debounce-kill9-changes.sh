@@ -21,18 +21,11 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 groups=200
 rounds=16
 min_kills=5
 
-base_conf "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=4 idle=1s \
-    max_age=3s max_items=50 max_bytes=100
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 4 idle=1s max_age=3s max_items=50 max_bytes=100
 start() { db_start main "$conf" SLUICE_INSTANCE_ID="$PFX-0"; }
 start
 echo "sluice ready on $in -> $out"
@@ -77,7 +70,7 @@ wait_until 120 _all || fail "only $(_v2_out) of $want last versions in batches w
 db_wait_drained "$conf" "$PFX" 60 || fail "groups still open after every item flushed"
 
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" "$groups" "$rounds" <<'PY' || fail "output check failed"
+python3 - "$WORK" "$groups" "$rounds" <<'PY' || fail "output check failed"
 import sys
 from collections import Counter
 import dbcheck

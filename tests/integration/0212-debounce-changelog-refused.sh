@@ -72,7 +72,7 @@ fi
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
-PYTHONPATH=$WORK python3 - "$WORK" <<'PY' || fail "output check failed"
+python3 - "$WORK" <<'PY' || fail "output check failed"
 import json, sys
 from collections import Counter
 import dbcheck

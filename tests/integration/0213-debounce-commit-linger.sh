@@ -18,15 +18,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-sed -i 's/^commit_interval = .*/commit_interval = 60s/' "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=1 idle=300ms max_age=60s
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 1 idle=300ms max_age=60s
+conf_set "$conf" sluice commit_interval=60s
 db_start main "$conf" SLUICE_TEST_COMMIT_LINGER_MS=60
 echo "sluice ready on $in -> $out"
 
@@ -45,7 +38,7 @@ done
 sluice_alive main || fail "sluice exited"
 
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" "$rounds" <<'PY' || fail "linger check failed"
+python3 - "$WORK" "$rounds" <<'PY' || fail "linger check failed"
 import sys
 import dbcheck
 

@@ -10,14 +10,8 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 
-base_conf "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=2 idle=1s max_age=30s
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 2 idle=1s max_age=30s
 db_start main "$conf"
 port=$DB_PORT_main
 echo "sluice ready on $in -> $out"
@@ -40,7 +34,7 @@ sluice_alive main || fail "sluice exited"
 [ "$(m items_replaced_total)" = 8 ] || fail "items_replaced_total = $(m items_replaced_total), want 8"
 
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" <<'PY' || fail "output check failed"
+python3 - "$WORK" <<'PY' || fail "output check failed"
 import sys
 import dbcheck
 

@@ -9,28 +9,11 @@
 # drains: every one of them is forwarded directly, with no added delay
 # (A's backlog never slows B).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-default_rate = 5/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-printf 'A:20/s\nB:1000/s\n' | produce "$PFX.rates" -K:
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+tl_setup 1 default_rate=5/s
+tl_rates A:20/s B:1000/s
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 seq -f 'A:a-%03g' 0 199 | produce "$in" -K: || fail "kcat failed"
@@ -46,8 +29,8 @@ sluice_alive main || fail "sluice exited"
 # has come (FLUSHING waits for those, and only those).
 ! log_has main "without a delivery report" ||
     fail "a commit's checkpoint was written before its overflow appends' reports"
-fw=$(metric_value "$port" "sluice_throttle_forwarded_total{pipeline=\"$PFX\"}")
-dr=$(metric_value "$port" "sluice_throttle_drained_total{pipeline=\"$PFX\"}")
+fw=$(tl_metric forwarded_total)
+dr=$(tl_metric drained_total)
 note "forwarded directly: $fw, drained from the backlog: $dr"
 [ "$fw" = 520 ] || fail "expected 520 forwarded directly (20 A + 500 B), got $fw"
 [ "$dr" = 180 ] || fail "expected 180 drained, got $dr"
@@ -55,8 +38,8 @@ note "forwarded directly: $fw, drained from the backlog: $dr"
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" <<'PY' || fail "output check failed"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load
 inp, out = load(sys.argv[1]), load(sys.argv[2])
 errors = []
 src = {r["payload"]: r for r in inp}

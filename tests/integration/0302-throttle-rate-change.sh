@@ -15,44 +15,28 @@
 # and by the ceiling (never more than rate x window + burst), not by a
 # count that only a machine with nothing else to do reaches.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-echo 'A:10/s burst=1' | produce "$PFX.rates" -K:
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+tl_setup 1
+tl_rates 'A:10/s burst=1'
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 seq -f 'A:a-%03g' 0 299 | produce "$in" -K: || fail "kcat failed"
-drained() { [ "$(metric_value "$port" "sluice_throttle_drained_total{pipeline=\"$PFX\"}" || true)" -ge 30 ] 2>/dev/null; }
+drained() { [ "$(tl_metric drained_total || true)" -ge 30 ] 2>/dev/null; }
 wait_until 20 drained || fail "the drain did not start"
-echo 'A:50/s burst=1' | produce "$PFX.rates" -K:
+tl_rates 'A:50/s burst=1'
 echo "rate changed to 50/s"
 
 wait_records "$out" 300 60 || fail "only $(count_records "$out") of 300 out within 60 s"
-applied=$(metric_value "$port" "sluice_throttle_rates_applied_total{pipeline=\"$PFX\"}")
+applied=$(tl_metric rates_applied_total)
 [ "$applied" = 2 ] || fail "expected 2 rate records applied, got $applied"
 
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.rates" >"$WORK/rates.json"
 python3 - "$WORK/out.json" "$WORK/rates.json" <<'PY' || fail "output check failed"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load
 out, rates = load(sys.argv[1]), load(sys.argv[2])
 errors = []
 if [r["payload"] for r in out] != [f"a-{i:03d}" for i in range(300)]:

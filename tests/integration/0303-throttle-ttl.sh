@@ -8,28 +8,11 @@
 # drain in time, the rest expire in the backlog.  Key F (100/s) sends ten
 # messages with `sluice-ttl: 1s` at the same time: all are forwarded.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-default_rate = 100/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-echo 'S:1/s burst=1' | produce "$PFX.rates" -K:
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+tl_setup 1 default_rate=100/s
+tl_rates 'S:1/s burst=1'
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 seq -f 'S:ttl-%02g' 0 9 | produce "$in" -K: -H sluice-ttl=1s -H x-kind=ttl || fail "kcat failed"
@@ -39,18 +22,17 @@ seq -f 'F:f-%02g' 0 9 | produce "$in" -K: -H sluice-ttl=1s || fail "kcat failed"
 
 settled() { [ $(($(count_records "$out") + $(count_records "$PFX.dlq"))) -ge 30 ]; }
 wait_until 30 settled || fail "only $(count_records "$out") out and $(count_records "$PFX.dlq") in the DLQ of 30"
-exp=$(metric_value "$port" "sluice_throttle_expired_total{pipeline=\"$PFX\"}")
+exp=$(tl_metric expired_total)
 note "expired: $exp"
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
 python3 - "$WORK/in.json" "$WORK/out.json" "$WORK/dlq.json" "$dl" "$exp" <<'PY' || fail "check failed"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load, hdrs as hd
 inp, out, dlq = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
 dl, exp = int(sys.argv[4]), int(sys.argv[5])
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
 src = {r["payload"]: r for r in inp}
 errors = []
 sent = [r["payload"] for r in out]

@@ -6,31 +6,14 @@
 # from the overflow topic when their turn comes.  Prints the peak RSS and
 # the cache figures.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 keys=1000
 per_key=200
 total=$((keys * per_key))
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 4
-output = $out
-default_rate = 20/s burst=1
-payload_cache = 1MiB
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+tl_setup 4 "default_rate=20/s burst=1" payload_cache=1MiB
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 pid=${SLUICE_PIDS[main]}
 
@@ -41,7 +24,7 @@ for s in range($per_key):
         print(f'k{k:03d}:k{k:03d}-{s:03d}-{pad}')" | produce "$in" -K: || fail "kcat failed"
 echo "produced $total messages"
 
-m() { metric_value "$port" "sluice_throttle_$1{pipeline=\"$PFX\"}"; }
+m() { tl_metric "$1"; }
 peak=0
 peak_backlog=0
 done_all() {

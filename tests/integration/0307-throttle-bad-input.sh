@@ -5,27 +5,10 @@
 # ignored, and the next good one applies; a tombstone returns a key to the
 # default rate.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-default_rate = 1000/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+tl_setup 1 default_rate=1000/s
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 echo 'A:bad-ttl' | produce "$in" -K: -H sluice-ttl=abc -H x-n=1
@@ -38,11 +21,11 @@ echo 'A:good-1' | produce "$in" -K: -H sluice-ttl=1m
 
 # Rates: garbage, then a good one, then a tombstone.
 printf 'X:fast\nY:-5/s\nX:2/s burst=1\n' | produce "$PFX.rates" -K:
-rejected() { [ "$(metric_value "$port" "sluice_throttle_rates_rejected_total{pipeline=\"$PFX\"}")" = 2 ]; }
-wait_until 20 rejected || fail "malformed rate records not counted: $(metric_value "$port" "sluice_throttle_rates_rejected_total{pipeline=\"$PFX\"}")"
+rejected() { [ "$(tl_metric rates_rejected_total)" = 2 ]; }
+wait_until 20 rejected || fail "malformed rate records not counted: $(tl_metric rates_rejected_total)"
 log_has main "RATES .*key 'X'.*ignored" || fail "malformed rate record not logged"
 # X is now at 2/s burst 1: of 5 messages, 1 goes at once, 4 to the backlog.
-m() { metric_value "$port" "sluice_throttle_$1{pipeline=\"$PFX\"}"; }
+m() { tl_metric "$1"; }
 seq -f 'X:x-%g' 1 5 | produce "$in" -K:
 appended4() { [ "$(m appended_total)" = 4 ]; }
 wait_until 20 appended4 || fail "X's rate (2/s burst 1) not applied: $(m appended_total) appended"
@@ -57,9 +40,9 @@ sluice_alive main || fail "sluice exited"
 wait_records "$PFX.dlq" 6 20 || fail "only $(count_records "$PFX.dlq") of 6 bad records in the DLQ"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
 python3 - "$WORK/dlq.json" <<'PY' || fail "DLQ check failed"
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
+import sys
+from records import load, hdrs as hd
+recs = load(sys.argv[1])
 got = {r["payload"]: hd(r).get("sluice-error") for r in recs}
 want = {"bad-ttl": "bad-ttl", "bad-ttl-zero": "bad-ttl", "bad-deadline": "bad-deadline",
         "conflicting": "conflicting-deadline", "no-key": "missing-key",

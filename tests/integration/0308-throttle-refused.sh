@@ -14,29 +14,14 @@
 # a transaction; after the rebuild the record is refused up front (the
 # runtime's refusal memo) and the operator sends it to the DLQ.
 source "$(dirname "$0")/lib.sh"
-
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
+source "$(dirname "$0")/lib-throttle.sh"
 
 base_conf "$conf"
-sed -i 's/^\[kafka\]$/[kafka]\ncompression.type = lz4/' "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-default_rate = 5/s burst=1
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 \
-    --config max.message.bytes=300 >/dev/null
+conf_set "$conf" kafka compression.type=lz4
+tl_pipeline "$conf" "$PFX" "$in" "$out" 1 "default_rate=5/s burst=1"
+topic_create "$out" 1 max.message.bytes=300
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 python3 -c "
@@ -56,15 +41,14 @@ wait_records "$out" 8 30 || fail "key C did not drain: $(count_records "$out") o
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
-refused=$(metric_value "$port" "sluice_records_dlq_total{pipeline=\"$PFX\",reason=\"too-large\"}" || true)
-aborts=$(metric_value "$port" 'sluice_transactions_total{result="abort"}' || true)
+refused=$(sluice_metric main "sluice_records_dlq_total{pipeline=\"$PFX\",reason=\"too-large\"}" || true)
+aborts=$(sluice_metric main 'sluice_transactions_total{result="abort"}' || true)
 note "too-large in the DLQ: ${refused:-?}; aborts: ${aborts:-?}"
 python3 - "$WORK/in.json" "$WORK/out.json" "$WORK/dlq.json" "${refused:-0}" <<'PY' || fail "check failed"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load, hdrs as hd
 inp, out, dlq = load(sys.argv[1]), load(sys.argv[2]), load(sys.argv[3])
 refused = int(sys.argv[4])
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
 errors = []
 sent = [r["payload"] for r in out]
 want = ["b-0", "b-1", "b-2", "b-3", "b-5", "c-0", "c-1", "c-2"]

@@ -12,39 +12,23 @@
 # next head falls due (10 s after l-00) the re-read finds them gone: 19
 # lost, logged once; then a new message of L goes out at once.
 source "$(dirname "$0")/lib.sh"
-
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
+source "$(dirname "$0")/lib-throttle.sh"
 
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-default_rate = 100/s
-payload_cache = 0
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$PFX.overflow" --partitions 1 \
-    --config retention.ms=1000 --config segment.ms=500 >/dev/null
+tl_pipeline "$conf" "$PFX" "$in" "$out" 1 default_rate=100/s payload_cache=0
+topic_create "$out" 1
+topic_create "$PFX.overflow" 1 retention.ms=1000 segment.ms=500
 # apply creates the rest and reports the overflow's retention as a problem
 # (exit 1): the misconfiguration this test is about.
 "$SLUICE_BIN" topics apply -c "$conf" >"$WORK/apply.txt" || true
 grep -q "problem .*overflow.*retention.ms" "$WORK/apply.txt" ||
     fail "topics apply did not flag the overflow retention: $(cat "$WORK/apply.txt")"
-echo 'L:6/m burst=1' | produce "$PFX.rates" -K:
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+tl_rates 'L:6/m burst=1'
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 seq -f 'L:l-%02g' 0 19 | produce "$in" -K: || fail "kcat failed"
-m() { metric_value "$port" "sluice_throttle_$1{pipeline=\"$PFX\"}" || true; }
+m() { tl_metric "$1" || true; }
 wait_until 10 eval '[ "$(m appended_total)" = 19 ]' || fail "appended $(m appended_total) of 19"
 
 # Retention deletes the overflow records within ~2 s (the active segment

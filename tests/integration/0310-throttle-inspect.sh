@@ -10,28 +10,11 @@
 # at 1/m (burst 1): t-0 forwarded, t-1..t-2 wait.  Key U at the default
 # rate: forwarded, no backlog.  Over 2 partitions.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 2
-output = $out
-default_rate = 100/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-printf 'S:0/s burst=1\nT:1/m burst=1\n' | produce "$PFX.rates" -K:
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+tl_setup 2 default_rate=100/s
+tl_rates 'S:0/s burst=1' 'T:1/m burst=1'
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out"
 
 {
@@ -39,7 +22,7 @@ echo "sluice ready on $in -> $out"
     seq -f 'T:t-%g' 0 2
     seq -f 'U:u-%g' 0 2
 } | produce "$in" -K: || fail "kcat failed"
-m() { metric_value "$port" "sluice_throttle_$1{pipeline=\"$PFX\"}" || true; }
+m() { tl_metric "$1" || true; }
 wait_until 20 eval '[ "$(m appended_total)" = 12 ] && [ "$(count_records "$out")" = 4 ]' ||
     fail "appended $(m appended_total) of 12, out $(count_records "$out") of 4"
 sleep 1 # let oldest ages be >= 1 s

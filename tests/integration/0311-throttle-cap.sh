@@ -15,40 +15,22 @@
 # the reason.  In the end every message came out exactly once, in input
 # order per key.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
 kin=$PFX.k.in
 kout=$PFX.k.out
 min=$PFX.m.in
 mout=$PFX.m.out
-conf=$WORK/sluice.ini
 keys=100
 per=3
 
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX.k]
-type = throttle
-input = $kin
-input_partitions = 2
-output = $kout
-default_rate = 2/s
-max_backlog_keys = 20
-
-[pipeline $PFX.m]
-type = throttle
-input = $min
-input_partitions = 1
-output = $mout
-default_rate = 10/s
-max_backlog_messages = 30
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$kout" --partitions 2 >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$mout" --partitions 1 >/dev/null
+tl_pipeline "$conf" "$PFX.k" "$kin" "$kout" 2 default_rate=2/s max_backlog_keys=20
+tl_pipeline "$conf" "$PFX.m" "$min" "$mout" 1 default_rate=10/s max_backlog_messages=30
+topic_create "$kout" 2
+topic_create "$mout" 1
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-sluice_start_http main "$conf"
-wait_readyz main 200 30
+sluice_up main "$conf"
 echo "sluice ready"
 
 for k in $(seq 1 $keys); do
@@ -89,17 +71,17 @@ sluice_alive main || fail "sluice exited"
 consume_json "$kout" >"$WORK/k.json"
 consume_json "$mout" >"$WORK/m.json"
 python3 - "$WORK/k.json" "$WORK/m.json" "$keys" "$per" <<'PY' || fail "output check failed"
-import json, sys
+import sys
 from collections import defaultdict
+from records import load
 keys, per = int(sys.argv[3]), int(sys.argv[4])
 by = defaultdict(list)
-for l in open(sys.argv[1]):
-    r = json.loads(l)
+for r in load(sys.argv[1]):
     by[r["key"]].append(r["payload"])
 assert len(by) == keys, len(by)
 for k in range(1, keys + 1):
     assert by[f"k{k}"] == [f"p-k{k}-{i}" for i in range(1, per + 1)], (k, by[f"k{k}"])
-m = [json.loads(l)["payload"] for l in open(sys.argv[2])]
+m = [r["payload"] for r in load(sys.argv[2])]
 assert m == ["a-%03d" % i for i in range(1, 101)], m[:5]
 print("every message once, in order per key")
 PY

@@ -14,37 +14,21 @@
 # The backlog must be forwarded within 8 s of /readyz (without the
 # wake-ups: 23 s in one run here; with them 1.1-1.5 s), and exactly once.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 N=100000
 BOUND_S=8
 
-base_conf "$conf"
+tl_setup 4 default_rate=1000000/s
 # Batches of 100 records, and one batch per partition and fetch: the
 # fetcher stops every few fetches.
-cat >>"$conf" <<EOF
-queued.min.messages = 1000
-max.partition.fetch.bytes = 4096
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 4
-output = $out
-default_rate = 1000000/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+conf_set "$conf" kafka queued.min.messages=1000 max.partition.fetch.bytes=4096
 seq 1 "$N" | sed 's/.*/k&:v&/' | produce "$in" -K: -X batch.num.messages=100 || fail "kcat failed"
 echo "produced a backlog of $N records"
 
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 60
+sluice_up main "$conf" 60
 t0=$(date +%s%3N)
-fwd() { metric_value "$port" "sluice_throttle_forwarded_total{pipeline=\"$PFX\"}"; }
+fwd() { tl_metric forwarded_total; }
 _all() { [ "$(fwd)" = "$N" ]; }
 wait_until 60 _all || fail "forwarded $(fwd) of $N within 60 s"
 ms=$(($(date +%s%3N) - t0))
@@ -55,8 +39,9 @@ sluice_alive main || fail "sluice exited"
 wait_records "$out" "$N" 30 || fail "only $(count_records "$out") of $N records visible"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/out.json" "$N" <<'PY' || fail "output is not the input exactly once"
-import json, sys
-recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+import sys
+from records import load
+recs = load(sys.argv[1])
 n = int(sys.argv[2])
 keys = [r["key"] for r in recs]
 dup = len(keys) - len(set(keys))

@@ -12,30 +12,14 @@
 # the DLQ with reason too-large within 10 s, the record behind it sent
 # exactly once, in order.
 source "$(dirname "$0")/lib.sh"
-
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
+source "$(dirname "$0")/lib-throttle.sh"
 
 base_conf "$conf"
-cat >>"$conf" <<EOF
-linger.ms = 8000
-compression.type = lz4
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-default_rate = 1000/s burst=1000
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 \
-    --config max.message.bytes=300 >/dev/null
+conf_set "$conf" kafka linger.ms=8000 compression.type=lz4
+tl_pipeline "$conf" "$PFX" "$in" "$out" 1 "default_rate=1000/s burst=1000"
+topic_create "$out" 1 max.message.bytes=300
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready on $in -> $out (linger.ms = 8000)"
 
 t0=$(now_ms)
@@ -58,8 +42,8 @@ sluice_alive main || fail "sluice exited"
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
 python3 - "$WORK/out.json" "$WORK/dlq.json" <<'PY' || fail "check failed"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load, hdrs
 out, dlq = load(sys.argv[1]), load(sys.argv[2])
 want = [f"a-{i:02d}" for i in range(100)] + ["b-after"]
 got = [r["payload"] for r in out]
@@ -67,7 +51,7 @@ if got != want:
     sys.exit(f"output is not the 101 records once each, in order: {got[:5]}... ({len(got)})")
 if len(dlq) != 1 or not dlq[0]["payload"].startswith("big-"):
     sys.exit(f"DLQ: expected the one refused record, got {len(dlq)}")
-h = dict(zip(dlq[0]["headers"][::2], dlq[0]["headers"][1::2]))
+h = hdrs(dlq[0])
 if h.get("sluice-error") != "too-large":
     sys.exit(f"DLQ reason: {h.get('sluice-error')}")
 print("# output: 101 records once each, in order; DLQ: 1 record, too-large")

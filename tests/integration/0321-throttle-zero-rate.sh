@@ -12,30 +12,14 @@
 # message was seen held.)  Then `Z:10/s burst=1` is produced and the 20
 # must come out in order, none before the rate record, paced at ~10/s.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 N=20
 
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-default_rate = 100/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-echo 'Z:0/s' | produce "$PFX.rates" -K:
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
-m() { metric_value "$port" "$1"; }
+tl_setup 1 default_rate=100/s
+tl_rates Z:0/s
+sluice_up main "$conf"
+m() { sluice_metric main "$1"; }
 applied() { [ "$(m "sluice_throttle_rates_applied_total{pipeline=\"$PFX\"}")" = 1 ]; }
 wait_until 20 applied || fail "the 0/s rate record was not applied"
 echo "sluice ready on $in -> $out, Z at 0/s"
@@ -57,7 +41,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 done
 note "0/s: all $N of Z held, $(count_records "$out") out (B's 5)"
 
-echo 'Z:10/s burst=1' | produce "$PFX.rates" -K:
+tl_rates 'Z:10/s burst=1'
 wait_records "$out" $((N + 5)) 30 || fail "only $(count_records "$out") of $((N + 5)) out within 30 s of raising Z"
 sluice_alive main || fail "sluice exited"
 [ "$(count_records "$PFX.dlq")" = 0 ] || fail "the DLQ holds $(count_records "$PFX.dlq") records"
@@ -65,8 +49,8 @@ sluice_alive main || fail "sluice exited"
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.rates" >"$WORK/rates.json"
 python3 - "$WORK/out.json" "$WORK/rates.json" "$N" <<'PY' || fail "output check failed"
-import json, sys
-load = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+import sys
+from records import load
 out, rates, n = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
 errors = []
 z = [r for r in out if r["key"] == "Z"]

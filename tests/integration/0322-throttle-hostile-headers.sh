@@ -13,42 +13,24 @@
 #     escaped (the record is malformed: rejected and counted).
 # The log must hold no ESC byte and no line that starts with the forged text.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
 nin=$PFX.n.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 evil=$'\x1b[2J\nFORGED 2026-01-01T00:00:00Z crit INIT owned'
 
 base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX.d]
-type = throttle
-input = $in
-input_partitions = 1
-output = $out
-
-[pipeline $PFX.n]
-type = throttle
-input = $nin
-input_partitions = 1
-output = $out
-dlq = none
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
+tl_pipeline "$conf" "$PFX.d" "$in" "$out" 1
+tl_pipeline "$conf" "$PFX.n" "$nin" "$out" 1 dlq=none
+topic_create "$out" 1
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready"
 
 echo 'A:ttl' | produce "$in" -K: -H "sluice-ttl=$evil"
 echo 'A:deadline' | produce "$nin" -K: -H "sluice-deadline=$evil"
 printf 'K\x1b[31m:9/s\nFORGED rate|' | produce "$PFX.d.rates" -K: -D '|'
 
-m() { metric_value "$port" "$1"; }
+m() { sluice_metric main "$1"; }
 dropped() { [ "$(m "sluice_records_dlq_total{pipeline=\"$PFX.n\",reason=\"bad-deadline\"}")" = 1 ]; }
 wait_until 20 dropped || fail "the bad sluice-deadline of .n was not counted"
 rejected() { [ "$(m "sluice_throttle_rates_rejected_total{pipeline=\"$PFX.d\"}")" = 1 ]; }
@@ -67,9 +49,9 @@ note "log: $(grep -F 'no DLQ' "$log" | cut -c1-160)"
 
 consume_json "$PFX.d.dlq" >"$WORK/dlq.json"
 python3 - "$WORK/dlq.json" <<'PY' || fail "DLQ check failed"
-import json, sys
-dlq = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-hd = lambda r: dict(zip((r.get("headers") or [])[::2], (r.get("headers") or [])[1::2]))
+import sys
+from records import load, hdrs as hd
+dlq = load(sys.argv[1])
 errors = []
 if len(dlq) != 1:
     errors.append(f"DLQ holds {len(dlq)} records, expected 1")

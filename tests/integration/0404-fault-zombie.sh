@@ -18,26 +18,14 @@
 # a timer produced afterwards on partition 1 fires once; /readyz is 200 at
 # the end.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 zombie_bin=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}/txnzombie
 [ -x "$zombie_bin" ] || fail "$zombie_bin is missing: make build/tools/txnzombie (make test and make integration build it)"
 
 private_broker_start 61506
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-base_conf "$conf"
-cat >>"$conf" <<EOF
-session.timeout.ms = 6000
-heartbeat.interval.ms = 1000
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 2
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+dl_setup 2
+conf_set "$conf" kafka session.timeout.ms=6000 heartbeat.interval.ms=1000
 
 # The input the zombie consumed: timer z1 on partition 1, due in 3 s.
 due=$(($(now_ms) + 3000))

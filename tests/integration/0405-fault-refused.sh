@@ -22,31 +22,24 @@
 # {result="abort"} at most 10 (5 per refused record), the process alive.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 max_aborts=10 # 5 per refused record
 private_broker_start 61508
-conf=$WORK/sluice.ini
 bin=$PFX.b.in
 bout=$PFX.b.out
 din=$PFX.d.in
 dout=$PFX.d.out
 base_conf "$conf"
-sed -i 's/^\[kafka\]$/[kafka]\ncompression.type = lz4/' "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX-d]
-type = delay
-input = $din
-input_partitions = 2
-EOF
+conf_set "$conf" kafka compression.type=lz4
+dl_pipeline "$conf" "$PFX-d" "$din" 2
 db_pipeline "$conf" "$PFX-b" "$bin" "$bout" input_partitions=2 idle=1s \
     max_age=5s max_items=8
-"$SLUICE_BIN" topics create -c "$conf" "$bout" --partitions 2 --config max.message.bytes=4000 >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$dout" --partitions 2 --config max.message.bytes=4000 >/dev/null
+topic_create "$bout" 2 max.message.bytes=4000
+topic_create "$dout" 2 max.message.bytes=4000
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 
-SLUICE_INSTANCE_ID=$PFX-a sluice_start_http a "$conf"
-wait_readyz a 200 60
+SLUICE_INSTANCE_ID=$PFX-a sluice_up a "$conf" 60
 echo "sluice ready"
 
 # wave W — 8 groups g0..g7 of 3 items each, and 8 timers t<W>-0..7 due in
@@ -104,7 +97,7 @@ consume_json "$bout" >"$WORK/bout.json"
 consume_json "$PFX-b.dlq" >"$WORK/bdlq.json"
 consume_json "$dout" >"$WORK/dout.json"
 consume_json "$PFX-d.dlq" >"$WORK/ddlq.json"
-PYTHONPATH=$WORK python3 - "$WORK" 2>"$WORK/check.err" <<'PY' || problem "$(tr '\n' ';' <"$WORK/check.err")"
+python3 - "$WORK" 2>"$WORK/check.err" <<'PY' || problem "$(tr '\n' ';' <"$WORK/check.err")"
 import json, sys
 from collections import Counter
 import dbcheck

@@ -14,6 +14,7 @@
 # stays up, answers /readyz 200 and fires every timer produced before,
 # during and after the takeover exactly once (read_committed).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 asan_bin=${SLUICE_ASAN_BIN:-$(dirname "$SLUICE_BIN")/sluice-asan}
 if [ -x "$asan_bin" ]; then
@@ -31,21 +32,8 @@ export ASAN_OPTIONS=exitcode=66:detect_leaks=0
 export UBSAN_OPTIONS=print_stacktrace=1
 
 private_broker_start 61510
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-base_conf "$conf"
-cat >>"$conf" <<EOF
-session.timeout.ms = 6000
-heartbeat.interval.ms = 1000
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 4
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 4 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+dl_setup 4
+conf_set "$conf" kafka session.timeout.ms=6000 heartbeat.interval.ms=1000
 
 start() { SLUICE_BIN=$bin SLUICE_INSTANCE_ID=$PFX-x sluice_start_http "$1" "$conf"; }
 # wave W N — N timers f<W>-<i> due in 1 s.

@@ -31,6 +31,7 @@
 # how long after A's start all partitions were owned and how long the
 # timers took.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 zombie_bin=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}/groupzombie
 [ -x "$zombie_bin" ] || fail "$zombie_bin is missing: make build/tools/groupzombie (make test and make integration build it)"
@@ -40,27 +41,17 @@ zombie_bin=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}/groupzombie
 parts=8
 per_part=50
 total=$((parts * per_part))
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 
 # write_conf APP_ID — the pipeline's config, in the group APP_ID; the
 # topics are named after the pipeline, the same for every APP_ID.
 write_conf() {
     base_conf "$conf"
-    sed -i "s/^app_id = .*/app_id = $1/" "$conf"
-    cat >>"$conf" <<EOF
-session.timeout.ms = 6000
-heartbeat.interval.ms = 1000
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = $parts
-EOF
+    conf_set "$conf" sluice app_id="$1"
+    conf_set "$conf" kafka session.timeout.ms=6000 heartbeat.interval.ms=1000
+    dl_pipeline "$conf" "$PFX" "$in" "$parts"
 }
 write_conf "$PFX"
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions "$parts" >/dev/null
+topic_create "$out" "$parts"
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 
 zombie=

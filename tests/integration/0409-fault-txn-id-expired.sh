@@ -16,28 +16,15 @@
 # least one abort); the process is alive with /readyz 200; nothing went to
 # the DLQ.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 export SLUICE_TEST_KAFKA_PROPS="transactional.id.expiration.ms=4000
 producer.id.expiration.ms=4000 producer.id.expiration.check.interval.ms=1000
 transaction.remove.expired.transaction.cleanup.interval.ms=1000"
 private_broker_start 61516
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-base_conf "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 2
-EOF
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-
-SLUICE_INSTANCE_ID=$PFX-a sluice_start_http main "$conf"
-wait_readyz main 200 60
+dl_setup 2
+SLUICE_INSTANCE_ID=$PFX-a sluice_up main "$conf" 60
 
 # round N — 20 timers rN-1 … rN-20, due 1 s after they are produced.
 round() {

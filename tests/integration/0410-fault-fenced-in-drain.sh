@@ -15,30 +15,15 @@
 # ASan variant reports nothing.
 # variant: asan
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 n=40000
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-base_conf "$conf"
-cat >>"$conf" <<EOF
-queue.buffering.max.messages = 200
-session.timeout.ms = 6000
-heartbeat.interval.ms = 1000
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 2
-allowed_targets = $out
-EOF
-topic_create "$out" 2
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+dl_setup 2 allowed_targets="$out"
+conf_set "$conf" kafka queue.buffering.max.messages=200 session.timeout.ms=6000 heartbeat.interval.ms=1000
 tools=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}
 [ -x "$tools/txnfence" ] || fail "$tools/txnfence is missing: make build/tools/txnfence"
 
-SLUICE_INSTANCE_ID=$PFX-a sluice_start_http a "$conf"
-wait_readyz a 200 60
+SLUICE_INSTANCE_ID=$PFX-a sluice_up a "$conf" 60
 echo "sluice ready"
 due=$(($(date +%s%3N) + 8000))
 seq 0 $((n - 1)) | sed "s/.*/t&:p&/" |

@@ -24,24 +24,14 @@
 # (aborted) never fires; B logged the wait.  Before the fix B resumed the
 # input after the ten with an empty state: none fired.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 zombie_bin=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}/txnzombie
 [ -x "$zombie_bin" ] || fail "$zombie_bin is missing: make build/tools/txnzombie (make test and make integration build it)"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
-base_conf "$conf"
-cat >>"$conf" <<EOF
-session.timeout.ms = 6000
-heartbeat.interval.ms = 1000
-EOF
-pipeline_section "$conf" "$PFX" delay input="$in" input_partitions=1
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-
-SLUICE_INSTANCE_ID=$PFX-x sluice_start_http a "$conf"
-wait_readyz a 200 60
+dl_setup 1
+conf_set "$conf" kafka session.timeout.ms=6000 heartbeat.interval.ms=1000
+SLUICE_INSTANCE_ID=$PFX-x sluice_up a "$conf" 60
 
 mkfifo "$WORK/zombie.in"
 exec 7<>"$WORK/zombie.in"
@@ -76,7 +66,8 @@ wait_readyz b 200 90
 note "B ready $((($(now_ms) - t_zombie) / 1000)) s after the zombie's transaction began"
 
 wait_records "$out" 10 60 || fail "only $(count_records "$out") of the 10 timers fired within 60 s of B's start"
-sleep 2
+# Nothing pending any more: no further fire can come.
+wait_until 30 dl_no_pending || fail "timers still pending after the 10 fired: $("$SLUICE_BIN" inspect -c "$conf" "$PFX" | head -3)"
 consume_all "$out" -f '%k %T\n' >"$WORK/out.txt"
 n=$(wc -l <"$WORK/out.txt")
 [ "$n" = 10 ] || fail "$n records out, want 10: $(tr '\n' ' ' <"$WORK/out.txt")"

@@ -8,31 +8,20 @@
 # (none, wrong), every validation reason as a 400 with the DLQ's reason
 # code, the body limit, the route table, and TLS on.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 token=tok-$RANDOM-$RANDOM
 echo "$token" >"$WORK/tokens"
 
 base_conf "$conf"
 api_port=$(free_port)
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 8
-allowed_targets = $PFX.*
-max_record_bytes = 1KiB
-EOF
-sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$api_port\napi_tokens_file = $WORK/tokens\napi_max_body = 4KiB|" "$conf"
+dl_pipeline "$conf" "$PFX" "$in" 8 "allowed_targets=$PFX.*" max_record_bytes=1KiB
+conf_set "$conf" sluice api_listen="127.0.0.1:$api_port" api_tokens_file="$WORK/tokens" api_max_body=4KiB
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 3 >/dev/null
+topic_create "$out" 3
 
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
+port=${SLUICE_PORTS[main]}
 API=http://127.0.0.1:$api_port/v1
 echo "sluice ready, API on $api_port"
 
@@ -143,7 +132,8 @@ echo "scheduled 3 x $n timers, cancelled and rescheduled through both paths in $
 
 want=$((n / 2 + n / 2 + n))
 wait_records "$out" "$want" 60 || fail "only $(count_records "$out") of $want timers fired"
-sleep 2 # anything cancelled that still fired would show up by now
+# Nothing pending any more: a cancelled timer that still fired has fired.
+wait_until 30 dl_no_pending || fail "timers still pending after $want fired: $("$SLUICE_BIN" inspect -c "$conf" "$PFX" | head -3)"
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 python3 - "$WORK/in.json" "$WORK/out.json" "$parts_api" "$n" "$t_c" <<'PY' || fail "output check failed"
@@ -262,9 +252,9 @@ sluice_kill main TERM
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -days 1 \
     -addext subjectAltName=IP:127.0.0.1 \
     -keyout "$WORK/key.pem" -out "$WORK/cert.pem" >/dev/null 2>&1 || fail "openssl failed"
-sed -i "s|^api_max_body = .*|api_max_body = 4KiB\napi_tls_cert = $WORK/cert.pem\napi_tls_key = $WORK/key.pem|" "$conf"
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start tls "$conf"
-sluice_wait_ready tls "$port" 30
+conf_set "$conf" sluice api_tls_cert="$WORK/cert.pem" api_tls_key="$WORK/key.pem"
+SLUICE_PORTS[tls]=$port # the same port again
+sluice_up tls "$conf"
 code=$(curl -s -o "$WORK/body" -w '%{http_code}' --cacert "$WORK/cert.pem" \
     -H "Authorization: Bearer $token" "https://127.0.0.1:$api_port/v1") || true
 [ "$code" = 200 ] || fail "HTTPS GET /v1 → $code"

@@ -9,9 +9,8 @@
 # the answer is 503 "rebuilding" with Retry-After.  The instances share
 # api_peer_secret; the client's token is never forwarded (0507).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
 token=tok-$RANDOM
 echo "$token" >"$WORK/tokens"
 secret=peer-secret-$RANDOM-$RANDOM-$RANDOM
@@ -20,26 +19,19 @@ topic_create "$out" 2
 # conf_for NAME API_PORT — a config for one instance.
 conf_for() {
     base_conf "$WORK/$1.ini"
-    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$2\napi_tokens_file = $WORK/tokens\napi_timeout = 3s\napi_peer_secret = $secret|" "$WORK/$1.ini"
-    cat >>"$WORK/$1.ini" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 8
-EOF
+    conf_set "$WORK/$1.ini" sluice api_listen="127.0.0.1:$2" api_tokens_file="$WORK/tokens" \
+        api_timeout=3s api_peer_secret="$secret"
+    dl_pipeline "$WORK/$1.ini" "$PFX" "$in" 8
 }
 apa=$(free_port)
 apb=$(free_port)
 conf_for a "$apa"
 conf_for b "$apb"
 "$SLUICE_BIN" topics apply -c "$WORK/a.ini" >/dev/null
-ma=$(free_port)
-mb=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$ma sluice_start a "$WORK/a.ini"
-sluice_wait_ready a "$ma" 30
-SLUICE_METRICS_LISTEN=127.0.0.1:$mb sluice_start b "$WORK/b.ini"
-sluice_wait_ready b "$mb" 30
+sluice_up a "$WORK/a.ini"
+sluice_up b "$WORK/b.ini"
+ma=${SLUICE_PORTS[a]}
+mb=${SLUICE_PORTS[b]}
 both_own() {
     local ra rb
     ra=$(metric_value "$ma" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}")

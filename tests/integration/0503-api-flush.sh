@@ -20,9 +20,9 @@ echo "$token" >"$WORK/tokens"
 api_port=$(free_port)
 
 base_conf "$conf"
-sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$api_port\napi_tokens_file = $WORK/tokens|" "$conf"
+conf_set "$conf" sluice api_listen="127.0.0.1:$api_port" api_tokens_file="$WORK/tokens"
 db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=4 idle=60s max_age=10m
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
+topic_create "$out" 2
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 db_start main "$conf"
 port=$DB_PORT_main
@@ -86,7 +86,7 @@ r=$(api GET /groups/WH-2)
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
-PYTHONPATH=$WORK python3 - "$WORK" "$t0" <<'PY' || fail "output check failed"
+python3 - "$WORK" "$t0" <<'PY' || fail "output check failed"
 import json, sys
 import dbcheck
 w, t0 = sys.argv[1], int(sys.argv[2])

@@ -13,36 +13,24 @@
 # traffic: 60 messages of cust-7 at 10/s burst 5 pass 5 at once and leave
 # a backlog the lookup reports.  Bad bodies are 400 bad-body / bad-rate.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-throttle.sh"
 
-in=$PFX.in
-out=$PFX.out
 rates=$PFX.rates
-conf=$WORK/sluice.ini
 token=tok-$RANDOM-$RANDOM
 echo "$token" >"$WORK/tokens"
 api_port=$(free_port)
 
 base_conf "$conf"
-sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$api_port\napi_tokens_file = $WORK/tokens|" "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = throttle
-input = $in
-input_partitions = 2
-output = $out
-default_rate = 100/s
-EOF
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
+conf_set "$conf" sluice api_listen="127.0.0.1:$api_port" api_tokens_file="$WORK/tokens"
+tl_pipeline "$conf" "$PFX" "$in" "$out" 2 default_rate=100/s
+topic_create "$out" 2
 # Three partitions (topics apply makes one), so that the partition the
 # API picks for the key is seen to be the partitioner's.
 topic_create "$rates" 3 cleanup.policy=compact
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 rparts=$(topic_partitions "$rates")
 [ "$rparts" = 3 ] || fail "$rates has $rparts partitions"
-port=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 API=http://127.0.0.1:$api_port/v1/pipelines/$PFX
 echo "sluice ready, API on $api_port"
 
@@ -139,7 +127,6 @@ PY
 wait_until 10 key_is '{"rate_source":"config","rate_per_sec":100.0,"is_default":true}' ||
     fail "GET keys/cust-7 after DELETE is not the default: $r"
 echo "after DELETE: ${r#* }"
-[ "$(metric_value "$port" "sluice_throttle_rates_applied_total{pipeline=\"$PFX\"}")" = 2 ] ||
-    fail "rates_applied_total = $(metric_value "$port" "sluice_throttle_rates_applied_total{pipeline=\"$PFX\"}"), want 2"
+[ "$(tl_metric rates_applied_total)" = 2 ] || fail "rates_applied_total = $(tl_metric rates_applied_total), want 2"
 sluice_alive main || fail "sluice exited"
 echo "PASS"

@@ -10,9 +10,8 @@
 # forwarded at all, the instances sign with api_peer_secret) and say why
 # in the log, while a, which still trusts b, keeps forwarding.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
 token=tok-$RANDOM
 echo "$token" >"$WORK/tokens"
 echo "peer-secret-$RANDOM-$RANDOM-$RANDOM" >"$WORK/peer-secret"
@@ -23,29 +22,23 @@ openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=sluice-api -days 1 \
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=other-ca -days 1 \
     -keyout "$WORK/other-key.pem" -out "$WORK/other-ca.pem" >/dev/null 2>&1 || fail "openssl failed"
 
-# conf_for NAME API_PORT [EXTRA] — a config for one instance.
+# conf_for NAME API_PORT [KEY=VALUE] — a config for one instance.
 conf_for() {
     base_conf "$WORK/$1.ini"
-    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$2\napi_tokens_file = $WORK/tokens\napi_timeout = 3s\napi_tls_cert = $WORK/cert.pem\napi_tls_key = $WORK/key.pem\napi_peer_secret_file = $WORK/peer-secret\n${3:-}|" "$WORK/$1.ini"
-    cat >>"$WORK/$1.ini" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 8
-EOF
+    conf_set "$WORK/$1.ini" sluice api_listen="127.0.0.1:$2" api_tokens_file="$WORK/tokens" \
+        api_timeout=3s api_tls_cert="$WORK/cert.pem" api_tls_key="$WORK/key.pem" \
+        api_peer_secret_file="$WORK/peer-secret" ${3:+"$3"}
+    dl_pipeline "$WORK/$1.ini" "$PFX" "$in" 8
 }
 apa=$(free_port)
 apb=$(free_port)
 conf_for a "$apa"
 conf_for b "$apb"
 "$SLUICE_BIN" topics apply -c "$WORK/a.ini" >/dev/null
-ma=$(free_port)
-mb=$(free_port)
-SLUICE_METRICS_LISTEN=127.0.0.1:$ma sluice_start a "$WORK/a.ini"
-sluice_wait_ready a "$ma" 30
-SLUICE_METRICS_LISTEN=127.0.0.1:$mb sluice_start b "$WORK/b.ini"
-sluice_wait_ready b "$mb" 30
+sluice_up a "$WORK/a.ini"
+sluice_up b "$WORK/b.ini"
+ma=${SLUICE_PORTS[a]}
+mb=${SLUICE_PORTS[b]}
 both_own() {
     local ra rb
     ra=$(metric_value "$ma" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}")
@@ -115,7 +108,7 @@ check ok || fail "forwarding over HTTPS failed"
 
 # b trusts another CA only.
 sluice_kill b TERM
-conf_for b "$apb" "api_tls_ca = $WORK/other-ca.pem"
+conf_for b "$apb" api_tls_ca="$WORK/other-ca.pem"
 SLUICE_METRICS_LISTEN=127.0.0.1:$mb sluice_start b2 "$WORK/b.ini"
 mb2=$mb
 sluice_wait_ready b2 "$mb2" 30

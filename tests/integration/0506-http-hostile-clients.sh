@@ -13,10 +13,8 @@
 # (metrics_request_timeout 5 s, api_request_timeout 10 s).  The guards'
 # counters say what they closed.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
-in=$PFX.in
-out=$PFX.out
-conf=$WORK/sluice.ini
 token=tok-$RANDOM-$RANDOM
 echo "$token" >"$WORK/tokens"
 hostile="python3 $(cd "$(dirname "$0")" && pwd)/hostile-clients.py"
@@ -25,14 +23,9 @@ hostile="python3 $(cd "$(dirname "$0")" && pwd)/hostile-clients.py"
 base_conf "$conf"
 mport=$(free_port)
 aport=$(free_port)
-sed -i "s|^metrics_listen =.*|metrics_listen = 127.0.0.1:$mport\napi_listen = 127.0.0.1:$aport\napi_tokens_file = $WORK/tokens|" "$conf"
-cat >>"$conf" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 2
-EOF
+conf_set "$conf" sluice metrics_listen="127.0.0.1:$mport" api_listen="127.0.0.1:$aport" \
+    api_tokens_file="$WORK/tokens"
+dl_pipeline "$conf" "$PFX" "$in" 2
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 topic_create "$out" 1
 sluice_start main "$conf"

@@ -19,9 +19,9 @@
 # says so when it starts, answers those lookups 421 forwarding-disabled and
 # sends the listener nothing.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
-in=$PFX.in
 token=tok-$RANDOM-$RANDOM
 echo "$token" >"$WORK/tokens"
 secret=peer-secret-$RANDOM-$RANDOM-$RANDOM
@@ -33,14 +33,8 @@ lp=$(free_port)
 # (SLUICE_API_PEER_SECRET), where it is given.
 conf() {
     base_conf "$WORK/a.ini"
-    sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$apa\napi_tokens_file = $WORK/tokens\napi_timeout = 3s|" "$WORK/a.ini"
-    cat >>"$WORK/a.ini" <<EOF
-
-[pipeline $PFX]
-type = delay
-input = $in
-input_partitions = 8
-EOF
+    conf_set "$WORK/a.ini" sluice api_listen="127.0.0.1:$apa" api_tokens_file="$WORK/tokens" api_timeout=3s
+    dl_pipeline "$WORK/a.ini" "$PFX" "$in" 8
 }
 conf
 "$SLUICE_BIN" topics apply -c "$WORK/a.ini" >/dev/null
@@ -89,8 +83,8 @@ CLEANUP_HOOKS+=(_cleanup_0507)
 _listening() { (exec 3<>"/dev/tcp/127.0.0.1/$lp") 2>/dev/null; }
 wait_until 10 _listening || fail "the listener did not start"
 
-SLUICE_API_PEER_SECRET=$secret SLUICE_METRICS_LISTEN=127.0.0.1:$ma sluice_start a "$WORK/a.ini"
-sluice_wait_ready a "$ma" 30
+SLUICE_PORTS[a]=$ma
+SLUICE_API_PEER_SECRET=$secret sluice_up a "$WORK/a.ini"
 
 # kcat joins the group (same assignor), advertising the listener.
 start_poser() {

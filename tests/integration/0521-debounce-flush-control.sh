@@ -11,16 +11,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 
-in=$PFX.in
-out=$PFX.out
 dlq=$PFX.dlq
-conf=$WORK/sluice.ini
 
-base_conf "$conf"
-db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=2 idle=60s max_age=10m \
-    dlq="$dlq"
-"$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 2 >/dev/null
-"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+db_setup 2 idle=60s max_age=10m dlq="$dlq"
 db_start main "$conf"
 port=$DB_PORT_main
 m() { metric_value "$port" "sluice_debounce_$1{pipeline=\"$PFX\"${2:-}}"; }
@@ -61,7 +54,7 @@ sluice_alive main || fail "sluice exited"
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"
 consume_json "$dlq" >"$WORK/dlq.json"
-PYTHONPATH=$WORK python3 - "$WORK" <<'PY' || fail "output check failed"
+python3 - "$WORK" <<'PY' || fail "output check failed"
 import sys
 import dbcheck
 

@@ -24,7 +24,6 @@ source "$(dirname "$0")/lib.sh"
 n=50000
 max_stall=0.5
 conf=$WORK/sluice.ini
-port=$(free_port)
 base_conf "$conf"
 pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=1 \
     allowed_targets="$PFX.d.*"
@@ -34,8 +33,7 @@ pipeline_section "$conf" "$PFX-b" debounce input="$PFX.b.in" input_partitions=1 
     output="$PFX.b.out" idle=1s max_age=5s
 for op in d t b; do topic_create "$PFX.$op.out" 1; done
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready"
 
 recgen "$PFX.d.in" --key timer --value payload -H "sluice-target=$PFX.d.out" -H sluice-delay=1s \
@@ -58,7 +56,7 @@ wait_records "$PFX.b.out" 2 30 || fail "the debounce batches did not come out"
 wait_records "$PFX-b.dlq" 1 30 || fail "the record of $n sluice-item headers is not in the DLQ"
 sluice_alive main || fail "sluice exited"
 
-stall=$(metric_value "$port" sluice_loop_stall_max_seconds)
+stall=$(sluice_metric main sluice_loop_stall_max_seconds)
 note "sluice_loop_stall_max_seconds ${stall:-?} after records of $n headers"
 awk -v s="${stall:-9}" -v m="$max_stall" 'BEGIN { exit !(s < m) }' ||
     fail "the loop stalled for ${stall:-?} s (want under $max_stall s)"

@@ -33,12 +33,11 @@
 source "$(dirname "$0")/lib.sh"
 
 conf=$WORK/sluice.ini
-port=$(free_port)
 api_port=$(free_port)
 token=tok-$RANDOM
 echo "$token" >"$WORK/tokens"
 base_conf "$conf"
-sed -i "s|^metrics_listen =.*|metrics_listen =\napi_listen = 127.0.0.1:$api_port\napi_tokens_file = $WORK/tokens|" "$conf"
+conf_set "$conf" sluice api_listen="127.0.0.1:$api_port" api_tokens_file="$WORK/tokens"
 pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=1 \
     allowed_targets="$PFX.d.*" max_record_bytes=4MiB
 pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=1 \
@@ -50,8 +49,7 @@ for op in d t b; do
     topic_create "$PFX.$op.out" 1
 done
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready: inputs take 2 MiB, every other topic the broker's default"
 note "$(grep -m1 -o 'LIMITS .*' "$WORK/sluice-main.log" || echo 'no LIMITS line')"
 
@@ -94,7 +92,7 @@ for t in "$PFX.d.in" "$PFX.d.out" "$PFX-d.dlq" "$PFX.t.in" "$PFX.t.out" "$PFX-t.
     "$PFX.b.in" "$PFX.b.out" "$PFX-b.dlq"; do
     consume_json "$t" >"$WORK/$t.json"
 done
-aborts=$(metric_value "$port" 'sluice_transactions_total{result="abort"}')
+aborts=$(sluice_metric main 'sluice_transactions_total{result="abort"}')
 python3 - "$WORK" "$PFX" "${aborts:-missing}" <<'PY' || fail "size check failed"
 import json, sys
 

@@ -34,7 +34,6 @@ source "$(dirname "$0")/lib.sh"
 
 max_aborts=4
 conf=$WORK/sluice.ini
-port=$(free_port)
 base_conf "$conf"
 pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=1 \
     allowed_targets="$PFX.d.*" max_record_bytes=4MiB
@@ -47,8 +46,7 @@ for op in d t b; do
     topic_create "$PFX.$op.out" 1
 done
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "phase 1: sluice ready"
 
 target=(-H "sluice-target=$PFX.d.out" -H sluice-delay=1s)
@@ -98,8 +96,8 @@ dlq_d=$(consume_all "$PFX-d.dlq" -f '%k %h\n' | name | grep -o '^[^ ]* .*sluice-
 [ "$dlq_d" = "D2 too-large" ] || fail "delay DLQ: $dlq_d"
 dlq_b=$(consume_all "$PFX-b.dlq" -f '%k %h\n' | name | grep -o '^[^ ]* .*sluice-error=[a-z-]*' | sed 's/ .*sluice-error=/ /' | sort | tr '\n' ' ')
 [ "$dlq_b" = "B1 bad-header B2 too-large " ] || fail "debounce DLQ: $dlq_b"
-aborts=$(metric_value "$port" 'sluice_transactions_total{result="abort"}')
-stall=$(metric_value "$port" sluice_loop_stall_max_seconds)
+aborts=$(sluice_metric main 'sluice_transactions_total{result="abort"}')
+stall=$(sluice_metric main sluice_loop_stall_max_seconds)
 note "phase 1: ${aborts:-?} aborts, loop stall at most ${stall:-?} s"
 [ "${aborts:-9}" -le "$max_aborts" ] || fail "phase 1: ${aborts:-?} aborted transactions"
 awk -v s="${stall:-9}" 'BEGIN { exit !(s < 0.5) }' || fail "phase 1: the loop stalled for ${stall:-?} s"
@@ -108,14 +106,15 @@ sluice_kill main TERM || fail "sluice did not stop cleanly"
 # Phase 2.
 conf2=$WORK/sluice2.ini
 base_conf "$conf2"
-sed -i "s/^app_id = .*/app_id = $PFX-2/; s/^\[kafka\]$/[kafka]\ncompression.type = lz4/" "$conf2"
+conf_set "$conf2" sluice app_id="$PFX-2"
+conf_set "$conf2" kafka compression.type=lz4
 pipeline_section "$conf2" "$PFX-z" throttle input="$PFX.z.in" input_partitions=1 \
     output="$PFX.z.out" default_rate=100/s
 topic_create "$PFX.z.out" 1
 topic_create "$PFX-z.changelog" 1 cleanup.policy=compact max.message.bytes=2000
 "$SLUICE_BIN" topics apply -c "$conf2" >/dev/null || true # the changelog differs on purpose
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main2 "$conf2"
-sluice_wait_ready main2 "$port" 30
+SLUICE_PORTS[main2]=${SLUICE_PORTS[main]} # the same port again
+sluice_up main2 "$conf2"
 echo "phase 2: compressed producers, a changelog of 2000 bytes"
 key=$(head -c 2250 /dev/urandom | base64 -w0)
 printf '%s\n' "$key:poison" "z-after:ok" | produce "$PFX.z.in" -K:
@@ -129,7 +128,7 @@ sluice_alive main2 || fail "sluice exited"
     fail "phase 2: DLQ: $(consume_all "$PFX-z.dlq" -f '%h\n' | cut -c1-300)"
 [ "$(consume_all "$PFX.z.out" -f '%k\n' | grep -vc '^z-after$')" = 0 ] ||
     fail "phase 2: the poison record reached the output"
-aborts=$(metric_value "$port" 'sluice_transactions_total{result="abort"}')
+aborts=$(sluice_metric main2 'sluice_transactions_total{result="abort"}')
 note "phase 2: the refused state record cost ${aborts:-?} aborts, then the DLQ"
 [ "${aborts:-9}" -le "$max_aborts" ] || fail "phase 2: ${aborts:-?} aborted transactions"
 echo "no poison record stopped anything"

@@ -20,7 +20,6 @@
 source "$(dirname "$0")/lib.sh"
 
 conf=$WORK/sluice.ini
-port=$(free_port)
 base_conf "$conf"
 for p in x y; do
     pipeline_section "$conf" "$PFX-$p" delay input="$PFX.$p.in" input_partitions=1 \
@@ -30,8 +29,7 @@ topic_create "$PFX.out" 1
 topic_create "$PFX.x.in" 1
 topic_create "$PFX.y.in" 1 cleanup.policy=compact segment.ms=100 min.cleanable.dirty.ratio=0.01
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 echo "sluice ready"
 tools=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}
 [ -x "$tools/delrecords" ] || fail "$tools/delrecords is missing: make build/tools/delrecords"
@@ -40,7 +38,7 @@ timer() { # INPUT ID DELAY VALUE
     echo "$2:$4" | produce "$1" -K: -H "sluice-target=$PFX.out" -H "sluice-delay=$3"
 }
 fired() { consume_all "$PFX.out" -f '%k %s\n'; }
-paused() { [ "$(metric_value "$port" "sluice_input_paused{pipeline=\"$PFX-$1\",cap=\"max_pending_timers\"}")" = 1 ]; }
+paused() { [ "$(sluice_metric main "sluice_input_paused{pipeline=\"$PFX-$1\",cap=\"max_pending_timers\"}")" = 1 ]; }
 
 # deleted
 timer "$PFX.x.in" xa 6s a

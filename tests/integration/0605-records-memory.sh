@@ -24,7 +24,6 @@ cap=$((64 << 20))
 margin=$((256 << 20)) # librdkafka's fetch queue (64 MiB), its producer
                       # buffers, the held ring, the allocator's slack
 conf=$WORK/sluice.ini
-port=$(free_port)
 base_conf "$conf"
 pipeline_section "$conf" "$PFX-b" debounce input="$PFX.b.in" input_partitions=1 \
     output="$PFX.b.out" idle=10m max_age=20m max_pending_bytes=64MiB
@@ -33,8 +32,7 @@ pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=1 
 topic_create "$PFX.b.out" 1
 topic_create "$PFX.t.out" 1
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
-SLUICE_METRICS_LISTEN=127.0.0.1:$port sluice_start main "$conf"
-sluice_wait_ready main "$port" 30
+sluice_up main "$conf"
 pid=${SLUICE_PIDS[main]}
 rss() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$pid/status"; }
 rss0=$(rss)
@@ -48,7 +46,7 @@ for r in 1 2; do
 done
 echo "produced $groups debounce records and 2 x $keys throttle records with keys of $key_bytes bytes"
 
-m() { metric_value "$port" "$1"; }
+m() { sluice_metric main "$1"; }
 _paused() {
     [ "$(m "sluice_input_paused{pipeline=\"$PFX-b\",cap=\"max_pending_bytes\"}")" = 1 ] &&
         [ "$(m "sluice_input_paused{pipeline=\"$PFX-t\",cap=\"max_key_bytes\"}")" = 1 ]

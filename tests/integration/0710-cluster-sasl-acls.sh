@@ -13,6 +13,7 @@
 # out exactly once (read_committed), per-key order, no timer before due,
 # no DLQ record; both instances alive with /healthz never failing and
 # /readyz 200 at the end; no authorization error in their logs.
+# exclusive: a cluster of three broker JVMs in network namespaces of its own
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

@@ -1,8 +1,18 @@
 # lib-debounce.sh — helpers for the debounce integration tests (02NN-*.sh);
 # source it after lib.sh.  Not a test itself (run.sh runs NNNN-*.sh only).
 #
+# The names a debounce test works with, set here (a test may set its own):
+#   in    $PFX.in          input of the pipeline $PFX
+#   out   $PFX.out         its output
+#   conf  $WORK/sluice.ini
+#
 #   db_pipeline CONF NAME INPUT OUTPUT [key=value ...]
 #                          appends a [pipeline NAME] of type debounce
+#   db_setup PARTITIONS [key=value ...]
+#                          writes $conf (base_conf and the pipeline $PFX
+#                          from $in to $out, with these keys), creates $out
+#                          and the pipeline's topics (topics apply), with
+#                          PARTITIONS each
 #   db_start NAME CONF [env ...]
 #                          starts sluice with a free metrics port (in
 #                          $DB_PORT_<NAME>) and waits until it is ready
@@ -11,46 +21,14 @@
 #   db_wait_drained CONF PIPELINE SECS
 #                          waits until `sluice inspect` shows 0 open groups
 #
-# $WORK/dbcheck.py is a Python module (PYTHONPATH=$WORK) that loads the
-# batches of an output topic read with consume_json: load_batches(path)
-# returns one dict per batch (the decoded JSON or protobuf value plus
-# "_headers", "_ts", "_partition", "_offset").
+# dbcheck.py (beside this file, on lib.sh's PYTHONPATH) is a Python module
+# that loads the batches of an output topic read with consume_json:
+# load_batches(path) returns one dict per batch (the decoded JSON or
+# protobuf value plus "_headers", "_ts", "_partition", "_offset").
 
-# Helpers that newer lib.sh versions have; defined here when missing.
-declare -F free_port >/dev/null || free_port() {
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
-declare -F http_status >/dev/null || http_status() {
-    local code
-    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null) || true
-    echo "${code:-000}"
-}
-declare -F metric_value >/dev/null || metric_value() {
-    curl -s --max-time 2 "http://127.0.0.1:$1/metrics" 2>/dev/null |
-        awk -v s="$2" '$1 == s && !found { v = $2; found = 1 } END { if (found) print v }'
-}
-declare -F sluice_wait_ready >/dev/null || sluice_wait_ready() {
-    local n=$1 port=$2 secs=$3
-    _ready() {
-        sluice_alive "$n" || fail "sluice[$n] exited before it was ready"
-        [ "$(http_status "http://127.0.0.1:$port/readyz")" = 200 ]
-    }
-    wait_until "$secs" _ready || fail "sluice[$n] not ready within ${secs}s"
-}
-declare -F consume_json >/dev/null || consume_json() {
-    local topic=$1
-    shift
-    kcat -C -b "$BOOTSTRAP" -t "$topic" -e -q -X isolation.level=read_committed \
-        -J "$@"
-}
-declare -F wait_records >/dev/null || wait_records() {
-    local topic=$1 n=$2 secs=$3
-    _enough() { [ "$(count_records "$topic")" -ge "$n" ]; }
-    wait_until "$secs" _enough
-}
+in=$PFX.in
+out=$PFX.out
+conf=$WORK/sluice.ini
 
 # db_kill9_loop PID MIN START... — the crash tests' loop: while process
 # PID (the producer) runs, and until MIN kills were made, waits 1–2.5 s,
@@ -82,6 +60,15 @@ db_pipeline() {
     } >>"$conf"
 }
 
+db_setup() {
+    local parts=$1
+    shift
+    base_conf "$conf"
+    db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions="$parts" "$@"
+    topic_create "$out" "$parts"
+    "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+}
+
 db_start() {
     local n=$1 conf=$2 port
     shift 2
@@ -111,118 +98,6 @@ db_wait_drained() {
     wait_until "$secs" _drained
 }
 
-cat >"$WORK/dbcheck.py" <<'PY'
-"""Loads debounce batches from `kcat -J` lines (JSON or protobuf values)."""
-import base64
-import json
-
-
-def _varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if not c & 0x80:
-            return v, i
-
-
-def _fields(b):
-    """(field number, wire type, value) of a protobuf message."""
-    i, out = 0, []
-    while i < len(b):
-        k, i = _varint(b, i)
-        f, w = k >> 3, k & 7
-        if w == 0:
-            v, i = _varint(b, i)
-        elif w == 2:
-            n, i = _varint(b, i)
-            v, i = b[i:i + n], i + n
-        else:
-            raise ValueError(f"unexpected wire type {w}")
-        out.append((f, w, v))
-    return out
-
-
-def _payload(raw):
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw.decode("utf-8", "replace")
-
-
-def decode_protobuf(b):
-    """sluice.v1.Batch as the same dict shape as the JSON encoding."""
-    d = {"items": []}
-    names = {1: "batch_id", 2: "key", 3: "reason", 4: "opened_at", 5: "flushed_at"}
-    for f, w, v in _fields(b):
-        if f == 6:
-            it = {"first_seen": 0, "last_update": 0}
-            for g, _, u in _fields(v):
-                if g == 1:
-                    it["id"] = u.decode()
-                elif g == 2:
-                    it["payload"] = _payload(u)
-                elif g == 3:
-                    it["first_seen"] = u
-                elif g == 4:
-                    it["last_update"] = u
-            d["items"].append(it)
-        elif f in names:
-            d[names[f]] = v.decode() if w == 2 else v
-    return d
-
-
-def headers(r):
-    h = r.get("headers") or []
-    return {h[i]: h[i + 1] for i in range(0, len(h), 2)}
-
-
-def load_records(path):
-    # kcat -J writes binary keys and values raw: keep their bytes.
-    with open(path, encoding="utf-8", errors="surrogateescape") as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-
-def load_input(path):
-    # What producers wrote: the input less the copies sluice moved to
-    # their key's partition (reroute), which carry sluice-rerouted-from.
-    return [r for r in load_records(path)
-            if "sluice-rerouted-from" not in headers(r)]
-
-
-def load_batches(path):
-    out = []
-    for r in load_records(path):
-        b = json.loads(r["payload"])
-        b["_headers"] = headers(r)
-        b["_ts"] = r["ts"]
-        b["_partition"] = r["partition"]
-        b["_offset"] = r["offset"]
-        b["_key"] = r["key"]
-        out.append(b)
-    return out
-
-
-def load_protobuf_batches(path):
-    """Batches from a file written by db_consume_raw: per record a line
-    "<key length> <value length>", then the key and value bytes."""
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    i = 0
-    while i < len(data):
-        nl = data.index(b"\n", i)
-        kl, vl = (int(x) for x in data[i:nl].split())
-        i = nl + 1
-        key, val = data[i:i + kl], data[i + kl:i + kl + vl]
-        i += kl + vl
-        b = decode_protobuf(val)
-        b["_key"] = key.decode()
-        out.append(b)
-    return out
-PY
 
 # db_exactly_once CONF PIPELINE IN OUT TOTAL — the crash and rebalance
 # tests' verdict: waits until TOTAL items are in batches on OUT and no group
@@ -245,7 +120,7 @@ print(sum(len(json.loads(l)["items"]) for l in sys.stdin if l.strip()))'
 
     consume_json "$in" >"$WORK/in.json"
     consume_json "$out" >"$WORK/out.json"
-    PYTHONPATH=$WORK python3 - "$WORK" "$total" <<'PY' || fail "output check failed"
+    python3 - "$WORK" "$total" <<'PY' || fail "output check failed"
 import sys
 from collections import Counter
 import dbcheck

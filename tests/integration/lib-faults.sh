@@ -53,29 +53,20 @@ bootstrap.servers = $BOOTSTRAP
 session.timeout.ms = 6000
 heartbeat.interval.ms = 1000
 EOF
-    case $ops in *d*) cat >>"$conf" <<EOF
-
-[pipeline $PFX-d]
-type = delay
-input = $PFX.d.in
-input_partitions = 4
-allowed_targets = $PFX.d.*
-EOF
+    case $ops in *d*)
+        pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=4 \
+            allowed_targets="$PFX.d.*"
+        ;;
     esac
     case $ops in *b*)
         db_pipeline "$conf" "$PFX-b" "$PFX.b.in" "$PFX.b.out" input_partitions=4 \
             idle=1s max_age=3s max_items=8
         ;;
     esac
-    case $ops in *t*) cat >>"$conf" <<EOF
-
-[pipeline $PFX-t]
-type = throttle
-input = $PFX.t.in
-input_partitions = 4
-output = $PFX.t.out
-default_rate = 20/s burst=20
-EOF
+    case $ops in *t*)
+        pipeline_section "$conf" "$PFX-t" throttle input="$PFX.t.in" input_partitions=4 \
+            output="$PFX.t.out" default_rate="20/s burst=20"
+        ;;
     esac
     local o
     for o in d b t; do

@@ -4,7 +4,11 @@
 # broker already up.  It prints what it checks, lines starting with "# " are
 # echoed in the summary (figures such as lateness), and it exits non-zero on
 # failure.  Every wait has a deadline; nothing sleeps a fixed time where a
-# condition can be waited on.
+# condition can be waited on.  run.sh runs two tests at once, each against a
+# broker of its own: a test names its topics and group with $PFX, takes its
+# HTTP ports from free_port (sluice_up), and gives a private broker a port
+# no other test file uses (private_broker_start).  A test that cannot share
+# the machine says why in a line "# exclusive: WHY" and runs alone.
 #
 # Run one test by hand:
 #   tests/integration/kafka/broker.sh start
@@ -15,6 +19,10 @@ set -euo pipefail
 : "${SLUICE_BIN:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/sluice}"
 : "${SLUICE_TEST_BOOTSTRAP:=127.0.0.1:39092}"
 BOOTSTRAP=$SLUICE_TEST_BOOTSTRAP
+# The tests' Python helpers (records.py, dbcheck.py, timers-check.py) are
+# importable from the checks a test runs with python3.
+PYTHONPATH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH
 TEST_NAME=$(basename "$0" .sh)
 # A unique prefix so tests never share topics, even when rerun on one broker.
 PFX="t${TEST_NAME%%-*}-$(date +%s%N | tail -c 7)-$$"
@@ -102,6 +110,30 @@ metrics_listen =
 [kafka]
 bootstrap.servers = $BOOTSTRAP
 EOF
+}
+
+# conf_set CONF SECTION key=value ... — sets keys in the [SECTION] of CONF
+# (sluice, kafka, or "pipeline NAME"): a key the section holds is replaced,
+# a new one goes at the end of the section.
+conf_set() {
+    python3 - "$@" <<'PY'
+import sys
+path, sec, kvs = sys.argv[1], "[" + sys.argv[2] + "]", sys.argv[3:]
+lines = open(path).read().split("\n")
+start = lines.index(sec) + 1
+end = next((i for i in range(start, len(lines)) if lines[i].startswith("[")), len(lines))
+while end > start and not lines[end - 1].strip():
+    end -= 1
+for kv in kvs:
+    key, val = kv.split("=", 1)
+    at = [i for i in range(start, end) if lines[i].split("=", 1)[0].strip() == key]
+    if at:
+        lines[at[0]] = f"{key} = {val}"
+    else:
+        lines.insert(end, f"{key} = {val}")
+        end += 1
+open(path, "w").write("\n".join(lines))
+PY
 }
 
 # pipeline_section CONF NAME TYPE [key=value ...] — appends a [pipeline NAME]
@@ -381,6 +413,13 @@ sluice_start_http() {
     local n=$1
     [ -n "${SLUICE_PORTS[$n]:-}" ] || SLUICE_PORTS[$n]=$(free_port)
     SLUICE_METRICS_LISTEN=127.0.0.1:${SLUICE_PORTS[$n]} sluice_start "$@"
+}
+
+# sluice_up NAME CONF [SECS] — sluice_start_http, then waits (SECS, default
+# 30) until /readyz answers 200: every assigned partition rebuilt.
+sluice_up() {
+    sluice_start_http "$1" "$2"
+    wait_readyz "$1" 200 "${3:-30}"
 }
 
 # readyz NAME / healthz NAME — HTTP status code of the instance's /readyz

@@ -1,115 +1,315 @@
 #!/usr/bin/env bash
-# Runs the integration tests (tests/integration/NNNN-*.sh) against a real
-# single-node Kafka broker that it starts and stops.  Each test runs in its
-# own process with a deadline; a failing test's output and the tail of the
-# broker log are printed.  Usage: run.sh [PATTERN] (substring of test names).
+# Runs the integration tests (tests/integration/NNNN-*.sh) against real
+# single-node Kafka brokers that it starts and stops.  Usage: run.sh
+# [PATTERN...] (the tests whose name holds one of the substrings; all by
+# default).
+#
+# Tests run two at a time (SLUICE_TEST_JOBS, default 2), each in a slot of
+# its own with a broker of its own: slot 0 on SLUICE_TEST_KAFKA_PORT
+# (39092), slot N on that port + 2N, data in /tmp/sluice-test-kafka-PORT.
+# Each test runs in its own process with a deadline (SLUICE_TEST_TIMEOUT,
+# 600 s).  Only this script prints: a test's result line ("ok   NAME (Ns)"
+# with its "# " lines, or "FAIL NAME (Ns, exit N)" with the tail of its
+# output and of its slot's broker log) comes whole when the test ends.
+#
+# A test marked "# exclusive: WHY" cannot share the machine (the cluster
+# tests' three JVMs in network namespaces, tests whose verdict is a time
+# bound): it runs alone, after the others, on slot 0's broker, with the
+# other slots' brokers stopped.
+#
+# The order within a phase: the longest test first, by the durations of
+# the last run (build/test-times), so that the two slots end together.
+#
+# A test marked "# variant: asan" runs a second time against the ASan +
+# UBSan build, and fails if a sanitizer reported anything (lib.sh checks
+# the logs of every sluice it started).  Tests marked "# variant: kafka-4"
+# run once more at the end, against brokers of the other line, Kafka 4
+# (SLUICE_TEST_KAFKA4_VERSION, 4.1.1 by default; not when the suite already
+# runs on it), on SLUICE_TEST_KAFKA4_PORT (39192) + 2N.
+#
+# The last line is the total, "integration: N passed, N failed"; the
+# same figures go to SLUICE_SUMMARY_FILE when it is set (run-all.sh).
+# Exit status 0 only when nothing failed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-pattern=${1:-}
+patterns=("$@")
 broker=$here/kafka/broker.sh
 per_test_timeout=${SLUICE_TEST_TIMEOUT:-600}
+jobs=${SLUICE_TEST_JOBS:-2}
+version=${SLUICE_TEST_KAFKA_VERSION:-3.9.1}
+port0=${SLUICE_TEST_KAFKA_PORT:-39092}
+k4_version=${SLUICE_TEST_KAFKA4_VERSION:-4.1.1}
+k4_port0=${SLUICE_TEST_KAFKA4_PORT:-39192}
+asan_bin=$root/sluice-asan
+times_file=${SLUICE_TEST_TIMES:-$root/build/test-times}
 passed=0
 failed=0
 failed_names=()
+tmp=$(mktemp -d /tmp/sluice-run.XXXXXX)
 
 record() {
     [ -n "${SLUICE_SUMMARY_FILE:-}" ] && echo "integration $passed $failed" >>"$SLUICE_SUMMARY_FILE"
 }
 
-t0=$(date +%s%N)
-if ! "$broker" start; then
-    echo "integration: the test broker did not start"
-    failed=1
-    record
-    echo "integration: 0 passed, 1 failed"
-    exit 1
+fail_job() { # LABEL MESSAGE — a failure that is not a test's
+    failed=$((failed + 1))
+    failed_names+=("$1")
+    echo "FAIL $2"
+}
+
+# --- Brokers ---------------------------------------------------------------
+# The phase's Kafka release and the port of slot 0; a slot's broker is
+# broker.sh with its own port and data dir.
+ph_version=$version
+ph_port0=$port0
+started=() # "VERSION PORT DIR" of every broker running, stopped at exit
+
+slot_port() { echo $((ph_port0 + 2 * $1)); }
+
+# slot_dir SLOT — its broker's runtime dir (SLUICE_TEST_KAFKA_DIR is slot
+# 0's of the first phase when set).
+slot_dir() {
+    local port
+    port=$(slot_port "$1")
+    if [ "$1" = 0 ] && [ "$ph_port0" = "$port0" ]; then
+        echo "${SLUICE_TEST_KAFKA_DIR:-/tmp/sluice-test-kafka-$port}"
+    else
+        echo "/tmp/sluice-test-kafka-$port"
+    fi
+}
+
+slot_broker() { # SLOT CMD [ARGS]
+    local s=$1
+    shift
+    SLUICE_TEST_KAFKA_VERSION=$ph_version SLUICE_TEST_KAFKA_PORT=$(slot_port "$s") \
+        SLUICE_TEST_KAFKA_DIR=$(slot_dir "$s") "$broker" "$@"
+}
+
+# start_slots N — starts the brokers of slots 0..N-1 at once; SLOTS_UP is
+# how many are up (counted from slot 0: slot 0 must be, or none counts).
+SLOTS_UP=0
+start_slots() {
+    local n=$1 s pids=() t0
+    t0=$(date +%s%N)
+    SLOTS_UP=0
+    for s in $(seq 0 $((n - 1))); do
+        slot_broker "$s" start >"$tmp/broker-$s.start" 2>&1 &
+        pids+=($!)
+    done
+    for s in $(seq 0 $((n - 1))); do
+        if wait "${pids[$s]}"; then
+            started+=("$ph_version $(slot_port "$s") $(slot_dir "$s")")
+            [ "$SLOTS_UP" = "$s" ] && SLOTS_UP=$((s + 1))
+        else
+            echo "integration: the broker of slot $s (Kafka $ph_version, port $(slot_port "$s")) did not start:"
+            sed 's/^/    /' "$tmp/broker-$s.start" | tail -20
+        fi
+    done
+    echo "integration: $SLOTS_UP broker(s) of Kafka $ph_version up in $((($(date +%s%N) - t0) / 1000000)) ms"
+}
+
+stop_slot() {
+    local s=$1 i
+    slot_broker "$s" stop >/dev/null 2>&1
+    for i in "${!started[@]}"; do
+        [ "${started[$i]}" = "$ph_version $(slot_port "$s") $(slot_dir "$s")" ] && unset "started[$i]"
+    done
+}
+
+_stop_all() {
+    local b v p d
+    for b in "${started[@]}"; do
+        read -r v p d <<<"$b"
+        SLUICE_TEST_KAFKA_VERSION=$v SLUICE_TEST_KAFKA_PORT=$p SLUICE_TEST_KAFKA_DIR=$d \
+            "$broker" stop >/dev/null 2>&1
+    done
+    rm -rf "$tmp"
+}
+
+# --- Jobs --------------------------------------------------------------------
+# A job: a test script, its label, how it runs (plain, asan; the phase
+# gives the release), and whether it is exclusive.
+J_SCRIPT=() J_LABEL=() J_KIND=()
+declare -A SLOT_PID=() SLOT_JOB=() SLOT_T0=()
+
+# Durations of the last run, by label (longest first).
+declare -A LAST=()
+if [ -r "$times_file" ]; then
+    while read -r l s; do LAST[$l]=$s; done <"$times_file"
 fi
-echo "integration: broker start took $((($(date +%s%N) - t0) / 1000000)) ms"
-trap '"$broker" stop' EXIT
 
-export SLUICE_BIN=$root/sluice
-export SLUICE_TEST_BOOTSTRAP
-SLUICE_TEST_BOOTSTRAP=$("$broker" bootstrap)
+# launch SLOT JOB — runs the job in the background on the slot's broker.
+launch() {
+    local s=$1 j=$2 t=${J_SCRIPT[$2]}
+    local -a env=(SLUICE_TEST_BOOTSTRAP=127.0.0.1:$(slot_port "$s")
+        SLUICE_TEST_KAFKA_VERSION=$ph_version SLUICE_TEST_KAFKA_PORT=$(slot_port "$s")
+        SLUICE_BIN=$root/sluice)
+    [ "${J_KIND[$j]}" = asan ] && env+=(SLUICE_BIN=$asan_bin SLUICE_SANITIZED=1)
+    (
+        trap - EXIT TERM INT
+        exec env "${env[@]}" timeout -k 10 "$per_test_timeout" bash "$t" >"$tmp/job-$j.log" 2>&1
+    ) &
+    SLOT_PID[$s]=$!
+    SLOT_JOB[$s]=$j
+    SLOT_T0[$s]=$(date +%s)
+}
 
-# run_one SCRIPT LABEL — runs one test with a deadline and reports it
-# (against the broker "$broker" logs shows: the one SLUICE_TEST_KAFKA_*
-# name).
-run_one() {
-    local t=$1 label=$2 log s rc secs
-    log=$(mktemp)
-    s=$(date +%s)
-    timeout -k 10 "$per_test_timeout" bash "$t" >"$log" 2>&1
-    rc=$?
-    secs=$(($(date +%s) - s))
+# finish SLOT RC — prints the result of the slot's job and frees the slot.
+finish() {
+    local s=$1 rc=$2 j=${SLOT_JOB[$1]} secs label
+    secs=$(($(date +%s) - ${SLOT_T0[$1]}))
+    label=${J_LABEL[$j]}
+    echo "$label $secs" >>"$tmp/times"
     if [ "$rc" -eq 0 ]; then
         passed=$((passed + 1))
         echo "ok   $label (${secs}s)"
-        grep '^# ' "$log" || true
+        grep '^# ' "$tmp/job-$j.log" || true
     else
         failed=$((failed + 1))
         failed_names+=("$label")
         echo "FAIL $label (${secs}s, exit $rc)"
-        sed 's/^/    /' "$log" | tail -120
-        echo "    --- broker log tail ---"
-        "$broker" logs 40 | sed 's/^/    /'
+        sed 's/^/    /' "$tmp/job-$j.log" | tail -120
+        echo "    --- broker log tail (slot $s, 127.0.0.1:$(slot_port "$s")) ---"
+        slot_broker "$s" logs 40 | sed 's/^/    /'
     fi
-    rm -f "$log"
+    rm -f "$tmp/job-$j.log"
+    unset "SLOT_PID[$s]" "SLOT_JOB[$s]"
 }
 
-# A test marked "# variant: asan" runs a second time against the ASan +
-# UBSan build, and fails if a sanitizer reported anything (lib.sh checks
-# the logs of every sluice it started).
-asan_bin=$root/sluice-asan
+# run_jobs NSLOTS JOB... — runs the jobs, NSLOTS at a time, in the given
+# order; returns when all have ended.
+run_jobs() {
+    local n=$1 s pid rc
+    shift
+    local -a queue=("$@")
+    while [ ${#queue[@]} -gt 0 ] || [ ${#SLOT_PID[@]} -gt 0 ]; do
+        for s in $(seq 0 $((n - 1))); do
+            [ ${#queue[@]} -gt 0 ] || break
+            [ -z "${SLOT_PID[$s]:-}" ] || continue
+            launch "$s" "${queue[0]}"
+            queue=("${queue[@]:1}")
+        done
+        pid=
+        rc=0
+        wait -n -p pid "${SLOT_PID[@]}" || rc=$?
+        for s in "${!SLOT_PID[@]}"; do
+            [ "${SLOT_PID[$s]}" = "$pid" ] && finish "$s" "$rc"
+        done
+    done
+}
+
+# by_length JOB... — the jobs, the longest of the last run first (one not
+# run before first of all: its length is unknown); ties in name order.
+by_length() {
+    local j
+    for j in "$@"; do echo "${LAST[${J_LABEL[$j]}]:-100000} $j"; done |
+        sort -k1,1nr -k2,2n | cut -d' ' -f2
+}
+
+# run_phase VERSION PORT0 JOB... — the jobs against brokers of VERSION.
+run_phase() {
+    ph_version=$1
+    ph_port0=$2
+    shift 2
+    local j par=() excl=() n up
+    for j in "$@"; do
+        if grep -q '^# exclusive' "${J_SCRIPT[$j]}"; then excl+=("$j"); else par+=("$j"); fi
+    done
+    n=$jobs
+    [ "$n" -le ${#par[@]} ] || n=${#par[@]}
+    [ "$n" -ge 1 ] || n=1
+    start_slots "$n"
+    up=$SLOTS_UP
+    if [ "$up" -lt 1 ]; then
+        fail_job "kafka-$ph_version broker" "the Kafka $ph_version test broker did not start"
+        return 1
+    fi
+    [ "$up" -eq "$n" ] || echo "integration: running on $up slot(s) instead of $n"
+    # shellcheck disable=SC2046 # word-split on purpose: job numbers
+    [ ${#par[@]} -eq 0 ] || run_jobs "$up" $(by_length "${par[@]}")
+    local s
+    for s in $(seq 1 $((up - 1))); do stop_slot "$s"; done
+    for j in "${excl[@]}"; do run_jobs 1 "$j"; done
+    stop_slot 0
+}
+
+on_signal() {
+    local s
+    # timeout passes the signal on to the test, whose cleanup runs.
+    for s in "${!SLOT_PID[@]}"; do kill -TERM "${SLOT_PID[$s]}" 2>/dev/null; done
+    wait
+    exit "$1"
+}
+trap _stop_all EXIT
+trap 'on_signal 143' TERM
+trap 'on_signal 130' INT
+
+# --- The suite ---------------------------------------------------------------
+t_run=$(date +%s%N)
+# selected NAME — the name holds one of the patterns (or none was given).
+selected() {
+    local p
+    [ ${#patterns[@]} -gt 0 ] || return 0
+    for p in "${patterns[@]}"; do
+        case "$1" in *"$p"*) return 0 ;; esac
+    done
+    return 1
+}
+
+tests=()
 for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
     [ -e "$t" ] || continue
-    name=$(basename "$t" .sh)
-    case "$name" in *"$pattern"*) ;; *) continue ;; esac
-    run_one "$t" "$name"
-    grep -q '^# variant: asan' "$t" || continue
-    if [ ! -x "$asan_bin" ]; then
-        failed=$((failed + 1))
-        failed_names+=("$name[asan]")
-        echo "FAIL $name[asan]: $asan_bin is missing (make asan)"
-        continue
-    fi
-    SLUICE_BIN=$asan_bin SLUICE_SANITIZED=1 run_one "$t" "$name[asan]"
+    selected "$(basename "$t" .sh)" && tests+=("$t")
 done
 
-# Tests marked "# variant: kafka-4" run once more at the end, against a
-# broker of the other line, Kafka 4 (SLUICE_TEST_KAFKA4_VERSION, 4.1.1 by
-# default; not when the suite already runs on it), started for them on
-# port SLUICE_TEST_KAFKA4_PORT (39192) and stopped after.
-k4_version=${SLUICE_TEST_KAFKA4_VERSION:-4.1.1}
-k4_tests=()
-for t in "$here"/[0-9][0-9][0-9][0-9]-*.sh; do
+add_job() { # SCRIPT LABEL KIND
+    J_SCRIPT+=("$1")
+    J_LABEL+=("$2")
+    J_KIND+=("$3")
+}
+
+main=()
+for t in "${tests[@]}"; do
     name=$(basename "$t" .sh)
-    case "$name" in *"$pattern"*) ;; *) continue ;; esac
-    grep -q '^# variant: kafka-4' "$t" && k4_tests+=("$t")
-done
-if [ ${#k4_tests[@]} -gt 0 ] && [ "${SLUICE_TEST_KAFKA_VERSION:-3.9.1}" != "$k4_version" ]; then
-    k4_port=${SLUICE_TEST_KAFKA4_PORT:-39192}
-    k4() { SLUICE_TEST_KAFKA_VERSION=$k4_version SLUICE_TEST_KAFKA_PORT=$k4_port "$broker" "$@"; }
-    if k4 start; then
-        trap 'k4 stop; "$broker" stop' EXIT
-        main_bootstrap=$SLUICE_TEST_BOOTSTRAP
-        export SLUICE_TEST_KAFKA_VERSION=$k4_version SLUICE_TEST_KAFKA_PORT=$k4_port
-        SLUICE_TEST_BOOTSTRAP=127.0.0.1:$k4_port
-        for t in "${k4_tests[@]}"; do
-            run_one "$t" "$(basename "$t" .sh)[kafka-$k4_version]"
-        done
-        unset SLUICE_TEST_KAFKA_VERSION SLUICE_TEST_KAFKA_PORT
-        SLUICE_TEST_BOOTSTRAP=$main_bootstrap
-        k4 stop
-        trap '"$broker" stop' EXIT
-    else
-        failed=$((failed + 1))
-        failed_names+=("kafka-$k4_version broker")
-        echo "FAIL the Kafka $k4_version broker did not start"
+    add_job "$t" "$name" plain
+    main+=($((${#J_SCRIPT[@]} - 1)))
+    grep -q '^# variant: asan' "$t" || continue
+    if [ ! -x "$asan_bin" ]; then
+        fail_job "$name[asan]" "$name[asan]: $asan_bin is missing (make asan)"
+        continue
     fi
+    add_job "$t" "$name[asan]" asan
+    main+=($((${#J_SCRIPT[@]} - 1)))
+done
+
+k4=()
+if [ "$version" != "$k4_version" ]; then
+    for t in "${tests[@]}"; do
+        grep -q '^# variant: kafka-4' "$t" || continue
+        add_job "$t" "$(basename "$t" .sh)[kafka-$k4_version]" plain
+        k4+=($((${#J_SCRIPT[@]} - 1)))
+    done
+fi
+
+if [ ${#main[@]} -gt 0 ] && ! run_phase "$version" "$port0" "${main[@]}"; then
+    # As before: without a test broker nothing runs.
+    record
+    echo "integration: $passed passed, $failed failed"
+    exit 1
+fi
+[ ${#k4[@]} -eq 0 ] || run_phase "$k4_version" "$k4_port0" "${k4[@]}"
+
+# The durations, for the next run's order (a test not run this time keeps
+# its last figure).
+if [ -s "$tmp/times" ] && mkdir -p "$(dirname "$times_file")" 2>/dev/null; then
+    for l in "${!LAST[@]}"; do echo "$l ${LAST[$l]}"; done >"$tmp/times.old"
+    awk 'NR == FNR { t[$1] = $2; next } !($1 in t) { t[$1] = $2 } END { for (l in t) print l, t[l] }' \
+        "$tmp/times" "$tmp/times.old" | sort >"$times_file.tmp" && mv "$times_file.tmp" "$times_file"
 fi
 
 record
+echo "integration: wall time $((($(date +%s%N) - t_run) / 1000000000)) s"
 [ "$failed" -gt 0 ] && echo "integration: failed: ${failed_names[*]}"
 echo "integration: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

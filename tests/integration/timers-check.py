@@ -4,16 +4,9 @@ delay kill tests (0103, 0108): every timer of the input (keyed by id, with a
 sluice-at header) is in the target exactly once, with its due time, id and
 payload, never before it was due, in due order per target partition.  Reads
 `consume_json` dumps (lib.sh); prints the figures; exits 1 on any error."""
-import json, sys
+import sys
 from collections import Counter, defaultdict
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-def hdrs(r):
-    h = r.get("headers") or []
-    return {h[i]: h[i + 1] for i in range(0, len(h), 2)}
+from records import load, hdrs
 
 inp, out, total = load(sys.argv[1]), load(sys.argv[2]), int(sys.argv[3])
 at = {r["key"]: int(hdrs(r)["sluice-at"]) for r in inp}

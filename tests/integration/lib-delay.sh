@@ -1,0 +1,94 @@
+# lib-delay.sh — the setup the delay integration tests (01NN-*.sh) share;
+# source it after lib.sh.  Not a test itself (run.sh runs NNNN-*.sh only).
+#
+# The names a delay test works with, set here (a test may set its own):
+#   in    $PFX.in          input of the pipeline (headers)
+#   ein   $PFX.env.in      input of the json-envelope pipeline (dl_setup_pair)
+#   out   $PFX.out         the target
+#   conf  $WORK/sluice.ini
+#
+#   dl_pipeline CONF NAME INPUT PARTITIONS [key=value ...]
+#                          appends a [pipeline NAME] of type delay
+#   dl_setup PARTITIONS [key=value ...]
+#                          writes $conf (base_conf and the pipeline $PFX on
+#                          $in, with these keys), creates its topics (topics
+#                          apply) and the target $out, with PARTITIONS each
+#   dl_setup_pair PARTITIONS [key=value ...]
+#                          the same with two pipelines in one process:
+#                          $PFX.d on $in and $PFX.e on $ein (json-envelope),
+#                          the keys in both
+#   dl_produce_at GROUPS PER_GROUP FIRST_DUE STEP_MS
+#                          GROUPS x PER_GROUP timers gG-I (payload
+#                          payload-gG-I) to $out, group G due at FIRST_DUE +
+#                          G x STEP_MS (sluice-at), 10 kcat at a time
+#   dl_no_pending [PIPELINE]
+#                          0 when `sluice inspect` shows no timer pending in
+#                          PIPELINE ($PFX)
+#   dl_wait_fired NAME TOTAL SECS
+#                          waits until $out holds each of TOTAL timer ids
+#                          and none is pending (no further fire can come);
+#                          fails when instance NAME exits meanwhile
+#
+# Instances are started with sluice_up (lib.sh): their metrics with
+# sluice_metric NAME SERIES.
+
+in=$PFX.in
+ein=$PFX.env.in
+out=$PFX.out
+conf=$WORK/sluice.ini
+
+dl_pipeline() {
+    local conf=$1 name=$2 input=$3 parts=$4
+    shift 4
+    pipeline_section "$conf" "$name" delay input="$input" input_partitions="$parts" "$@"
+}
+
+dl_setup() {
+    local parts=$1
+    shift
+    base_conf "$conf"
+    dl_pipeline "$conf" "$PFX" "$in" "$parts" "$@"
+    "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+    topic_create "$out" "$parts"
+}
+
+dl_setup_pair() {
+    local parts=$1
+    shift
+    base_conf "$conf"
+    dl_pipeline "$conf" "$PFX.d" "$in" "$parts" "$@"
+    dl_pipeline "$conf" "$PFX.e" "$ein" "$parts" input_format=json-envelope "$@"
+    "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+    topic_create "$out" "$parts"
+}
+
+dl_produce_at() {
+    local groups=$1 per_group=$2 first_due=$3 step=$4 b g p pids
+    for b in $(seq 0 10 $((groups - 1))); do
+        pids=()
+        for g in $(seq "$b" $((b + 9 < groups - 1 ? b + 9 : groups - 1))); do
+            seq 0 $((per_group - 1)) | sed "s/.*/g$g-&:payload-g$g-&/" |
+                produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((first_due + g * step))" &
+            pids+=($!)
+        done
+        for p in "${pids[@]}"; do wait "$p" || return 1; done
+    done
+}
+
+dl_no_pending() {
+    "$SLUICE_BIN" inspect -c "$conf" "${1:-$PFX}" | grep -q ': 0 pending timers'
+}
+
+# _dl_fired_ids — the distinct timer ids in $out.
+_dl_fired_ids() { consume_all "$out" -f '%k\n' | sort -u | wc -l; }
+
+dl_wait_fired() {
+    local n=$1 total=$2 secs=$3
+    _dl_all_fired() {
+        sluice_alive "$n" || fail "sluice[$n] exited before every timer fired"
+        [ "$(_dl_fired_ids)" -ge "$total" ] || return 1
+        dl_no_pending
+    }
+    wait_until "$secs" _dl_all_fired ||
+        fail "not all timers fired within $secs s: $(_dl_fired_ids) distinct of $total"
+}
