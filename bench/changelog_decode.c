@@ -96,8 +96,9 @@ static double run(int which, const uint8_t *rec, size_t len, int64_t n) {
                         break;
                 }
                 case 1: {
-                        sl_dbitem_t items[32];
-                        long m = sl_dbchunk_read(rec, len, items, 32, NULL);
+                        sl_logpb_dbitem_t items[32];
+                        long m =
+                            sl_logpb_dbchunk_read(rec, len, items, 32, NULL);
                         if (m < 0)
                                 bench_die(prog, "chunk refused");
                         for (long j = 0; j < m; j++)
@@ -115,11 +116,11 @@ static double run(int which, const uint8_t *rec, size_t len, int64_t n) {
                         break;
                 }
                 default: {
-                        sl_timerpb_t t;
-                        if (sl_timerpb_read(&t, rec, len) < 0)
+                        sl_logpb_timer_t t;
+                        if (sl_logpb_timer_read(&t, rec, len) < 0)
                                 bench_die(prog, "timer refused");
                         sink += t.seq + (int64_t)t.payload_len;
-                        sl_timerpb_free(&t);
+                        sl_logpb_timer_free(&t);
                         break;
                 }
                 }

@@ -7,8 +7,8 @@
  *
  * Prints ns per check for keys of 8, 16, 36 and 64 bytes (a short id, a
  * timer id, a uuid as text, a long key), for murmur2 (the default, Java's)
- * and crc32 (librdkafka's default), over 12 partitions.  The SPEC's target
- * is 100 ns per keyed record.  Asserts nothing.
+ * and crc32 (librdkafka's default), over 12 partitions.  The target is
+ * 100 ns per keyed record.  Asserts nothing.
  */
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /*
  * timerheap_mem.c — memory per pending timer in the delay operator's timer
- * heap (SPEC §6: at most 64 bytes beyond key and payload).
+ * heap (the target: at most 64 bytes beyond key and payload).
  *
  *   build/bench/timerheap_mem [--malloc] [COUNT [DATALEN]]
  *

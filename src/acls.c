@@ -189,9 +189,9 @@ static int api_writes(const sl_pipeline_conf_t *p, const sl_roledef_t *r) {
  * where sluice reads it; Write where it writes it, and on an input where
  * reroute moves records or the API writes (timers, cancels, flushes;
  * a throttle's rates); DescribeConfigs on each, for the limit a record
- * written there must respect (app.c's app_limits_learn describes every
- * topic of the plan but the rates) and for `sluice topics check`, which
- * reads the configs of every topic it checks. */
+ * written there must respect (targets.c's sl_targets_learn_limits
+ * describes every topic of the plan but the rates) and for `sluice topics
+ * check`, which reads the configs of every topic it checks. */
 static void spec_acls(builder_t *b, const sl_conf_t *conf,
                       const sl_pipeline_conf_t *p, const sl_topic_spec_t *s) {
         const sl_roledef_t *r = s->def;
@@ -251,7 +251,7 @@ sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
             SL_ACL_WHY_GROUP, NULL);
         add(&b, SL_ACL_GROUP, SL_ACL_LITERAL, SL_ACLS_REBUILD_GROUP,
             SL_ACL_DESCRIBE, SL_ACL_WHY_REBUILD, NULL);
-        /* <app_id>-<instance_id>, <app_id>-<instance_id>#2 (app.c). */
+        /* <app_id>-<instance_id>, <app_id>-<instance_id>#2 (clients.c). */
         if (asprintf(&txn_prefix, "%s-", app_id) < 0)
                 sl_assert(!"out of memory");
         /* Write implies Describe (FindCoordinator): 0711 runs without

@@ -8,12 +8,12 @@
  * What each use of Kafka needs (the code that makes the request):
  *
  *   topic        operations                 why
- *   input        Read                       the group consumer (app.c)
+ *   input        Read                       the group consumer (clients.c)
  *                Write, DescribeConfigs     reroute = true: a keyed record
  *                                           off its key's partition is
  *                                           produced to its key's (task.c),
  *                                           within the limit learned with
- *                                           DescribeConfigs (app.c)
+ *                                           DescribeConfigs (targets.c)
  *                Write                      the HTTP API on for a delay
  *                                           or debounce pipeline: timers,
  *                                           cancels, flushes (api.c)
@@ -33,7 +33,7 @@
  *                                            committed in the transaction
  *   group "sluice-rebuild"          Describe the group.id of the
  *                                            assign-only reader and the
- *                                            lookup client (app.c)
+ *                                            lookup client (clients.c)
  *   transactional id "<app_id>-"    Write    prefixed: the producers' ids
  *                                            are <app_id>-<instance_id>
  *                                            and <app_id>-<instance_id>#2
@@ -83,7 +83,7 @@ typedef enum {
  * the operators' topic roles name theirs). */
 
 /* The group.id of the assign-only reader and of the lookup client
- * (app.c's app_lookup_conf sets it): they join no group and commit
+ * (clients.c's clients_lookup_conf sets it): they join no group and commit
  * nothing, so Describe on it is all they need. */
 #define SL_ACLS_REBUILD_GROUP "sluice-rebuild"
 

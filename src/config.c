@@ -314,7 +314,7 @@ static const struct {
  * under a second, starved on every backlog (throttle pass-through 157k →
  * 325k rec/s, debounce ingest 93k → 176k items/s; peak RSS +65 MB).  Since
  * sluice wakes the fetcher itself when it has emptied a queue that full
- * (app.c, app_wake_fetcher), 100k no longer starves (throttle 352k-433k
+ * (input.c, input_wake_fetcher), 100k no longer starves (throttle 352k-433k
  * against 191k-194k rec/s without the wake-up, debounce 240k-310k against
  * 133k-135k items/s): a lower value trades little throughput for memory.
  * topic.metadata.refresh.interval.ms 30 s: partitions added to an input are

@@ -237,7 +237,7 @@ void sl_conf_reference(FILE *out);
 
 /* librdkafka properties sluice sets to other values than librdkafka's
  * defaults, on the producer or on the group consumer, unless [kafka] sets
- * them (app.c applies them; the configuration reference lists them). */
+ * them (clients.c applies them; the configuration reference lists them). */
 typedef enum { SL_KAFKA_PRODUCER = 1, SL_KAFKA_CONSUMER = 2 } sl_kafka_client_t;
 typedef struct sl_kafka_default_s {
         sl_kafka_client_t client;

@@ -950,7 +950,7 @@ static int64_t clamp_time(int64_t v, int64_t now) {
 #define RESTORE_CHUNK_ITEMS 32
 
 static int restore_chunk_item(sl_debounce_t *d, const char *key, size_t gl,
-                              const sl_dbitem_t *it, int64_t now) {
+                              const sl_logpb_dbitem_t *it, int64_t now) {
         if (!it->id_len)
                 return 0; /* never written: item ids are not empty */
         /* The item's times were now when it was written: one outside
@@ -965,19 +965,19 @@ static int restore_chunk_item(sl_debounce_t *d, const char *key, size_t gl,
 static int restore_chunk(sl_debounce_t *d, const char *key, size_t gl,
                          uint32_t no, const void *value, size_t len,
                          int64_t now, const char **why) {
-        sl_dbitem_t items[RESTORE_CHUNK_ITEMS], it;
+        sl_logpb_dbitem_t items[RESTORE_CHUNK_ITEMS], it;
         size_t set = 0, pos = 0;
         group_t *g;
         long n;
 
-        n = sl_dbchunk_read(value, len, items, RESTORE_CHUNK_ITEMS, &pos);
+        n = sl_logpb_dbchunk_read(value, len, items, RESTORE_CHUNK_ITEMS, &pos);
         if (n < 0) {
                 *why = "undecodable DebounceChunk";
                 return -1;
         }
         for (long i = 0; i < n && i < RESTORE_CHUNK_ITEMS; i++)
                 set += restore_chunk_item(d, key, gl, &items[i], now);
-        while (sl_dbchunk_next(value, len, &pos, &it))
+        while (sl_logpb_dbchunk_next(value, len, &pos, &it))
                 set += restore_chunk_item(d, key, gl, &it, now);
         if (set && (g = group_find(d, key, gl)))
                 chunk_note(g, no);
@@ -989,7 +989,7 @@ int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
                                const char **why) {
         const char *k = key, *sep;
         size_t gl, rest;
-        sl_dbitem_t it;
+        sl_logpb_dbitem_t it;
         const sl_timer_t *t;
         group_t *g;
         int r;
@@ -1026,7 +1026,7 @@ int sl_debounce_restore_record(sl_debounce_t *d, const void *key, size_t keylen,
                         item_remove(d, k, gl, g, t, 0);
                 return 0;
         }
-        if (sl_dbitem_read(&it, value, len) < 0) {
+        if (sl_logpb_dbitem_read(&it, value, len) < 0) {
                 *why = "undecodable DebounceItem";
                 return -1;
         }

@@ -177,7 +177,7 @@ static int next_known(const uint8_t *buf, size_t len, size_t *pos,
         return 0;
 }
 
-static int read_header(sl_timerpb_hdr_t *h, const uint8_t *p, size_t len) {
+static int read_header(sl_logpb_timer_hdr_t *h, const uint8_t *p, size_t len) {
         size_t pos = 0;
         field_t f;
         int r;
@@ -202,10 +202,10 @@ static int read_header(sl_timerpb_hdr_t *h, const uint8_t *p, size_t len) {
         return r;
 }
 
-static sl_timerpb_hdr_t *header_slot(sl_timerpb_t *t) {
+static sl_logpb_timer_hdr_t *header_slot(sl_logpb_timer_t *t) {
         if (t->n_headers == t->hdr_cap) {
                 size_t cap = t->hdr_cap * 2;
-                sl_timerpb_hdr_t *h;
+                sl_logpb_timer_hdr_t *h;
                 if (t->headers == t->hdr_in) {
                         h = sl_malloc(cap * sizeof(*h));
                         memcpy(h, t->hdr_in, sizeof(t->hdr_in));
@@ -218,12 +218,12 @@ static sl_timerpb_hdr_t *header_slot(sl_timerpb_t *t) {
         return &t->headers[t->n_headers++];
 }
 
-int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len) {
+int sl_logpb_timer_read(sl_logpb_timer_t *t, const void *buf, size_t len) {
         size_t pos = 0;
         field_t f;
         int r;
 
-        memset(t, 0, offsetof(sl_timerpb_t, hdr_in));
+        memset(t, 0, offsetof(sl_logpb_timer_t, hdr_in));
         t->target_topic = "";
         t->headers = t->hdr_in;
         t->hdr_cap = SL_TIMERPB_HDRS;
@@ -272,7 +272,7 @@ int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len) {
         return r;
 }
 
-void sl_timerpb_free(sl_timerpb_t *t) {
+void sl_logpb_timer_free(sl_logpb_timer_t *t) {
         if (t->headers && t->headers != t->hdr_in)
                 free(t->headers);
         t->headers = t->hdr_in;
@@ -280,8 +280,8 @@ void sl_timerpb_free(sl_timerpb_t *t) {
         t->n_headers = 0;
 }
 
-int sl_dbitem_read(sl_dbitem_t *it, const void *buf, size_t len) {
-        sl_timerpb_hdr_t h;
+int sl_logpb_dbitem_read(sl_logpb_dbitem_t *it, const void *buf, size_t len) {
+        sl_logpb_timer_hdr_t h;
         size_t pos = 0;
         field_t f;
         int r;
@@ -320,9 +320,9 @@ int sl_dbitem_read(sl_dbitem_t *it, const void *buf, size_t len) {
         return r;
 }
 
-long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
-                     size_t cap, size_t *rest) {
-        sl_dbitem_t it;
+long sl_logpb_dbchunk_read(const void *buf, size_t len,
+                           sl_logpb_dbitem_t *items, size_t cap, size_t *rest) {
+        sl_logpb_dbitem_t it;
         size_t pos = 0, n = 0;
         field_t f;
         int r;
@@ -330,7 +330,8 @@ long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
                 *rest = len;
         while ((r = next_known(buf, len, &pos, dbchunk_kinds,
                                sizeof(dbchunk_kinds), &f)) == 1) {
-                if (sl_dbitem_read(n < cap ? &items[n] : &it, f.val, f.len) < 0)
+                if (sl_logpb_dbitem_read(n < cap ? &items[n] : &it, f.val,
+                                         f.len) < 0)
                         return -1;
                 if (++n == cap && rest)
                         *rest = pos;
@@ -338,11 +339,12 @@ long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
         return r < 0 ? -1 : (long)n;
 }
 
-int sl_dbchunk_next(const void *buf, size_t len, size_t *pos, sl_dbitem_t *it) {
+int sl_logpb_dbchunk_next(const void *buf, size_t len, size_t *pos,
+                          sl_logpb_dbitem_t *it) {
         field_t f;
         if (next_known(buf, len, pos, dbchunk_kinds, sizeof(dbchunk_kinds),
                        &f) != 1 ||
-            sl_dbitem_read(it, f.val, f.len) < 0)
+            sl_logpb_dbitem_read(it, f.val, f.len) < 0)
                 return 0;
         return 1;
 }

@@ -30,15 +30,15 @@
 /* Headers kept in the record itself; more go to the heap. */
 #define SL_TIMERPB_HDRS 8
 
-typedef struct sl_timerpb_hdr_s {
+typedef struct sl_logpb_timer_hdr_s {
         const char *name; /* not NUL-terminated */
         size_t name_len;
         const uint8_t *value; /* NULL or not when value_len is 0 */
         size_t value_len;
         int null_value;
-} sl_timerpb_hdr_t;
+} sl_logpb_timer_hdr_t;
 
-typedef struct sl_timerpb_s {
+typedef struct sl_logpb_timer_s {
         int64_t due_ms;
         const char *target_topic; /* not NUL-terminated */
         size_t target_topic_len;
@@ -53,20 +53,20 @@ typedef struct sl_timerpb_s {
         int64_t created_ms;
         int null_target_key;
         size_t n_headers;
-        sl_timerpb_hdr_t *headers; /* hdr_in, or the heap */
-        sl_timerpb_hdr_t hdr_in[SL_TIMERPB_HDRS];
+        sl_logpb_timer_hdr_t *headers; /* hdr_in, or the heap */
+        sl_logpb_timer_hdr_t hdr_in[SL_TIMERPB_HDRS];
         size_t hdr_cap;
-} sl_timerpb_t;
+} sl_logpb_timer_t;
 
 /* Reads the Timer record buf[0..len) into *t, pointing into buf: 0, or -1
- * when protobuf-c would refuse it.  Call sl_timerpb_free() after either. */
-int sl_timerpb_read(sl_timerpb_t *t, const void *buf, size_t len);
+ * when protobuf-c would refuse it.  Call sl_logpb_timer_free() after either. */
+int sl_logpb_timer_read(sl_logpb_timer_t *t, const void *buf, size_t len);
 
-void sl_timerpb_free(sl_timerpb_t *t);
+void sl_logpb_timer_free(sl_logpb_timer_t *t);
 
 /* A DebounceItem: what a rebuild takes of it (its headers are checked,
  * counted and skipped). */
-typedef struct sl_dbitem_s {
+typedef struct sl_logpb_dbitem_s {
         const uint8_t *payload; /* NULL when payload_len is 0 */
         size_t payload_len;
         int64_t first_seen_ms;
@@ -76,21 +76,22 @@ typedef struct sl_dbitem_s {
         const uint8_t *id; /* NULL when id_len is 0 */
         size_t id_len;
         size_t n_headers;
-} sl_dbitem_t;
+} sl_logpb_dbitem_t;
 
 /* Reads the DebounceItem record buf[0..len) into *it, pointing into buf:
  * 0, or -1 when protobuf-c would refuse it. */
-int sl_dbitem_read(sl_dbitem_t *it, const void *buf, size_t len);
+int sl_logpb_dbitem_read(sl_logpb_dbitem_t *it, const void *buf, size_t len);
 
 /* Reads the DebounceChunk record buf[0..len), every item as above, the
  * first cap of them into items[]: how many it holds, or -1 when protobuf-c
  * would refuse it.  *rest (when not NULL) is where the item after those
- * cap starts: the rest come from sl_dbchunk_next() from there. */
-long sl_dbchunk_read(const void *buf, size_t len, sl_dbitem_t *items,
-                     size_t cap, size_t *rest);
+ * cap starts: the rest come from sl_logpb_dbchunk_next() from there. */
+long sl_logpb_dbchunk_read(const void *buf, size_t len,
+                           sl_logpb_dbitem_t *items, size_t cap, size_t *rest);
 
-/* The next item of a chunk that sl_dbchunk_read() took, from *pos (0 at
+/* The next item of a chunk that sl_logpb_dbchunk_read() took, from *pos (0 at
  * the start, or its *rest): 1 with *it set, or 0 after the last. */
-int sl_dbchunk_next(const void *buf, size_t len, size_t *pos, sl_dbitem_t *it);
+int sl_logpb_dbchunk_next(const void *buf, size_t len, size_t *pos,
+                          sl_logpb_dbitem_t *it);
 
 #endif

@@ -27,7 +27,8 @@
  * record is kept: restore and input copy the id and the blob into the
  * heap, and the runtime destroys the message as soon as they return.
  * Each timer carries a compact blob rather than the protobuf record, to keep
- * the per-timer overhead small (SPEC §6: ≤ 64 bytes beyond key and payload):
+ * the per-timer overhead small (the targets of the README's Benchmarks: ≤ 64
+ * bytes beyond key and payload):
  *
  *   u8      flags (1: has target key, 2: has target partition, 4: null
  *           target key, 8: due on arrival)
@@ -529,7 +530,7 @@ static const char *restore_target_refused(const delay_pipeline_t *dp,
 static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
-        sl_timerpb_t tm;
+        sl_logpb_timer_t tm;
         sl_buf_t b = {0};
         char target[SL_TOPICNAME_MAX + 1];
         const char *why;
@@ -542,13 +543,13 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 restore_push(st, m->key, m->key_len, 0, 0, NULL);
                 return;
         }
-        if (sl_timerpb_read(&tm, m->payload, m->len) < 0 ||
+        if (sl_logpb_timer_read(&tm, m->payload, m->len) < 0 ||
             !tm.target_topic_len) {
                 sl_counter_inc(dp->m_restore_bad);
                 sl_log(LOG_WARNING, "REBUILD",
                        "%s [%d] @%" PRId64 ": undecodable timer record skipped",
                        t->pl->conf->name, t->partition, m->offset);
-                sl_timerpb_free(&tm);
+                sl_logpb_timer_free(&tm);
                 return;
         }
         if (tm.target_topic_len > SL_TOPICNAME_MAX) {
@@ -564,7 +565,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                        "%s [%d] @%" PRId64
                        ": timer record skipped: its target is %s",
                        t->pl->conf->name, t->partition, m->offset, why);
-                sl_timerpb_free(&tm);
+                sl_logpb_timer_free(&tm);
                 return;
         }
         {
@@ -581,7 +582,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 const void **hv = few ? hv_s : sl_calloc(n + 1, sizeof(void *));
                 size_t *hvl = few ? hvl_s : sl_calloc(n + 1, sizeof(size_t));
                 for (size_t i = 0; i < n; i++) {
-                        const sl_timerpb_hdr_t *h = &tm.headers[i];
+                        const sl_logpb_timer_hdr_t *h = &tm.headers[i];
                         hn[i] = h->name;
                         hnl[i] = h->name_len;
                         hv[i] = h->null_value
@@ -621,7 +622,7 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 }
         }
         free(b.p);
-        sl_timerpb_free(&tm);
+        sl_logpb_timer_free(&tm);
 }
 
 static void delay_arm(sl_task_t *t) {

@@ -38,8 +38,7 @@
  * and frees through the rows, and lists them in the reference after the
  * shared ones, in row order.  A row flagged SL_KF_SHARED points into
  * sl_pipeline_conf_t instead (output, which throttle and debounce both
- * have; throttle's overflow and rates while app.c and parts.c read them
- * there).
+ * have).
  * finalize() holds the rules between the operator's keys; config.c runs it
  * after the shared rules, and reports its errors as it reports any
  * (FILE:LINE: key: ...).

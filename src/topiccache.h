@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Default bounds (app.c). */
+/* Default bounds (targets.c). */
 #define SL_TOPICCACHE_CAPACITY 1024
 #define SL_TOPICCACHE_LOOKUPS  8
 

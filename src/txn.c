@@ -776,10 +776,6 @@ rd_kafka_t *sl_txn_producer(const sl_txn_t *txn) {
         return txn->producer;
 }
 
-rd_kafka_t *sl_txn_consumer(const sl_txn_t *txn) {
-        return txn->consumer;
-}
-
 int64_t sl_txn_records(const sl_txn_t *txn) {
         return txn->records;
 }

@@ -51,7 +51,7 @@
  * a commit is on the worker (COMMITTING) the runtime goes on taking input
  * and firing due work, but what operators produce then waits in the
  * runtime's outbox and goes into the next transaction the moment the commit
- * returns (sl_txn_deferring(), app.h) — the worker opens that transaction
+ * returns (sl_txn_deferring(), commit.c) — the worker opens that transaction
  * itself, COMMITTING → OPEN, once Kafka's coordinator has finished the
  * previous one (sl_txn_deferred()); in every other state the runtime
  * holds input, wake-ups and fetches back.  So no record is ever produced
@@ -128,7 +128,8 @@ int sl_txn_transition_valid(sl_txn_state_t from, sl_txn_state_t to);
 /* Asserts that from -> to is valid (sl_assert, naming both states). */
 void sl_txn_transition_check(sl_txn_state_t from, sl_txn_state_t to);
 
-/* What the runtime (app.c) provides.  Every hook runs on the loop thread. */
+/* What the runtime provides (clients.c, commit.c; app.c wires them).
+ * Every hook runs on the loop thread. */
 typedef struct sl_txn_hooks_s {
         void *opaque;
         /* New client configurations (the worker thread calls rd_kafka_new
@@ -242,10 +243,9 @@ void sl_txn_deferred(sl_txn_t *txn);
  * metadata of now. */
 void sl_txn_rebalanced(sl_txn_t *txn);
 
-/* The clients, or NULL while there are none (CREATING, RECOVERING): the
- * producer whose turn it is. */
+/* The producer whose turn it is, or NULL while there is none (CREATING,
+ * RECOVERING). */
 rd_kafka_t *sl_txn_producer(const sl_txn_t *txn);
-rd_kafka_t *sl_txn_consumer(const sl_txn_t *txn);
 
 /* Opens a transaction if none is open.  Returns 0 when records may be
  * produced now; -1 when not (the transaction is doomed: every task will be

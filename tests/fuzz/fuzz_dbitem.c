@@ -1,6 +1,6 @@
 /*
- * fuzz_dbitem.c — sl_dbitem_read() and sl_dbchunk_read()/_next() against
- * protobuf-c's sluice__v1__debounce_item__unpack() and
+ * fuzz_dbitem.c — sl_logpb_dbitem_read() and sl_logpb_dbchunk_read()/_next()
+ * against protobuf-c's sluice__v1__debounce_item__unpack() and
  * sluice__v1__debounce_chunk__unpack() on any bytes: the same records
  * refused, and of the others the same fields and items.
  *
@@ -28,7 +28,7 @@ static int same(const void *a, size_t alen, const void *b, size_t blen) {
         return alen == blen && (!alen || !memcmp(a, b, alen));
 }
 
-static void check_item(const sl_dbitem_t *it,
+static void check_item(const sl_logpb_dbitem_t *it,
                        const Sluice__V1__DebounceItem *pc) {
         CHECK(same(it->payload, it->payload_len, pc->payload.data,
                    pc->payload.len));
@@ -47,21 +47,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             sluice__v1__debounce_item__unpack(NULL, size, data);
         Sluice__V1__DebounceChunk *pch =
             sluice__v1__debounce_chunk__unpack(NULL, size, data);
-        sl_dbitem_t it, first[SL_FZ_FIRST];
+        sl_logpb_dbitem_t it, first[SL_FZ_FIRST];
         size_t rest;
         long n;
 
         if (!pi) {
-                CHECK(sl_dbitem_read(&it, data, size) == -1);
+                CHECK(sl_logpb_dbitem_read(&it, data, size) == -1);
         } else {
-                CHECK(sl_dbitem_read(&it, data, size) == 0);
+                CHECK(sl_logpb_dbitem_read(&it, data, size) == 0);
                 check_item(&it, pi);
                 sluice__v1__debounce_item__free_unpacked(pi, NULL);
         }
 
         /* The first items into the array, then the rest from where they
          * end, and all of them again one by one from the start. */
-        n = sl_dbchunk_read(data, size, first, SL_FZ_FIRST, &rest);
+        n = sl_logpb_dbchunk_read(data, size, first, SL_FZ_FIRST, &rest);
         if (!pch) {
                 CHECK(n == -1);
                 return 0;
@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 check_item(&first[i], pch->items[i]);
         {
                 size_t i = SL_FZ_FIRST;
-                while (sl_dbchunk_next(data, size, &rest, &it)) {
+                while (sl_logpb_dbchunk_next(data, size, &rest, &it)) {
                         CHECK(i < pch->n_items);
                         check_item(&it, pch->items[i]);
                         i++;
@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         {
                 size_t pos = 0, i = 0;
-                while (sl_dbchunk_next(data, size, &pos, &it)) {
+                while (sl_logpb_dbchunk_next(data, size, &pos, &it)) {
                         CHECK(i < pch->n_items);
                         check_item(&it, pch->items[i]);
                         i++;

@@ -1,5 +1,5 @@
 /*
- * fuzz_timerpb.c — sl_timerpb_read() against protobuf-c's
+ * fuzz_timerpb.c — sl_logpb_timer_read() against protobuf-c's
  * sluice__v1__timer__unpack() on any bytes: the same records refused, and
  * of the others the same fields (strings as strlen() of protobuf-c's copy
  * reads them).
@@ -25,12 +25,12 @@ static int same(const void *a, size_t alen, const void *b, size_t blen) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Sluice__V1__Timer *pc = sluice__v1__timer__unpack(NULL, size, data);
-        sl_timerpb_t t;
-        int r = sl_timerpb_read(&t, data, size);
+        sl_logpb_timer_t t;
+        int r = sl_logpb_timer_read(&t, data, size);
 
         if (!pc) {
                 CHECK(r == -1);
-                sl_timerpb_free(&t);
+                sl_logpb_timer_free(&t);
                 return 0;
         }
         CHECK(r == 0);
@@ -49,14 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(!t.null_target_key == !pc->null_target_key);
         CHECK(t.n_headers == pc->n_headers);
         for (size_t i = 0; i < t.n_headers; i++) {
-                const sl_timerpb_hdr_t *h = &t.headers[i];
+                const sl_logpb_timer_hdr_t *h = &t.headers[i];
                 const Sluice__V1__Header *ph = pc->headers[i];
                 CHECK(same(h->name, h->name_len, ph->name, strlen(ph->name)));
                 CHECK(same(h->value, h->value_len, ph->value.data,
                            ph->value.len));
                 CHECK(!h->null_value == !ph->null_value);
         }
-        sl_timerpb_free(&t);
+        sl_logpb_timer_free(&t);
         sluice__v1__timer__free_unpacked(pc, NULL);
         return 0;
 }

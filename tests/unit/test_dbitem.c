@@ -34,7 +34,7 @@ static void test_item(void **state) {
         Sluice__V1__DebounceItem it;
         Sluice__V1__Header h = SLUICE__V1__HEADER__INIT, *hp = &h;
         uint8_t buf[256];
-        sl_dbitem_t r;
+        sl_logpb_dbitem_t r;
         size_t n;
         (void)state;
 
@@ -46,7 +46,7 @@ static void test_item(void **state) {
         it.n_headers = 1;
         it.headers = &hp;
         n = sluice__v1__debounce_item__pack(&it, buf);
-        assert_int_equal(sl_dbitem_read(&r, buf, n), 0);
+        assert_int_equal(sl_logpb_dbitem_read(&r, buf, n), 0);
         assert_int_equal(r.payload_len, 7);
         assert_memory_equal(r.payload, "{\"a\":1}", 7);
         assert_true(r.first_seen_ms == 1700000000042);
@@ -59,12 +59,12 @@ static void test_item(void **state) {
 
         /* An empty record is an item of zeros; an empty payload has no
          * bytes, as protobuf-c gives it. */
-        assert_int_equal(sl_dbitem_read(&r, buf, 0), 0);
+        assert_int_equal(sl_logpb_dbitem_read(&r, buf, 0), 0);
         assert_int_equal(r.payload_len, 0);
         assert_null(r.payload);
         /* Truncated anywhere inside its last field: refused. */
         for (size_t cut = 1; cut < 4; cut++)
-                assert_int_equal(sl_dbitem_read(&r, buf, n - cut), -1);
+                assert_int_equal(sl_logpb_dbitem_read(&r, buf, n - cut), -1);
 }
 
 static void test_chunk(void **state) {
@@ -73,7 +73,7 @@ static void test_chunk(void **state) {
         const char *ids[3] = {"item-a", "item-b", "item-c"};
         uint8_t buf[512], more[600];
         size_t n, pos = 0, i = 0;
-        sl_dbitem_t r;
+        sl_logpb_dbitem_t r;
         (void)state;
 
         for (int k = 0; k < 3; k++) {
@@ -84,8 +84,8 @@ static void test_chunk(void **state) {
         ch.items = ip;
         n = sluice__v1__debounce_chunk__pack(&ch, buf);
 
-        assert_int_equal(sl_dbchunk_read(buf, n, NULL, 0, NULL), 3);
-        while (sl_dbchunk_next(buf, n, &pos, &r)) {
+        assert_int_equal(sl_logpb_dbchunk_read(buf, n, NULL, 0, NULL), 3);
+        while (sl_logpb_dbchunk_next(buf, n, &pos, &r)) {
                 assert_int_equal(r.id_len, strlen(ids[i]));
                 assert_memory_equal(r.id, ids[i], r.id_len);
                 assert_int_equal(r.payload_len, i == 1 ? 0 : 7);
@@ -94,9 +94,9 @@ static void test_chunk(void **state) {
         }
         assert_int_equal(i, 3);
         /* One kept from the check, the other two from where it ends. */
-        assert_int_equal(sl_dbchunk_read(buf, n, &r, 1, &pos), 3);
+        assert_int_equal(sl_logpb_dbchunk_read(buf, n, &r, 1, &pos), 3);
         assert_memory_equal(r.id, ids[0], r.id_len);
-        for (i = 1; sl_dbchunk_next(buf, n, &pos, &r); i++)
+        for (i = 1; sl_logpb_dbchunk_next(buf, n, &pos, &r); i++)
                 assert_memory_equal(r.id, ids[i], r.id_len);
         assert_int_equal(i, 3);
 
@@ -104,24 +104,24 @@ static void test_chunk(void **state) {
         memcpy(more, "\x48\x05", 2); /* field 9, varint 5 */
         memcpy(more + 2, buf, n);
         memcpy(more + 2 + n, "\x7a\x01z", 3); /* field 15, 1 byte */
-        assert_int_equal(sl_dbchunk_read(more, n + 5, NULL, 0, NULL), 3);
+        assert_int_equal(sl_logpb_dbchunk_read(more, n + 5, NULL, 0, NULL), 3);
 
         /* items with another wire type: the whole chunk is refused. */
         memcpy(more + n, "\x08\x01", 2); /* field 1, varint */
         memcpy(more, buf, n);
-        assert_int_equal(sl_dbchunk_read(more, n + 2, NULL, 0, NULL), -1);
+        assert_int_equal(sl_logpb_dbchunk_read(more, n + 2, NULL, 0, NULL), -1);
         /* An item that is not a DebounceItem (its seq as bytes) refuses
          * the chunk, even after good ones. */
         memcpy(more, buf, n);
         memcpy(more + n, "\x0a\x03\x22\x01x", 5);
-        assert_int_equal(sl_dbchunk_read(more, n + 5, NULL, 0, NULL), -1);
+        assert_int_equal(sl_logpb_dbchunk_read(more, n + 5, NULL, 0, NULL), -1);
         /* So does a header that is not a Header. */
         memcpy(more + n, "\x0a\x04\x32\x02\x08\x01", 6);
-        assert_int_equal(sl_dbchunk_read(more, n + 6, NULL, 0, NULL), -1);
+        assert_int_equal(sl_logpb_dbchunk_read(more, n + 6, NULL, 0, NULL), -1);
         /* A chunk with no items is no error. */
-        assert_int_equal(sl_dbchunk_read(buf, 0, NULL, 0, NULL), 0);
+        assert_int_equal(sl_logpb_dbchunk_read(buf, 0, NULL, 0, NULL), 0);
         pos = 0;
-        assert_int_equal(sl_dbchunk_next(buf, 0, &pos, &r), 0);
+        assert_int_equal(sl_logpb_dbchunk_next(buf, 0, &pos, &r), 0);
 }
 
 int main(void) {

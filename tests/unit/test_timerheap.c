@@ -468,7 +468,8 @@ static void test_random_against_reference(void **state) {
  * What malloc hands out is the mallinfo2() delta (arena in use plus mmapped
  * blocks), so malloc's chunk headers and rounding are included; a slab
  * heap adds the part of its chunks it has touched.  The slab heap must
- * stay within SPEC §6's 64 bytes (RSS adds only page rounding to this).
+ * stay within the 64 bytes of the targets of the README's Benchmarks (RSS adds
+ * only page rounding to this).
  */
 static void test_memory_per_timer(void **state) {
         const size_t n = 1000000, keylen = 16, datalen = 104;

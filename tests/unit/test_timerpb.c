@@ -30,7 +30,7 @@ static void test_fields(void **state) {
         Sluice__V1__Header hs[11], *hp[11];
         char names[11][8], vals[11][8];
         uint8_t *buf, payload[100];
-        sl_timerpb_t r;
+        sl_logpb_timer_t r;
         size_t n;
         (void)state;
 
@@ -60,7 +60,7 @@ static void test_fields(void **state) {
         tm.null_target_key = 1;
         n = pack(&tm, &buf);
 
-        assert_int_equal(sl_timerpb_read(&r, buf, n), 0);
+        assert_int_equal(sl_logpb_timer_read(&r, buf, n), 0);
         assert_true(r.due_ms == tm.due_ms);
         assert_int_equal(r.target_topic_len, 5);
         assert_memory_equal(r.target_topic, "out.a", 5);
@@ -84,15 +84,15 @@ static void test_fields(void **state) {
                                     strlen(vals[i]));
                 assert_int_equal(r.headers[i].null_value, i % 4 == 3);
         }
-        sl_timerpb_free(&r);
+        sl_logpb_timer_free(&r);
         free(buf);
 
         /* No fields: the defaults, as protobuf-c's. */
-        assert_int_equal(sl_timerpb_read(&r, "", 0), 0);
+        assert_int_equal(sl_logpb_timer_read(&r, "", 0), 0);
         assert_int_equal(r.target_topic_len, 0);
         assert_int_equal(r.n_headers, 0);
         assert_int_equal(r.target_partition, 0);
-        sl_timerpb_free(&r);
+        sl_logpb_timer_free(&r);
 }
 
 /* Bytes where protobuf-c reads something other than the obvious. */
@@ -110,30 +110,30 @@ static void test_protobuf_c_reading(void **state) {
         static const uint8_t group[] = {0x08, 0x01, 0x83, 0x01, 0x84, 0x01};
         static const uint8_t cut[] = {0x12, 0x05, 'o', 'u'};
         static const uint8_t wrong[] = {0x0a, 0x01, 0x00}; /* due as bytes */
-        sl_timerpb_t r;
+        sl_logpb_timer_t r;
         Sluice__V1__Timer *pc;
         (void)state;
 
         pc = sluice__v1__timer__unpack(NULL, sizeof(rec), rec);
         assert_non_null(pc);
-        assert_int_equal(sl_timerpb_read(&r, rec, sizeof(rec)), 0);
+        assert_int_equal(sl_logpb_timer_read(&r, rec, sizeof(rec)), 0);
         assert_true(r.due_ms == 2 && pc->due_ms == 2);
         assert_int_equal(r.target_topic_len, 3);
         assert_string_equal(pc->target_topic, "out");
         assert_true(r.has_target_key && pc->has_target_key);
         assert_true(!r.null_payload && !pc->null_payload);
         sluice__v1__timer__free_unpacked(pc, NULL);
-        sl_timerpb_free(&r);
+        sl_logpb_timer_free(&r);
 
         assert_null(sluice__v1__timer__unpack(NULL, sizeof(group), group));
-        assert_int_equal(sl_timerpb_read(&r, group, sizeof(group)), -1);
-        sl_timerpb_free(&r);
+        assert_int_equal(sl_logpb_timer_read(&r, group, sizeof(group)), -1);
+        sl_logpb_timer_free(&r);
         assert_null(sluice__v1__timer__unpack(NULL, sizeof(cut), cut));
-        assert_int_equal(sl_timerpb_read(&r, cut, sizeof(cut)), -1);
-        sl_timerpb_free(&r);
+        assert_int_equal(sl_logpb_timer_read(&r, cut, sizeof(cut)), -1);
+        sl_logpb_timer_free(&r);
         assert_null(sluice__v1__timer__unpack(NULL, sizeof(wrong), wrong));
-        assert_int_equal(sl_timerpb_read(&r, wrong, sizeof(wrong)), -1);
-        sl_timerpb_free(&r);
+        assert_int_equal(sl_logpb_timer_read(&r, wrong, sizeof(wrong)), -1);
+        sl_logpb_timer_free(&r);
 }
 
 int main(void) {
