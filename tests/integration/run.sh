@@ -117,6 +117,21 @@ stop_slot() {
     done
 }
 
+# The slots' ports lie in the kernel's ephemeral range (32768-60999), so
+# a client's outgoing connection may hold one when its broker binds it
+# (seen once with three slots: "Address already in use" on 39192).  When
+# it may (root), run.sh reserves them for its run (ip_local_reserved_ports,
+# put back at exit); otherwise it goes on without.
+reserved_file=/proc/sys/net/ipv4/ip_local_reserved_ports
+reserved_old=
+reserved_set=0
+reserve_ports() {
+    local r="$port0-$((port0 + 2 * jobs + 1)),$k4_port0-$((k4_port0 + 2 * jobs + 1))"
+    [ -w "$reserved_file" ] || return 0
+    reserved_old=$(cat "$reserved_file")
+    echo "${reserved_old:+$reserved_old,}$r" 2>/dev/null >"$reserved_file" && reserved_set=1
+}
+
 _stop_all() {
     local b v p d
     for b in "${started[@]}"; do
@@ -124,6 +139,7 @@ _stop_all() {
         SLUICE_TEST_KAFKA_VERSION=$v SLUICE_TEST_KAFKA_PORT=$p SLUICE_TEST_KAFKA_DIR=$d \
             "$broker" stop >/dev/null 2>&1
     done
+    [ "$reserved_set" = 1 ] && echo "$reserved_old" 2>/dev/null >"$reserved_file"
     rm -rf "$tmp"
 }
 
@@ -244,6 +260,7 @@ on_signal() {
 trap _stop_all EXIT
 trap 'on_signal 143' TERM
 trap 'on_signal 130' INT
+reserve_ports
 
 # --- The suite ---------------------------------------------------------------
 t_run=$(date +%s%N)
