@@ -236,14 +236,22 @@ def admitted(rules, rel):
 def context(repo, out):
     rules = ignore_rules(repo)
     n = size = tn = tsize = 0
+    # The tree is live: another test may be building an image root under
+    # build/image at the same time (0021), with /proc mounted in it and files
+    # coming and going.  So the walk stays on the repo's file system (as the
+    # Docker client's context walk does not cross into mounts a build never
+    # sees) and skips a file that vanishes between listing and reading.
     for d, dirs, files in os.walk(repo):
-        dirs.sort()
+        dirs[:] = sorted(x for x in dirs if not os.path.ismount(os.path.join(d, x)))
         for f in files:
             full = os.path.join(d, f)
-            if os.path.islink(full) or not os.path.isfile(full):
+            try:
+                if os.path.islink(full) or not os.path.isfile(full):
+                    continue
+                rel = os.path.relpath(full, repo)
+                b = os.path.getsize(full)
+            except FileNotFoundError:
                 continue
-            rel = os.path.relpath(full, repo)
-            b = os.path.getsize(full)
             tn, tsize = tn + 1, tsize + b
             if admitted(rules, rel):
                 n, size = n + 1, size + b
