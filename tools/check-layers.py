@@ -32,7 +32,7 @@ LAYERS = [
     ("base", """
         util log cli hash heap hmap varint parse config cap outbox refused
         recsize slab
-        timerheap tbucket backlog rates debounce logpb jsontext describe
+        timerheap timerindex tbucket backlog rates debounce logpb jsontext describe
         topicname opdef opdef_* delay_input partitioner topicplan groupcheck
         topiccache apireq peerauth acls metrics connguard
     """),
