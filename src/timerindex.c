@@ -50,6 +50,14 @@
  * entries a doubling would leave 4 bytes per entry of slack) and shrinks to
  * a quarter above the count when less than half is used.
  *
+ * From 64 KiB on (BIG_ARRAY), the heap and bucket arrays are mapped, as
+ * the chunks are, not malloc'd: the heap grows by mremap, without a copy,
+ * and its slack is resident only once used; a shrink or a bucket resize
+ * gives the pages back at once.  Under jemalloc, which keeps freed pages
+ * for seconds before it purges them, the malloc'd arrays left the freed
+ * bucket arrays and copies of the heap resident: 47.8 bytes per entry at
+ * 1M and 41.4 at 10M right after the adds, against 38.8 and 38.4 mapped.
+ *
  * The hash chains start in a bucket array of handles, 4 bytes each, whose
  * size need not be a power of two: a hash picks its bucket by the
  * multiply-shift (hash >> 32) * nbuckets >> 32 (Lemire's "fastrange").  So
@@ -98,6 +106,8 @@
 #define TARGET_NUM  2 /* nbuckets = count * 2 / 3: load 1.5 */
 #define TARGET_DEN  3
 #define PAGE        4096
+/* The heap and bucket arrays are mapped from this size on. */
+#define BIG_ARRAY ((size_t)64 * 1024)
 
 typedef struct entry_s {
         uint64_t hash;
@@ -290,6 +300,64 @@ static void slot_free(sl_timerindex_t *ix, uint32_t h) {
 }
 
 /*
+ * Arrays
+ */
+
+static size_t page_round(size_t bytes) {
+        return (bytes + PAGE - 1) / PAGE * PAGE;
+}
+
+static void array_release(void *p, size_t bytes) {
+        if (bytes >= BIG_ARRAY)
+                munmap(p, page_round(bytes));
+        else
+                free(p);
+}
+
+/* An array of bytes bytes in place of old (of old_bytes), its first bytes
+ * kept when keep, else not.  Below BIG_ARRAY it is malloc'd; from there on
+ * mapped, so that growth is mremap (no copy, and the pages of the slack are
+ * resident only once used), shrinking gives the tail back at once and a
+ * freed array is unmapped, whatever the allocator keeps.  bytes 0 frees
+ * it. */
+static void *array_resize(void *old, size_t old_bytes, size_t bytes, int keep) {
+        int was_big = old_bytes >= BIG_ARRAY, big = bytes >= BIG_ARRAY;
+        void *p = NULL;
+
+        if (!bytes || !keep || was_big != big) {
+                if (!keep) {
+                        /* Before the new one comes: never two at once. */
+                        array_release(old, old_bytes);
+                        old = NULL;
+                }
+                if (bytes && big) {
+                        p = mmap(
+                            NULL, page_round(bytes), PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                        if (p == MAP_FAILED)
+                                sl_assert(!"timerindex: out of memory");
+                } else if (bytes) {
+                        p = sl_malloc(bytes);
+                }
+                if (old) {
+                        if (p)
+                                memcpy(p, old, SL_MIN(old_bytes, bytes));
+                        array_release(old, old_bytes);
+                }
+                return p;
+        }
+        if (!big)
+                return sl_realloc(old, bytes);
+        if (page_round(old_bytes) == page_round(bytes))
+                return old;
+        p = mremap(old, page_round(old_bytes), page_round(bytes),
+                   MREMAP_MAYMOVE);
+        if (p == MAP_FAILED)
+                sl_assert(!"timerindex: out of memory");
+        return p;
+}
+
+/*
  * Heap of handles
  */
 
@@ -349,8 +417,9 @@ static void heap_fix(sl_timerindex_t *ix, uint32_t i) {
 }
 
 static void heap_resize(sl_timerindex_t *ix, uint32_t cap) {
+        ix->heap = array_resize(ix->heap, (size_t)ix->cap * sizeof(*ix->heap),
+                                (size_t)cap * sizeof(*ix->heap), 1);
         ix->cap = cap;
-        ix->heap = sl_realloc(ix->heap, (size_t)cap * sizeof(*ix->heap));
 }
 
 /*
@@ -364,9 +433,10 @@ static void buckets_resize(sl_timerindex_t *ix, size_t nb) {
         sl_assert(nb <= UINT32_MAX);
         /* Every entry is in the heap array: the old chains are not needed
          * to find them, so the old array goes before the new one comes. */
-        free(ix->buckets);
+        ix->buckets = array_resize(ix->buckets,
+                                   (size_t)ix->nbuckets * sizeof(*ix->buckets),
+                                   nb * sizeof(*ix->buckets), 0);
         ix->nbuckets = (uint32_t)nb;
-        ix->buckets = sl_malloc(nb * sizeof(*ix->buckets));
         memset(ix->buckets, 0xff, nb * sizeof(*ix->buckets));
         for (uint32_t i = 0; i < ix->n; i++) {
                 uint32_t h = ix->heap[i];
@@ -403,8 +473,9 @@ void sl_timerindex_destroy(sl_timerindex_t *ix) {
         free(ix->base);
         free(ix->chunk);
         free(ix->room);
-        free(ix->heap);
-        free(ix->buckets);
+        array_resize(ix->heap, (size_t)ix->cap * sizeof(*ix->heap), 0, 0);
+        array_resize(ix->buckets, (size_t)ix->nbuckets * sizeof(*ix->buckets),
+                     0, 0);
         free(ix);
 }
 
