@@ -1,0 +1,148 @@
+/*
+ * timerindex_mem.c — memory per pending timer in the compact timer index
+ * (timerindex.h; issue 49's budget: at most 40 bytes of RSS per timer, the
+ * goal 32, for the index with every array and its slack), and its rates.
+ *
+ *   build/bench/timerindex_mem [COUNT]
+ *
+ * Adds COUNT entries (default 1000000) for 16-byte ids ("t-" and 14
+ * digits, their sl_hash() computed beforehand, outside the figures), due
+ * times uniform over 7 days, loc the entry's number (an offset), and prints
+ * the growth of the process's resident set (/proc/self/statm) and
+ * sl_timerindex_memory() per entry.  Then cancels every other id by hash
+ * (find, then remove; the hash of the id 8 ahead prefetched), adds as many
+ * new ids (slots reused: RSS should not grow), fires every entry (min,
+ * remove), and prints the rates and the memory left.  Asserts nothing.
+ * No broker.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "hash.h"
+#include "timerindex.h"
+#include "util.h"
+
+#define IDLEN    16
+#define WEEK_MS  (7LL * 24 * 3600 * 1000)
+#define BASE_MS  1767225600000LL /* 2026-01-01T00:00:00Z */
+#define PREFETCH 8
+
+static const char *prog = "timerindex_mem";
+
+/* Resident set size in bytes. */
+static int64_t rss_bytes(void) {
+        FILE *f = fopen("/proc/self/statm", "r");
+        long long size, resident;
+
+        if (!f)
+                bench_die(prog, "/proc/self/statm: cannot open");
+        if (fscanf(f, "%lld %lld", &size, &resident) != 2)
+                bench_die(prog, "/proc/self/statm: unexpected format");
+        fclose(f);
+        return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t id_hash(int64_t i) {
+        char tmp[32];
+        snprintf(tmp, sizeof(tmp), "t-%014lld",
+                 (long long)(i % 100000000000000LL));
+        return sl_hash(tmp, IDLEN);
+}
+
+static uint64_t rng = 0x2545f4914f6cdd1dULL;
+
+static int64_t random_due(void) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return BASE_MS + (int64_t)(rng % (uint64_t)WEEK_MS);
+}
+
+static void add(sl_timerindex_t *ix, uint64_t hash, int64_t loc) {
+        if (sl_timerindex_add(ix, hash, random_due(), loc, 0) ==
+            SL_TIMERINDEX_NONE)
+                bench_die(prog, "add %lld failed", (long long)loc);
+}
+
+int main(int argc, char **argv) {
+        int64_t n = 1000000, rss0, rss1, rss2, rss3, t0, t1, t2, t3, t4, t5;
+        uint64_t *hashes;
+        sl_timerindex_t *ix;
+        int64_t removed = 0, fired = 0;
+
+        if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+                fprintf(stderr, "usage: %s [COUNT]\n", prog);
+                return BENCH_EXIT_USAGE;
+        }
+        if (argc == 2)
+                n = bench_parse_int(prog, "COUNT", argv[1], 2, 1000000000);
+
+        /* The hashes of 1.5 n ids, touched before the baseline. */
+        hashes = sl_malloc((size_t)(n + n / 2) * sizeof(*hashes));
+        for (int64_t i = 0; i < n + n / 2; i++)
+                hashes[i] = id_hash(i);
+
+        rss0 = rss_bytes();
+        t0 = sl_mono_us();
+        ix = sl_timerindex_new(0);
+        for (int64_t i = 0; i < n; i++)
+                add(ix, hashes[i], i);
+        t1 = sl_mono_us();
+        rss1 = rss_bytes();
+
+        printf("entries                %lld (ids of %d bytes, due times "
+               "uniform over 7 days)\n",
+               (long long)n, IDLEN);
+        printf("rss delta              %.1f MiB\n",
+               (double)(rss1 - rss0) / (1024.0 * 1024.0));
+        printf("rss per entry          %.2f bytes (budget 40, goal 32)\n",
+               (double)(rss1 - rss0) / (double)n);
+        printf("memory() per entry     %.2f bytes\n",
+               (double)sl_timerindex_memory(ix) / (double)n);
+
+        /* Cancel every other id by its hash. */
+        t2 = sl_mono_us();
+        for (int64_t i = 0; i < n; i += 2) {
+                uint32_t h;
+                if (i + 2 * PREFETCH < n)
+                        sl_timerindex_prefetch(ix, hashes[i + 2 * PREFETCH]);
+                h = sl_timerindex_find(ix, hashes[i]);
+                if (h == SL_TIMERINDEX_NONE)
+                        bench_die(prog, "id %lld not found", (long long)i);
+                sl_timerindex_remove(ix, h);
+                removed++;
+        }
+        t3 = sl_mono_us();
+        for (int64_t i = 0; i < n / 2; i++)
+                add(ix, hashes[n + i], n + i);
+        rss2 = rss_bytes();
+        printf("after cancelling n/2 and adding n/2: rss per entry %.2f, "
+               "memory() per entry %.2f\n",
+               (double)(rss2 - rss0) / (double)sl_timerindex_count(ix),
+               (double)sl_timerindex_memory(ix) /
+                   (double)sl_timerindex_count(ix));
+
+        /* Fire everything in order. */
+        t4 = sl_mono_us();
+        for (uint32_t h; (h = sl_timerindex_min(ix)) != SL_TIMERINDEX_NONE;
+             fired++)
+                sl_timerindex_remove(ix, h);
+        t5 = sl_mono_us();
+        rss3 = rss_bytes();
+
+        printf("add                    %.0f entries/s\n",
+               bench_rate(n, bench_seconds(t0, t1)));
+        printf("remove by hash         %.0f entries/s (find + remove)\n",
+               bench_rate(removed, bench_seconds(t2, t3)));
+        printf("fire (min + remove)    %.0f entries/s (%lld entries)\n",
+               bench_rate(fired, bench_seconds(t4, t5)), (long long)fired);
+        printf("after firing all       rss delta %.1f MiB, memory() %zu "
+               "bytes\n",
+               (double)(rss3 - rss0) / (1024.0 * 1024.0),
+               sl_timerindex_memory(ix));
+        sl_timerindex_destroy(ix);
+        free(hashes);
+        return 0;
+}
