@@ -11,7 +11,12 @@
  *            "k<(i/D) mod K>"); --key-len L zero-pads the number so every
  *            key is L bytes ("k000000000000042" for L = 16)
  *   value    --size bytes: "v<i>" padded with '.'; --null-value for none
- *   headers  each -H name=value, plus --header-seq NAME = "<i>" (decimal)
+ *   headers  each -H name=value, plus --header-seq NAME = "<i>" (decimal),
+ *            plus --random-at NAME=MIN..MAX = the wall clock when record i
+ *            is produced plus a delay drawn uniformly from [MIN, MAX]
+ *            (durations as sluice reads them: 1h, 7d), in epoch ms (a
+ *            sluice-at whose due order is unrelated to the key order; the
+ *            draws come from a fixed seed, so every run draws the same)
  *   partition  i mod P with --partitioner rr (the default; (i/D) mod P
  *            with --key-run D, so a run stays in one partition), else chosen by
  *            librdkafka's partitioner of that name (murmur2_random is
@@ -34,6 +39,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "parse.h"
 
 static const char *prog = "load";
 
@@ -46,6 +52,35 @@ typedef struct hdr_s {
 } hdr_t;
 
 static int64_t delivered, failed;
+
+/* splitmix64: a fixed, reproducible sequence for --random-at. */
+static uint64_t rand_next(uint64_t *state) {
+        uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+}
+
+/* --random-at NAME=MIN..MAX: sets *name (owned by the caller) and the
+ * bounds in ms; exits on a malformed value. */
+static void parse_random_at(const char *arg, char **name, int64_t *min_ms,
+                            int64_t *max_ms) {
+        const char *eq = strchr(arg, '='), *dots;
+        char lo[64], errstr[128];
+
+        dots = eq ? strstr(eq + 1, "..") : NULL;
+        if (!eq || eq == arg || !dots || (size_t)(dots - eq - 1) >= sizeof(lo))
+                bench_die(prog, "--random-at %s: expected NAME=MIN..MAX", arg);
+        memcpy(lo, eq + 1, (size_t)(dots - eq - 1));
+        lo[dots - eq - 1] = '\0';
+        if (sl_parse_duration_ms(lo, min_ms, errstr, sizeof(errstr)) == -1 ||
+            sl_parse_duration_ms(dots + 2, max_ms, errstr, sizeof(errstr)) ==
+                -1)
+                bench_die(prog, "--random-at %s: %s", arg, errstr);
+        if (*max_ms < *min_ms)
+                bench_die(prog, "--random-at %s: MAX is below MIN", arg);
+        *name = sl_strndup(arg, (size_t)(eq - arg));
+}
 
 static void usage(FILE *fp) {
         fprintf(fp,
@@ -68,6 +103,10 @@ static void usage(FILE *fp) {
                 "                          (default: as fast as possible)\n"
                 "  -H NAME=VALUE           add a fixed header (repeatable)\n"
                 "      --header-seq NAME   add header NAME = record index\n"
+                "      --random-at NAME=MIN..MAX  add header NAME = now + a "
+                "uniform\n"
+                "                          random delay in [MIN, MAX] (1h, "
+                "7d), epoch ms\n"
                 "  -p, --partitioner NAME  rr (round-robin, default) or a "
                 "librdkafka\n"
                 "                          partitioner: murmur2_random, "
@@ -117,12 +156,16 @@ int main(int argc, char **argv) {
             {"key-run", required_argument, NULL, 'D'},
             {"rate", required_argument, NULL, 'r'},
             {"header-seq", required_argument, NULL, 'S'},
+            {"random-at", required_argument, NULL, 'A'},
             {"partitioner", required_argument, NULL, 'p'},
             {"timeout", required_argument, NULL, 'T'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         const char *bootstrap = NULL, *topic = NULL, *partitioner = "rr";
         const char *seq_header = NULL;
+        char *at_header = NULL;
+        int64_t at_min = 0, at_max = 0;
+        uint64_t at_state = 1;
         int64_t count = -1, size = 100, keys = 0, timeout_s = 300;
         int64_t key_len = 0, rate = 0, key_run = 1;
         bool null_value = false, rr;
@@ -134,7 +177,7 @@ int main(int argc, char **argv) {
         rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
         rd_kafka_t *rk;
         rd_kafka_topic_t *rkt;
-        char errstr[512], key[64], seq[32];
+        char errstr[512], key[64], seq[32], at[32];
         char *value;
         int64_t t0, t1, deadline;
         int parts = 0, opt;
@@ -195,6 +238,10 @@ int main(int argc, char **argv) {
                 }
                 case 'S':
                         seq_header = optarg;
+                        break;
+                case 'A':
+                        free(at_header);
+                        parse_random_at(optarg, &at_header, &at_min, &at_max);
                         break;
                 case 'p':
                         partitioner = optarg;
@@ -299,8 +346,8 @@ int main(int argc, char **argv) {
                         int mlen = snprintf(mark, sizeof(mark), "v%" PRId64, i);
                         memcpy(value, mark, (size_t)SL_MIN(mlen, size));
                 }
-                if (nhdrs || seq_header) {
-                        h = rd_kafka_headers_new((size_t)nhdrs + 1);
+                if (nhdrs || seq_header || at_header) {
+                        h = rd_kafka_headers_new((size_t)nhdrs + 2);
                         for (int j = 0; j < nhdrs; j++)
                                 rd_kafka_header_add(h, hdrs[j].name, -1,
                                                     hdrs[j].value, -1);
@@ -309,6 +356,14 @@ int main(int argc, char **argv) {
                                     snprintf(seq, sizeof(seq), "%" PRId64, i);
                                 rd_kafka_header_add(h, seq_header, -1, seq,
                                                     slen);
+                        }
+                        if (at_header) {
+                                uint64_t span = (uint64_t)(at_max - at_min) + 1;
+                                int alen = snprintf(
+                                    at, sizeof(at), "%" PRId64,
+                                    sl_now_ms() + at_min +
+                                        (int64_t)(rand_next(&at_state) % span));
+                                rd_kafka_header_add(h, at_header, -1, at, alen);
                         }
                 }
 
@@ -378,6 +433,7 @@ int main(int argc, char **argv) {
         rd_kafka_topic_destroy(rkt);
         rd_kafka_destroy(rk);
         free(value);
+        free(at_header);
         for (int j = 0; j < nhdrs; j++) {
                 free(hdrs[j].name);
                 free(hdrs[j].value);

@@ -45,9 +45,10 @@ bench_register delay_lateness 150 "delay: lateness due → produced and due → 
 DELAY_KEY_LEN=16
 DELAY_PAYLOAD=100
 
-# _delay_pipeline NAME — topics $BENCH_ID.NAME.{in,out} (4 partitions), a
-# config $BENCH_WORK/NAME.ini (its own app_id, metrics on a free port,
-# catchup_rate = 0), its changelog and DLQ created by `sluice topics apply`.
+# _delay_pipeline NAME [LINES] — topics $BENCH_ID.NAME.{in,out} (4
+# partitions), a config $BENCH_WORK/NAME.ini (its own app_id, metrics on a
+# free port, catchup_rate = 0, and LINES: more `key = value` lines for the
+# pipeline), its changelog and DLQ created by `sluice topics apply`.
 # Prints the metrics port.
 _delay_pipeline() {
     local name=$1 t=$BENCH_ID.$1 conf=$BENCH_WORK/$1.ini port
@@ -65,21 +66,47 @@ changelog = $t.changelog
 dlq = $t.dlq
 allowed_targets = $t.out
 catchup_rate = 0
+${2:-}
 EOF
     bench_run 60 "topics-apply-$name" "$SLUICE_BIN" topics apply -c "$conf" >/dev/null ||
         bench_fail "sluice topics apply -c $conf failed"
     echo "$port"
 }
 
-# _delay_start NAME PORT [CONF_NAME] — starts sluice NAME on the config
-# $BENCH_WORK/CONF_NAME.ini (default NAME.ini) and waits (60 s) until
-# /readyz on PORT answers 200.
+# _delay_start NAME PORT [CONF_NAME [SECS]] — starts sluice NAME on the
+# config $BENCH_WORK/CONF_NAME.ini (default NAME.ini) and waits (SECS,
+# default 60) until /readyz on PORT answers 200.
 _delay_start() {
+    local secs=${4:-60}
     bench_sluice_start "$1" "$BENCH_WORK/${3:-$1}.ini"
-    bench_wait_until 60 bench_ready "$2" || {
+    bench_wait_until "$secs" bench_ready "$2" || {
         tail -20 "$BENCH_WORK/sluice-$1.log" >&2
-        bench_fail "sluice[$1] not ready within 60 s"
+        bench_fail "sluice[$1] not ready within $secs s"
     }
+}
+
+# _delay_restart NAME PORT CONF_NAME [SECS] — _delay_start on a changelog
+# that holds pending timers; prints the milliseconds from the start to the
+# moment every partition was rebuilt.  /readyz turns 200 when the last
+# partition logs "rebuilt from": that line is timed (polling /readyz finely
+# would steal CPU from the rebuild).
+_delay_restart() {
+    local t0 last
+    t0=$(_delay_now_ms)
+    _delay_start "$@"
+    last=$(grep 'REBUILD .*rebuilt from' "$BENCH_WORK/sluice-$1.log" | tail -1 | cut -d' ' -f1)
+    [ -n "$last" ] || bench_fail "sluice[$1] is ready but logged no rebuild"
+    echo $(($(date -u -d "$last" +%s%3N) - t0))
+}
+
+# _delay_rebuilt NAME — "RECORDS SECONDS" of sluice NAME's rebuild: the
+# changelog records its partitions read and the slowest partition's
+# seconds, from the REBUILD lines of its log ("<pipeline> [p]: rebuilt
+# from N changelog records in X s; ...").
+_delay_rebuilt() {
+    sed -n 's/.*REBUILD .* \[[0-9]*\]: rebuilt from \([0-9]*\) changelog records in \([0-9.]*\) s.*/\1 \2/p' \
+        "$BENCH_WORK/sluice-$1.log" |
+        awk '{ r += $1; if ($2 > m) m = $2 } END { print r + 0, m + 0 }'
 }
 
 # _delay_malloc PORT — "ALLOCATED RESIDENT" from sluice_malloc_bytes (bytes;
@@ -117,6 +144,25 @@ _delay_rss_settled() {
     done
 }
 
+# _delay_until_pending PORT N SECS T0 — waits (SECS) until the sluice on
+# PORT has read N input records, prints the seconds from T0 (date +%s%N)
+# to then, and waits until N timers are pending, the consumer lag is 0
+# and a quiet second or two has passed (the last transaction committed,
+# the producer idle).  For an input that holds exactly N records: once N
+# are in, the consumer's prefetch queue is empty too.
+_delay_until_pending() {
+    local port=$1 n=$2 secs=$3 t0=$4
+    bench_wait_until "$secs" bench_metric_is "$port" sluice_records_in_total "$n" ||
+        bench_fail "sluice read $(bench_metric "$port" sluice_records_in_total) of $n input records in $secs s"
+    awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }'
+    bench_wait_until 30 bench_metric_is "$port" sluice_timers_pending "$n" ||
+        bench_fail "$(bench_metric "$port" sluice_timers_pending) of $n timers pending"
+    # Lag from the watermarks (refreshed every second).
+    bench_wait_until 10 bench_metric_is "$port" sluice_consumer_lag 0 ||
+        bench_fail "consumer lag $(bench_metric "$port" sluice_consumer_lag) after all input was read"
+    sleep 2
+}
+
 _delay_now_ms() {
     date +%s%3N
 }
@@ -139,8 +185,8 @@ _delay_build_id() {
 
 section_delay_rebuild() {
     local name=drebuild t=$BENCH_ID.drebuild n=${BENCH_DELAY_TIMERS:-1000000}
-    local port pid rss0 rss1 heap0 heap1 t0 t1 line secs per kp bytes
-    local ready_ms recs maxs rate rssb hwmb log last cpu_loop cpu_all mem
+    local port pid rss0 rss1 heap0 heap1 t0 line secs per kp bytes
+    local ready_ms recs maxs rate rssb hwmb log cpu_loop cpu_all mem
     kp=$((DELAY_KEY_LEN + DELAY_PAYLOAD))
 
     port=$(_delay_pipeline "$name")
@@ -159,20 +205,8 @@ section_delay_rebuild() {
     line=$(bench_load "$t.in" "$n" "$DELAY_PAYLOAD" --key-len "$DELAY_KEY_LEN" \
         -H sluice-target="$t.out" -H sluice-delay=1h)
     bench_log "delay_rebuild: $line"
-    # Every input record processed: the input holds exactly n records, so
-    # once n are in, the consumer's prefetch queue is empty too.
-    bench_wait_until 120 bench_metric_is "$port" sluice_records_in_total "$n" ||
-        bench_fail "sluice read $(bench_metric "$port" sluice_records_in_total) of $n input records in 120 s"
-    t1=$(date +%s%N)
-    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+    secs=$(_delay_until_pending "$port" "$n" 120 "$t0")
     echo "$secs" >"$BENCH_WORK/delay.schedule_seconds"
-    bench_wait_until 30 bench_metric_is "$port" sluice_timers_pending "$n" ||
-        bench_fail "$(bench_metric "$port" sluice_timers_pending) of $n timers pending"
-    # Lag from the watermarks (refreshed every second), then a quiet second
-    # or two so the last transaction is committed and the producer idle.
-    bench_wait_until 10 bench_metric_is "$port" sluice_consumer_lag 0 ||
-        bench_fail "consumer lag $(bench_metric "$port" sluice_consumer_lag) after all input was read"
-    sleep 2
     rss1=$(_delay_rss_settled "$pid")
     bytes=$(bench_metric "$port" sluice_timers_pending_bytes)
     mem=$(bench_metric "$port" sluice_timers_memory_bytes) || mem=""
@@ -205,18 +239,9 @@ section_delay_rebuild() {
 
     # --- rebuild: SIGTERM, start again, time to /readyz ---------------------
     bench_sluice_stop "${name}_a"
-    t0=$(_delay_now_ms)
-    bench_sluice_start "${name}_b" "$BENCH_WORK/$name.ini"
+    ready_ms=$(_delay_restart "${name}_b" "$port" "$name")
     pid=$(bench_sluice_pid "${name}_b")
     log=$BENCH_WORK/sluice-${name}_b.log
-    bench_wait_until 60 bench_ready "$port" || {
-        tail -20 "$log" >&2
-        bench_fail "restarted sluice not ready within 60 s"
-    }
-    # /readyz turns 200 when the last partition logs "rebuilt from": time
-    # that line (polling /readyz finely would steal CPU from the rebuild).
-    last=$(grep 'REBUILD .*rebuilt from' "$log" | tail -1 | cut -d' ' -f1)
-    ready_ms=$(($(date -u -d "$last" +%s%3N) - t0))
     # CPU the loop thread (the main thread: it applies every record) and the
     # whole process spent from exec to now: near the rebuild's wall time
     # means the loop thread is the limit.
@@ -226,10 +251,7 @@ section_delay_rebuild() {
     hwmb=$(bench_peak_rss "$pid")
     bench_metric_is "$port" sluice_timers_pending "$n" ||
         bench_fail "after the rebuild $(bench_metric "$port" sluice_timers_pending) of $n timers pending"
-    # "<pipeline> [p]: rebuilt from N changelog records in X s; ..."
-    read -r recs maxs < <(sed -n 's/.*REBUILD .* \[[0-9]*\]: rebuilt from \([0-9]*\) changelog records in \([0-9.]*\) s.*/\1 \2/p' \
-        "$log" |
-        awk '{ r += $1; if ($2 > m) m = $2 } END { print r + 0, m + 0 }')
+    read -r recs maxs < <(_delay_rebuilt "${name}_b")
     bench_log "delay_rebuild: rebuilt $recs records, slowest partition ${maxs}s, /readyz after ${ready_ms} ms"
     grep 'REBUILD .*rebuilt from' "$log" | sed 's/^/    /' >&2
     [ "$recs" -ge "$n" ] || bench_fail "rebuild read $recs changelog records, expected ≥ $n"
@@ -311,17 +333,16 @@ section_delay_fire() {
     bench_sluice_stop "$name"
 }
 
-# _delay_lateness_run NAME RATE SECS — RATE timers/s for SECS seconds with a
-# 2 s delay into a fresh pipeline; figures: due → visible (read_committed)
-# and due → produced (the output record's timestamp: when sluice made it,
-# before its transaction committed), sluice's own lateness histogram and
-# its commit times.
-_delay_lateness_run() {
-    local name=$1 rate=$2 secs=$3 warmup=${4:-} t=$BENCH_ID.$1 port n cpid line lline q
+# _delay_stream NAME RATE SECS DELAY SIZE [load options] — RATE timers/s
+# for SECS seconds into $BENCH_ID.NAME.in, SIZE-byte payloads, each due
+# DELAY (sluice-delay) after it was written, read from $BENCH_ID.NAME.out
+# as they become visible; fails unless all RATE × SECS arrived.  The load's
+# line is left in $BENCH_WORK/NAME.load, the reader's (with due → produced
+# and due → visible percentiles) in $BENCH_WORK/NAME.consume.
+_delay_stream() {
+    local name=$1 rate=$2 secs=$3 delay=$4 size=$5 t=$BENCH_ID.$1 n cpid line
+    shift 5
     n=$((rate * secs))
-    port=$(_delay_pipeline "$name")
-    _delay_start "$name" "$port"
-
     # The reader asks often (fetch.wait.max.ms 5, not librdkafka's 500):
     # the figure is when a record became visible, not how long an idle
     # reader's fetch waited at the broker.
@@ -329,14 +350,28 @@ _delay_lateness_run() {
         -X fetch.wait.max.ms=5 ${BENCH_LATENESS_DUMP:+--dump "$BENCH_LATENESS_DUMP.$name"} \
         >"$BENCH_WORK/$name.consume" &
     cpid=$!
-    bench_log "delay_lateness: $n timers at $rate/s, sluice-delay 2s"
-    lline=$(bench_load "$t.in" "$n" "$DELAY_PAYLOAD" --key-len "$DELAY_KEY_LEN" \
-        --rate "$rate" -H sluice-target="$t.out" -H sluice-delay=2s)
-    bench_log "delay_lateness: $lline"
+    bench_log "$name: $n timers at $rate/s, sluice-delay $delay"
+    bench_load "$t.in" "$n" "$size" --key-len "$DELAY_KEY_LEN" --rate "$rate" \
+        -H sluice-target="$t.out" -H sluice-delay="$delay" "$@" >"$BENCH_WORK/$name.load"
+    bench_log "$name: $(cat "$BENCH_WORK/$name.load")"
     wait "$cpid" || bench_fail "reading $t.out failed"
     line=$(cat "$BENCH_WORK/$name.consume")
-    bench_log "delay_lateness: $line"
+    bench_log "$name: $line"
     [ "$(bench_field "$line" records)" = "$n" ] || bench_fail "$t.out: $line"
+}
+
+# _delay_lateness_run NAME RATE SECS — RATE timers/s for SECS seconds with a
+# 2 s delay into a fresh pipeline; figures: due → visible (read_committed)
+# and due → produced (the output record's timestamp: when sluice made it,
+# before its transaction committed), sluice's own lateness histogram and
+# its commit times.
+_delay_lateness_run() {
+    local name=$1 rate=$2 secs=$3 warmup=${4:-} port line lline q
+    port=$(_delay_pipeline "$name")
+    _delay_start "$name" "$port"
+    _delay_stream "$name" "$rate" "$secs" 2s "$DELAY_PAYLOAD"
+    line=$(cat "$BENCH_WORK/$name.consume")
+    lline=$(cat "$BENCH_WORK/$name.load")
     if [ -n "$warmup" ]; then
         bench_sluice_stop "$name"
         return 0
