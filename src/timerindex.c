@@ -616,6 +616,123 @@ uint32_t sl_timerindex_min(const sl_timerindex_t *ix) {
         return ix->n ? ix->heap[0] : NONE;
 }
 
+/*
+ * earliest(): a best-first walk of the heap array.  An entry fires no
+ * sooner than its parent, so the k entries that fire first are a subtree
+ * at the root, and the next one is always a child of one already taken.
+ * The candidates (heap positions with their keys, copied so that the
+ * walk's own heap compares without reaching into the chunks) wait in a
+ * small min-heap: take the least, emit it, offer its two children.  Each
+ * step takes one candidate and offers at most two, and the children of the
+ * last one emitted are not offered, so at most max candidates wait at
+ * once; a child due after until_ms is not offered (nor, then, anything
+ * below it).
+ */
+typedef struct cand_s {
+        uint64_t hi; /* the entry's key (entry_t's hi and lo) */
+        uint32_t lo;
+        uint32_t pos; /* its position in the index's heap */
+} cand_t;
+
+/* Candidates held on the stack: 4 KiB. */
+#define EARLIEST_STACK 256
+
+static inline int cand_before(const cand_t *a, const cand_t *b) {
+        return a->hi < b->hi || (a->hi == b->hi && a->lo < b->lo);
+}
+
+/* Puts c in place of the least of the n candidates of q and sifts it
+ * down. */
+static void cand_replace_top(cand_t *q, size_t n, cand_t c) {
+        size_t i = 0;
+
+        for (;;) {
+                size_t k = 2 * i + 1;
+                if (k >= n)
+                        break;
+                if (k + 1 < n && cand_before(&q[k + 1], &q[k]))
+                        k++;
+                if (!cand_before(&q[k], &c))
+                        break;
+                q[i] = q[k];
+                i = k;
+        }
+        q[i] = c;
+}
+
+/* Adds c to the n candidates of q (room for one more). */
+static void cand_push(cand_t *q, size_t n, cand_t c) {
+        size_t i = n;
+
+        while (i > 0) {
+                size_t p = (i - 1) / 2;
+                if (!cand_before(&c, &q[p]))
+                        break;
+                q[i] = q[p];
+                i = p;
+        }
+        q[i] = c;
+}
+
+/* The candidate at heap position pos, if it is in the heap and due by
+ * hi_max (its key's hi at most that). */
+static int cand_at(const sl_timerindex_t *ix, size_t pos, uint64_t hi_max,
+                   cand_t *c) {
+        const entry_t *e;
+
+        if (pos >= ix->n)
+                return 0;
+        e = ent(ix, ix->heap[pos]);
+        if (e->hi > hi_max)
+                return 0;
+        *c = (cand_t){.hi = e->hi, .lo = e->lo, .pos = (uint32_t)pos};
+        return 1;
+}
+
+size_t sl_timerindex_earliest(const sl_timerindex_t *ix, int64_t until_ms,
+                              size_t max, uint32_t *out) {
+        cand_t stack[EARLIEST_STACK], *q = stack, c;
+        size_t cap, nq = 0, got = 0;
+        uint64_t hi_max;
+
+        sl_assert(ix && (out || !max));
+        if (!max || !ix->n || until_ms < 0)
+                return 0;
+        /* due_ms <= until_ms: hi (due_ms << 16 | loc's top 16 bits) at
+         * most until_ms << 16 | 0xffff. */
+        hi_max = until_ms >= SL_TIMERINDEX_FIELD_MAX
+                     ? UINT64_MAX
+                     : (uint64_t)until_ms << 16 | 0xffff;
+        if (!cand_at(ix, 0, hi_max, &c))
+                return 0;
+        cap = SL_MIN(max, (size_t)ix->n);
+        if (cap > EARLIEST_STACK)
+                q = sl_malloc(cap * sizeof(*q));
+        q[nq++] = c;
+        while (nq) {
+                size_t child = 2 * (size_t)q[0].pos + 1;
+                cand_t l, r;
+                int has_l, has_r;
+
+                out[got++] = ix->heap[q[0].pos];
+                if (got == max)
+                        break;
+                has_l = cand_at(ix, child, hi_max, &l);
+                has_r = cand_at(ix, child + 1, hi_max, &r);
+                if (has_l)
+                        cand_replace_top(q, nq, l);
+                else if (--nq)
+                        cand_replace_top(q, nq, q[nq]);
+                if (has_r) {
+                        sl_assert(nq < cap);
+                        cand_push(q, nq++, r);
+                }
+        }
+        if (q != stack)
+                free(q);
+        return got;
+}
+
 size_t sl_timerindex_count(const sl_timerindex_t *ix) {
         sl_assert(ix);
         return ix->n;

@@ -92,6 +92,20 @@ void sl_timerindex_prefetch_chain(const sl_timerindex_t *ix, uint64_t hash);
  * when the index is empty.  O(1). */
 uint32_t sl_timerindex_min(const sl_timerindex_t *ix);
 
+/*
+ * Up to max handles of the entries that fire first, in firing order
+ * ((due_ms, loc); ties in no particular order), among those with
+ * due_ms <= until_ms, into out (room for max handles; NULL when max is 0);
+ * returns how many.  The index is not changed.  For a look ahead without
+ * removing anything (the payloads of the timers that fire next, fetched
+ * before they are due).  O(max log max): a best-first walk of the heap
+ * that reads about 2 * max entries; it allocates nothing when max <= 256
+ * (or the index holds at most 256 entries), else a scratch array of
+ * 16 * max bytes for the length of the call.
+ */
+size_t sl_timerindex_earliest(const sl_timerindex_t *ix, int64_t until_ms,
+                              size_t max, uint32_t *out);
+
 /* Number of entries. */
 size_t sl_timerindex_count(const sl_timerindex_t *ix);
 

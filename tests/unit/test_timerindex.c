@@ -4,7 +4,9 @@
  * the multimap by hash (entries of one hash, and hashes of one bucket),
  * stable handles and the reuse of freed slots, chunks given back, the
  * arrays shrinking, the limit, a long random run checked against a naive
- * reference with verify() after every step, and memory() per entry at 1M.
+ * reference with verify() after every step, earliest() against a sorted
+ * reference (ties, until cutting, max around the stack's 256 and the
+ * count, after removals and updates), and memory() per entry at 1M.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -375,6 +377,89 @@ static uint64_t next_rand(void) {
         return rng;
 }
 
+/*
+ * earliest() against a reference: every entry (foreach), those due by
+ * until sorted by (due, loc), the first max of them.  The keys must come
+ * out in that order (entries equal in both may come in any order, so the
+ * handles are checked through their keys, and as distinct), nothing is
+ * written past max, and the index is unchanged: its heap array (the order
+ * foreach walks) and verify().  Returns how many came out.
+ */
+typedef struct ekey_s {
+        int64_t due, loc;
+        uint32_t h;
+} ekey_t;
+
+typedef struct collect_s {
+        const sl_timerindex_t *ix;
+        ekey_t *k;
+        size_t n;
+} collect_t;
+
+static void collect_cb(uint32_t h, void *opaque) {
+        collect_t *c = opaque;
+        c->k[c->n++] = (ekey_t){.due = sl_timerindex_due(c->ix, h),
+                                .loc = sl_timerindex_loc(c->ix, h),
+                                .h = h};
+}
+
+static int ekey_cmp(const void *a, const void *b) {
+        const ekey_t *x = a, *y = b;
+        if (x->due != y->due)
+                return x->due < y->due ? -1 : 1;
+        if (x->loc != y->loc)
+                return x->loc < y->loc ? -1 : 1;
+        return 0;
+}
+
+static int u32_cmp(const void *a, const void *b) {
+        uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static size_t check_earliest(const sl_timerindex_t *ix, int64_t until,
+                             size_t max) {
+        size_t n = sl_timerindex_count(ix), nref = 0, want, got;
+        ekey_t *all = malloc((n + 1) * sizeof(*all));
+        ekey_t *after = malloc((n + 1) * sizeof(*after));
+        uint32_t *out = malloc((max + 1) * sizeof(*out));
+        collect_t c = {.ix = ix, .k = all};
+
+        assert_non_null(all);
+        assert_non_null(after);
+        assert_non_null(out);
+        sl_timerindex_foreach(ix, collect_cb, &c);
+        assert_int_equal(c.n, n);
+        out[max] = 0xdeadbeef;
+        got = sl_timerindex_earliest(ix, until, max, max ? out : NULL);
+        assert_int_equal(out[max], 0xdeadbeef);
+
+        c = (collect_t){.ix = ix, .k = after};
+        sl_timerindex_foreach(ix, collect_cb, &c);
+        assert_int_equal(c.n, n);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(after[i].h, all[i].h);
+        assert_int_equal(sl_timerindex_verify(ix), 0);
+
+        for (size_t i = 0; i < n; i++)
+                if (all[i].due <= until)
+                        all[nref++] = all[i];
+        qsort(all, nref, sizeof(*all), ekey_cmp);
+        want = max < nref ? max : nref;
+        assert_int_equal(got, want);
+        for (size_t i = 0; i < got; i++) {
+                assert_int_equal(sl_timerindex_due(ix, out[i]), all[i].due);
+                assert_int_equal(sl_timerindex_loc(ix, out[i]), all[i].loc);
+        }
+        qsort(out, got, sizeof(*out), u32_cmp);
+        for (size_t i = 1; i < got; i++)
+                assert_true(out[i - 1] < out[i]);
+        free(all);
+        free(after);
+        free(out);
+        return got;
+}
+
 static void check_min(const sl_timerindex_t *ix, const ref_t *ref, size_t n) {
         uint32_t h = sl_timerindex_min(ix);
         size_t best = 0;
@@ -457,6 +542,10 @@ static void test_random_against_reference(void **state) {
                 check_min(ix, ref, n);
                 if (step % 16 == 0) {
                         check_hash(ix, ref, n, (r % 300) * 0x100000001ULL);
+                        /* Due times are below 500; max crosses 256 (the
+                         * stack's) and the count. */
+                        check_earliest(ix, (int64_t)(next_rand() % 521) - 1,
+                                       (size_t)(next_rand() % 2100));
                         if (n) {
                                 size_t i = (size_t)(r % n);
                                 assert_int_equal(
@@ -468,6 +557,136 @@ static void test_random_against_reference(void **state) {
                         }
                 }
         }
+        sl_timerindex_destroy(ix);
+}
+
+static void test_earliest(void **state) {
+        sl_timerindex_t *ix = sl_timerindex_new(0);
+        const int64_t untils[] = {
+            -1,  0,   99,         100,           199,       200,
+            201, 300, DUE_MAX_MS, FIELD_MAX - 1, FIELD_MAX, INT64_MAX};
+        const size_t maxes[] = {0, 1, 2, 3, 5, 10, 11, 12, 300};
+        uint32_t out[16], h[11];
+        (void)state;
+
+        /* Empty. */
+        assert_int_equal(sl_timerindex_earliest(ix, INT64_MAX, 0, NULL), 0);
+        assert_int_equal(sl_timerindex_earliest(ix, INT64_MAX, 16, out), 0);
+        assert_int_equal(check_earliest(ix, INT64_MAX, 300), 0);
+
+        h[0] = add(ix, 1, 300, 7, 0);
+        h[1] = add(ix, 2, 100, 9, 0);
+        h[2] = add(ix, 3, 200, 1, 0);
+        h[3] = add(ix, 4, 200, (int64_t)1 << 40, 0);
+        h[4] = add(ix, 5, 200, ((int64_t)1 << 32) - 1, 0);
+        h[5] = add(ix, 6, 200, (int64_t)1 << 32, 0);
+        h[6] = add(ix, 7, 200, 0, 0);
+        h[7] = add(ix, 8, FIELD_MAX, FIELD_MAX, 0);
+        h[8] = add(ix, 9, DUE_MAX_MS, 3, 0);
+        h[9] = add(ix, 10, 0, FIELD_MAX, 0);
+        h[10] = add(ix, 11, 0, 0, 0);
+
+        /* What should come out, written down. */
+        assert_int_equal(sl_timerindex_earliest(ix, 200, 16, out), 8);
+        assert_int_equal(out[0], h[10]);
+        assert_int_equal(out[1], h[9]);
+        assert_int_equal(out[2], h[1]);
+        assert_int_equal(out[3], h[6]);
+        assert_int_equal(out[4], h[2]);
+        assert_int_equal(out[5], h[4]);
+        assert_int_equal(out[6], h[5]);
+        assert_int_equal(out[7], h[3]);
+        assert_int_equal(sl_timerindex_earliest(ix, 199, 16, out), 3);
+        assert_int_equal(sl_timerindex_earliest(ix, 200, 4, out), 4);
+        assert_int_equal(out[3], h[6]);
+        assert_int_equal(sl_timerindex_earliest(ix, -1, 16, out), 0);
+        assert_int_equal(sl_timerindex_earliest(ix, INT64_MIN, 16, out), 0);
+        assert_int_equal(sl_timerindex_earliest(ix, 0, 1, out), 1);
+        assert_int_equal(out[0], h[10]);
+        assert_int_equal(sl_timerindex_earliest(ix, INT64_MAX, 16, out), 11);
+        assert_int_equal(out[9], h[8]);
+        assert_int_equal(out[10], h[7]);
+        assert_int_equal(sl_timerindex_earliest(ix, FIELD_MAX - 1, 16, out),
+                         10);
+        assert_int_equal(sl_timerindex_min(ix), h[10]);
+        assert_int_equal(sl_timerindex_count(ix), 11);
+
+        for (size_t u = 0; u < sizeof(untils) / sizeof(*untils); u++)
+                for (size_t m = 0; m < sizeof(maxes) / sizeof(*maxes); m++)
+                        check_earliest(ix, untils[u], maxes[m]);
+
+        /* After removals and updates. */
+        sl_timerindex_remove(ix, h[10]);
+        sl_timerindex_remove(ix, h[6]);
+        sl_timerindex_update(ix, h[0], 150, 0); /* later to earlier */
+        sl_timerindex_update(ix, h[9], 250, 2); /* earlier to later */
+        sl_timerindex_update(ix, h[3], 200, 0); /* loc only */
+        sl_timerindex_update(ix, h[7], 100, 9); /* a tie in both */
+        assert_int_equal(sl_timerindex_earliest(ix, 200, 16, out), 7);
+        assert_int_equal(sl_timerindex_due(ix, out[0]), 100);
+        assert_int_equal(sl_timerindex_due(ix, out[1]), 100);
+        assert_true((out[0] == h[1] && out[1] == h[7]) ||
+                    (out[0] == h[7] && out[1] == h[1]));
+        assert_int_equal(out[2], h[0]);
+        assert_int_equal(out[3], h[3]);
+        assert_int_equal(out[4], h[2]);
+        assert_int_equal(out[5], h[4]);
+        assert_int_equal(out[6], h[5]);
+        for (size_t u = 0; u < sizeof(untils) / sizeof(*untils); u++)
+                for (size_t m = 0; m < sizeof(maxes) / sizeof(*maxes); m++)
+                        check_earliest(ix, untils[u], maxes[m]);
+
+        /* Empty again. */
+        for (int i = 0; i < 10; i++)
+                if (i != 6)
+                        sl_timerindex_remove(ix, h[i]);
+        assert_int_equal(sl_timerindex_earliest(ix, INT64_MAX, 16, out), 0);
+        sl_timerindex_destroy(ix);
+}
+
+/* Many entries with many ties: max on both sides of the stack's 256 and
+ * of the count, until cutting through runs of equal due times, and all
+ * entries equal. */
+static void test_earliest_many(void **state) {
+        enum { N = 20000 };
+        static uint32_t h[N];
+        const int64_t untils[] = {-1, 0, 10, 25, 48, 49, INT64_MAX};
+        const size_t maxes[] = {1, 2, 255, 256, 257, 1000, N - 1, N, N + 1000};
+        sl_timerindex_t *ix = sl_timerindex_new(0);
+        size_t got;
+        (void)state;
+
+        for (int i = 0; i < N; i++)
+                h[i] = sl_timerindex_add(ix, next_rand(),
+                                         (int64_t)(next_rand() % 50),
+                                         (int64_t)(next_rand() % 4), 0);
+        assert_int_equal(sl_timerindex_verify(ix), 0);
+        for (size_t u = 0; u < sizeof(untils) / sizeof(*untils); u++)
+                for (size_t m = 0; m < sizeof(maxes) / sizeof(*maxes); m++)
+                        check_earliest(ix, untils[u], maxes[m]);
+        assert_int_equal(check_earliest(ix, INT64_MAX, N + 1000), N);
+
+        /* Half removed, a quarter moved. */
+        for (int i = 0; i < N; i += 2)
+                sl_timerindex_remove(ix, h[i]);
+        for (int i = 1; i < N; i += 4)
+                sl_timerindex_update(ix, h[i], (int64_t)(next_rand() % 60),
+                                     (int64_t)(next_rand() % 4));
+        assert_int_equal(sl_timerindex_verify(ix), 0);
+        for (size_t u = 0; u < sizeof(untils) / sizeof(*untils); u++)
+                for (size_t m = 0; m < sizeof(maxes) / sizeof(*maxes); m++)
+                        check_earliest(ix, untils[u], maxes[m]);
+        assert_int_equal(check_earliest(ix, INT64_MAX, N), N / 2);
+        sl_timerindex_destroy(ix);
+
+        /* Every entry equal: any max of them, each once. */
+        ix = sl_timerindex_new(0);
+        for (int i = 0; i < 3000; i++)
+                sl_timerindex_add(ix, (uint64_t)i, 77, 5, 0);
+        assert_int_equal(check_earliest(ix, 76, 3000), 0);
+        got = check_earliest(ix, 77, 1000);
+        assert_int_equal(got, 1000);
+        assert_int_equal(check_earliest(ix, 77, 5000), 3000);
         sl_timerindex_destroy(ix);
 }
 
@@ -502,6 +721,8 @@ int main(void) {
             cmocka_unit_test(test_limit),
             cmocka_unit_test(test_foreach),
             cmocka_unit_test(test_random_against_reference),
+            cmocka_unit_test(test_earliest),
+            cmocka_unit_test(test_earliest_many),
             cmocka_unit_test(test_memory_per_entry),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
