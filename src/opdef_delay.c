@@ -53,6 +53,16 @@ static const sl_conf_key_t delay_keys[] = {
      "debounce: group keys, item ids and payloads); a record that would add "
      "to it waits (input paused) at the cap, which one record may pass. 0 = "
      "unlimited."},
+    {"payload_topic", SL_KT_TOPIC, NULL, "", NULL, NULL, 0,
+     SL_CONF_FIELD(sl_delay_conf_t, payload_topic),
+     "Compacted topic holding each pending timer's payload, target and "
+     "headers, keyed by timer id (`NAME.payloads` by convention): memory "
+     "keeps an index, and payloads are read back ahead of their due time "
+     "into payload_cache. Empty: payloads are kept in memory."},
+    {"payload_cache", SL_KT_SIZE, NULL, "64MiB", "1MiB", NULL, 0,
+     SL_CONF_FIELD(sl_delay_conf_t, payload_cache_bytes),
+     "Memory for the payloads of timers due soon; the rest are read back "
+     "from payload_topic. Used only when payload_topic is set."},
 };
 
 /* A default target must be one the pipeline may write to. */

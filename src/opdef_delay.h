@@ -22,6 +22,8 @@ typedef struct sl_delay_conf_s {
         sl_input_format_t input_format;
         int64_t max_pending_timers; /* caps (task.h): 0 = unlimited */
         int64_t max_pending_bytes;
+        char *payload_topic; /* NULL: payloads kept in memory */
+        int64_t payload_cache_bytes;
 } sl_delay_conf_t;
 
 /* The keys of delay pipeline pc. */

@@ -202,6 +202,9 @@ static void test_defaults(void **state) {
                                    "reminders.out.eu"));
         assert_int_equal(sl_delay_conf(d)->max_delay_ms, 366LL * 86400000);
         assert_int_equal(sl_delay_conf(d)->input_format, SL_INPUT_HEADERS);
+        /* Payloads in memory unless payload_topic is set. */
+        assert_null(sl_delay_conf(d)->payload_topic);
+        assert_int_equal(sl_delay_conf(d)->payload_cache_bytes, 64 << 20);
 
         b = sl_conf_pipeline(conf, "orders");
         assert_non_null(b);
@@ -271,6 +274,8 @@ static void test_all_keys_set(void **state) {
                        "  allowed_targets = orders.*, billing.due\n"
                        "  max_delay = 7d\n"
                        "  input_format = json-envelope\n"
+                       "  payload_topic = d.payloads\n"
+                       "  payload_cache = 16MiB\n"
                        "[pipeline b]\n"
                        "  type = debounce\n"
                        "  input = in.b\n"
@@ -312,6 +317,8 @@ static void test_all_keys_set(void **state) {
         assert_int_equal(sl_delay_conf(d)->max_delay_ms, 7 * 86400000);
         assert_int_equal(sl_delay_conf(d)->input_format,
                          SL_INPUT_JSON_ENVELOPE);
+        assert_string_equal(sl_delay_conf(d)->payload_topic, "d.payloads");
+        assert_int_equal(sl_delay_conf(d)->payload_cache_bytes, 16 << 20);
 
         b = sl_conf_pipeline(conf, "b");
         assert_int_equal(sl_debounce_conf(b)->idle_ms, 500);
@@ -531,6 +538,23 @@ static void test_internal_topic_as_output(void **state) {
                       "the changelog topic of pipeline 'timers' (line 1)\n");
         expect_errors("[pipeline p]\ntype = throttle\ninput = a\noutput = a\n",
                       1, "CFG:4: output: same topic as input ('a')\n");
+}
+
+/* payload_topic is a topic name; payload_cache has a floor. */
+static void test_payload_topic_errors(void **state) {
+        sl_conf_t *conf;
+        (void)state;
+        expect_errors(DELAY_OK "payload_topic = timers/payloads\n", 1,
+                      "CFG:4: payload_topic: invalid topic name "
+                      "'timers/payloads' (use A-Z a-z 0-9 . _ -, at most "
+                      "249)\n");
+        expect_errors(DELAY_OK "payload_cache = 512KiB\n", 1,
+                      "CFG:4: payload_cache: 512KiB is below the minimum "
+                      "1MiB\n");
+        /* Set empty: payloads in memory, as by default. */
+        conf = load_ok(DELAY_OK "payload_topic =\n", 0);
+        assert_null(sl_delay_conf(&conf->pipelines[0])->payload_topic);
+        sl_conf_destroy(conf);
 }
 
 static void test_bad_kafka(void **state) {
@@ -1010,6 +1034,8 @@ static void test_dump_roundtrip_values(void **state) {
              {"1s", "9007199254740992ms", "104249991d", "1.001s",
               "100000000d"}},
             {"delay", "input_format", {"json-envelope", "headers"}},
+            {"delay", "payload_topic", {"", "t.payloads", "x"}},
+            {"delay", "payload_cache", {"1MiB", "1048576", "1GiB"}},
             {"debounce", "max_bytes", {"1", "1GiB", "999999999"}},
             {"debounce", "max_items", {"1", "1000000"}},
         };
@@ -1165,6 +1191,7 @@ static void test_reference(void **state) {
                                      "allowed_targets",
                                      "max_delay",
                                      "input_format",
+                                     "payload_topic",
                                      "idle",
                                      "max_age",
                                      "max_items",
@@ -1194,6 +1221,9 @@ static void test_reference(void **state) {
         assert_non_null(strstr(buf, "| `changelog` | topic | "
                                     "`NAME.changelog` |"));
         assert_non_null(strstr(buf, "| `input` | topic | required |"));
+        assert_non_null(strstr(buf, "| `payload_topic` | topic | (empty) |"));
+        assert_non_null(
+            strstr(buf, "| `payload_cache` | size, ≥ 1MiB | `64MiB` |"));
         assert_non_null(strstr(buf, "`group.id` (set app_id in [sluice])"));
         free(buf);
 }
@@ -1353,6 +1383,7 @@ int main(void) {
             cmocka_unit_test(test_bad_pipeline_name),
             cmocka_unit_test(test_duplicate_input),
             cmocka_unit_test(test_internal_topic_as_output),
+            cmocka_unit_test(test_payload_topic_errors),
             cmocka_unit_test(test_bad_kafka),
             cmocka_unit_test(test_linger_over_timeout),
             cmocka_unit_test(test_idle_over_max_age),
