@@ -318,6 +318,8 @@ static const char *why_text(unsigned first) {
                 return "a changelog";
         case SL_ACL_WHY_OVERFLOW:
                 return "an overflow topic";
+        case SL_ACL_WHY_PAYLOADS:
+                return "a delay pipeline's payload topic";
         case SL_ACL_WHY_DLQ:
                 return "a dead-letter topic";
         case SL_ACL_WHY_OUTPUT:
@@ -513,7 +515,8 @@ static section_t section_of(unsigned first) {
         if (first & (SL_ACL_WHY_INPUT | SL_ACL_WHY_RATES | SL_ACL_WHY_REROUTE |
                      SL_ACL_WHY_API_INPUT | SL_ACL_WHY_API_RATES))
                 return SEC_INPUT;
-        if (first & (SL_ACL_WHY_CHANGELOG | SL_ACL_WHY_OVERFLOW))
+        if (first &
+            (SL_ACL_WHY_CHANGELOG | SL_ACL_WHY_OVERFLOW | SL_ACL_WHY_PAYLOADS))
                 return SEC_STATE;
         if (first &
             (SL_ACL_WHY_DLQ | SL_ACL_WHY_OUTPUT | SL_ACL_WHY_DEFAULT_TARGET))
@@ -532,11 +535,14 @@ static section_t section_of(unsigned first) {
 static void section_comment(sl_buf_t *b, section_t sec, unsigned why,
                             const sl_acls_t *acls) {
         const char *words[4];
-        int n = 0, rates = 0;
+        int n = 0, rates = 0, payloads = 0;
 
-        for (int i = 0; i < acls->cnt; i++)
+        for (int i = 0; i < acls->cnt; i++) {
                 rates += acls->acls[i].op == SL_ACL_READ &&
                          acls->acls[i].why & SL_ACL_WHY_RATES;
+                payloads += acls->acls[i].op == SL_ACL_READ &&
+                            acls->acls[i].why & SL_ACL_WHY_PAYLOADS;
+        }
 
         switch (sec) {
         case SEC_INPUT:
@@ -566,12 +572,25 @@ static void section_comment(sl_buf_t *b, section_t sec, unsigned why,
                 }
                 break;
         case SEC_STATE:
-                buf_str(b, why & SL_ACL_WHY_OVERFLOW
-                               ? "Changelogs and the overflow: written, and "
-                                 "read back (at every rebuild; the overflow "
-                                 "as its backlog drains)."
-                               : "Changelogs: written, and read back at "
-                                 "every rebuild.");
+                words[n++] = "Changelogs";
+                if (why & SL_ACL_WHY_OVERFLOW)
+                        words[n++] = "the overflow";
+                if (why & SL_ACL_WHY_PAYLOADS)
+                        words[n++] = payloads > 1 ? "the payload topics"
+                                                  : "the payload topic";
+                buf_list(b, words, n);
+                if (n == 1) {
+                        buf_str(b, ": written, and read back at every "
+                                   "rebuild.");
+                        break;
+                }
+                buf_str(b, ": written, and read back (at every rebuild");
+                if (why & SL_ACL_WHY_OVERFLOW)
+                        buf_str(b, "; the overflow as its backlog drains");
+                if (why & SL_ACL_WHY_PAYLOADS)
+                        buf_str(b, "; payloads ahead of their timers' due "
+                                   "time");
+                buf_str(b, ").");
                 break;
         case SEC_SINK:
                 if (why & SL_ACL_WHY_DLQ)

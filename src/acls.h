@@ -21,7 +21,9 @@
  *                Write                      the HTTP API on for the
  *                                           throttle: PUT/DELETE rates
  *   changelog,   Read, Write,               written in the transaction,
- *   overflow     DescribeConfigs            read back by the reader
+ *   overflow,    DescribeConfigs            read back by the reader (a
+ *   payloads                                delay pipeline's payloads
+ *                                           ahead of their due time)
  *   dlq, output, Write, DescribeConfigs     written in the transaction;
  *   default                                 DescribeConfigs for the
  *   target                                  largest record each takes

@@ -277,10 +277,11 @@ int sl_conf_check_set(const sl_conf_check_t *chk, const char *key);
  * sl_pipeline_topics() is the one walk over the topics a pipeline names,
  * each with its role (opdef.h: sl_roledef_t, the SL_ROLE_* flags), in this
  * order: the input, the changelog, the operator's roles that are not
- * outputs (throttle: overflow, rates), the dlq, the operator's outputs
- * (output; a delay pipeline's default_target).  A role flagged
- * SL_ROLE_OPTIONAL is left out while its key is unset (dlq = none, no
- * default_target); every other role is always there.  name points into
+ * outputs (throttle: overflow, rates; delay: payloads), the dlq, the
+ * operator's outputs (output; a delay pipeline's default_target).  A role
+ * flagged SL_ROLE_OPTIONAL is left out while its key is unset (dlq = none,
+ * no default_target, no payload_topic); every other role is always
+ * there.  name points into
  * pc (a loaded configuration sets every name); it is NULL only in a
  * configuration built by hand that left a required one unset (tests).
  */
@@ -302,7 +303,7 @@ int sl_pipeline_topics(const sl_pipeline_conf_t *pc, sl_ptopic_t *out);
 const char *sl_pipeline_topic(const sl_pipeline_conf_t *pc, const char *role);
 
 /* 1 when name is an SL_ROLE_INTERNAL topic of one of conf's pipelines
- * (a changelog, overflow, rates or dlq): never a target. */
+ * (a changelog, overflow, rates, payloads or dlq): never a target. */
 int sl_conf_topic_internal(const sl_conf_t *conf, const char *name);
 
 /* Every SL_ROLE_INTERNAL topic of conf's pipelines, in pipeline and role

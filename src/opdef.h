@@ -47,7 +47,8 @@
  *
  * Each topic a pipeline names has a role (sl_roledef_t): every pipeline
  * has an input, a changelog and (unless dlq = none) a DLQ; an operator
- * adds its own (throttle's overflow and rates, the outputs).  A role says
+ * adds its own (throttle's overflow and rates, delay's payloads, the
+ * outputs).  A role says
  * which key names its topic and what sluice does with it (the SL_ROLE_
  * flags); sl_pipeline_topics() (config.h) is the one walk over them:
  * topicplan.c, acls.c, config.c's checks and the targets a timer may not
@@ -111,6 +112,7 @@ typedef enum {
 #define SL_ACL_WHY_GROUP          0x1000 /* the consumer group */
 #define SL_ACL_WHY_REBUILD        0x2000 /* the reader's group id */
 #define SL_ACL_WHY_TXN            0x4000 /* the transactional ids */
+#define SL_ACL_WHY_PAYLOADS       0x8000 /* a delay pipeline's payload_topic */
 
 /* What sluice does with a topic of a role: bits of sl_roledef_t.flags.
  * Exactly one of INPUT, OUTPUT and INTERNAL is set. */

@@ -1,7 +1,7 @@
 /*
  * opdef_delay.c — the delay operator's definition (opdef.h): the keys of a
- * delay pipeline and the rule between them, its topics (the default
- * target; the targets its timers name), its HTTP routes, and the
+ * delay pipeline and the rule between them, its topics (the payload topic,
+ * the default target; the targets its timers name), its HTTP routes, and the
  * parameters of the input parser (delay_input.h) made from its keys.
  * Pure: the runtime half is op_delay.c, `sluice inspect`
  * inspect_delay.c.
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "apireq.h"
+#include "topicplan.h"
 
 static const sl_conf_enum_t input_formats[] = {
     {"headers", SL_INPUT_HEADERS},
@@ -79,7 +80,23 @@ static void delay_finalize(const sl_pipeline_conf_t *pc, sl_conf_check_t *chk) {
                             dc->default_target, globs);
 }
 
+/* The payload topic is a table (timer id -> its record) like the
+ * changelog, created with the changelog's settings so that the payloads of
+ * fired and cancelled timers leave the disk within the hour.  Only the
+ * policy is checked on an existing topic: the changelog's bounds keep its
+ * rebuild short, and this topic is read a payload at a time by offset,
+ * not whole at a rebuild. */
+static void payloads_settings(sl_topic_spec_t *s,
+                              const sl_pipeline_conf_t *pc) {
+        (void)pc;
+        sl_topicplan_spec_compacted(s, 0);
+}
+
 static const sl_roledef_t delay_roles[] = {
+    {"payloads", "payload_topic",
+     SL_ROLE_INTERNAL | SL_ROLE_COPART | SL_ROLE_READ | SL_ROLE_WRITE |
+         SL_ROLE_OPTIONAL,
+     0, SL_ACL_WHY_PAYLOADS, 0, payloads_settings},
     {"output", "default_target",
      SL_ROLE_OUTPUT | SL_ROLE_WRITE | SL_ROLE_OPTIONAL | SL_ROLE_FALLBACK, 0,
      SL_ACL_WHY_DEFAULT_TARGET, 0, NULL},

@@ -13,6 +13,7 @@
  *   input      any (must exist)     input_partitions, when > 0
  *   changelog  = input              compact, fast cleaning, short tombstones
  *   overflow   = input  (throttle)  delete, retention.ms = ttl + 1h
+ *   payloads   = input  (delay)     the changelog's (when payload_topic set)
  *   rates      any      (throttle)  compact, 1 partition
  *   dlq        = input              delete, retention.ms = 7d
  *   output     any (must exist)     never: output topics belong to the user
@@ -37,19 +38,21 @@
  *              before the cleaner ran to still see them.
  *   overflow   cleanup.policy = delete, retention.ms >= ttl (or -1),
  *              retention.bytes = -1: nothing is deleted before it expires.
- *   rates      cleanup.policy = compact.
+ *   rates,     cleanup.policy = compact.
+ *   payloads
  *   dlq        cleanup.policy = delete (compaction would drop bad records).
  *
- *   every topic sluice writes (changelog, overflow, dlq, output):
+ *   every topic sluice writes (changelog, overflow, payloads, dlq,
+ *              output):
  *              min.insync.replicas <= its replicas, else every acks=all
  *              write (each transaction) fails with NOT_ENOUGH_REPLICAS;
  *   any topic  as many replicas as replication_factor, when set.
  *
  * Apply never alters an existing topic's configs; it only reports what
- * differs.  It does add partitions to a changelog, overflow or dlq that has
- * fewer than its input (grow_parts in the verdict): partition p of those
- * topics only ever holds what sluice wrote for input partition p, so new,
- * empty partitions change nothing for the existing ones.  A topic with
+ * differs.  It does add partitions to a changelog, overflow, payloads or dlq
+ * topic that has fewer than its input (grow_parts in the verdict): partition p
+ * of those topics only ever holds what sluice wrote for input partition p, so
+ * new, empty partitions change nothing for the existing ones.  A topic with
  * more partitions than its input cannot be fixed that way (Kafka never
  * removes partitions): the input must grow instead.
  */

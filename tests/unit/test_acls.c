@@ -692,6 +692,83 @@ static void test_api_writes(void **state) {
         sl_acls_destroy(acls);
 }
 
+/* Two delay pipelines, with a payload topic and without. */
+#define PAYLOADS_AND_NOT                                                       \
+        "[pipeline timers]\n"                                                  \
+        "type = delay\n"                                                       \
+        "input = timers.in\n"                                                  \
+        "allowed_targets = notify.*\n"                                         \
+        "payload_topic = timers.payloads\n"                                    \
+        "[pipeline later]\n"                                                   \
+        "type = delay\n"                                                       \
+        "input = later.in\n"                                                   \
+        "allowed_targets = notify.*\n"
+
+/* A delay pipeline's payload topic is sluice's state, written and read
+ * back like a changelog, for a reason of its own; a delay pipeline without
+ * payload_topic has none. */
+static void test_payload_topic(void **state) {
+        sl_acls_t *acls;
+        const sl_acl_t *e;
+        char buf[320], *cmds;
+        (void)state;
+
+        acls = acls_of(PAYLOADS_AND_NOT);
+        assert_true(has_topic(acls, "timers.payloads", SL_ACL_READ));
+        assert_true(has_topic(acls, "timers.payloads", SL_ACL_WRITE));
+        assert_true(
+            has_topic(acls, "timers.payloads", SL_ACL_DESCRIBE_CONFIGS));
+        e = sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_LITERAL, "timers.payloads",
+                         SL_ACL_READ);
+        assert_int_equal(e->why, SL_ACL_WHY_PAYLOADS);
+        assert_int_equal(e->first, SL_ACL_WHY_PAYLOADS);
+        e = sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_LITERAL, "timers.payloads",
+                         SL_ACL_WRITE);
+        assert_int_equal(e->why, SL_ACL_WHY_PAYLOADS);
+        assert_string_equal(
+            sl_acls_refusal(acls, SL_ACL_TOPIC, "timers.payloads", SL_ACL_READ,
+                            buf, sizeof(buf)),
+            "READ on TOPIC timers.payloads (a delay pipeline's payload topic; "
+            "sluice acls lists TOPIC LITERAL timers.payloads READ)");
+        /* Nothing for the pipeline without one, under any name. */
+        for (int i = 0; i < acls->cnt; i++) {
+                assert_false(acls->acls[i].why & SL_ACL_WHY_PAYLOADS &&
+                             strcmp(acls->acls[i].name, "timers.payloads"));
+                assert_null(strstr(acls->acls[i].name, "later.payloads"));
+        }
+        cmds = commands_of(acls, "User:sluice");
+        expect_comment(cmds,
+                       "Changelogs and the payload topic: written, and read "
+                       "back (at every rebuild; payloads ahead of their "
+                       "timers' due time).",
+                       1);
+        assert_non_null(strstr(cmds, "--topic timers.payloads"));
+        free(cmds);
+        assert_distinct(acls);
+        assert_commands_grant_table(acls, "User:sluice");
+        sl_acls_destroy(acls);
+
+        /* Beside a throttle's overflow, and two payload topics (the second
+         * pipeline's set too). */
+        acls = acls_of(PAYLOADS_AND_NOT "payload_topic = later.payloads\n"
+                                        "[pipeline limits]\n"
+                                        "type = throttle\n"
+                                        "input = api.calls\n"
+                                        "output = api.calls.limited\n");
+        assert_true(has_topic(acls, "later.payloads", SL_ACL_READ));
+        assert_true(has_topic(acls, "later.payloads", SL_ACL_WRITE));
+        cmds = commands_of(acls, "User:sluice");
+        expect_comment(cmds,
+                       "Changelogs, the overflow and the payload topics: "
+                       "written, and read back (at every rebuild; the "
+                       "overflow as its backlog drains; payloads ahead of "
+                       "their timers' due time).",
+                       1);
+        free(cmds);
+        assert_commands_grant_table(acls, "User:sluice");
+        sl_acls_destroy(acls);
+}
+
 static void test_commands_quoting(void **state) {
         sl_acls_t *acls;
         char *cmds;
@@ -855,6 +932,7 @@ int main(void) {
             cmocka_unit_test(test_default_targets_every_topic),
             cmocka_unit_test(test_shared_topics),
             cmocka_unit_test(test_api_writes),
+            cmocka_unit_test(test_payload_topic),
             cmocka_unit_test(test_commands_quoting),
             cmocka_unit_test(test_principal_ok),
             cmocka_unit_test(test_cmd),

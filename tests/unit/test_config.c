@@ -204,6 +204,7 @@ static void test_defaults(void **state) {
         assert_int_equal(sl_delay_conf(d)->input_format, SL_INPUT_HEADERS);
         /* Payloads in memory unless payload_topic is set. */
         assert_null(sl_delay_conf(d)->payload_topic);
+        assert_null(sl_pipeline_topic(d, "payloads"));
         assert_int_equal(sl_delay_conf(d)->payload_cache_bytes, 64 << 20);
 
         b = sl_conf_pipeline(conf, "orders");
@@ -318,6 +319,7 @@ static void test_all_keys_set(void **state) {
         assert_int_equal(sl_delay_conf(d)->input_format,
                          SL_INPUT_JSON_ENVELOPE);
         assert_string_equal(sl_delay_conf(d)->payload_topic, "d.payloads");
+        assert_string_equal(sl_pipeline_topic(d, "payloads"), "d.payloads");
         assert_int_equal(sl_delay_conf(d)->payload_cache_bytes, 16 << 20);
 
         b = sl_conf_pipeline(conf, "b");
@@ -540,10 +542,29 @@ static void test_internal_topic_as_output(void **state) {
                       1, "CFG:4: output: same topic as input ('a')\n");
 }
 
-/* payload_topic is a topic name; payload_cache has a floor. */
+/* payload_topic is an internal topic like the changelog: unique to its
+ * pipeline, never an input or output; payload_cache has a floor. */
 static void test_payload_topic_errors(void **state) {
         sl_conf_t *conf;
         (void)state;
+        expect_errors(DELAY_OK "payload_topic = timers.changelog\n", 1,
+                      "CFG:4: payload_topic: topic 'timers.changelog' is "
+                      "already the changelog topic of pipeline 'timers' "
+                      "(line 1)\n");
+        expect_errors(DELAY_OK "payload_topic = timers.payloads\n"
+                               "[pipeline x]\ntype = delay\ninput = x\n"
+                               "default_target = timers.payloads\n",
+                      1,
+                      "CFG:8: default_target: 'timers.payloads' is the "
+                      "payloads topic of pipeline 'timers'; sluice's "
+                      "internal topics cannot be used here\n");
+        expect_errors(DELAY_OK "payload_topic = timers.payloads\n"
+                               "[pipeline x]\ntype = delay\n"
+                               "input = timers.payloads\n",
+                      1,
+                      "CFG:7: input: 'timers.payloads' is the payloads topic "
+                      "of pipeline 'timers'; sluice's internal topics cannot "
+                      "be used here\n");
         expect_errors(DELAY_OK "payload_topic = timers/payloads\n", 1,
                       "CFG:4: payload_topic: invalid topic name "
                       "'timers/payloads' (use A-Z a-z 0-9 . _ -, at most "
@@ -554,6 +575,7 @@ static void test_payload_topic_errors(void **state) {
         /* Set empty: payloads in memory, as by default. */
         conf = load_ok(DELAY_OK "payload_topic =\n", 0);
         assert_null(sl_delay_conf(&conf->pipelines[0])->payload_topic);
+        assert_null(sl_pipeline_topic(&conf->pipelines[0], "payloads"));
         sl_conf_destroy(conf);
 }
 

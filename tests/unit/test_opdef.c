@@ -215,6 +215,43 @@ static void test_delay_params(void **state) {
         sl_conf_destroy(conf);
 }
 
+/* A delay pipeline's payload_topic is one of its internal topics, walked
+ * after the changelog, refused as a target by every delay pipeline; one
+ * without it has none. */
+static void test_payload_topic(void **state) {
+        sl_conf_t *conf;
+        sl_delay_params_t p;
+        const char **names;
+        int n;
+        (void)state;
+
+        conf = load("[pipeline d]\ntype = delay\ninput = d.in\n"
+                    "payload_topic = d.payloads\npayload_cache = 8MiB\n"
+                    "[pipeline e]\ntype = delay\ninput = e.in\n"
+                    "default_target = e.out\n");
+        expect_topics(&conf->pipelines[0], "input=d.in changelog=d.changelog "
+                                           "payloads=d.payloads dlq=d.dlq");
+        expect_topics(&conf->pipelines[1], "input=e.in changelog=e.changelog "
+                                           "dlq=e.dlq output=e.out");
+        assert_string_equal(sl_pipeline_topic(&conf->pipelines[0], "payloads"),
+                            "d.payloads");
+        assert_null(sl_pipeline_topic(&conf->pipelines[1], "payloads"));
+        assert_true(sl_conf_topic_internal(conf, "d.payloads"));
+        assert_false(sl_conf_topic_internal(conf, "e.payloads"));
+
+        names = sl_conf_internal_topics(conf, &n);
+        assert_int_equal(n, 3 + 2);
+        assert_string_equal(names[1], "d.payloads");
+        free(names);
+
+        /* The other pipeline's timers may not target it either. */
+        sl_delay_params_init(&p, conf, &conf->pipelines[1]);
+        assert_non_null(sl_delay_target_internal(&p, "d.payloads"));
+        assert_null(sl_delay_target_internal(&p, "e.out"));
+        sl_delay_params_clear(&p);
+        sl_conf_destroy(conf);
+}
+
 static int setup(void **state) {
         (void)state;
         if (!mkdtemp(tmpdir))
@@ -236,6 +273,7 @@ int main(void) {
             cmocka_unit_test(test_definitions),
             cmocka_unit_test(test_pipeline_topics),
             cmocka_unit_test(test_delay_params),
+            cmocka_unit_test(test_payload_topic),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

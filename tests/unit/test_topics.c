@@ -210,6 +210,80 @@ static void test_plan_delay_debounce(void **state) {
         sl_topicplan_destroy(plan);
 }
 
+/* A delay pipeline's payload_topic is planned beside its changelog, with
+ * the input's partitions and the changelog's settings at creation; an
+ * existing one is judged on its policy only, and grows with its input.
+ * Without payload_topic there is none. */
+static void test_plan_payloads(void **state) {
+        static const char *const keys[] = {"cleanup.policy",
+                                           "segment.ms",
+                                           "min.cleanable.dirty.ratio",
+                                           "max.compaction.lag.ms",
+                                           "min.compaction.lag.ms",
+                                           "delete.retention.ms"};
+        conf_t c = {0};
+        sl_pipeline_conf_t *p;
+        sl_topicplan_t *plan;
+        sl_topics_observed_t *obs = sl_topicplan_observed_new();
+        sl_topicplan_eval_t *ev;
+        const sl_topic_spec_t *s, *cl;
+        const sl_topic_verdict_t *v;
+        sl_topic_state_t *st;
+        (void)state;
+
+        p = add_pipeline(&c, "rem", SL_OP_DELAY, "rem.in");
+        p->dlq = "rem.dlq";
+        dconf(p)->payload_topic = (char *)"rem.payloads";
+        p = add_pipeline(&c, "soon", SL_OP_DELAY, "soon.in");
+        plan = sl_topicplan_new(&c.conf);
+        assert_int_equal(plan->cnt, 4 + 2);
+        /* The walk's order: after the changelog, before the dlq. */
+        assert_string_equal(plan->specs[2].name, "rem.payloads");
+        assert_string_equal(plan->specs[3].name, "rem.dlq");
+        assert_null(spec_of(plan, "soon", "payloads"));
+
+        s = spec_of(plan, "rem", "payloads");
+        cl = spec_of(plan, "rem", "changelog");
+        assert_true(s->match_input);
+        assert_int_equal(s->create_parts, 0);
+        assert_true(s->def->flags & SL_ROLE_INTERNAL);
+        assert_true(s->def->flags & SL_ROLE_READ);
+        assert_true(s->def->flags & SL_ROLE_WRITE);
+        for (size_t i = 0; i < SL_ARRAY_SIZE(keys); i++) {
+                assert_non_null(create_value(s, keys[i]));
+                assert_string_equal(create_value(s, keys[i]),
+                                    create_value(cl, keys[i]));
+        }
+
+        /* Missing: created with the input's partitions. */
+        sl_topicplan_observed_add(obs, "rem.in", 1, 4);
+        ev = sl_topicplan_eval(plan, obs);
+        v = verdict_of(ev, "rem.payloads");
+        assert_int_equal(v->status, SL_TOPIC_MISSING);
+        assert_int_equal(v->create_parts, 4);
+        sl_topicplan_eval_destroy(ev);
+
+        /* Existing: the policy is checked, the cleaning pace is not; fewer
+         * partitions than the input are added. */
+        st = add_as_created(obs, s, 2);
+        set_conf(st, "segment.ms", "604800000");
+        set_conf(st, "delete.retention.ms", "86400000");
+        ev = sl_topicplan_eval(plan, obs);
+        v = verdict_of(ev, "rem.payloads");
+        assert_int_equal(v->status, SL_TOPIC_BAD);
+        assert_int_equal(v->problem_cnt, 1);
+        assert_int_equal(v->grow_parts, 4);
+        sl_topicplan_eval_destroy(ev);
+        set_conf(st, "cleanup.policy", "delete");
+        ev = sl_topicplan_eval(plan, obs);
+        v = verdict_of(ev, "rem.payloads");
+        assert_int_equal(v->problem_cnt, 2);
+        assert_true(has_problem(v, "cleanup.policy is delete, want compact"));
+        sl_topicplan_eval_destroy(ev);
+        sl_topicplan_observed_destroy(obs);
+        sl_topicplan_destroy(plan);
+}
+
 /* Nothing exists but the input: apply creates the internal topics with the
  * input's partition count, the rates with 1, and cannot create the output. */
 static void test_eval_missing(void **state) {
@@ -700,6 +774,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_plan_throttle),
             cmocka_unit_test(test_plan_delay_debounce),
+            cmocka_unit_test(test_plan_payloads),
             cmocka_unit_test(test_eval_missing),
             cmocka_unit_test(test_eval_missing_input),
             cmocka_unit_test(test_eval_as_created_ok),
