@@ -211,3 +211,12 @@ json_t *sl_describe_group(const sl_debounce_t *d, const void *key,
         set(o, "pending_truncated", json_boolean(a.shown < g.items));
         return o;
 }
+
+json_t *sl_describe_retry(void) {
+        return json_pack("{s:b}", "retry", 1);
+}
+
+int sl_describe_is_retry(const json_t *j) {
+        return json_object_size(j) == 1 &&
+               json_is_true(json_object_get(j, "retry"));
+}

@@ -94,6 +94,12 @@ typedef struct sl_describe_timer_s {
 
 json_t *sl_describe_timer(const sl_describe_timer_t *v, int64_t now_ms);
 
+/* What a describe() hook answers when it cannot tell yet (a record it
+ * needs is being read from Kafka): the API answers 503 with Retry-After,
+ * as for a partition that is rebuilding (sl_describe_is_retry()). */
+json_t *sl_describe_retry(void);
+int sl_describe_is_retry(const json_t *j);
+
 /*
  * throttle — GET /v1/pipelines/{p}/keys/{key}
  *

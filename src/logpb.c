@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "util.h"
+#include "varint.h"
 
 enum { WT_VARINT = 0, WT_64 = 1, WT_LEN = 2, WT_32 = 5 };
 
@@ -347,4 +348,28 @@ int sl_logpb_dbchunk_next(const void *buf, size_t len, size_t *pos,
             sl_logpb_dbitem_read(it, f.val, f.len) < 0)
                 return 0;
         return 1;
+}
+
+size_t sl_logpb_index_put(uint8_t *buf, int64_t due_ms, int64_t offset) {
+        size_t n = 0;
+        buf[n++] = 0xff;
+        buf[n++] = 1;
+        n += sl_varint_put(buf + n, (uint64_t)due_ms);
+        n += sl_varint_put(buf + n, (uint64_t)offset);
+        return n;
+}
+
+int sl_logpb_index_read(const void *buf, size_t len, int64_t *due_ms,
+                        int64_t *offset) {
+        const uint8_t *p = buf, *end = p + len;
+        uint64_t d, o;
+        if (len < 2 || p[0] != 0xff || p[1] != 1)
+                return -1;
+        p += 2;
+        if (sl_varint_get(&p, end, &d) || sl_varint_get(&p, end, &o) ||
+            d > (uint64_t)INT64_MAX || o > (uint64_t)INT64_MAX)
+                return -1;
+        *due_ms = (int64_t)d;
+        *offset = (int64_t)o;
+        return 0;
 }

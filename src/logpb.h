@@ -94,4 +94,28 @@ long sl_logpb_dbchunk_read(const void *buf, size_t len,
 int sl_logpb_dbchunk_next(const void *buf, size_t len, size_t *pos,
                           sl_logpb_dbitem_t *it);
 
+/*
+ * delay with payload_topic: the changelog holds an index record per
+ * pending timer (key: the timer id) instead of its Timer: the byte 0xff,
+ * a version byte (1), the due time and the offset of the timer's record in
+ * the payload topic, each a varint.  No Timer begins with 0xff (a tag
+ * whose wire type, 7, protobuf has not), so a changelog's two kinds of
+ * value are told apart by their first byte (sl_logpb_is_index).
+ */
+#define SL_LOGPB_INDEX_MAX 22 /* bytes of the longest index record */
+
+/* 1 when the value buf[0..len) is an index record (of any version). */
+static inline int sl_logpb_is_index(const void *buf, size_t len) {
+        return len && ((const uint8_t *)buf)[0] == 0xff;
+}
+
+/* Writes the index record of a timer due at due_ms (>= 0) whose record
+ * lies at offset (>= 0) into buf (SL_LOGPB_INDEX_MAX bytes): its length. */
+size_t sl_logpb_index_put(uint8_t *buf, int64_t due_ms, int64_t offset);
+
+/* Reads an index record: 0, or -1 when it is not one of version 1 or a
+ * field does not end in it. */
+int sl_logpb_index_read(const void *buf, size_t len, int64_t *due_ms,
+                        int64_t *offset);
+
 #endif

@@ -78,6 +78,7 @@
 #include "task.h"
 #include "tbucket.h"
 #include "timerheap.h"
+#include "timerindex.h"
 #include "util.h"
 #include "varint.h"
 
@@ -114,6 +115,10 @@ typedef struct delay_pipeline_s {
         sl_histogram_t *m_lateness;
         sl_pcap_t *c_timers; /* max_pending_timers */
         sl_pcap_t *c_bytes;  /* max_pending_bytes */
+        /* Payloads in Kafka: bytes resident in all partitions, and the
+         * budget (payload_cache). */
+        size_t res_bytes;
+        int64_t cache_budget;
         /* Input scratch (loop thread): the changelog Timer being packed and
          * the in-memory blob being built, reused by every record. */
         sl_scratch_t pack;
@@ -143,8 +148,63 @@ typedef struct restore_slot_s {
         char keybuf[RESTORE_KEY];
 } restore_slot_t;
 
+/* With payloads in Kafka: a timer's record held in memory (its id and
+ * blob), by the handle of its index entry. */
+typedef struct kres_s {
+        sl_hmap_link_t link; /* st->res */
+        struct kres_s *next; /* the delivery FIFO */
+        uint32_t handle;
+        uint8_t pinned; /* its offset is not known: it cannot be read back */
+        uint8_t dead;   /* its timer went while a list still held it */
+        uint8_t lists;  /* on the delivery FIFO (1), the owed list (2) */
+        int64_t due_ms;
+        uint32_t idlen, bloblen;
+        char buf[]; /* the id, then the blob */
+} kres_t;
+
+#define KRES_HASH(r)        ((uint64_t)(r)->handle)
+#define KRES_EQ(r, h, k, n) ((r)->handle == *(const uint32_t *)(k))
+SL_HMAP_DEFINE(rmap, kres_t, link, KRES_HASH, KRES_EQ)
+
+/* A rebuild's id of a pending entry. */
+typedef struct rbid_s {
+        sl_hmap_link_t link;
+        uint64_t hash;
+        uint32_t handle;
+        uint32_t idlen;
+        char id[];
+} rbid_t;
+
+#define RBID_HASH(b) ((b)->hash)
+#define RBID_EQ(b, h, k, n)                                                    \
+        ((b)->hash == (h) && sl_hmap_key_eq((b)->id, (b)->idlen, k, n))
+SL_HMAP_DEFINE(rbmap, rbid_t, link, RBID_HASH, RBID_EQ)
+
 typedef struct delay_state_s {
-        sl_timerheap_t *heap;
+        sl_timerheap_t *heap; /* payloads in memory; NULL in Kafka */
+        /* Payloads in Kafka (payload_topic): the index, the records held
+         * (res_bytes of ids and blobs), the payload records awaiting
+         * their delivery report in produce order, the index records owed
+         * to the changelog, the offsets wanted from the payload topic
+         * (sorted), and the read that brings them. */
+        sl_timerindex_t *ix;
+        sl_hmap_t res;
+        size_t res_bytes;
+        kres_t *fifo_head, *fifo_tail;
+        kres_t **owed;
+        size_t owed_cnt, owed_cap;
+        struct {
+                int64_t loc;
+                uint32_t handle;
+        } * want;
+        size_t want_cnt, want_cap;
+        int fetching;
+        int64_t fetch_next; /* the offset the read delivers next */
+        /* Rebuild: ids by hash (exact), and the highest payload offset the
+         * changelog indexes. */
+        sl_hmap_t rb;
+        int rb_on;
+        int64_t ix_max_loc;
         restore_slot_t restore[RESTORE_LAG]; /* records read, not applied */
         unsigned restore_head, restore_cnt;
         struct delay_pipeline_s *dp;
@@ -155,6 +215,11 @@ typedef struct delay_state_s {
         size_t bytes_counted;
         size_t memory_counted;
 } delay_state_t;
+
+static const char *kx_topic(const sl_pipeline_conf_t *pc);
+static void rb_free(delay_state_t *st);
+static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m);
+static void kx_restored(sl_task_t *t);
 
 static delay_pipeline_t *dp_of(sl_task_t *t) {
         return t->pl->op_data;
@@ -276,9 +341,22 @@ static int target_index(delay_pipeline_t *dp, const char *name, size_t len) {
 static void delay_update_gauges(sl_task_t *t) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
-        size_t n = sl_timerheap_count(st->heap);
-        size_t b = sl_timerheap_bytes(st->heap);
-        size_t mem = sl_timerheap_memory(st->heap);
+        size_t n, b, mem;
+        if (st->ix) {
+                /* What memory holds: the index, and the records resident
+                 * (with their map and the lists' arrays). */
+                n = sl_timerindex_count(st->ix);
+                b = st->res_bytes + sl_hmap_count(&st->res) * sizeof(kres_t);
+                mem = sl_timerindex_memory(st->ix) + b +
+                      sl_hmap_memory(&st->res) +
+                      st->want_cap * sizeof(*st->want) +
+                      st->owed_cap * sizeof(*st->owed);
+                b = mem;
+        } else {
+                n = sl_timerheap_count(st->heap);
+                b = sl_timerheap_bytes(st->heap);
+                mem = sl_timerheap_memory(st->heap);
+        }
         sl_gauge_add_owner(dp->m_pending,
                            (double)n - (double)st->pending_counted);
         sl_gauge_add_owner(dp->m_pending_bytes,
@@ -373,6 +451,7 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
         dp->c_bytes =
             sl_pipeline_cap(pl, "max_pending_bytes", "bytes of pending timers",
                             dc->max_pending_bytes);
+        dp->cache_budget = dc->payload_cache_bytes;
         pl->op_data = dp;
         return 0;
 }
@@ -394,7 +473,15 @@ static void delay_pipeline_destroy(sl_pipeline_t *pl) {
 static void *delay_state_new(sl_task_t *t) {
         delay_state_t *st = sl_calloc(1, sizeof(*st));
         st->dp = dp_of(t);
-        st->heap = sl_timerheap_new_slab();
+        if (kx_topic(t->pl->conf)) {
+                st->ix = sl_timerindex_new(0);
+                sl_hmap_init(&st->res, 64, 1, 0);
+                sl_hmap_init(&st->rb, 1024, 1, 0);
+                st->rb_on = 1;
+                st->ix_max_loc = -1;
+        } else {
+                st->heap = sl_timerheap_new_slab();
+        }
         return st;
 }
 
@@ -471,6 +558,39 @@ static void delay_state_destroy(void *state) {
         sl_pcap_add(st->dp->c_timers, -(int64_t)st->pending_counted);
         sl_pcap_add(st->dp->c_bytes, -(int64_t)st->bytes_counted);
         sl_timerheap_destroy(st->heap);
+        if (st->ix) {
+                /* Every record once: those a list holds are freed by it. */
+                for (size_t i = 0; i < st->res.nbuckets; i++) {
+                        sl_hmap_link_t *l = st->res.buckets[i], *next;
+                        for (; l; l = next) {
+                                kres_t *r = rmap_entry(l);
+                                next = l->next;
+                                if (r->lists)
+                                        r->dead = 1;
+                                else
+                                        free(r);
+                        }
+                }
+                sl_hmap_fini(&st->res);
+                while (st->fifo_head) {
+                        kres_t *r = st->fifo_head;
+                        st->fifo_head = r->next;
+                        r->lists &= (uint8_t)~1;
+                        if (!r->lists)
+                                free(r);
+                }
+                for (size_t i = 0; i < st->owed_cnt; i++) {
+                        kres_t *r = st->owed[i];
+                        r->lists &= (uint8_t)~2;
+                        if (!r->lists)
+                                free(r);
+                }
+                free(st->owed);
+                free(st->want);
+                rb_free(st);
+                st->dp->res_bytes -= st->res_bytes;
+                sl_timerindex_destroy(st->ix);
+        }
         free(st);
 }
 
@@ -527,30 +647,26 @@ static const char *restore_target_refused(const delay_pipeline_t *dp,
         return sl_delay_target_internal(&dp->params, target);
 }
 
-static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
-        delay_state_t *st = t->state_data;
+/* Turns a Timer record (sluice.v1.Timer: the changelog's, or the payload
+ * topic's) read at offset into a blob in *b (the caller frees b->p) with
+ * its due time and seq: 0, or -1 when it is skipped (counted and
+ * logged). */
+static int timer_record_blob(sl_task_t *t, int64_t offset, const void *value,
+                             size_t len, sl_buf_t *b, int64_t *duep,
+                             int64_t *seqp) {
         delay_pipeline_t *dp = dp_of(t);
         sl_logpb_timer_t tm;
-        sl_buf_t b = {0};
         char target[SL_TOPICNAME_MAX + 1];
         const char *why;
+        int r = -1;
 
-        if (!m->key || !m->key_len) {
-                sl_counter_inc(dp->m_restore_bad);
-                return;
-        }
-        if (!m->payload) {
-                restore_push(st, m->key, m->key_len, 0, 0, NULL);
-                return;
-        }
-        if (sl_logpb_timer_read(&tm, m->payload, m->len) < 0 ||
-            !tm.target_topic_len) {
+        if (sl_logpb_timer_read(&tm, value, len) < 0 || !tm.target_topic_len) {
                 sl_counter_inc(dp->m_restore_bad);
                 sl_log(LOG_WARNING, "REBUILD",
                        "%s [%d] @%" PRId64 ": undecodable timer record skipped",
-                       t->pl->conf->name, t->partition, m->offset);
+                       t->pl->conf->name, t->partition, offset);
                 sl_logpb_timer_free(&tm);
-                return;
+                return -1;
         }
         if (tm.target_topic_len > SL_TOPICNAME_MAX) {
                 why = "not a topic name (empty or too long)";
@@ -564,9 +680,9 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 sl_log(LOG_WARNING, "REBUILD",
                        "%s [%d] @%" PRId64
                        ": timer record skipped: its target is %s",
-                       t->pl->conf->name, t->partition, m->offset, why);
+                       t->pl->conf->name, t->partition, offset, why);
                 sl_logpb_timer_free(&tm);
-                return;
+                return -1;
         }
         {
                 size_t n = tm.n_headers;
@@ -599,21 +715,24 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                         sl_log(LOG_WARNING, "REBUILD",
                                "%s [%d] @%" PRId64 ": timer due at %" PRId64
                                " clamped to %" PRId64,
-                               t->pl->conf->name, t->partition, m->offset,
+                               t->pl->conf->name, t->partition, offset,
                                tm.due_ms, due);
                 }
                 if (tm.due_ms < tm.created_ms)
                         flags |= SL_BLOB_DUE_ON_ARRIVAL;
                 if (tm.null_target_key)
                         flags |= SL_BLOB_NULL_KEY;
-                if (delay_blob(dp, &b, flags, target, tm.target_topic_len,
+                if (delay_blob(dp, b, flags, target, tm.target_topic_len,
                                tm.target_partition,
                                tm.has_target_key && !tm.null_target_key,
                                tm.target_key, tm.target_key_len, n, hn, hnl, hv,
-                               hvl, tm.payload, tm.payload_len) == 0)
-                        restore_push(st, m->key, m->key_len, due, tm.seq, &b);
-                else
+                               hvl, tm.payload, tm.payload_len) == 0) {
+                        *duep = due;
+                        *seqp = tm.seq;
+                        r = 0;
+                } else {
                         sl_counter_inc(dp->m_restore_bad);
+                }
                 if (!few) {
                         free(hn);
                         free(hnl);
@@ -621,8 +740,32 @@ static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                         free(hvl);
                 }
         }
-        free(b.p);
         sl_logpb_timer_free(&tm);
+        return r;
+}
+
+static void delay_restore(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        sl_buf_t b = {0};
+        int64_t due, seq;
+
+        if (st->ix) {
+                kx_restore(t, m);
+                return;
+        }
+        if (!m->key || !m->key_len) {
+                sl_counter_inc(dp->m_restore_bad);
+                return;
+        }
+        if (!m->payload) {
+                restore_push(st, m->key, m->key_len, 0, 0, NULL);
+                return;
+        }
+        if (timer_record_blob(t, m->offset, m->payload, m->len, &b, &due,
+                              &seq) == 0)
+                restore_push(st, m->key, m->key_len, due, seq, &b);
+        free(b.p);
 }
 
 static void delay_arm(sl_task_t *t) {
@@ -636,18 +779,32 @@ static void delay_arm(sl_task_t *t) {
 static void delay_restored(sl_task_t *t) {
         delay_state_t *st = t->state_data;
         sl_rate_t cr = sl_tbucket_pace_rate((double)t->pl->conf->catchup_rate);
-        restore_drain(st);
+        if (!st->ix)
+                restore_drain(st);
         /* What fell due while nobody owned the partition fires at the
          * bounded catch-up rate; everything due later fires unthrottled. */
         st->catchup_until_ms = sl_now_ms();
         sl_tbucket_init(&st->catchup, &cr, sl_mono_us() / 1000);
         delay_update_gauges(t);
-        delay_arm(t);
+        if (st->ix)
+                kx_restored(t);
+        else
+                delay_arm(t);
 }
 
 /* Sends a fired timer that cannot be delivered to the DLQ: its payload
  * and headers, cut to fit when they must be (sl_task_dlq_send). */
-static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
+/* A timer as it fires: its id, due time and blob (delay_blob()), from the
+ * heap or, with payloads in Kafka, from a resident record. */
+typedef struct fire_timer_s {
+        const void *id;
+        size_t idlen;
+        int64_t due_ms;
+        const void *blob;
+        size_t bloblen;
+} fire_timer_t;
+
+static void delay_fire_dlq(sl_task_t *t, const fire_timer_t *tm,
                            const fire_view_t *v, const char *reason,
                            const char *detail) {
         const sl_pipeline_conf_t *pc = t->pl->conf;
@@ -656,22 +813,21 @@ static void delay_fire_dlq(sl_task_t *t, const sl_timer_t *tm,
 
         sl_task_dlq_count(t, reason);
         sl_log(LOG_WARNING, "DELAY", "%s [%d]: timer '%s': %s: %s", pc->name,
-               t->partition,
-               sl_escape(sl_timer_key(tm), tm->keylen, id, sizeof(id)), reason,
-               detail);
+               t->partition, sl_escape(tm->id, tm->idlen, id, sizeof(id)),
+               reason, detail);
         if (!pc->dlq)
                 return;
         src = rd_kafka_headers_new(v->hdr_cnt ? v->hdr_cnt : 1);
-        blob_headers(v, (const char *)sl_timer_data(tm) + tm->datalen, src);
+        blob_headers(v, (const char *)tm->blob + tm->bloblen, src);
         hdrs = rd_kafka_headers_new(4);
         rd_kafka_header_add(hdrs, "sluice-error", -1, reason, -1);
         rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
-        rd_kafka_header_add(hdrs, "sluice-timer-id", -1, sl_timer_key(tm),
-                            tm->keylen);
+        rd_kafka_header_add(hdrs, "sluice-timer-id", -1, tm->id,
+                            (ssize_t)tm->idlen);
         snprintf(buf, sizeof(buf), "%" PRId64, tm->due_ms);
         rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
-        sl_task_dlq_send(t, sl_timer_key(tm), tm->keylen, v->payload,
-                         v->payload_len, src, hdrs);
+        sl_task_dlq_send(t, tm->id, tm->idlen, v->payload, v->payload_len, src,
+                         hdrs);
         rd_kafka_headers_destroy(src);
 }
 
@@ -684,8 +840,8 @@ static int64_t delay_late_ms(int64_t now, int64_t due) {
         return late;
 }
 
-/* Produces one due timer and tombstones it. */
-static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
+/* Produces one due timer; the caller tombstones it. */
+static void delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
         delay_pipeline_t *dp = dp_of(t);
         fire_view_t v;
         rd_kafka_headers_t *hdrs;
@@ -694,13 +850,13 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
         int r, parts;
         int64_t late;
 
-        if (blob_decode(sl_timer_data(tm), tm->datalen, &v) == -1 ||
+        if (blob_decode(tm->blob, tm->bloblen, &v) == -1 ||
             v.target_idx >= dp->target_cnt) {
                 sl_assert(!"timer blob corrupt");
         }
         target = dp->targets[v.target_idx];
         /* The timer's id and due time name this work across replays. */
-        sl_task_origin(t, sl_timer_key(tm), tm->keylen, tm->due_ms);
+        sl_task_origin(t, tm->id, tm->idlen, tm->due_ms);
         /* No target is internal: input refuses such timers, and restore
          * skips them (restore_target_refused) with the current config. */
         if ((parts = sl_task_topic_partitions(t, target)) == 0) {
@@ -714,10 +870,9 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
                                "the target has fewer partitions now");
         } else {
                 hdrs = rd_kafka_headers_new(v.hdr_cnt + 2);
-                blob_headers(&v, (const char *)sl_timer_data(tm) + tm->datalen,
-                             hdrs);
-                rd_kafka_header_add(hdrs, "sluice-timer-id", -1,
-                                    sl_timer_key(tm), tm->keylen);
+                blob_headers(&v, (const char *)tm->blob + tm->bloblen, hdrs);
+                rd_kafka_header_add(hdrs, "sluice-timer-id", -1, tm->id,
+                                    (ssize_t)tm->idlen);
                 snprintf(buf, sizeof(buf), "%" PRId64, tm->due_ms);
                 rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
                 r = sl_task_produce(t, target,
@@ -725,10 +880,10 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
                                                      : RD_KAFKA_PARTITION_UA,
                                     v.null_key  ? NULL
                                     : v.has_key ? v.key
-                                                : sl_timer_key(tm),
+                                                : tm->id,
                                     v.null_key  ? 0
                                     : v.has_key ? v.keylen
-                                                : tm->keylen,
+                                                : tm->idlen,
                                     v.payload, v.payload_len, hdrs);
                 if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
                         delay_fire_dlq(t, tm, &v, "too-large",
@@ -740,7 +895,6 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
                 else
                         sl_counter_inc_owner(t->pl->metrics->records_out);
         }
-        sl_task_changelog(t, sl_timer_key(tm), tm->keylen, NULL, 0);
         /* Due times are within [SL_DELAY_DUE_MIN_MS, SL_DELAY_DUE_MAX_MS]
          * (checked on input, clamped on restore); the difference saturates
          * all the same. */
@@ -754,6 +908,8 @@ static void delay_fire_one(sl_task_t *t, const sl_timer_t *tm, int64_t now) {
         }
 }
 
+static void kx_wake(sl_task_t *t, int64_t now);
+
 static void delay_wake(sl_task_t *t, int64_t now) {
         delay_state_t *st = t->state_data;
         const sl_pipeline_conf_t *pc = t->pl->conf;
@@ -766,6 +922,10 @@ static void delay_wake(sl_task_t *t, int64_t now) {
         sl_rate_t cr = sl_tbucket_pace_rate((double)pc->catchup_rate);
         int64_t mono_ms = pace ? sl_mono_us() / 1000 : 0;
 
+        if (st->ix) {
+                kx_wake(t, now);
+                return;
+        }
         while ((next = sl_timerheap_peek(st->heap)) && next->due_ms <= now) {
                 if (fired >= SL_DELAY_FIRE_MAX) {
                         limited = 1;
@@ -777,7 +937,11 @@ static void delay_wake(sl_task_t *t, int64_t now) {
                         break;
                 }
                 /* Fired from where it lies in the slab, then freed. */
-                delay_fire_one(t, next, now);
+                fire_timer_t ft = {sl_timer_key(next), next->keylen,
+                                   next->due_ms, sl_timer_data(next),
+                                   next->datalen};
+                delay_fire_one(t, &ft, now);
+                sl_task_changelog(t, ft.id, ft.idlen, NULL, 0);
                 sl_timerheap_drop_min(st->heap);
                 fired++;
         }
@@ -1008,11 +1172,735 @@ static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
         return packed;
 }
 
+/* ------------------------------------------------------------------ */
+/* Payloads in Kafka (payload_topic set): see PAYLOADS IN KAFKA above.  */
+
+/* Locations of timers whose payload record has no offset yet: above every
+ * offset, in arrival order (the input offset that scheduled them). */
+#define KX_PROV_BASE ((int64_t)1 << 47)
+/* How far ahead payloads are read back: the earliest timers due within
+ * this long, as many as payload_cache holds. */
+#define KX_LOOKAHEAD_MS 60000
+/* Timers looked at per prefetch plan. */
+#define KX_PLAN_MAX 512
+/* A fetch reads on, rather than seeking, across a gap this many records
+ * long (bench/NOTES.md: "Reading one record back by offset"). */
+#define KX_FETCH_GAP 64
+
+/* Entry flags (timerindex.h). */
+#define KX_F_RESIDENT 1 /* its record is in st->res */
+#define KX_F_LEGACY                                                            \
+        2              /* its record is a changelog Timer (written before      \
+                          payload_topic was set): resident until it fires */
+#define KX_F_MISSING 4 /* the payload topic no longer holds its record */
+
+static const char *kx_topic(const sl_pipeline_conf_t *pc) {
+        const char *p = sl_delay_conf(pc)->payload_topic;
+        return p && *p ? p : NULL;
+}
+
+static kres_t *res_get(const delay_state_t *st, uint32_t h) {
+        return rmap_find(&st->res, h, &h, sizeof(h));
+}
+
+/* A resident record for entry h: its id and blob. */
+static kres_t *res_add(sl_task_t *t, uint32_t h, const void *id, size_t idlen,
+                       const void *blob, size_t bloblen, int64_t due_ms,
+                       int pinned) {
+        delay_state_t *st = t->state_data;
+        kres_t *r = sl_malloc(sizeof(*r) + idlen + bloblen);
+        r->next = NULL;
+        r->handle = h;
+        r->pinned = (uint8_t)pinned;
+        r->dead = 0;
+        r->lists = 0;
+        r->due_ms = due_ms;
+        r->idlen = (uint32_t)idlen;
+        r->bloblen = (uint32_t)bloblen;
+        memcpy(r->buf, id, idlen);
+        memcpy(r->buf + idlen, blob, bloblen);
+        rmap_insert(&st->res, h, r);
+        st->res_bytes += idlen + bloblen;
+        st->dp->res_bytes += idlen + bloblen;
+        sl_timerindex_set_flags(st->ix, h,
+                                sl_timerindex_flags(st->ix, h) | KX_F_RESIDENT);
+        return r;
+}
+
+/* Takes r out of the resident map: freed, or left to the list that still
+ * holds it (the delivery FIFO, the owed list), marked dead. */
+static void res_forget(delay_state_t *st, kres_t *r) {
+        rmap_remove(&st->res, r);
+        st->res_bytes -= r->idlen + r->bloblen;
+        st->dp->res_bytes -= r->idlen + r->bloblen;
+        if (r->lists)
+                r->dead = 1;
+        else
+                free(r);
+}
+
+/* The wanted offsets: sorted, each with the entry that wants it. */
+static size_t want_pos(const delay_state_t *st, int64_t loc) {
+        size_t lo = 0, hi = st->want_cnt;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (st->want[mid].loc < loc)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+static void want_add(delay_state_t *st, int64_t loc, uint32_t h) {
+        size_t i = want_pos(st, loc);
+        if (i < st->want_cnt && st->want[i].loc == loc)
+                return;
+        if (st->want_cnt == st->want_cap) {
+                st->want_cap = st->want_cap ? st->want_cap * 2 : 64;
+                st->want =
+                    sl_realloc(st->want, st->want_cap * sizeof(*st->want));
+        }
+        memmove(&st->want[i + 1], &st->want[i],
+                (st->want_cnt - i) * sizeof(*st->want));
+        st->want[i].loc = loc;
+        st->want[i].handle = h;
+        st->want_cnt++;
+}
+
+static void want_del(delay_state_t *st, int64_t loc) {
+        size_t i = want_pos(st, loc);
+        if (i == st->want_cnt || st->want[i].loc != loc)
+                return;
+        memmove(&st->want[i], &st->want[i + 1],
+                (st->want_cnt - i - 1) * sizeof(*st->want));
+        st->want_cnt--;
+}
+
+/* Removes pending entry h with what it holds. */
+static void kx_entry_remove(delay_state_t *st, uint32_t h) {
+        kres_t *r = res_get(st, h);
+        if (r)
+                res_forget(st, r);
+        else
+                want_del(st, sl_timerindex_loc(st->ix, h));
+        sl_timerindex_remove(st->ix, h);
+}
+
+static void fetch_stop(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        if (!st->fetching)
+                return;
+        sl_task_fetch_stop(t);
+        st->fetching = 0;
+}
+
+/* Reads the earliest wanted record: starts the fetch, or moves it back
+ * when a record behind it is wanted, or on past a long gap. */
+static void fetch_kick(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        int64_t to;
+        if (!st->want_cnt) {
+                fetch_stop(t);
+                return;
+        }
+        to = st->want[0].loc;
+        if (st->fetching && to >= st->fetch_next &&
+            to - st->fetch_next <= KX_FETCH_GAP)
+                return;
+        if (sl_task_fetch(t, kx_topic(t->pl->conf), to) == -1)
+                return; /* tried again at the next kick */
+        st->fetching = 1;
+        st->fetch_next = to;
+}
+
+/* The pending timer with this id (hash: its sl_hash()): 1 and its handle
+ * in *hp, 0 when none is pending, -1 when an entry of the same hash is not
+ * resident: its record is being read, and the caller asks again once it
+ * is (the input waits: sl_task_input_retry).  Exact: ids are compared
+ * byte for byte, never their hashes alone. */
+static int kx_lookup(sl_task_t *t, const void *id, size_t idlen, uint64_t hash,
+                     uint32_t *hp) {
+        delay_state_t *st = t->state_data;
+        int unknown = 0;
+
+        if (st->rb_on) {
+                rbid_t *b = rbmap_find(&st->rb, hash, id, idlen);
+                if (!b)
+                        return 0;
+                *hp = b->handle;
+                return 1;
+        }
+        for (uint32_t h = sl_timerindex_find(st->ix, hash);
+             h != SL_TIMERINDEX_NONE;
+             h = sl_timerindex_next_same_hash(st->ix, h)) {
+                kres_t *r;
+                if (sl_timerindex_hash(st->ix, h) != hash)
+                        continue;
+                if ((r = res_get(st, h))) {
+                        if (sl_hmap_key_eq(r->buf, r->idlen, id, idlen)) {
+                                *hp = h;
+                                return 1;
+                        }
+                        continue;
+                }
+                if (sl_timerindex_flags(st->ix, h) & KX_F_MISSING)
+                        continue; /* its id is lost with its record */
+                want_add(st, sl_timerindex_loc(st->ix, h), h);
+                unknown = 1;
+        }
+        if (unknown) {
+                fetch_kick(t);
+                return -1;
+        }
+        return 0;
+}
+
+/* The blob flags of a resident record (for the lateness rule). */
+static size_t kx_cache_budget(const delay_pipeline_t *dp) {
+        return (size_t)dp->cache_budget;
+}
+
+/* Asks for the payloads of the timers due soonest, as far as the cache
+ * allows: the earliest KX_PLAN_MAX due within KX_LOOKAHEAD_MS, each
+ * counted at the mean size of what is resident. */
+static void kx_plan(sl_task_t *t, int64_t now) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = st->dp;
+        uint32_t hs[KX_PLAN_MAX];
+        size_t n, est, planned;
+
+        n = sl_timerindex_earliest(st->ix, now + KX_LOOKAHEAD_MS, KX_PLAN_MAX,
+                                   hs);
+        est = sl_hmap_count(&st->res) ? st->res_bytes / sl_hmap_count(&st->res)
+                                      : 1024;
+        planned = dp->res_bytes + st->want_cnt * est;
+        for (size_t i = 0; i < n; i++) {
+                uint16_t f = sl_timerindex_flags(st->ix, hs[i]);
+                if (f & (KX_F_RESIDENT | KX_F_MISSING))
+                        continue;
+                /* The first one is wanted whatever the cache holds: it
+                 * fires next. */
+                if (i && planned + est > kx_cache_budget(dp))
+                        break;
+                want_add(st, sl_timerindex_loc(st->ix, hs[i]), hs[i]);
+                planned += est;
+        }
+        fetch_kick(t);
+}
+
+/* The wake-up: at the earliest due time, or a look-ahead before it while
+ * its payload is not resident (so it is read by then). */
+static void kx_arm(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        uint32_t h = sl_timerindex_min(st->ix);
+        int64_t due, now = sl_now_ms();
+        sl_task_wake_at(t, 0);
+        if (h == SL_TIMERINDEX_NONE)
+                return;
+        due = sl_timerindex_due(st->ix, h);
+        if (!(sl_timerindex_flags(st->ix, h) & KX_F_RESIDENT) &&
+            due - KX_LOOKAHEAD_MS > now) {
+                sl_task_wake_at(t, due - KX_LOOKAHEAD_MS);
+                return;
+        }
+        kx_plan(t, now);
+        sl_task_wake_at(t, due > 0 ? due : 1);
+}
+
+/* A pending timer whose payload record is gone from the payload topic
+ * (deleted, or the topic recreated): its id went with it, so the DLQ
+ * record names where it was. */
+static void kx_fire_missing(sl_task_t *t, uint32_t h) {
+        delay_state_t *st = t->state_data;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        rd_kafka_headers_t *hdrs;
+        char detail[256], buf[32];
+
+        snprintf(detail, sizeof(detail),
+                 "the payload record of this timer is gone from %s [%d] "
+                 "offset %" PRId64 " (deleted or compacted away)",
+                 kx_topic(pc), t->partition, sl_timerindex_loc(st->ix, h));
+        sl_task_dlq_count(t, "payload-missing");
+        sl_log(LOG_WARNING, "DELAY", "%s [%d]: %s", pc->name, t->partition,
+               detail);
+        if (!pc->dlq)
+                return;
+        hdrs = rd_kafka_headers_new(3);
+        rd_kafka_header_add(hdrs, "sluice-error", -1, "payload-missing", -1);
+        rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
+        snprintf(buf, sizeof(buf), "%" PRId64, sl_timerindex_due(st->ix, h));
+        rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
+        sl_task_dlq_send(t, NULL, 0, NULL, 0, NULL, hdrs);
+}
+
+static void kx_wake(sl_task_t *t, int64_t now) {
+        delay_state_t *st = t->state_data;
+        const sl_pipeline_conf_t *pc = t->pl->conf;
+        const char *ptopic = kx_topic(pc);
+        int fired = 0, limited = 0, paced = 0;
+        int pace = pc->catchup_rate > 0 && st->catchup_until_ms > 0;
+        sl_rate_t cr = sl_tbucket_pace_rate((double)pc->catchup_rate);
+        int64_t mono_ms = pace ? sl_mono_us() / 1000 : 0;
+        uint32_t h;
+
+        while ((h = sl_timerindex_min(st->ix)) != SL_TIMERINDEX_NONE &&
+               sl_timerindex_due(st->ix, h) <= now) {
+                int64_t due = sl_timerindex_due(st->ix, h);
+                kres_t *r;
+                if (fired >= SL_DELAY_FIRE_MAX) {
+                        limited = 1;
+                        break;
+                }
+                if (!(r = res_get(st, h)) &&
+                    !(sl_timerindex_flags(st->ix, h) & KX_F_MISSING)) {
+                        /* Not read back yet: wait for it (fetched()
+                         * wakes the partition). */
+                        want_add(st, sl_timerindex_loc(st->ix, h), h);
+                        fetch_kick(t);
+                        break;
+                }
+                if (pace && due <= st->catchup_until_ms &&
+                    !sl_tbucket_take(&st->catchup, &cr, mono_ms)) {
+                        limited = paced = 1;
+                        break;
+                }
+                if (!r) {
+                        kx_fire_missing(t, h);
+                } else {
+                        fire_timer_t ft = {r->buf, r->idlen, due,
+                                           r->buf + r->idlen, r->bloblen};
+                        delay_fire_one(t, &ft, now);
+                        /* The index record and the payload record go. */
+                        sl_task_changelog(t, r->buf, r->idlen, NULL, 0);
+                        if (!(sl_timerindex_flags(st->ix, h) & KX_F_LEGACY) &&
+                            sl_task_produce(t, ptopic, t->partition, r->buf,
+                                            r->idlen, NULL, 0, NULL) < 0)
+                                sl_task_abort(t, "payload tombstone refused");
+                }
+                kx_entry_remove(st, h);
+                fired++;
+        }
+        if (fired) {
+                delay_update_gauges(t);
+                sl_task_commit_soon(t);
+        }
+        if (limited) {
+                int64_t wait_ms = 0;
+                if (paced)
+                        wait_ms =
+                            sl_tbucket_next_ms(&st->catchup, &cr, mono_ms) -
+                            mono_ms + 1;
+                kx_plan(t, now);
+                sl_task_wake_at(t, 0);
+                sl_task_wake_at(t, now + wait_ms);
+        } else {
+                kx_arm(t);
+        }
+}
+
+/* Wanted records below offset `upto` did not come: they are gone. */
+static void kx_missing_below(delay_state_t *st, int64_t upto) {
+        while (st->want_cnt && st->want[0].loc < upto) {
+                uint32_t h = st->want[0].handle;
+                sl_timerindex_set_flags(
+                    st->ix, h, sl_timerindex_flags(st->ix, h) | KX_F_MISSING);
+                want_del(st, st->want[0].loc);
+        }
+}
+
+/* A record of the payload topic, read back. */
+static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        int got = 0;
+
+        if (!st->ix || !st->fetching)
+                return;
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                kx_missing_below(st, m->offset);
+                st->fetch_next = m->offset;
+        } else if (m->err) {
+                sl_log(LOG_WARNING, "DELAY", "%s [%d]: reading %s: %s",
+                       t->pl->conf->name, t->partition, kx_topic(t->pl->conf),
+                       rd_kafka_message_errstr(m));
+                return;
+        } else {
+                kx_missing_below(st, m->offset);
+                st->fetch_next = m->offset + 1;
+                if (m->key && m->key_len && m->payload) {
+                        uint64_t hash = sl_hash(m->key, m->key_len);
+                        for (uint32_t h = sl_timerindex_find(st->ix, hash);
+                             h != SL_TIMERINDEX_NONE;
+                             h = sl_timerindex_next_same_hash(st->ix, h)) {
+                                sl_buf_t b = {0};
+                                int64_t due, seq;
+                                if (sl_timerindex_hash(st->ix, h) != hash ||
+                                    sl_timerindex_loc(st->ix, h) != m->offset ||
+                                    (sl_timerindex_flags(st->ix, h) &
+                                     KX_F_RESIDENT))
+                                        continue;
+                                if (timer_record_blob(t, m->offset, m->payload,
+                                                      m->len, &b, &due,
+                                                      &seq) == 0) {
+                                        res_add(t, h, m->key, m->key_len, b.p,
+                                                b.len,
+                                                sl_timerindex_due(st->ix, h),
+                                                0);
+                                        got = 1;
+                                } else {
+                                        sl_timerindex_set_flags(
+                                            st->ix, h,
+                                            sl_timerindex_flags(st->ix, h) |
+                                                KX_F_MISSING);
+                                }
+                                free(b.p);
+                                break;
+                        }
+                }
+                want_del(st, m->offset);
+        }
+        if (!st->want_cnt)
+                fetch_stop(t);
+        else
+                fetch_kick(t);
+        if (got) {
+                delay_update_gauges(t);
+                /* An input record waiting for an id to be read back, and
+                 * timers due, go on. */
+                sl_task_lookup_done(t);
+                sl_task_wake_at(t, 0);
+                sl_task_wake_at(t, 1);
+        }
+}
+
+/* A payload record was delivered: its offset becomes its timer's place,
+ * and its index record is owed to the changelog (kx_precommit). */
+static void kx_delivered(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        kres_t *r = st->fifo_head;
+
+        if (!st->ix)
+                return;
+        if (!r) {
+                sl_log(LOG_ERR, "DELAY",
+                       "%s [%d]: a delivery report with no payload record "
+                       "waiting for it",
+                       t->pl->conf->name, t->partition);
+                return;
+        }
+        st->fifo_head = r->next;
+        if (!st->fifo_head)
+                st->fifo_tail = NULL;
+        r->next = NULL;
+        r->lists &= (uint8_t)~1;
+        if (r->dead) {
+                if (!r->lists)
+                        free(r);
+                return;
+        }
+        sl_timerindex_update(st->ix, r->handle, r->due_ms, m->offset);
+        r->pinned = 0;
+        if (st->owed_cnt == st->owed_cap) {
+                st->owed_cap = st->owed_cap ? st->owed_cap * 2 : 64;
+                st->owed =
+                    sl_realloc(st->owed, st->owed_cap * sizeof(*st->owed));
+        }
+        st->owed[st->owed_cnt++] = r;
+        r->lists |= 2;
+}
+
+/* Writes the index records owed: one per payload record delivered in this
+ * transaction (or read from the payload topic's tail at rebuild), then
+ * lets go of the payloads not due soon. */
+static void kx_precommit(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        int64_t now = sl_now_ms();
+        uint8_t val[SL_LOGPB_INDEX_MAX];
+
+        if (!st->ix)
+                return;
+        for (size_t i = 0; i < st->owed_cnt; i++) {
+                kres_t *r = st->owed[i];
+                size_t n;
+                r->lists &= (uint8_t)~2;
+                if (r->dead) {
+                        if (!r->lists)
+                                free(r);
+                        continue;
+                }
+                n = sl_logpb_index_put(val, r->due_ms,
+                                       sl_timerindex_loc(st->ix, r->handle));
+                sl_task_changelog(t, r->buf, r->idlen, val, n);
+                if (r->due_ms > now + KX_LOOKAHEAD_MS ||
+                    st->dp->res_bytes > kx_cache_budget(st->dp)) {
+                        uint32_t h = r->handle;
+                        res_forget(st, r);
+                        sl_timerindex_set_flags(st->ix, h,
+                                                sl_timerindex_flags(st->ix, h) &
+                                                    (uint16_t)~KX_F_RESIDENT);
+                }
+        }
+        st->owed_cnt = 0;
+        delay_update_gauges(t);
+}
+
+/* Reads an index record (logpb.h): 0, or -1 when it is not one this
+ * sluice writes or its fields are out of range. */
+static int kx_index_read(const void *v, size_t len, int64_t *due,
+                         int64_t *loc) {
+        if (sl_logpb_index_read(v, len, due, loc) == -1 ||
+            *due > SL_DELAY_DUE_MAX_MS || *loc >= KX_PROV_BASE)
+                return -1;
+        return 0;
+}
+
+/* Rebuild: the id map that keeps a rebuild exact (ids are compared, not
+ * hashes); freed when the rebuild ends. */
+static void rb_put(delay_state_t *st, uint64_t hash, const void *id,
+                   size_t idlen, uint32_t h) {
+        rbid_t *b = sl_malloc(sizeof(*b) + idlen);
+        b->hash = hash;
+        b->handle = h;
+        b->idlen = (uint32_t)idlen;
+        memcpy(b->id, id, idlen);
+        rbmap_insert(&st->rb, hash, b);
+}
+
+static void rb_drop(delay_state_t *st, uint64_t hash, const void *id,
+                    size_t idlen) {
+        sl_hmap_link_t **l = rbmap_link(&st->rb, hash, id, idlen);
+        rbid_t *b;
+        if (!*l)
+                return;
+        b = rbmap_entry(*l);
+        rbmap_unlink(&st->rb, l);
+        kx_entry_remove(st, b->handle);
+        free(b);
+}
+
+static void rb_free(delay_state_t *st) {
+        for (size_t i = 0; st->rb.buckets && i < st->rb.nbuckets; i++) {
+                sl_hmap_link_t *l = st->rb.buckets[i], *next;
+                for (; l; l = next) {
+                        next = l->next;
+                        free(rbmap_entry(l));
+                }
+        }
+        sl_hmap_fini(&st->rb);
+        st->rb_on = 0;
+}
+
+/* Adds a pending entry (and its rebuild id); 0, or -1 when the index is
+ * full. */
+static uint32_t kx_add(delay_state_t *st, uint64_t hash, int64_t due,
+                       int64_t loc, uint16_t flags) {
+        if (due < 0)
+                due = 0;
+        if (due > SL_TIMERINDEX_FIELD_MAX)
+                due = SL_TIMERINDEX_FIELD_MAX;
+        return sl_timerindex_add(st->ix, hash, due, loc, flags);
+}
+
+/* A changelog record at rebuild: an index record, a timer written before
+ * payload_topic was set (kept resident), or a tombstone. */
+static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = st->dp;
+        uint64_t hash;
+        int64_t due, loc, seq;
+        sl_buf_t b = {0};
+        uint32_t h;
+
+        if (!m->key || !m->key_len) {
+                sl_counter_inc(dp->m_restore_bad);
+                return;
+        }
+        hash = sl_hash(m->key, m->key_len);
+        rb_drop(st, hash, m->key, m->key_len);
+        if (!m->payload)
+                return;
+        if (sl_logpb_is_index(m->payload, m->len)) {
+                if (kx_index_read(m->payload, m->len, &due, &loc) == -1) {
+                        sl_counter_inc(dp->m_restore_bad);
+                        sl_log(LOG_WARNING, "REBUILD",
+                               "%s [%d] @%" PRId64
+                               ": undecodable index record skipped",
+                               t->pl->conf->name, t->partition, m->offset);
+                        return;
+                }
+                if ((h = kx_add(st, hash, due, loc, 0)) == SL_TIMERINDEX_NONE)
+                        return;
+                if (loc > st->ix_max_loc)
+                        st->ix_max_loc = loc;
+                rb_put(st, hash, m->key, m->key_len, h);
+                return;
+        }
+        if (timer_record_blob(t, m->offset, m->payload, m->len, &b, &due,
+                              &seq) == 0) {
+                if (seq < 0)
+                        seq = 0;
+                if (seq >= KX_PROV_BASE)
+                        seq = KX_PROV_BASE - 1;
+                h = kx_add(st, hash, due, seq, KX_F_LEGACY);
+                if (h != SL_TIMERINDEX_NONE) {
+                        kres_t *r = res_add(t, h, m->key, m->key_len, b.p,
+                                            b.len, due, 1);
+                        (void)r;
+                        rb_put(st, hash, m->key, m->key_len, h);
+                }
+        }
+        free(b.p);
+}
+
+/* The owed list: r's index record is written at the next precommit. */
+static void kx_owe(delay_state_t *st, kres_t *r) {
+        if (st->owed_cnt == st->owed_cap) {
+                st->owed_cap = st->owed_cap ? st->owed_cap * 2 : 64;
+                st->owed =
+                    sl_realloc(st->owed, st->owed_cap * sizeof(*st->owed));
+        }
+        st->owed[st->owed_cnt++] = r;
+        r->lists |= 2;
+}
+
+/* The payload topic after the last record the changelog indexes: records
+ * whose index record was never written (a payload topic filled before
+ * its changelog knew of it) are indexed now. */
+static const char *delay_rebuild_source(sl_task_t *t, int64_t *from) {
+        delay_state_t *st = t->state_data;
+        if (!st->ix)
+                return NULL;
+        *from = st->ix_max_loc >= 0 ? st->ix_max_loc + 1
+                                    : RD_KAFKA_OFFSET_BEGINNING;
+        return kx_topic(t->pl->conf);
+}
+
+static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        uint64_t hash;
+        int64_t due, seq;
+        sl_buf_t b = {0};
+        uint32_t h;
+        rbid_t *old;
+
+        if (!st->ix || !m->key || !m->key_len)
+                return;
+        hash = sl_hash(m->key, m->key_len);
+        old = rbmap_find(&st->rb, hash, m->key, m->key_len);
+        if (old && !(sl_timerindex_flags(st->ix, old->handle) & KX_F_LEGACY) &&
+            sl_timerindex_loc(st->ix, old->handle) >= m->offset)
+                return; /* indexed already, or by something newer */
+        rb_drop(st, hash, m->key, m->key_len);
+        if (!m->payload)
+                return;
+        if (timer_record_blob(t, m->offset, m->payload, m->len, &b, &due,
+                              &seq) == 0 &&
+            (h = kx_add(st, hash, due, m->offset, 0)) != SL_TIMERINDEX_NONE) {
+                kx_owe(st,
+                       res_add(t, h, m->key, m->key_len, b.p, b.len, due, 0));
+                rb_put(st, hash, m->key, m->key_len, h);
+        }
+        free(b.p);
+}
+
+static void kx_restored(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        rb_free(st);
+        if (st->owed_cnt)
+                sl_task_commit_soon(t);
+        kx_arm(t);
+}
+
+/* Only pipelines with payloads in Kafka track their payload records. */
+static int delay_tracks(const sl_pipeline_t *pl) {
+        return kx_topic(pl->conf) != NULL;
+}
+
+/* A cancel: the index record and the payload record go, if the timer is
+ * pending; the input waits while an id of the same hash is read back. */
+static void kx_cancel(sl_task_t *t, const sl_delay_req_t *req) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = st->dp;
+        uint32_t h;
+        int r = kx_lookup(t, req->id, req->id_len,
+                          sl_hash(req->id, req->id_len), &h);
+
+        if (r < 0) {
+                sl_task_input_retry(t);
+                return;
+        }
+        if (!r) {
+                sl_counter_inc(dp->m_cancel_unknown);
+                return;
+        }
+        sl_task_changelog(t, req->id, req->id_len, NULL, 0);
+        if (!(sl_timerindex_flags(st->ix, h) & KX_F_LEGACY) &&
+            sl_task_produce(t, kx_topic(t->pl->conf), t->partition, req->id,
+                            req->id_len, NULL, 0, NULL) < 0)
+                sl_task_abort(t, "payload tombstone refused");
+        kx_entry_remove(st, h);
+        sl_counter_inc(dp->m_cancelled);
+        delay_update_gauges(t);
+}
+
+/* Caps with payloads in Kafka: a new id needs room for one more timer,
+ * and the record is held in memory until the commit that indexes it. */
+static int kx_over_cap(sl_task_t *t, const rd_kafka_message_t *m,
+                       const sl_delay_req_t *req, int found) {
+        delay_pipeline_t *dp = dp_of(t);
+        int64_t bytes = (int64_t)(m->key_len + req->payload_len +
+                                  req->target_key_len + sizeof(kres_t) + 48);
+        for (size_t i = 0; i < req->hdr_cnt; i++)
+                bytes += (int64_t)(strlen(req->hdrs[i].name) +
+                                   req->hdrs[i].size + 4);
+        if (!found && !sl_pcap_room(dp->c_timers, 1)) {
+                sl_task_input_full(t, dp->c_timers);
+                return 1;
+        }
+        if (!sl_pcap_room(dp->c_bytes, bytes)) {
+                sl_task_input_full(t, dp->c_bytes);
+                return 1;
+        }
+        return 0;
+}
+
+/* The timer req schedules enters the index, its record held (pinned)
+ * until its delivery report gives its offset; old (or NONE) is the entry
+ * it replaces. */
+static void kx_add_scheduled(sl_task_t *t, const sl_delay_req_t *req,
+                             int64_t input_offset, const void *blob,
+                             size_t bloblen, uint32_t old) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = st->dp;
+        uint64_t hash = sl_hash(req->id, req->id_len);
+        uint32_t h;
+        kres_t *r;
+
+        if (old != SL_TIMERINDEX_NONE)
+                kx_entry_remove(st, old);
+        h = kx_add(st, hash, req->due_ms, KX_PROV_BASE + input_offset, 0);
+        if (h == SL_TIMERINDEX_NONE) {
+                /* 2^32 - 1 timers in one partition: the record is written;
+                 * a rebuild holds what memory cannot now. */
+                sl_task_abort(t, "timer index full");
+                return;
+        }
+        r = res_add(t, h, req->id, req->id_len, blob, bloblen, req->due_ms, 1);
+        r->lists |= 1;
+        if (st->fifo_tail)
+                st->fifo_tail->next = r;
+        else
+                st->fifo_head = r;
+        st->fifo_tail = r;
+        sl_counter_inc(old != SL_TIMERINDEX_NONE ? dp->m_rescheduled
+                                                 : dp->m_scheduled);
+}
+
 /* Schedules (or reschedules) the timer of req, read at now: its changelog
  * record into the transaction, then the heap.  A record Kafka or the blob
  * refuses goes to the DLQ and leaves the state as it was. */
 static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
-                           sl_delay_req_t *req, int64_t now) {
+                           sl_delay_req_t *req, int64_t now, uint32_t old) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
         char detail[256];
@@ -1049,9 +1937,13 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
                        req->payload_len) == -1) {
                 sl_task_dlq(t, m, "too-many-targets",
                             "over 65535 distinct targets");
-        } else if ((r = sl_task_produce(t, t->pl->conf->changelog, t->partition,
-                                        req->id, req->id_len, packed, plen,
-                                        NULL)) < 0) {
+        } else if ((r = st->ix ? sl_task_produce_tracked(
+                                     t, kx_topic(t->pl->conf), t->partition,
+                                     req->id, req->id_len, packed, plen, NULL)
+                               : sl_task_produce(t, t->pl->conf->changelog,
+                                                 t->partition, req->id,
+                                                 req->id_len, packed, plen,
+                                                 NULL)) < 0) {
                 snprintf(detail, sizeof(detail),
                          "the timer's changelog record: %s",
                          r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
@@ -1062,6 +1954,10 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
                                 ? "too-large"
                                 : "changelog-refused",
                             detail);
+        } else if (st->ix) {
+                kx_add_scheduled(t, req, m->offset, b.p, b.len, old);
+                delay_update_gauges(t);
+                sl_task_wake_at(t, req->due_ms > 0 ? req->due_ms : 1);
         } else {
                 replaced =
                     sl_timerheap_upsert(st->heap, req->id, req->id_len,
@@ -1079,6 +1975,7 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
 }
 
 static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
         sl_delay_req_t req = {0};
         sl_delay_record_t rec;
@@ -1099,13 +1996,24 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rec.timestamp_ms = rd_kafka_message_timestamp(m, NULL);
         reason = sl_delay_input_parse(&dp->params, &rec, now, &req, detail,
                                       sizeof(detail));
-        if (reason)
+        if (reason) {
                 sl_task_dlq(t, m, sl_delay_reason_str(reason), detail);
-        else if (req.action == SL_DELAY_CANCEL)
-                delay_cancel(t, &req);
-        else if (delay_check_target(t, m, &req) == 0 &&
-                 !delay_over_cap(t, m, &req))
-                delay_schedule(t, m, &req, now);
+        } else if (req.action == SL_DELAY_CANCEL) {
+                if (st->ix)
+                        kx_cancel(t, &req);
+                else
+                        delay_cancel(t, &req);
+        } else if (delay_check_target(t, m, &req) == 0) {
+                uint32_t old = SL_TIMERINDEX_NONE;
+                int found = 0;
+                if (st->ix &&
+                    (found = kx_lookup(t, req.id, req.id_len,
+                                       sl_hash(req.id, req.id_len), &old)) < 0)
+                        sl_task_input_retry(t);
+                else if (st->ix ? !kx_over_cap(t, m, &req, found)
+                                : !delay_over_cap(t, m, &req))
+                        delay_schedule(t, m, &req, now, old);
+        }
         sl_delay_req_clear(&req);
         if (hdrs != hdrs_in)
                 free(hdrs);
@@ -1113,34 +2021,32 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
 
 /* The API's lookup of one timer (describe.h: the JSON shape), or NULL
  * when no timer of that id is pending here. */
-static struct json_t *delay_describe(sl_task_t *t, const void *key,
-                                     size_t keylen) {
-        delay_state_t *st = t->state_data;
+/* The JSON of one pending timer (describe.h: the shape). */
+static struct json_t *describe_blob(sl_task_t *t, const void *id, size_t idlen,
+                                    int64_t due_ms, int64_t seq,
+                                    const void *blob, size_t bloblen) {
         delay_pipeline_t *dp = dp_of(t);
-        const sl_timer_t *tm = sl_timerheap_find(st->heap, key, keylen);
         sl_describe_timer_t d = {0};
         fire_view_t v;
         blob_reader_t r;
 
-        if (!tm)
-                return NULL;
-        if (blob_decode(sl_timer_data(tm), tm->datalen, &v) == -1 ||
+        if (blob_decode(blob, bloblen, &v) == -1 ||
             v.target_idx >= dp->target_cnt)
                 sl_assert(!"timer blob corrupt");
-        d.id = sl_timer_key(tm);
-        d.idlen = tm->keylen;
+        d.id = id;
+        d.idlen = idlen;
         d.partition = t->partition;
-        d.due_ms = tm->due_ms;
+        d.due_ms = due_ms;
         d.due_on_arrival = v.due_on_arrival;
         d.target_topic = dp->targets[v.target_idx];
         d.target_key_null = v.null_key;
         d.target_key_header = v.has_key;
-        d.target_key = v.has_key ? v.key : sl_timer_key(tm);
-        d.target_keylen = v.has_key ? v.keylen : tm->keylen;
+        d.target_key = v.has_key ? v.key : id;
+        d.target_keylen = v.has_key ? v.keylen : idlen;
         d.target_partition = v.partition;
         d.payload_bytes = v.payload_len;
         d.header_count = v.hdr_cnt;
-        d.seq = tm->seq;
+        d.seq = seq;
         /* Names plus values of the pass-through headers. */
         r.p = v.hdrs;
         r.end = v.payload;
@@ -1158,6 +2064,35 @@ static struct json_t *delay_describe(sl_task_t *t, const void *key,
         return sl_describe_timer(&d, sl_now_ms());
 }
 
+/* The API's lookup of one timer (describe.h: the JSON shape), or NULL
+ * when no timer of that id is pending here.  With payloads in Kafka, an
+ * id whose record is being read back answers SL_DESCRIBE_RETRY. */
+static struct json_t *delay_describe(sl_task_t *t, const void *key,
+                                     size_t keylen) {
+        delay_state_t *st = t->state_data;
+        const sl_timer_t *tm;
+        uint32_t h;
+        kres_t *r;
+
+        if (st->ix) {
+                switch (kx_lookup(t, key, keylen, sl_hash(key, keylen), &h)) {
+                case -1:
+                        return sl_describe_retry();
+                case 0:
+                        return NULL;
+                }
+                r = res_get(st, h);
+                return describe_blob(t, key, keylen,
+                                     sl_timerindex_due(st->ix, h),
+                                     sl_timerindex_loc(st->ix, h),
+                                     r->buf + r->idlen, r->bloblen);
+        }
+        if (!(tm = sl_timerheap_find(st->heap, key, keylen)))
+                return NULL;
+        return describe_blob(t, sl_timer_key(tm), tm->keylen, tm->due_ms,
+                             tm->seq, sl_timer_data(tm), tm->datalen);
+}
+
 const sl_op_t sl_op_delay = {
     .name = "delay",
     .pipeline_init = delay_pipeline_init,
@@ -1168,5 +2103,11 @@ const sl_op_t sl_op_delay = {
     .restored = delay_restored,
     .input = delay_input,
     .wake = delay_wake,
+    .rebuild_source = delay_rebuild_source,
+    .restore_source = kx_restore_source,
+    .delivered = kx_delivered,
+    .tracks = delay_tracks,
+    .precommit = kx_precommit,
+    .fetched = kx_fetched,
     .describe = delay_describe,
 };

@@ -3,6 +3,8 @@
  */
 #include "pipeline.h"
 
+#include "describe.h"
+
 #include <jansson.h>
 
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "authz.h"
+#include "describe.h"
 #include "kafka.h"
 #include "ops.h"
 #include "parts.h"
@@ -191,7 +194,9 @@ int sl_pipeline_task_cnt(sl_runtime_t *rt) {
 
 int sl_pipeline_tracks_deliveries(const sl_runtime_t *rt) {
         for (int i = 0; i < rt->pipeline_cnt; i++)
-                if (rt->pipelines[i].op->delivered)
+                if (rt->pipelines[i].op->delivered &&
+                    (!rt->pipelines[i].op->tracks ||
+                     rt->pipelines[i].op->tracks(&rt->pipelines[i])))
                         return 1;
         return 0;
 }
@@ -218,6 +223,10 @@ sl_api_lookup_t sl_pipeline_describe(void *opaque, int pi, int32_t p,
                 return SL_API_UNSUPPORTED;
         if (!(j = pl->op->describe(t, key, keylen)))
                 return SL_API_ABSENT;
+        if (sl_describe_is_retry(j)) {
+                json_decref(j);
+                return SL_API_REBUILDING;
+        }
         *jsonp = json_dumps(j, JSON_COMPACT);
         json_decref(j);
         return *jsonp ? SL_API_FOUND : SL_API_ABSENT;

@@ -97,6 +97,9 @@ typedef struct sl_op_s {
          * Failed deliveries are not reported: they abort the transaction
          * and every task is rebuilt. */
         void (*delivered)(sl_task_t *t, const rd_kafka_message_t *m);
+        /* 1 when pipeline pl produces tracked records (NULL: whenever
+         * delivered is set): with none, delivery reports stay off. */
+        int (*tracks)(const sl_pipeline_t *pl);
         /* Before each commit, after every tracked record of the open
          * transaction was delivered: produce the records that make the
          * state durable (checkpoints).  Only for RUNNING tasks. */

@@ -8,7 +8,9 @@
 #   conf  $WORK/sluice.ini
 #
 #   dl_pipeline CONF NAME INPUT PARTITIONS [key=value ...]
-#                          appends a [pipeline NAME] of type delay
+#                          appends a [pipeline NAME] of type delay (with
+#                          SLUICE_TEST_DELAY_PAYLOADS=kafka, its payloads in
+#                          the topic NAME.payloads)
 #   dl_setup PARTITIONS [key=value ...]
 #                          writes $conf (base_conf and the pipeline $PFX on
 #                          $in, with these keys), creates its topics (topics
@@ -38,9 +40,11 @@ out=$PFX.out
 conf=$WORK/sluice.ini
 
 dl_pipeline() {
-    local conf=$1 name=$2 input=$3 parts=$4
+    local conf=$1 name=$2 input=$3 parts=$4 kx=()
     shift 4
-    pipeline_section "$conf" "$name" delay input="$input" input_partitions="$parts" "$@"
+    # SLUICE_TEST_DELAY_PAYLOADS=kafka: payloads in NAME.payloads.
+    [ "${SLUICE_TEST_DELAY_PAYLOADS:-}" = kafka ] && kx=(payload_topic="$name.payloads")
+    pipeline_section "$conf" "$name" delay input="$input" input_partitions="$parts" "${kx[@]}" "$@"
 }
 
 dl_setup() {
