@@ -11,12 +11,16 @@
  * the growth of the process's resident set (/proc/self/statm) and
  * sl_timerindex_memory() per entry.  Then cancels every other id by hash
  * (find, then remove; the hash of the id 8 ahead prefetched), adds as many
- * new ids (slots reused: RSS should not grow), fires every entry (min,
- * remove), and prints the rates and the memory left.  Asserts nothing.
+ * new ids (slots reused: RSS should not grow), looks ahead with
+ * earliest() (the same call repeated, then in rounds of one call and 256
+ * fires, so that each call walks a frontier it has not seen, and bounded
+ * by a due time), fires every entry left (min, remove), and prints the
+ * rates, the time per earliest() and the memory left.  Asserts nothing.
  * No broker.
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -58,6 +62,22 @@ static int64_t random_due(void) {
         rng ^= rng >> 7;
         rng ^= rng << 17;
         return BASE_MS + (int64_t)(rng % (uint64_t)WEEK_MS);
+}
+
+static int64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* earliest() of up to max, repeated reps times on the same index (what it
+ * walks stays in the cache after the first): ns per call. */
+static double earliest_warm(const sl_timerindex_t *ix, int64_t until,
+                            size_t max, int reps, uint32_t *out, size_t *got) {
+        int64_t t = now_ns();
+        for (int r = 0; r < reps; r++)
+                *got = sl_timerindex_earliest(ix, until, max, out);
+        return (double)(now_ns() - t) / reps;
 }
 
 static void add(sl_timerindex_t *ix, uint64_t hash, int64_t loc) {
@@ -123,6 +143,46 @@ int main(int argc, char **argv) {
                (double)(rss2 - rss0) / (double)sl_timerindex_count(ix),
                (double)sl_timerindex_memory(ix) /
                    (double)sl_timerindex_count(ix));
+
+        /* Look ahead: the same call repeated (warm), then rounds of one
+         * call of 1024 and 256 fires (each call's frontier partly new), and
+         * bounded by the first due time plus a minute. */
+        {
+                static const size_t maxes[] = {64, 256, 1024, 4096};
+                uint32_t *out = sl_malloc(4096 * sizeof(*out));
+                int64_t ns = 0, first;
+                size_t got = 0;
+                int rounds = 1000;
+
+                for (size_t m = 0; m < sizeof(maxes) / sizeof(*maxes); m++) {
+                        double t = earliest_warm(ix, INT64_MAX, maxes[m], 200,
+                                                 out, &got);
+                        printf("earliest(%4zu), warm   %.1f us a call, "
+                               "%.0f ns an entry\n",
+                               maxes[m], t / 1000.0, t / (double)got);
+                }
+                for (int r = 0; r < rounds; r++) {
+                        int64_t t = now_ns();
+                        got = sl_timerindex_earliest(ix, INT64_MAX, 1024, out);
+                        ns += now_ns() - t;
+                        if (got != 1024)
+                                bench_die(prog, "earliest gave %zu", got);
+                        for (int i = 0; i < 256; i++)
+                                sl_timerindex_remove(ix, sl_timerindex_min(ix));
+                }
+                printf("earliest(1024), firing %.1f us a call (%d calls, "
+                       "256 fires between: %d entries)\n",
+                       (double)ns / rounds / 1000.0, rounds, rounds * 256);
+                first = sl_timerindex_due(ix, sl_timerindex_min(ix));
+                {
+                        double t = earliest_warm(ix, first + 60000, 4096, 200,
+                                                 out, &got);
+                        printf("earliest(4096) due within a minute: %zu "
+                               "entries, %.1f us a call (warm)\n",
+                               got, t / 1000.0);
+                }
+                free(out);
+        }
 
         /* Fire everything in order. */
         t4 = sl_mono_us();
