@@ -90,6 +90,10 @@
 #define SL_BLOB_NULL_KEY       4 /* fire with a null key */
 #define SL_BLOB_DUE_ON_ARRIVAL 8 /* already due when scheduled */
 
+/* Payloads in Kafka: how far ahead payloads are read back (the earliest
+ * timers due within this long, as many as payload_cache holds). */
+#define KX_LOOKAHEAD_MS 60000
+
 /* Headers of an input record handled without allocation. */
 #define SL_DELAY_HDRS_ON_STACK 16
 
@@ -105,6 +109,8 @@ typedef struct delay_pipeline_s {
         sl_counter_t *m_restore_bad;
         sl_counter_t *m_restore_clamped;
         sl_counter_t *m_due_on_arrival;
+        sl_counter_t *m_payload_reads; /* payload_topic: records read back */
+        sl_counter_t *m_id_waits; /* input waits for an id to be read back */
         /* Timers whose sluice-delay counted from the read time, by why
          * (index: sl_delay_base_t - SL_DELAY_BASE_READ_NO_TS). */
         sl_counter_t *m_read_base[3];
@@ -119,6 +125,8 @@ typedef struct delay_pipeline_s {
          * budget (payload_cache). */
         size_t res_bytes;
         int64_t cache_budget;
+        int64_t lookahead_ms; /* KX_LOOKAHEAD_MS, or the tests' */
+        uint64_t hash_mask;   /* all ones, or the tests' collisions */
         /* Input scratch (loop thread): the changelog Timer being packed and
          * the in-memory blob being built, reused by every record. */
         sl_scratch_t pack;
@@ -404,6 +412,17 @@ static const sl_metric_def_t delay_metrics[] = {
                        "sluice_timers_due_on_arrival_total",
                        "Timers fired whose due time had passed before they "
                        "were scheduled (not counted in lateness or drift)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_payload_reads,
+                       "sluice_timer_payload_reads_total",
+                       "With payload_topic: timer records read back from it "
+                       "into memory (ahead of their due time, or to compare "
+                       "an id)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_id_waits,
+                       "sluice_timer_id_waits_total",
+                       "With payload_topic: input records that waited for "
+                       "the records of pending timers whose id hash matched "
+                       "theirs to be read back (ids are compared, never "
+                       "their hashes alone)."),
     SL_METRICS_GAUGE(delay_pipeline_t, m_pending, "sluice_timers_pending",
                      "Timers waiting to fire."),
     SL_METRICS_GAUGE(delay_pipeline_t, m_pending_bytes,
@@ -452,6 +471,17 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             sl_pipeline_cap(pl, "max_pending_bytes", "bytes of pending timers",
                             dc->max_pending_bytes);
         dp->cache_budget = dc->payload_cache_bytes;
+        dp->lookahead_ms = KX_LOOKAHEAD_MS;
+        dp->hash_mask = UINT64_MAX;
+        /* For tests only: a short look-ahead (payloads leave memory), and
+         * hashes cut to a few bits (every id collides with others). */
+        if (getenv("SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS"))
+                dp->lookahead_ms =
+                    atoll(getenv("SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS"));
+        if (getenv("SLUICE_TEST_TIMER_HASH_BITS"))
+                dp->hash_mask =
+                    ((uint64_t)1 << atoi(getenv("SLUICE_TEST_TIMER_HASH_BITS"))) -
+                    1;
         pl->op_data = dp;
         return 0;
 }
@@ -1178,9 +1208,9 @@ static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
 /* Locations of timers whose payload record has no offset yet: above every
  * offset, in arrival order (the input offset that scheduled them). */
 #define KX_PROV_BASE ((int64_t)1 << 47)
-/* How far ahead payloads are read back: the earliest timers due within
- * this long, as many as payload_cache holds. */
-#define KX_LOOKAHEAD_MS 60000
+/* While the earliest timer waits for its payload, the wake-up looks
+ * again this often (fetched() wakes it as soon as the payload is read). */
+#define KX_WAIT_POLL_MS 100
 /* Timers looked at per prefetch plan. */
 #define KX_PLAN_MAX 512
 /* A fetch reads on, rather than seeking, across a gap this many records
@@ -1314,7 +1344,13 @@ static void fetch_kick(sl_task_t *t) {
         st->fetch_next = to;
 }
 
-/* The pending timer with this id (hash: its sl_hash()): 1 and its handle
+/* The index's hash of a timer id: its sl_hash() (cut short by tests). */
+static uint64_t kx_hash(const delay_pipeline_t *dp, const void *id,
+                        size_t idlen) {
+        return sl_hash(id, idlen) & dp->hash_mask;
+}
+
+/* The pending timer with this id (hash: kx_hash()): 1 and its handle
  * in *hp, 0 when none is pending, -1 when an entry of the same hash is not
  * resident: its record is being read, and the caller asks again once it
  * is (the input waits: sl_task_input_retry).  Exact: ids are compared
@@ -1350,6 +1386,7 @@ static int kx_lookup(sl_task_t *t, const void *id, size_t idlen, uint64_t hash,
                 unknown = 1;
         }
         if (unknown) {
+                sl_counter_inc(st->dp->m_id_waits);
                 fetch_kick(t);
                 return -1;
         }
@@ -1361,6 +1398,38 @@ static size_t kx_cache_budget(const delay_pipeline_t *dp) {
         return (size_t)dp->cache_budget;
 }
 
+static int cmp_due_desc(const void *a, const void *b) {
+        const kres_t *x = *(kres_t *const *)a, *y = *(kres_t *const *)b;
+        return x->due_ms < y->due_ms ? 1 : x->due_ms > y->due_ms ? -1 : 0;
+}
+
+/* Over payload_cache (the pipeline's records in memory): lets go of this
+ * partition's records due last, down to nine tenths of the budget.  Pinned
+ * records (offset unknown, or changelog timers of before) and those whose
+ * index record is still owed stay. */
+static void kx_trim(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        size_t budget = kx_cache_budget(st->dp), n = 0;
+        kres_t **v;
+
+        if (st->dp->res_bytes <= budget || !sl_hmap_count(&st->res))
+                return;
+        v = sl_malloc(sl_hmap_count(&st->res) * sizeof(*v));
+        for (size_t i = 0; i < st->res.nbuckets; i++)
+                for (sl_hmap_link_t *l = st->res.buckets[i]; l; l = l->next)
+                        if (!rmap_entry(l)->pinned && !rmap_entry(l)->lists)
+                                v[n++] = rmap_entry(l);
+        qsort(v, n, sizeof(*v), cmp_due_desc);
+        for (size_t i = 0; i < n && st->dp->res_bytes > budget / 10 * 9; i++) {
+                uint32_t h = v[i]->handle;
+                res_forget(st, v[i]);
+                sl_timerindex_set_flags(st->ix, h,
+                                        sl_timerindex_flags(st->ix, h) &
+                                            (uint16_t)~KX_F_RESIDENT);
+        }
+        free(v);
+}
+
 /* Asks for the payloads of the timers due soonest, as far as the cache
  * allows: the earliest KX_PLAN_MAX due within KX_LOOKAHEAD_MS, each
  * counted at the mean size of what is resident. */
@@ -1370,7 +1439,8 @@ static void kx_plan(sl_task_t *t, int64_t now) {
         uint32_t hs[KX_PLAN_MAX];
         size_t n, est, planned;
 
-        n = sl_timerindex_earliest(st->ix, now + KX_LOOKAHEAD_MS, KX_PLAN_MAX,
+        kx_trim(t);
+        n = sl_timerindex_earliest(st->ix, now + st->dp->lookahead_ms, KX_PLAN_MAX,
                                    hs);
         est = sl_hmap_count(&st->res) ? st->res_bytes / sl_hmap_count(&st->res)
                                       : 1024;
@@ -1400,11 +1470,16 @@ static void kx_arm(sl_task_t *t) {
                 return;
         due = sl_timerindex_due(st->ix, h);
         if (!(sl_timerindex_flags(st->ix, h) & KX_F_RESIDENT) &&
-            due - KX_LOOKAHEAD_MS > now) {
-                sl_task_wake_at(t, due - KX_LOOKAHEAD_MS);
+            due - st->dp->lookahead_ms > now) {
+                sl_task_wake_at(t, due - st->dp->lookahead_ms);
                 return;
         }
         kx_plan(t, now);
+        if (!(sl_timerindex_flags(st->ix, h) & KX_F_RESIDENT) && due <= now)
+                /* Due and not read back yet: fetched() wakes the
+                 * partition when it is; this is only the fallback should
+                 * the read not have started. */
+                due = now + KX_WAIT_POLL_MS;
         sl_task_wake_at(t, due > 0 ? due : 1);
 }
 
@@ -1525,10 +1600,14 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                        rd_kafka_message_errstr(m));
                 return;
         } else {
+                size_t wi;
+                int wanted;
                 kx_missing_below(st, m->offset);
+                wi = want_pos(st, m->offset);
+                wanted = wi < st->want_cnt && st->want[wi].loc == m->offset;
                 st->fetch_next = m->offset + 1;
                 if (m->key && m->key_len && m->payload) {
-                        uint64_t hash = sl_hash(m->key, m->key_len);
+                        uint64_t hash = kx_hash(st->dp, m->key, m->key_len);
                         for (uint32_t h = sl_timerindex_find(st->ix, hash);
                              h != SL_TIMERINDEX_NONE;
                              h = sl_timerindex_next_same_hash(st->ix, h)) {
@@ -1539,6 +1618,12 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                                     (sl_timerindex_flags(st->ix, h) &
                                      KX_F_RESIDENT))
                                         continue;
+                                if (!wanted &&
+                                    (sl_timerindex_due(st->ix, h) >
+                                         sl_now_ms() + st->dp->lookahead_ms ||
+                                     st->dp->res_bytes + m->len >
+                                         kx_cache_budget(st->dp)))
+                                        break; /* read on the way: no room */
                                 if (timer_record_blob(t, m->offset, m->payload,
                                                       m->len, &b, &due,
                                                       &seq) == 0) {
@@ -1546,6 +1631,7 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                                                 b.len,
                                                 sl_timerindex_due(st->ix, h),
                                                 0);
+                                        sl_counter_inc(st->dp->m_payload_reads);
                                         got = 1;
                                 } else {
                                         sl_timerindex_set_flags(
@@ -1631,7 +1717,7 @@ static void kx_precommit(sl_task_t *t) {
                 n = sl_logpb_index_put(val, r->due_ms,
                                        sl_timerindex_loc(st->ix, r->handle));
                 sl_task_changelog(t, r->buf, r->idlen, val, n);
-                if (r->due_ms > now + KX_LOOKAHEAD_MS ||
+                if (r->due_ms > now + st->dp->lookahead_ms ||
                     st->dp->res_bytes > kx_cache_budget(st->dp)) {
                         uint32_t h = r->handle;
                         res_forget(st, r);
@@ -1715,7 +1801,7 @@ static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 sl_counter_inc(dp->m_restore_bad);
                 return;
         }
-        hash = sl_hash(m->key, m->key_len);
+        hash = kx_hash(st->dp, m->key, m->key_len);
         rb_drop(st, hash, m->key, m->key_len);
         if (!m->payload)
                 return;
@@ -1785,7 +1871,7 @@ static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
 
         if (!st->ix || !m->key || !m->key_len)
                 return;
-        hash = sl_hash(m->key, m->key_len);
+        hash = kx_hash(st->dp, m->key, m->key_len);
         old = rbmap_find(&st->rb, hash, m->key, m->key_len);
         if (old && !(sl_timerindex_flags(st->ix, old->handle) & KX_F_LEGACY) &&
             sl_timerindex_loc(st->ix, old->handle) >= m->offset)
@@ -1823,7 +1909,7 @@ static void kx_cancel(sl_task_t *t, const sl_delay_req_t *req) {
         delay_pipeline_t *dp = st->dp;
         uint32_t h;
         int r = kx_lookup(t, req->id, req->id_len,
-                          sl_hash(req->id, req->id_len), &h);
+                          kx_hash(dp, req->id, req->id_len), &h);
 
         if (r < 0) {
                 sl_task_input_retry(t);
@@ -1872,7 +1958,7 @@ static void kx_add_scheduled(sl_task_t *t, const sl_delay_req_t *req,
                              size_t bloblen, uint32_t old) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = st->dp;
-        uint64_t hash = sl_hash(req->id, req->id_len);
+        uint64_t hash = kx_hash(dp, req->id, req->id_len);
         uint32_t h;
         kres_t *r;
 
@@ -2008,7 +2094,8 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                 int found = 0;
                 if (st->ix &&
                     (found = kx_lookup(t, req.id, req.id_len,
-                                       sl_hash(req.id, req.id_len), &old)) < 0)
+                                       kx_hash(dp, req.id, req.id_len),
+                                       &old)) < 0)
                         sl_task_input_retry(t);
                 else if (st->ix ? !kx_over_cap(t, m, &req, found)
                                 : !delay_over_cap(t, m, &req))
@@ -2075,7 +2162,8 @@ static struct json_t *delay_describe(sl_task_t *t, const void *key,
         kres_t *r;
 
         if (st->ix) {
-                switch (kx_lookup(t, key, keylen, sl_hash(key, keylen), &h)) {
+                switch (kx_lookup(t, key, keylen, kx_hash(st->dp, key, keylen),
+                                  &h)) {
                 case -1:
                         return sl_describe_retry();
                 case 0:

@@ -7,6 +7,7 @@
 # kcat applies -H to every record of one invocation, so the timers go in as
 # 40 groups of 25 (one sluice-delay per group, 1.0 s … 4.9 s), produced
 # concurrently so that groups interleave in the input.
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -14,6 +14,7 @@
 #   e2  countdown 3, then cancelled                   => never fires
 #   e3  message a JSON object                         => fires, value is it
 #   e4  sentinel, countdown 6
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -10,6 +10,7 @@
 # end every timer id must appear exactly once in the target read with
 # read_committed, at its due time or after.
 # variant: asan
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

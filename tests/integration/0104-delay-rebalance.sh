@@ -5,6 +5,7 @@
 # Its partitions move to a (once b's session expires: a static member does
 # not leave the group on close), a rebuilds them from the changelog, and
 # every timer fires exactly once, none before its due time.
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -8,6 +8,7 @@
 # Headers pipeline (allowed_targets = PFX.*, max_delay = 1h) and a
 # json-envelope pipeline, in one process.  Every input record carries a
 # unique x-case header naming the reason it must get.
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -11,6 +11,7 @@
 #   3. kill -9 while paused, restart with the cap raised to 1000: the rest is
 #      consumed.  A read_committed reader then accounts for all 200 exactly
 #      once: 30 fired, 170 pending in the changelog, none in both.
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -13,6 +13,7 @@
 # read_committed, never before their due time: work decided during a
 # commit that the kill cut off is neither lost (it was never committed, so
 # it is redone from the changelog and the input) nor sent twice.
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

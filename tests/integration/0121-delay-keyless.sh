@@ -16,6 +16,7 @@
 # After the "at": 0 timer, sluice_timers_due_on_arrival_total is 1,
 # the lateness histogram still counts only the 20 countdown timers, and
 # sluice_timer_drift_seconds stays small (it was ~56 years before).
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -12,6 +12,7 @@
 #
 # 8 rounds: each a timer with sluice-delay=1ms to a target new to this
 # instance; each must fire within 500 ms of being produced.
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -15,6 +15,7 @@
 # In both, the timers around it fire exactly once, the DLQ record holds the
 # payload whole (the DLQ takes it), and a later timer still fires.
 # variant: kafka-4
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -20,6 +20,10 @@
 # The order within a phase: the longest test first, by the durations of
 # the last run (build/test-times), so that the two slots end together.
 #
+# A delay test marked "# variant: payloads" runs a second time with its
+# pipelines' payloads in Kafka (SLUICE_TEST_DELAY_PAYLOADS=kafka: lib-delay.sh
+# sets payload_topic).
+#
 # A test marked "# variant: asan" runs a second time against the ASan +
 # UBSan build, and fails if a sanitizer reported anything (lib.sh checks
 # the logs of every sluice it started).  Tests marked "# variant: kafka-4"
@@ -162,6 +166,7 @@ launch() {
         SLUICE_TEST_KAFKA_VERSION=$ph_version SLUICE_TEST_KAFKA_PORT=$(slot_port "$s")
         SLUICE_BIN=$root/sluice)
     [ "${J_KIND[$j]}" = asan ] && env+=(SLUICE_BIN=$asan_bin SLUICE_SANITIZED=1)
+    [ "${J_KIND[$j]}" = payloads ] && env+=(SLUICE_TEST_DELAY_PAYLOADS=kafka)
     (
         trap - EXIT TERM INT
         exec env "${env[@]}" timeout -k 10 "$per_test_timeout" bash "$t" >"$tmp/job-$j.log" 2>&1
@@ -291,6 +296,10 @@ for t in "${tests[@]}"; do
     name=$(basename "$t" .sh)
     add_job "$t" "$name" plain
     main+=($((${#J_SCRIPT[@]} - 1)))
+    if grep -q '^# variant: payloads' "$t"; then
+        add_job "$t" "$name[payloads]" payloads
+        main+=($((${#J_SCRIPT[@]} - 1)))
+    fi
     grep -q '^# variant: asan' "$t" || continue
     if [ ! -x "$asan_bin" ]; then
         fail_job "$name[asan]" "$name[asan]: $asan_bin is missing (make asan)"
