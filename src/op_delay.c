@@ -166,6 +166,7 @@ typedef struct kres_s {
         uint8_t dead;   /* its timer went while a list still held it */
         uint8_t lists;  /* on the delivery FIFO (1), the owed list (2) */
         int64_t due_ms;
+        int64_t held_ms; /* read back only to compare its id: when (else 0) */
         uint32_t idlen, bloblen;
         char buf[]; /* the id, then the blob */
 } kres_t;
@@ -208,6 +209,7 @@ typedef struct delay_state_s {
         size_t want_cnt, want_cap;
         int fetching;
         int64_t fetch_next; /* the offset the read delivers next */
+        size_t held_cnt;    /* records read back only to compare an id */
         /* Rebuild: ids by hash (exact), and the highest payload offset the
          * changelog indexes. */
         sl_hmap_t rb;
@@ -222,6 +224,7 @@ typedef struct delay_state_s {
         size_t pending_counted; /* what this partition added to the gauge */
         size_t bytes_counted;
         size_t memory_counted;
+        size_t capb_counted; /* what it added to max_pending_bytes */
 } delay_state_t;
 
 static const char *kx_topic(const sl_pipeline_conf_t *pc);
@@ -349,21 +352,24 @@ static int target_index(delay_pipeline_t *dp, const char *name, size_t len) {
 static void delay_update_gauges(sl_task_t *t) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
-        size_t n, b, mem;
+        size_t n, b, mem, capb;
         if (st->ix) {
                 /* What memory holds: the index, and the records resident
-                 * (with their map and the lists' arrays). */
+                 * (with their map and the lists' arrays); the byte cap
+                 * counts all of it. */
                 n = sl_timerindex_count(st->ix);
-                b = st->res_bytes + sl_hmap_count(&st->res) * sizeof(kres_t);
+                b = st->res_bytes;
                 mem = sl_timerindex_memory(st->ix) + b +
+                      sl_hmap_count(&st->res) * sizeof(kres_t) +
                       sl_hmap_memory(&st->res) +
                       st->want_cap * sizeof(*st->want) +
                       st->owed_cap * sizeof(*st->owed);
-                b = mem;
+                capb = mem;
         } else {
                 n = sl_timerheap_count(st->heap);
                 b = sl_timerheap_bytes(st->heap);
                 mem = sl_timerheap_memory(st->heap);
+                capb = b;
         }
         sl_gauge_add_owner(dp->m_pending,
                            (double)n - (double)st->pending_counted);
@@ -372,9 +378,10 @@ static void delay_update_gauges(sl_task_t *t) {
         sl_gauge_add_owner(dp->m_memory,
                            (double)mem - (double)st->memory_counted);
         sl_pcap_add(dp->c_timers, (int64_t)n - (int64_t)st->pending_counted);
-        sl_pcap_add(dp->c_bytes, (int64_t)b - (int64_t)st->bytes_counted);
+        sl_pcap_add(dp->c_bytes, (int64_t)capb - (int64_t)st->capb_counted);
         st->pending_counted = n;
         st->bytes_counted = b;
+        st->capb_counted = capb;
         st->memory_counted = mem;
 }
 
@@ -479,9 +486,9 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
                 dp->lookahead_ms =
                     atoll(getenv("SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS"));
         if (getenv("SLUICE_TEST_TIMER_HASH_BITS"))
-                dp->hash_mask =
-                    ((uint64_t)1 << atoi(getenv("SLUICE_TEST_TIMER_HASH_BITS"))) -
-                    1;
+                dp->hash_mask = ((uint64_t)1 << atoi(
+                                     getenv("SLUICE_TEST_TIMER_HASH_BITS"))) -
+                                1;
         pl->op_data = dp;
         return 0;
 }
@@ -586,7 +593,7 @@ static void delay_state_destroy(void *state) {
         sl_gauge_add_owner(st->dp->m_pending_bytes, -(double)st->bytes_counted);
         sl_gauge_add_owner(st->dp->m_memory, -(double)st->memory_counted);
         sl_pcap_add(st->dp->c_timers, -(int64_t)st->pending_counted);
-        sl_pcap_add(st->dp->c_bytes, -(int64_t)st->bytes_counted);
+        sl_pcap_add(st->dp->c_bytes, -(int64_t)st->capb_counted);
         sl_timerheap_destroy(st->heap);
         if (st->ix) {
                 /* Every record once: those a list holds are freed by it. */
@@ -1211,6 +1218,8 @@ static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
 /* While the earliest timer waits for its payload, the wake-up looks
  * again this often (fetched() wakes it as soon as the payload is read). */
 #define KX_WAIT_POLL_MS 100
+/* A record read back only to compare an id stays this long. */
+#define KX_HELD_MS 1000
 /* Timers looked at per prefetch plan. */
 #define KX_PLAN_MAX 512
 /* A fetch reads on, rather than seeking, across a gap this many records
@@ -1245,6 +1254,7 @@ static kres_t *res_add(sl_task_t *t, uint32_t h, const void *id, size_t idlen,
         r->dead = 0;
         r->lists = 0;
         r->due_ms = due_ms;
+        r->held_ms = 0;
         r->idlen = (uint32_t)idlen;
         r->bloblen = (uint32_t)bloblen;
         memcpy(r->buf, id, idlen);
@@ -1260,6 +1270,8 @@ static kres_t *res_add(sl_task_t *t, uint32_t h, const void *id, size_t idlen,
 /* Takes r out of the resident map: freed, or left to the list that still
  * holds it (the delivery FIFO, the owed list), marked dead. */
 static void res_forget(delay_state_t *st, kres_t *r) {
+        if (r->held_ms)
+                st->held_cnt--;
         rmap_remove(&st->res, r);
         st->res_bytes -= r->idlen + r->bloblen;
         st->dp->res_bytes -= r->idlen + r->bloblen;
@@ -1388,6 +1400,10 @@ static int kx_lookup(sl_task_t *t, const void *id, size_t idlen, uint64_t hash,
         if (unknown) {
                 sl_counter_inc(st->dp->m_id_waits);
                 fetch_kick(t);
+                if (!st->fetching)
+                        /* The read did not start: the wake-up tries again
+                         * (kx_wake plans and kicks it). */
+                        sl_task_wake_at(t, sl_now_ms() + KX_WAIT_POLL_MS);
                 return -1;
         }
         return 0;
@@ -1412,6 +1428,33 @@ static void kx_trim(sl_task_t *t) {
         size_t budget = kx_cache_budget(st->dp), n = 0;
         kres_t **v;
 
+        if (st->held_cnt) {
+                /* Records read back to compare an id leave after a second
+                 * (the input that waited for them has gone on by then). */
+                int64_t now = sl_now_ms();
+                v = sl_malloc(st->held_cnt * sizeof(*v));
+                for (size_t i = 0; i < st->res.nbuckets; i++)
+                        for (sl_hmap_link_t *l = st->res.buckets[i]; l;
+                             l = l->next) {
+                                kres_t *r = rmap_entry(l);
+                                if (r->held_ms &&
+                                    now - r->held_ms >= KX_HELD_MS &&
+                                    !r->pinned && !r->lists && n < st->held_cnt)
+                                        v[n++] = r;
+                        }
+                /* Out of the map only now: a removal may resize it. */
+                for (size_t i = 0; i < n; i++) {
+                        uint32_t h = v[i]->handle;
+                        res_forget(st, v[i]);
+                        sl_timerindex_set_flags(st->ix, h,
+                                                sl_timerindex_flags(st->ix, h) &
+                                                    (uint16_t)~KX_F_RESIDENT);
+                }
+                free(v);
+                n = 0;
+                if (st->held_cnt)
+                        sl_task_wake_at(t, now + KX_HELD_MS);
+        }
         if (st->dp->res_bytes <= budget || !sl_hmap_count(&st->res))
                 return;
         v = sl_malloc(sl_hmap_count(&st->res) * sizeof(*v));
@@ -1440,8 +1483,8 @@ static void kx_plan(sl_task_t *t, int64_t now) {
         size_t n, est, planned;
 
         kx_trim(t);
-        n = sl_timerindex_earliest(st->ix, now + st->dp->lookahead_ms, KX_PLAN_MAX,
-                                   hs);
+        n = sl_timerindex_earliest(st->ix, now + st->dp->lookahead_ms,
+                                   KX_PLAN_MAX, hs);
         est = sl_hmap_count(&st->res) ? st->res_bytes / sl_hmap_count(&st->res)
                                       : 1024;
         planned = dp->res_bytes + st->want_cnt * est;
@@ -1574,14 +1617,18 @@ static void kx_wake(sl_task_t *t, int64_t now) {
         }
 }
 
-/* Wanted records below offset `upto` did not come: they are gone. */
-static void kx_missing_below(delay_state_t *st, int64_t upto) {
+/* Wanted records below offset `upto` did not come: they are gone.  Returns
+ * how many. */
+static int kx_missing_below(delay_state_t *st, int64_t upto) {
+        int n = 0;
         while (st->want_cnt && st->want[0].loc < upto) {
                 uint32_t h = st->want[0].handle;
                 sl_timerindex_set_flags(
                     st->ix, h, sl_timerindex_flags(st->ix, h) | KX_F_MISSING);
                 want_del(st, st->want[0].loc);
+                n++;
         }
+        return n;
 }
 
 /* A record of the payload topic, read back. */
@@ -1592,7 +1639,7 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         if (!st->ix || !st->fetching)
                 return;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                kx_missing_below(st, m->offset);
+                got = kx_missing_below(st, m->offset) > 0;
                 st->fetch_next = m->offset;
         } else if (m->err) {
                 sl_log(LOG_WARNING, "DELAY", "%s [%d]: reading %s: %s",
@@ -1602,7 +1649,7 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         } else {
                 size_t wi;
                 int wanted;
-                kx_missing_below(st, m->offset);
+                got = kx_missing_below(st, m->offset) > 0;
                 wi = want_pos(st, m->offset);
                 wanted = wi < st->want_cnt && st->want[wi].loc == m->offset;
                 st->fetch_next = m->offset + 1;
@@ -1627,10 +1674,21 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                                 if (timer_record_blob(t, m->offset, m->payload,
                                                       m->len, &b, &due,
                                                       &seq) == 0) {
-                                        res_add(t, h, m->key, m->key_len, b.p,
-                                                b.len,
-                                                sl_timerindex_due(st->ix, h),
-                                                0);
+                                        kres_t *r = res_add(
+                                            t, h, m->key, m->key_len, b.p,
+                                            b.len, sl_timerindex_due(st->ix, h),
+                                            0);
+                                        if (r->due_ms >
+                                            sl_now_ms() +
+                                                st->dp->lookahead_ms) {
+                                                /* Wanted for an id only. */
+                                                r->held_ms = sl_now_ms();
+                                                st->held_cnt++;
+                                                /* kx_trim() then lets it go. */
+                                                sl_task_wake_at(
+                                                    t, r->held_ms + KX_HELD_MS +
+                                                           1);
+                                        }
                                         sl_counter_inc(st->dp->m_payload_reads);
                                         got = 1;
                                 } else {
@@ -1650,9 +1708,9 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         else
                 fetch_kick(t);
         if (got) {
+                /* Read back, or found gone: an input record waiting for an
+                 * id, and timers due, go on. */
                 delay_update_gauges(t);
-                /* An input record waiting for an id to be read back, and
-                 * timers due, go on. */
                 sl_task_lookup_done(t);
                 sl_task_wake_at(t, 0);
                 sl_task_wake_at(t, 1);
@@ -1727,6 +1785,7 @@ static void kx_precommit(sl_task_t *t) {
                 }
         }
         st->owed_cnt = 0;
+        kx_trim(t);
         delay_update_gauges(t);
 }
 
@@ -2092,10 +2151,9 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
         } else if (delay_check_target(t, m, &req) == 0) {
                 uint32_t old = SL_TIMERINDEX_NONE;
                 int found = 0;
-                if (st->ix &&
-                    (found = kx_lookup(t, req.id, req.id_len,
-                                       kx_hash(dp, req.id, req.id_len),
-                                       &old)) < 0)
+                if (st->ix && (found = kx_lookup(
+                                   t, req.id, req.id_len,
+                                   kx_hash(dp, req.id, req.id_len), &old)) < 0)
                         sl_task_input_retry(t);
                 else if (st->ix ? !kx_over_cap(t, m, &req, found)
                                 : !delay_over_cap(t, m, &req))

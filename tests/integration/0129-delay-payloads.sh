@@ -13,11 +13,13 @@
 #       cancel or reschedule meets a dozen others of its hash in the index,
 #       whose ids are only known by reading their records back
 #
-# 400 timers t-0..t-399 (payload p-ID-v1, a header x-n=ID), due 6 to 10 s
-# out on input partition 0..3 by key; then, while none is in memory:
-#   t-0..t-59    cancelled                            => never fire
-#   t-60..t-119  rescheduled 2 s later, payload v2    => fire once, with v2
-#   t-120..t-139 rescheduled earlier (due in 3 s), v3 => fire once, with v3
+# 400 timers t-0..t-399 (2 KB payloads p-ID-v1, a header x-n=1), due at
+# +25 s, on input partitions 0..3 by key (every new id meets colliding ids
+# whose records must be read back: the input waits each time, so the 25 s
+# leave room); then, once none is in memory:
+#   t-0..t-59    cancelled                             => never fire
+#   t-60..t-119  rescheduled 2 s later, payload v2     => fire once, with v2
+#   t-120..t-139 rescheduled earlier (due in 3 s), v3  => fire once, with v3
 # kill -9 at about the first due time (payloads being read back), restart.
 # The verdict (read_committed): the ids and payloads above, each exactly
 # once, none before its due time; and while the timers were pending the
@@ -37,8 +39,8 @@ t0=$(now_ms)
 # schedule FIRST LAST VERSION DUE_MS_FN — one record per id.
 for i in $(seq 0 $((n - 1))); do
     echo "t-$i:p-t-$i-v1-$pad"
-done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 8000))" -H "x-n=1"
-echo "produced $n timers due at +8 s"
+done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 25000))" -H "x-n=1"
+echo "produced $n timers due at +25 s"
 
 # Until every index record is written, payloads are in memory (pinned).
 indexed() {
@@ -47,17 +49,18 @@ indexed() {
     mem=$(sluice_metric main 'sluice_timers_memory_bytes{pipeline="'"$PFX"'"}')
     [ "${mem%.*}" -lt $((n * 2000 / 4)) ]
 }
-wait_until 6 indexed || fail "payloads still in memory: $(sluice_metric main 'sluice_timers_memory_bytes{pipeline="'"$PFX"'"}') bytes for $n timers of 2 KB"
+wait_until 15 indexed || fail "payloads still in memory: $(sluice_metric main 'sluice_timers_memory_bytes{pipeline="'"$PFX"'"}') bytes for $n timers of 2 KB"
 mem=$(sluice_metric main 'sluice_timers_memory_bytes{pipeline="'"$PFX"'"}')
 note "$n timers of 2 KB pending in ${mem%.*} bytes of memory"
 
 for i in $(seq 0 59); do echo "t-$i:"; done | produce "$in" -K: -Z
 for i in $(seq 60 119); do
     echo "t-$i:p-t-$i-v2-$pad"
-done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 10000))" -H "x-n=2"
+done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 27000))" -H "x-n=2"
+t3=$(($(now_ms) + 3000))
 for i in $(seq 120 139); do
     echo "t-$i:p-t-$i-v3-$pad"
-done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 3000))" -H "x-n=3"
+done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$t3" -H "x-n=3"
 echo "cancels and reschedules produced at +$(($(now_ms) - t0)) ms"
 
 cancelled() { [ "$(sluice_metric main 'sluice_timers_cancelled_total{pipeline="'"$PFX"'"}')" = 60 ]; }
@@ -65,7 +68,7 @@ wait_until 20 cancelled || fail "cancels not applied: $(sluice_metric main 'slui
 note "cancels and reschedules applied: $(sluice_metric main 'sluice_timer_payload_reads_total{pipeline="'"$PFX"'"}') payload records read back, $(sluice_metric main 'sluice_timer_id_waits_total{pipeline="'"$PFX"'"}') input waits for an id"
 
 # kill -9 just after the first ones fell due, while payloads are read back.
-while [ "$(now_ms)" -lt $((t0 + 8100)) ]; do sleep 0.1; done
+while [ "$(now_ms)" -lt $((t0 + 25100)) ]; do sleep 0.1; done
 sluice_kill main KILL || true
 note "kill -9 at +$(($(now_ms) - t0)) ms"
 start
@@ -76,18 +79,18 @@ wait_until 40 all_out || fail "not all fired: $(consume_all "$out" | wc -l) of $
 sleep 1 # a duplicate would come now
 
 consume_json "$out" >"$WORK/out.json"
-python3 - "$WORK/out.json" "$n" "$t0" "$pad" <<'PY' || fail "output check failed"
+python3 - "$WORK/out.json" "$n" "$t0" "$pad" "$t3" <<'PY' || fail "output check failed"
 import sys
 from collections import Counter
 from records import load, hdrs
 
-out, n, t0, pad = load(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+out, n, t0, pad, t3 = load(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 errors = []
 want = {}
 for i in range(n):
     if i < 60:
         continue
-    v, due = (2, t0 + 10000) if i < 120 else (3, t0 + 3000) if i < 140 else (1, t0 + 8000)
+    v, due = (2, t0 + 27000) if i < 120 else (3, t3) if i < 140 else (1, t0 + 25000)
     want[f"t-{i}"] = (f"p-t-{i}-v{v}-{pad}", due, str(v))
 seen = Counter(r["key"] for r in out)
 for k, c in seen.items():
