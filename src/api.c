@@ -1084,6 +1084,13 @@ static int lookup_answer_local(sl_api_t *api, int pi, int32_t partition,
                          "(partition %d)",
                          pc->name, partition);
                 break;
+        case SL_API_READING:
+                l->code = "reading";
+                snprintf(l->msg, sizeof(l->msg),
+                         "the owner of partition %d of %s is still reading "
+                         "this key's record back from Kafka",
+                         partition, pc->input);
+                break;
         case SL_API_REBUILDING:
                 l->code = "rebuilding";
                 snprintf(l->msg, sizeof(l->msg),
@@ -1138,6 +1145,15 @@ static void lookup(sl_api_t *api, int pi, int32_t partition, const char *key,
         int res = api_lookup_local(api, pi, partition, key, keylen, &json);
         sl_apireq_answer_t a;
         fwd_result_t fr;
+
+        /* The owner reads a record back (a timer whose payload is in
+         * Kafka): asked again every 10 ms, within the lookup timeout. */
+        for (int64_t waited = 0;
+             res == SL_API_READING && waited < api->conf->api_timeout_ms;
+             waited += 10) {
+                usleep(10000);
+                res = api_lookup_local(api, pi, partition, key, keylen, &json);
+        }
 
         memset(l, 0, sizeof(*l));
         l->status = 503;

@@ -69,6 +69,8 @@ typedef enum {
         SL_API_REBUILDING,  /* owned here, state not ready (or revoking) */
         SL_API_UNOWNED,     /* not assigned to this instance */
         SL_API_UNSUPPORTED, /* the operator has no describe() hook */
+        SL_API_READING,     /* owned here; a record the answer needs is
+                               being read back from Kafka: ask again */
 } sl_api_lookup_t;
 
 /* Runs on the loop thread: the state pipeline (index into conf->pipelines)

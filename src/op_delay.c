@@ -167,6 +167,7 @@ typedef struct kres_s {
         uint8_t lists;  /* on the delivery FIFO (1), the owed list (2) */
         int64_t due_ms;
         int64_t held_ms; /* read back only to compare its id: when (else 0) */
+        int64_t seq;     /* the input offset that scheduled it */
         uint32_t idlen, bloblen;
         char buf[]; /* the id, then the blob */
 } kres_t;
@@ -1245,7 +1246,7 @@ static kres_t *res_get(const delay_state_t *st, uint32_t h) {
 /* A resident record for entry h: its id and blob. */
 static kres_t *res_add(sl_task_t *t, uint32_t h, const void *id, size_t idlen,
                        const void *blob, size_t bloblen, int64_t due_ms,
-                       int pinned) {
+                       int64_t seq, int pinned) {
         delay_state_t *st = t->state_data;
         kres_t *r = sl_malloc(sizeof(*r) + idlen + bloblen);
         r->next = NULL;
@@ -1255,6 +1256,7 @@ static kres_t *res_add(sl_task_t *t, uint32_t h, const void *id, size_t idlen,
         r->lists = 0;
         r->due_ms = due_ms;
         r->held_ms = 0;
+        r->seq = seq;
         r->idlen = (uint32_t)idlen;
         r->bloblen = (uint32_t)bloblen;
         memcpy(r->buf, id, idlen);
@@ -1677,7 +1679,7 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                                         kres_t *r = res_add(
                                             t, h, m->key, m->key_len, b.p,
                                             b.len, sl_timerindex_due(st->ix, h),
-                                            0);
+                                            seq, 0);
                                         if (r->due_ms >
                                             sl_now_ms() +
                                                 st->dp->lookahead_ms) {
@@ -1888,9 +1890,8 @@ static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                         seq = KX_PROV_BASE - 1;
                 h = kx_add(st, hash, due, seq, KX_F_LEGACY);
                 if (h != SL_TIMERINDEX_NONE) {
-                        kres_t *r = res_add(t, h, m->key, m->key_len, b.p,
-                                            b.len, due, 1);
-                        (void)r;
+                        res_add(t, h, m->key, m->key_len, b.p, b.len, due, seq,
+                                1);
                         rb_put(st, hash, m->key, m->key_len, h);
                 }
         }
@@ -1941,8 +1942,8 @@ static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
         if (timer_record_blob(t, m->offset, m->payload, m->len, &b, &due,
                               &seq) == 0 &&
             (h = kx_add(st, hash, due, m->offset, 0)) != SL_TIMERINDEX_NONE) {
-                kx_owe(st,
-                       res_add(t, h, m->key, m->key_len, b.p, b.len, due, 0));
+                kx_owe(st, res_add(t, h, m->key, m->key_len, b.p, b.len, due,
+                                   seq, 0));
                 rb_put(st, hash, m->key, m->key_len, h);
         }
         free(b.p);
@@ -2030,7 +2031,8 @@ static void kx_add_scheduled(sl_task_t *t, const sl_delay_req_t *req,
                 sl_task_abort(t, "timer index full");
                 return;
         }
-        r = res_add(t, h, req->id, req->id_len, blob, bloblen, req->due_ms, 1);
+        r = res_add(t, h, req->id, req->id_len, blob, bloblen, req->due_ms,
+                    input_offset, 1);
         r->lists |= 1;
         if (st->fifo_tail)
                 st->fifo_tail->next = r;
@@ -2229,8 +2231,7 @@ static struct json_t *delay_describe(sl_task_t *t, const void *key,
                 }
                 r = res_get(st, h);
                 return describe_blob(t, key, keylen,
-                                     sl_timerindex_due(st->ix, h),
-                                     sl_timerindex_loc(st->ix, h),
+                                     sl_timerindex_due(st->ix, h), r->seq,
                                      r->buf + r->idlen, r->bloblen);
         }
         if (!(tm = sl_timerheap_find(st->heap, key, keylen)))

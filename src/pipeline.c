@@ -225,7 +225,7 @@ sl_api_lookup_t sl_pipeline_describe(void *opaque, int pi, int32_t p,
                 return SL_API_ABSENT;
         if (sl_describe_is_retry(j)) {
                 json_decref(j);
-                return SL_API_REBUILDING;
+                return SL_API_READING;
         }
         *jsonp = json_dumps(j, JSON_COMPACT);
         json_decref(j);

@@ -7,6 +7,7 @@
 # reschedule through the API replaces kcat's timer.  Also: bearer tokens
 # (none, wrong), every validation reason as a 400 with the DLQ's reason
 # code, the body limit, the route table, and TLS on.
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 
