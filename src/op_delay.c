@@ -59,6 +59,66 @@
  * the Timer record's created_ms, so a rebuild recomputes it) and are counted
  * in sluice_timers_due_on_arrival_total instead.  Timers that fell due while
  * a partition was unowned or rebuilding are sluice's lateness and stay in.
+ *
+ * PAYLOADS IN KAFKA (payload_topic set)
+ *
+ * The timer service this operator replaces holds billions of timers; a
+ * timer in the heap above costs its id and payload plus ~60 B.  With
+ * payload_topic set, memory keeps an index (timerindex.h: the hash of the
+ * id, the due time and where the timer's record lies, ~38 B a timer) and
+ * the records live in Kafka:
+ *
+ *   payload topic   key = timer id, value = the Timer record the changelog
+ *                   holds in the other mode; tombstoned when the timer
+ *                   fires or is cancelled (compacted, co-partitioned)
+ *   changelog       key = timer id, value = an index record (logpb.h: due
+ *                   time, offset of the record in the payload topic), or a
+ *                   Timer record written before payload_topic was set
+ *
+ * Writing.  A schedule produces the record to the payload topic as a
+ * tracked record (task.h) and keeps it in memory, pinned, with a
+ * provisional place (KX_PROV_BASE + the input offset: after every real
+ * offset, in arrival order) until its delivery report gives its offset
+ * (delivered, in produce order: the FIFO).  The precommit hook then writes
+ * its index record, in the same transaction, and lets the record go unless
+ * its timer is due within the look-ahead.  A fire or a cancel tombstones
+ * both.  An index record is written once its offset is known, so it is
+ * final, ~12 bytes, and a rebuild reads no payload.
+ *
+ * Rebuild.  The changelog gives the index (and keeps the Timer records of
+ * before resident: they fire from memory, their changelog record is their
+ * only copy).  Then the payload topic is read from just after the highest
+ * offset the index names (rebuild_source): records whose index record is
+ * missing are indexed from there (owed to the next precommit).  Normally
+ * that tail is empty or a few tombstones: both records of a timer are in
+ * one transaction.  A rebuild compares ids exactly through a map of the
+ * ids it has seen (rb), freed when it ends: a rebuild's peak memory
+ * includes the ids, the steady state does not.
+ *
+ * Exact ids.  The index holds hashes; Kafka holds ids.  An input record
+ * (or an API lookup) whose id hashes like pending timers compares its id
+ * with theirs: a resident record's at once; for the others their records
+ * are read back first, and the input record waits (sl_task_input_retry,
+ * resumed by fetched()).  With 64-bit hashes a match is nearly always the
+ * same id (a cancel or reschedule), so the cost falls on cancels and
+ * reschedules of timers not due soon: one read each (the timers of one hash
+ * in one pass), the input waiting meanwhile.  Tests cut hashes to a few
+ * bits (SLUICE_TEST_TIMER_HASH_BITS) to make every id collide.
+ *
+ * Reading back.  One read per partition (sl_task_fetch) serves a sorted
+ * set of wanted offsets: the earliest timers due within KX_LOOKAHEAD_MS
+ * (kx_plan; as many as payload_cache holds, at the mean size of what is
+ * resident), the ids to compare, and the timer due now.  It reads on
+ * across gaps of up to KX_FETCH_GAP records and seeks past longer ones
+ * (bench/NOTES.md "Reading one record back by offset": 1-2k scattered
+ * reads a second per partition on loopback, a sequential scan as they get
+ * denser).  A wanted offset the read passes without finding (compacted
+ * away, deleted) marks its timer missing: it goes to the DLQ at its due
+ * time as payload-missing, id unknown.  Records read on the way are kept
+ * only when due soon and the cache has room; those read only to compare an
+ * id leave after KX_HELD_MS; over budget, the records due last go first
+ * (kx_trim).  A timer due whose record is not back waits for it (lateness
+ * = the read), the wake-up polling every KX_WAIT_POLL_MS meanwhile.
  */
 #include <inttypes.h>
 #include <stdio.h>
