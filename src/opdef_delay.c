@@ -46,11 +46,13 @@ static const sl_conf_key_t delay_keys[] = {
      SL_CONF_FIELD(sl_delay_conf_t, max_pending_timers),
      "Pending timers on this instance; a record for a new timer id waits "
      "(input paused) at the cap. A timer costs ~60 B beyond its key and "
-     "data (sluice_timers_memory_bytes), and RSS adds what librdkafka's "
-     "buffers leave behind: 5M ~ 0.3-0.7 GiB. 0 = unlimited."},
+     "data, or ~38 B in all with payload_topic (sluice_timers_memory_bytes), "
+     "and RSS adds what librdkafka's buffers leave behind: 5M ~ 0.3-0.7 GiB "
+     "with small payloads. 0 = unlimited."},
     {"max_pending_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, 0,
      SL_CONF_FIELD(sl_delay_conf_t, max_pending_bytes),
-     "Bytes of pending state on this instance (delay: timer keys and data; "
+     "Bytes of pending state on this instance (delay: timer keys and data, "
+     "or with payload_topic the index and the payloads held; "
      "debounce: group keys, item ids and payloads); a record that would add "
      "to it waits (input paused) at the cap, which one record may pass. 0 = "
      "unlimited."},
