@@ -9,14 +9,14 @@
 #   SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500  a payload leaves memory once its
 #       index record is written unless its timer is due within 1.5 s, and
 #       is read back 1.5 s ahead
-#   SLUICE_TEST_TIMER_HASH_BITS=3          ids hash to 8 values: each
-#       cancel or reschedule meets a dozen others of its hash in the index,
-#       whose ids are only known by reading their records back
+#   SLUICE_TEST_TIMER_HASH_BITS=3          (from the first restart on) ids
+#       hash to 8 values: each cancel or reschedule meets a dozen others of
+#       its hash in the index, whose ids are only known by reading their
+#       records back; the rebuild meets them too
 #
 # 400 timers t-0..t-399 (2 KB payloads p-ID-v1, a header x-n=1), due at
-# +25 s, on input partitions 0..3 by key (every new id meets colliding ids
-# whose records must be read back: the input waits each time, so the 25 s
-# leave room); then, once none is in memory:
+# +30 s, on input partitions 0..3 by key; once none is in memory, a
+# restart with colliding hashes (SIGTERM); then:
 #   t-0..t-59    cancelled                             => never fire
 #   t-60..t-119  rescheduled 2 s later, payload v2     => fire once, with v2
 #   t-120..t-139 rescheduled earlier (due in 3 s), v3  => fire once, with v3
@@ -27,7 +27,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 
-export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500 SLUICE_TEST_TIMER_HASH_BITS=3
+export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500
 dl_setup 4 payload_topic="$PFX.payloads"
 start() { SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
 start
@@ -39,8 +39,8 @@ t0=$(now_ms)
 # schedule FIRST LAST VERSION DUE_MS_FN — one record per id.
 for i in $(seq 0 $((n - 1))); do
     echo "t-$i:p-t-$i-v1-$pad"
-done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 25000))" -H "x-n=1"
-echo "produced $n timers due at +25 s"
+done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 30000))" -H "x-n=1"
+echo "produced $n timers due at +30 s"
 
 # Until every index record is written, payloads are in memory (pinned).
 indexed() {
@@ -52,11 +52,17 @@ indexed() {
 wait_until 15 indexed || fail "payloads still in memory: $(sluice_metric main 'sluice_timers_memory_bytes{pipeline="'"$PFX"'"}') bytes for $n timers of 2 KB"
 mem=$(sluice_metric main 'sluice_timers_memory_bytes{pipeline="'"$PFX"'"}')
 note "$n timers of 2 KB pending in ${mem%.*} bytes of memory"
+sluice_kill main TERM || true
+export SLUICE_TEST_TIMER_HASH_BITS=3
+start
+wait_readyz main 200 30
+[ "$(sluice_metric main 'sluice_timers_pending{pipeline="'"$PFX"'"}')" = "$n" ] ||
+    fail "$(sluice_metric main 'sluice_timers_pending{pipeline="'"$PFX"'"}') timers pending after a rebuild with colliding hashes, not $n"
 
 for i in $(seq 0 59); do echo "t-$i:"; done | produce "$in" -K: -Z
 for i in $(seq 60 119); do
     echo "t-$i:p-t-$i-v2-$pad"
-done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 27000))" -H "x-n=2"
+done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 32000))" -H "x-n=2"
 t3=$(($(now_ms) + 3000))
 for i in $(seq 120 139); do
     echo "t-$i:p-t-$i-v3-$pad"
@@ -64,11 +70,11 @@ done | produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$t3" -H "x-n=3"
 echo "cancels and reschedules produced at +$(($(now_ms) - t0)) ms"
 
 cancelled() { [ "$(sluice_metric main 'sluice_timers_cancelled_total{pipeline="'"$PFX"'"}')" = 60 ]; }
-wait_until 20 cancelled || fail "cancels not applied: $(sluice_metric main 'sluice_timers_cancelled_total{pipeline="'"$PFX"'"}') of 60"
+wait_until 25 cancelled || fail "cancels not applied: $(sluice_metric main 'sluice_timers_cancelled_total{pipeline="'"$PFX"'"}') of 60"
 note "cancels and reschedules applied: $(sluice_metric main 'sluice_timer_payload_reads_total{pipeline="'"$PFX"'"}') payload records read back, $(sluice_metric main 'sluice_timer_id_waits_total{pipeline="'"$PFX"'"}') input waits for an id"
 
 # kill -9 just after the first ones fell due, while payloads are read back.
-while [ "$(now_ms)" -lt $((t0 + 25100)) ]; do sleep 0.1; done
+while [ "$(now_ms)" -lt $((t0 + 30100)) ]; do sleep 0.1; done
 sluice_kill main KILL || true
 note "kill -9 at +$(($(now_ms) - t0)) ms"
 start
@@ -90,7 +96,7 @@ want = {}
 for i in range(n):
     if i < 60:
         continue
-    v, due = (2, t0 + 27000) if i < 120 else (3, t3) if i < 140 else (1, t0 + 25000)
+    v, due = (2, t0 + 32000) if i < 120 else (3, t3) if i < 140 else (1, t0 + 30000)
     want[f"t-{i}"] = (f"p-t-{i}-v{v}-{pad}", due, str(v))
 seen = Counter(r["key"] for r in out)
 for k, c in seen.items():
