@@ -1008,6 +1008,32 @@ static void delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
 
 static void kx_wake(sl_task_t *t, int64_t now);
 
+/* The end of a wake-up that fired `fired` timers: gauges and a prompt
+ * commit, then the next wake-up: when more is due (limited), as soon as
+ * the budget allows (at the catch-up's next token when paced, and a
+ * millisecond more, as ever: now and the monotonic clock are not read at
+ * the same moment), else arm(). */
+static void wake_done(sl_task_t *t, int fired, int limited, int paced,
+                      const sl_rate_t *cr, int64_t mono_ms, int64_t now,
+                      void (*arm)(sl_task_t *t)) {
+        delay_state_t *st = t->state_data;
+        if (fired) {
+                delay_update_gauges(t);
+                sl_task_commit_soon(t);
+        }
+        if (limited) {
+                int64_t wait_ms = 0;
+                if (paced)
+                        wait_ms =
+                            sl_tbucket_next_ms(&st->catchup, cr, mono_ms) -
+                            mono_ms + 1;
+                sl_task_wake_at(t, 0);
+                sl_task_wake_at(t, now + wait_ms);
+        } else {
+                arm(t);
+        }
+}
+
 static void delay_wake(sl_task_t *t, int64_t now) {
         delay_state_t *st = t->state_data;
         const sl_pipeline_conf_t *pc = t->pl->conf;
@@ -1043,24 +1069,7 @@ static void delay_wake(sl_task_t *t, int64_t now) {
                 sl_timerheap_drop_min(st->heap);
                 fired++;
         }
-        if (fired) {
-                delay_update_gauges(t);
-                sl_task_commit_soon(t);
-        }
-        if (limited) {
-                /* More is due: come back when the budget allows (at the
-                 * next token, and a millisecond more, as ever: now and the
-                 * monotonic clock are not read at the same moment). */
-                int64_t wait_ms = 0;
-                if (paced)
-                        wait_ms =
-                            sl_tbucket_next_ms(&st->catchup, &cr, mono_ms) -
-                            mono_ms + 1;
-                sl_task_wake_at(t, 0);
-                sl_task_wake_at(t, now + wait_ms);
-        } else {
-                delay_arm(t);
-        }
+        wake_done(t, fired, limited, paced, &cr, mono_ms, now, delay_arm);
 }
 
 /* Caps (task.h): a new timer id needs room for one more timer, and any
@@ -1661,22 +1670,9 @@ static void kx_wake(sl_task_t *t, int64_t now) {
                 kx_entry_remove(st, h);
                 fired++;
         }
-        if (fired) {
-                delay_update_gauges(t);
-                sl_task_commit_soon(t);
-        }
-        if (limited) {
-                int64_t wait_ms = 0;
-                if (paced)
-                        wait_ms =
-                            sl_tbucket_next_ms(&st->catchup, &cr, mono_ms) -
-                            mono_ms + 1;
+        if (limited)
                 kx_plan(t, now);
-                sl_task_wake_at(t, 0);
-                sl_task_wake_at(t, now + wait_ms);
-        } else {
-                kx_arm(t);
-        }
+        wake_done(t, fired, limited, paced, &cr, mono_ms, now, kx_arm);
 }
 
 /* Wanted records below offset `upto` did not come: they are gone.  Returns
