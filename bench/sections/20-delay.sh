@@ -102,9 +102,10 @@ _delay_restart() {
 # _delay_rebuilt NAME — "RECORDS SECONDS" of sluice NAME's rebuild: the
 # changelog records its partitions read and the slowest partition's
 # seconds, from the REBUILD lines of its log ("<pipeline> [p]: rebuilt
-# from N changelog records in X s; ...").
+# from N changelog records[ and M source records] in X s; ...": M, the
+# records a delay with payload_topic read past its index, not counted).
 _delay_rebuilt() {
-    sed -n 's/.*REBUILD .* \[[0-9]*\]: rebuilt from \([0-9]*\) changelog records in \([0-9.]*\) s.*/\1 \2/p' \
+    sed -n 's/.*REBUILD .* \[[0-9]*\]: rebuilt from \([0-9]*\) changelog records\( and [0-9]* source records\)\{0,1\} in \([0-9.]*\) s.*/\1 \3/p' \
         "$BENCH_WORK/sluice-$1.log" |
         awk '{ r += $1; if ($2 > m) m = $2 } END { print r + 0, m + 0 }'
 }
