@@ -1355,6 +1355,16 @@ static void res_forget(delay_state_t *st, kres_t *r) {
                 free(r);
 }
 
+/* Lets go of the record of a timer that stays pending: it is read back
+ * when needed. */
+static void res_evict(delay_state_t *st, kres_t *r) {
+        uint32_t h = r->handle;
+        res_forget(st, r);
+        sl_timerindex_set_flags(st->ix, h,
+                                sl_timerindex_flags(st->ix, h) &
+                                    (uint16_t)~KX_F_RESIDENT);
+}
+
 /* The wanted offsets: sorted, each with the entry that wants it. */
 static size_t want_pos(const delay_state_t *st, int64_t loc) {
         size_t lo = 0, hi = st->want_cnt;
@@ -1518,11 +1528,7 @@ static void kx_trim(sl_task_t *t) {
                         }
                 /* Out of the map only now: a removal may resize it. */
                 for (size_t i = 0; i < n; i++) {
-                        uint32_t h = v[i]->handle;
-                        res_forget(st, v[i]);
-                        sl_timerindex_set_flags(st->ix, h,
-                                                sl_timerindex_flags(st->ix, h) &
-                                                    (uint16_t)~KX_F_RESIDENT);
+                        res_evict(st, v[i]);
                 }
                 free(v);
                 n = 0;
@@ -1538,11 +1544,7 @@ static void kx_trim(sl_task_t *t) {
                                 v[n++] = rmap_entry(l);
         qsort(v, n, sizeof(*v), cmp_due_desc);
         for (size_t i = 0; i < n && st->dp->res_bytes > budget / 10 * 9; i++) {
-                uint32_t h = v[i]->handle;
-                res_forget(st, v[i]);
-                sl_timerindex_set_flags(st->ix, h,
-                                        sl_timerindex_flags(st->ix, h) &
-                                            (uint16_t)~KX_F_RESIDENT);
+                res_evict(st, v[i]);
         }
         free(v);
 }
@@ -1778,6 +1780,17 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         }
 }
 
+/* The owed list: r's index record is written at the next precommit. */
+static void kx_owe(delay_state_t *st, kres_t *r) {
+        if (st->owed_cnt == st->owed_cap) {
+                st->owed_cap = st->owed_cap ? st->owed_cap * 2 : 64;
+                st->owed =
+                    sl_realloc(st->owed, st->owed_cap * sizeof(*st->owed));
+        }
+        st->owed[st->owed_cnt++] = r;
+        r->lists |= 2;
+}
+
 /* A payload record was delivered: its offset becomes its timer's place,
  * and its index record is owed to the changelog (kx_precommit). */
 static void kx_delivered(sl_task_t *t, const rd_kafka_message_t *m) {
@@ -1805,13 +1818,7 @@ static void kx_delivered(sl_task_t *t, const rd_kafka_message_t *m) {
         }
         sl_timerindex_update(st->ix, r->handle, r->due_ms, m->offset);
         r->pinned = 0;
-        if (st->owed_cnt == st->owed_cap) {
-                st->owed_cap = st->owed_cap ? st->owed_cap * 2 : 64;
-                st->owed =
-                    sl_realloc(st->owed, st->owed_cap * sizeof(*st->owed));
-        }
-        st->owed[st->owed_cnt++] = r;
-        r->lists |= 2;
+        kx_owe(st, r);
 }
 
 /* Writes the index records owed: one per payload record delivered in this
@@ -1838,11 +1845,7 @@ static void kx_precommit(sl_task_t *t) {
                 sl_task_changelog(t, r->buf, r->idlen, val, n);
                 if (r->due_ms > now + st->dp->lookahead_ms ||
                     st->dp->res_bytes > kx_cache_budget(st->dp)) {
-                        uint32_t h = r->handle;
-                        res_forget(st, r);
-                        sl_timerindex_set_flags(st->ix, h,
-                                                sl_timerindex_flags(st->ix, h) &
-                                                    (uint16_t)~KX_F_RESIDENT);
+                        res_evict(st, r);
                 }
         }
         st->owed_cnt = 0;
@@ -1955,17 +1958,6 @@ static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 }
         }
         free(b.p);
-}
-
-/* The owed list: r's index record is written at the next precommit. */
-static void kx_owe(delay_state_t *st, kres_t *r) {
-        if (st->owed_cnt == st->owed_cap) {
-                st->owed_cap = st->owed_cap ? st->owed_cap * 2 : 64;
-                st->owed =
-                    sl_realloc(st->owed, st->owed_cap * sizeof(*st->owed));
-        }
-        st->owed[st->owed_cnt++] = r;
-        r->lists |= 2;
 }
 
 /* The payload topic after the last record the changelog indexes: records
