@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -87,6 +88,19 @@ static inline void bench_conf_set_kv(const char *prog, rd_kafka_conf_t *conf,
         name = sl_strndup(kv, (size_t)(eq - kv));
         bench_conf_set(prog, conf, name, eq + 1);
         free(name);
+}
+
+/* This process's resident set size in bytes (/proc/self/statm). */
+static inline int64_t bench_rss_bytes(const char *prog) {
+        FILE *f = fopen("/proc/self/statm", "r");
+        long long size, resident;
+
+        if (!f)
+                bench_die(prog, "/proc/self/statm: cannot open");
+        if (fscanf(f, "%lld %lld", &size, &resident) != 2)
+                bench_die(prog, "/proc/self/statm: unexpected format");
+        fclose(f);
+        return (int64_t)resident * sysconf(_SC_PAGESIZE);
 }
 
 /* Seconds between two sl_mono_us() readings. */

@@ -26,19 +26,6 @@
 
 static const char *prog = "timerheap_mem";
 
-/* Resident set size in bytes. */
-static int64_t rss_bytes(void) {
-        FILE *f = fopen("/proc/self/statm", "r");
-        long long size, resident;
-
-        if (!f)
-                bench_die(prog, "/proc/self/statm: cannot open");
-        if (fscanf(f, "%lld %lld", &size, &resident) != 2)
-                bench_die(prog, "/proc/self/statm: unexpected format");
-        fclose(f);
-        return (int64_t)resident * sysconf(_SC_PAGESIZE);
-}
-
 static void key_of(char *key, int64_t i) {
         /* 16 bytes exactly: "t-" and 14 digits. */
         char tmp[32];
@@ -80,13 +67,13 @@ int main(int argc, char **argv) {
                                           (int64_t)sizeof(data));
         memset(data, 'x', sizeof(data));
 
-        rss0 = rss_bytes();
+        rss0 = bench_rss_bytes(prog);
         t0 = sl_mono_us();
         h = use_malloc ? sl_timerheap_new() : sl_timerheap_new_slab();
         for (int64_t i = 0; i < n; i++)
                 upsert(h, i, data, (size_t)datalen);
         t1 = sl_mono_us();
-        rss1 = rss_bytes();
+        rss1 = bench_rss_bytes(prog);
 
         double per = (double)(rss1 - rss0) / (double)n;
         printf("heap                   %s\n",
@@ -107,7 +94,7 @@ int main(int argc, char **argv) {
         }
         for (int64_t i = 0; i < n; i += 2)
                 upsert(h, n + i, data, (size_t)datalen);
-        rss2 = rss_bytes();
+        rss2 = bench_rss_bytes(prog);
         printf("after cancel n/2 + n/2 new: beyond key and data %.1f "
                "(compactions %zu)\n",
                (double)(rss2 - rss0) / (double)n - KEYLEN - (double)datalen,

@@ -35,19 +35,6 @@
 
 static const char *prog = "timerindex_mem";
 
-/* Resident set size in bytes. */
-static int64_t rss_bytes(void) {
-        FILE *f = fopen("/proc/self/statm", "r");
-        long long size, resident;
-
-        if (!f)
-                bench_die(prog, "/proc/self/statm: cannot open");
-        if (fscanf(f, "%lld %lld", &size, &resident) != 2)
-                bench_die(prog, "/proc/self/statm: unexpected format");
-        fclose(f);
-        return (int64_t)resident * sysconf(_SC_PAGESIZE);
-}
-
 static uint64_t id_hash(int64_t i) {
         char tmp[32];
         snprintf(tmp, sizeof(tmp), "t-%014lld",
@@ -104,13 +91,13 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < n + n / 2; i++)
                 hashes[i] = id_hash(i);
 
-        rss0 = rss_bytes();
+        rss0 = bench_rss_bytes(prog);
         t0 = sl_mono_us();
         ix = sl_timerindex_new(0);
         for (int64_t i = 0; i < n; i++)
                 add(ix, hashes[i], i);
         t1 = sl_mono_us();
-        rss1 = rss_bytes();
+        rss1 = bench_rss_bytes(prog);
 
         printf("entries                %lld (ids of %d bytes, due times "
                "uniform over 7 days)\n",
@@ -137,7 +124,7 @@ int main(int argc, char **argv) {
         t3 = sl_mono_us();
         for (int64_t i = 0; i < n / 2; i++)
                 add(ix, hashes[n + i], n + i);
-        rss2 = rss_bytes();
+        rss2 = bench_rss_bytes(prog);
         printf("after cancelling n/2 and adding n/2: rss per entry %.2f, "
                "memory() per entry %.2f\n",
                (double)(rss2 - rss0) / (double)sl_timerindex_count(ix),
@@ -190,7 +177,7 @@ int main(int argc, char **argv) {
              fired++)
                 sl_timerindex_remove(ix, h);
         t5 = sl_mono_us();
-        rss3 = rss_bytes();
+        rss3 = bench_rss_bytes(prog);
 
         printf("add                    %.0f entries/s\n",
                bench_rate(n, bench_seconds(t0, t1)));
