@@ -3,8 +3,6 @@
  */
 #include "pipeline.h"
 
-#include "describe.h"
-
 #include <jansson.h>
 
 #include <stdio.h>
