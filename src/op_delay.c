@@ -109,19 +109,26 @@
  * bits (SLUICE_TEST_TIMER_HASH_BITS) to make every id collide.
  *
  * Reading back.  One read per partition (sl_task_fetch) serves a sorted
- * set of wanted offsets: the earliest timers due within KX_LOOKAHEAD_MS
- * (kx_plan; as many as payload_cache holds, at the mean size of what is
- * resident), the ids to compare, and the timer due now.  It reads on
+ * set of wanted offsets: the timers that fire next within KX_LOOKAHEAD_MS
+ * (kx_plan), the ids to compare, and the timer due now.  The partitions
+ * share payload_cache equally; a plan wants as many as the partition's
+ * share has room for (counted at the mean size of what it holds), in one
+ * walk of the index, made again when a quarter of the share is free.  What
+ * stays in memory is thus the head of the firing order, and a mass of
+ * timers falling due at once is read in long sequential runs while the
+ * head fires (bench/NOTES.md "1M timers due at once").  The read goes on
  * across gaps of up to KX_FETCH_GAP records and seeks past longer ones
  * (bench/NOTES.md "Reading one record back by offset": 1-2k scattered
  * reads a second per partition on loopback, a sequential scan as they get
  * denser).  A wanted offset the read passes without finding (compacted
- * away, deleted) marks its timer missing: it goes to the DLQ at its due
- * time as payload-missing, id unknown.  Records read on the way are kept
- * only when due soon and the cache has room; those read only to compare an
- * id leave after KX_HELD_MS; over budget, the records due last go first
- * (kx_trim).  A timer due whose record is not back waits for it (lateness
- * = the read), the wake-up polling every KX_WAIT_POLL_MS meanwhile.
+ * away, deleted), finds holding another id, or that lies past the end of
+ * what was committed, marks its timer missing: it goes to the DLQ at its
+ * due time as payload-missing, id unknown.  Records read on the way are
+ * kept only when due soon and the share has room; those read only to
+ * compare an id leave after KX_HELD_MS; over the share, the records that
+ * fire last go first (kx_trim, in firing order).  A timer due whose record
+ * is not back waits for it (lateness = the read), the wake-up polling every
+ * KX_WAIT_POLL_MS meanwhile.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -184,10 +191,10 @@ typedef struct delay_pipeline_s {
         sl_histogram_t *m_lateness;
         sl_pcap_t *c_timers; /* max_pending_timers */
         sl_pcap_t *c_bytes;  /* max_pending_bytes */
-        /* Payloads in Kafka: bytes resident in all partitions, and the
-         * budget (payload_cache). */
-        size_t res_bytes;
+        /* Payloads in Kafka: the budget (payload_cache), shared equally by
+         * the partitions this instance holds (kx_parts). */
         int64_t cache_budget;
+        size_t kx_parts;
         int64_t lookahead_ms; /* KX_LOOKAHEAD_MS, or the tests' */
         uint64_t hash_mask;   /* all ones, or the tests' collisions */
         /* Input scratch (loop thread): the changelog Timer being packed and
@@ -253,6 +260,12 @@ typedef struct rbid_s {
         ((b)->hash == (h) && sl_hmap_key_eq((b)->id, (b)->idlen, k, n))
 SL_HMAP_DEFINE(rbmap, rbid_t, link, RBID_HASH, RBID_EQ)
 
+/* An offset wanted from the payload topic, and the entry that wants it. */
+typedef struct want_s {
+        int64_t loc;
+        uint32_t handle;
+} want_t;
+
 typedef struct delay_state_s {
         sl_timerheap_t *heap; /* payloads in memory; NULL in Kafka */
         /* Payloads in Kafka (payload_topic): the index, the records held
@@ -266,11 +279,11 @@ typedef struct delay_state_s {
         kres_t *fifo_head, *fifo_tail;
         kres_t **owed;
         size_t owed_cnt, owed_cap;
-        struct {
-                int64_t loc;
-                uint32_t handle;
-        } * want;
+        want_t *want;     /* the want_cnt live ones, inside want_buf */
+        want_t *want_buf; /* want_cap long */
         size_t want_cnt, want_cap;
+        int64_t plan_ms; /* when kx_plan() last walked the index */
+        int plan_short;  /* and found all it could want by then */
         int fetching;
         int64_t fetch_next; /* the offset the read delivers next */
         size_t held_cnt;    /* records read back only to compare an id */
@@ -279,6 +292,10 @@ typedef struct delay_state_s {
         sl_hmap_t rb;
         int rb_on;
         int64_t ix_max_loc;
+        /* Payload offsets up to loc_safe are committed (the rebuild read
+         * them, or a transaction after theirs began); loc_prev is the
+         * highest delivered by the last precommit, loc_txn by now. */
+        int64_t loc_safe, loc_prev, loc_txn;
         restore_slot_t restore[RESTORE_LAG]; /* records read, not applied */
         unsigned restore_head, restore_cnt;
         struct delay_pipeline_s *dp;
@@ -426,7 +443,7 @@ static void delay_update_gauges(sl_task_t *t) {
                 mem = sl_timerindex_memory(st->ix) + b +
                       sl_hmap_count(&st->res) * sizeof(kres_t) +
                       sl_hmap_memory(&st->res) +
-                      st->want_cap * sizeof(*st->want) +
+                      st->want_cap * sizeof(*st->want_buf) +
                       st->owed_cap * sizeof(*st->owed);
                 capb = mem;
         } else {
@@ -576,10 +593,12 @@ static void *delay_state_new(sl_task_t *t) {
         st->dp = dp_of(t);
         if (kx_topic(t->pl->conf)) {
                 st->ix = sl_timerindex_new(0);
+                st->dp->kx_parts++;
                 sl_hmap_init(&st->res, 64, 1, 0);
                 sl_hmap_init(&st->rb, 1024, 1, 0);
                 st->rb_on = 1;
                 st->ix_max_loc = -1;
+                st->loc_safe = st->loc_prev = st->loc_txn = -1;
         } else {
                 st->heap = sl_timerheap_new_slab();
         }
@@ -687,9 +706,9 @@ static void delay_state_destroy(void *state) {
                                 free(r);
                 }
                 free(st->owed);
-                free(st->want);
+                free(st->want_buf);
                 rb_free(st);
-                st->dp->res_bytes -= st->res_bytes;
+                st->dp->kx_parts--;
                 sl_timerindex_destroy(st->ix);
         }
         free(st);
@@ -1293,8 +1312,11 @@ static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
 #define KX_WAIT_POLL_MS 100
 /* A record read back only to compare an id stays this long. */
 #define KX_HELD_MS 1000
-/* Timers looked at per prefetch plan. */
-#define KX_PLAN_MAX 512
+/* Payloads asked for per prefetch plan, at most (kx_plan). */
+#define KX_PLAN_MAX 65536
+/* A plan that found every timer due within the look-ahead is made again
+ * this long after (kx_plan). */
+#define KX_REPLAN_MS 1000
 /* A fetch reads on, rather than seeking, across a gap this many records
  * long (bench/NOTES.md: "Reading one record back by offset"). */
 #define KX_FETCH_GAP 64
@@ -1335,7 +1357,6 @@ static kres_t *res_add(sl_task_t *t, uint32_t h, const void *id, size_t idlen,
         memcpy(r->buf + idlen, blob, bloblen);
         rmap_insert(&st->res, h, r);
         st->res_bytes += idlen + bloblen;
-        st->dp->res_bytes += idlen + bloblen;
         sl_timerindex_set_flags(st->ix, h,
                                 sl_timerindex_flags(st->ix, h) | KX_F_RESIDENT);
         return r;
@@ -1348,7 +1369,6 @@ static void res_forget(delay_state_t *st, kres_t *r) {
                 st->held_cnt--;
         rmap_remove(&st->res, r);
         st->res_bytes -= r->idlen + r->bloblen;
-        st->dp->res_bytes -= r->idlen + r->bloblen;
         if (r->lists)
                 r->dead = 1;
         else
@@ -1365,7 +1385,9 @@ static void res_evict(delay_state_t *st, kres_t *r) {
                                     (uint16_t)~KX_F_RESIDENT);
 }
 
-/* The wanted offsets: sorted, each with the entry that wants it. */
+/* The wanted offsets: sorted, each with the entry that wants it.  The
+ * read takes them from the front (want moves on in want_buf); adds go in
+ * place, a plan's many at once (want_merge). */
 static size_t want_pos(const delay_state_t *st, int64_t loc) {
         size_t lo = 0, hi = st->want_cnt;
         while (lo < hi) {
@@ -1378,15 +1400,35 @@ static size_t want_pos(const delay_state_t *st, int64_t loc) {
         return lo;
 }
 
+static int want_has(const delay_state_t *st, int64_t loc) {
+        size_t i = want_pos(st, loc);
+        return i < st->want_cnt && st->want[i].loc == loc;
+}
+
+/* Room for n more entries at the end of the live ones. */
+static void want_room(delay_state_t *st, size_t n) {
+        size_t off = (size_t)(st->want - st->want_buf);
+        if (off + st->want_cnt + n <= st->want_cap)
+                return;
+        if (off) {
+                memmove(st->want_buf, st->want,
+                        st->want_cnt * sizeof(*st->want));
+                st->want = st->want_buf;
+                if (st->want_cnt + n <= st->want_cap)
+                        return;
+        }
+        st->want_cap = SL_MAX(st->want_cnt + n, st->want_cap * 2);
+        st->want_cap = SL_MAX(st->want_cap, 64);
+        st->want_buf =
+            sl_realloc(st->want_buf, st->want_cap * sizeof(*st->want_buf));
+        st->want = st->want_buf;
+}
+
 static void want_add(delay_state_t *st, int64_t loc, uint32_t h) {
         size_t i = want_pos(st, loc);
         if (i < st->want_cnt && st->want[i].loc == loc)
                 return;
-        if (st->want_cnt == st->want_cap) {
-                st->want_cap = st->want_cap ? st->want_cap * 2 : 64;
-                st->want =
-                    sl_realloc(st->want, st->want_cap * sizeof(*st->want));
-        }
+        want_room(st, 1);
         memmove(&st->want[i + 1], &st->want[i],
                 (st->want_cnt - i) * sizeof(*st->want));
         st->want[i].loc = loc;
@@ -1398,9 +1440,41 @@ static void want_del(delay_state_t *st, int64_t loc) {
         size_t i = want_pos(st, loc);
         if (i == st->want_cnt || st->want[i].loc != loc)
                 return;
-        memmove(&st->want[i], &st->want[i + 1],
-                (st->want_cnt - i - 1) * sizeof(*st->want));
+        if (i == 0)
+                st->want++;
+        else
+                memmove(&st->want[i], &st->want[i + 1],
+                        (st->want_cnt - i - 1) * sizeof(*st->want));
         st->want_cnt--;
+}
+
+static int cmp_want(const void *a, const void *b) {
+        const want_t *x = a, *y = b;
+        return x->loc < y->loc ? -1 : x->loc > y->loc;
+}
+
+/* Adds the n entries of v (none wanted already): sorts them, drops
+ * repeats and merges them in from the back, O(n log n + want_cnt). */
+static void want_merge(delay_state_t *st, want_t *v, size_t n) {
+        size_t i, j, k;
+        if (!n)
+                return;
+        qsort(v, n, sizeof(*v), cmp_want);
+        for (i = k = 1; i < n; i++)
+                if (v[i].loc != v[k - 1].loc)
+                        v[k++] = v[i];
+        n = k;
+        want_room(st, n);
+        i = st->want_cnt;
+        j = n;
+        k = st->want_cnt + n;
+        while (j) {
+                if (i && st->want[i - 1].loc > v[j - 1].loc)
+                        st->want[--k] = st->want[--i];
+                else
+                        st->want[--k] = v[--j];
+        }
+        st->want_cnt += n;
 }
 
 /* Removes pending entry h with what it holds. */
@@ -1493,24 +1567,35 @@ static int kx_lookup(sl_task_t *t, const void *id, size_t idlen, uint64_t hash,
         return 0;
 }
 
-/* The blob flags of a resident record (for the lateness rule). */
-static size_t kx_cache_budget(const delay_pipeline_t *dp) {
-        return (size_t)dp->cache_budget;
+/* This partition's share of payload_cache: the partitions of the
+ * pipeline this instance holds share it equally, so that one never evicts
+ * what another is about to fire. */
+static size_t kx_cache_budget(const delay_state_t *st) {
+        return (size_t)st->dp->cache_budget / SL_MAX(st->dp->kx_parts, 1);
 }
 
-static int cmp_due_desc(const void *a, const void *b) {
-        const kres_t *x = *(kres_t *const *)a, *y = *(kres_t *const *)b;
-        return x->due_ms < y->due_ms ? 1 : x->due_ms > y->due_ms ? -1 : 0;
+/* A resident record and its place in firing order, for kx_trim(). */
+typedef struct trim_s {
+        int64_t due, loc;
+        kres_t *r;
+} trim_t;
+
+static int cmp_trim_last_first(const void *a, const void *b) {
+        const trim_t *x = a, *y = b;
+        if (x->due != y->due)
+                return x->due < y->due ? 1 : -1;
+        return x->loc < y->loc ? 1 : x->loc > y->loc ? -1 : 0;
 }
 
-/* Over payload_cache (the pipeline's records in memory): lets go of this
- * partition's records due last, down to nine tenths of the budget.  Pinned
+/* Over its share of payload_cache: lets go of this partition's records
+ * that fire last, down to nine tenths of the share.  Pinned
  * records (offset unknown, or changelog timers of before) and those whose
  * index record is still owed stay. */
 static void kx_trim(sl_task_t *t) {
         delay_state_t *st = t->state_data;
-        size_t budget = kx_cache_budget(st->dp), n = 0;
+        size_t budget = kx_cache_budget(st), n = 0;
         kres_t **v;
+        trim_t *tv;
 
         if (st->held_cnt) {
                 /* Records read back to compare an id leave after a second
@@ -1535,46 +1620,80 @@ static void kx_trim(sl_task_t *t) {
                 if (st->held_cnt)
                         sl_task_wake_at(t, now + KX_HELD_MS);
         }
-        if (st->dp->res_bytes <= budget || !sl_hmap_count(&st->res))
+        if (st->res_bytes <= budget || !sl_hmap_count(&st->res))
                 return;
-        v = sl_malloc(sl_hmap_count(&st->res) * sizeof(*v));
+        /* In firing order (due, then place), so that what stays is the
+         * head of it whatever ties there are. */
+        tv = sl_malloc(sl_hmap_count(&st->res) * sizeof(*tv));
         for (size_t i = 0; i < st->res.nbuckets; i++)
-                for (sl_hmap_link_t *l = st->res.buckets[i]; l; l = l->next)
-                        if (!rmap_entry(l)->pinned && !rmap_entry(l)->lists)
-                                v[n++] = rmap_entry(l);
-        qsort(v, n, sizeof(*v), cmp_due_desc);
-        for (size_t i = 0; i < n && st->dp->res_bytes > budget / 10 * 9; i++) {
-                res_evict(st, v[i]);
+                for (sl_hmap_link_t *l = st->res.buckets[i]; l; l = l->next) {
+                        kres_t *r = rmap_entry(l);
+                        if (r->pinned || r->lists)
+                                continue;
+                        tv[n].due = sl_timerindex_due(st->ix, r->handle);
+                        tv[n].loc = sl_timerindex_loc(st->ix, r->handle);
+                        tv[n++].r = r;
+                }
+        qsort(tv, n, sizeof(*tv), cmp_trim_last_first);
+        for (size_t i = 0; i < n && st->res_bytes > budget / 10 * 9; i++) {
+                res_evict(st, tv[i].r);
         }
-        free(v);
+        free(tv);
 }
 
 /* Asks for the payloads of the timers due soonest, as far as the cache
- * allows: the earliest KX_PLAN_MAX due within KX_LOOKAHEAD_MS, each
- * counted at the mean size of what is resident. */
+ * allows: payload_cache less what all partitions hold and want, the
+ * wanted counted at the mean size of what this one holds.  One walk of the
+ * index (sl_timerindex_earliest) takes the earliest due within the
+ * look-ahead, the resident ones too, so it costs O(k log k) for the k
+ * timers it passes; it is walked again only when a quarter of the cache is
+ * free for more and, once a walk found every timer due within the
+ * look-ahead, KX_REPLAN_MS after it (time moves the window on).  The timer
+ * due next is wanted by kx_arm() whatever the plan holds. */
 static void kx_plan(sl_task_t *t, int64_t now) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = st->dp;
-        uint32_t hs[KX_PLAN_MAX];
-        size_t n, est, planned;
+        size_t budget = kx_cache_budget(st), est, planned, room, ask, n;
+        size_t nadd = 0, resident = sl_hmap_count(&st->res);
+        uint32_t *hs;
+        want_t *add;
 
         kx_trim(t);
-        n = sl_timerindex_earliest(st->ix, now + st->dp->lookahead_ms,
-                                   KX_PLAN_MAX, hs);
-        est = sl_hmap_count(&st->res) ? st->res_bytes / sl_hmap_count(&st->res)
-                                      : 1024;
-        planned = dp->res_bytes + st->want_cnt * est;
-        for (size_t i = 0; i < n; i++) {
-                uint16_t f = sl_timerindex_flags(st->ix, hs[i]);
-                if (f & (KX_F_RESIDENT | KX_F_MISSING))
-                        continue;
-                /* The first one is wanted whatever the cache holds: it
-                 * fires next. */
-                if (i && planned + est > kx_cache_budget(dp))
-                        break;
-                want_add(st, sl_timerindex_loc(st->ix, hs[i]), hs[i]);
-                planned += est;
+        est = resident ? SL_MAX(st->res_bytes / resident, 1) : 1024;
+        planned = st->res_bytes + st->want_cnt * est;
+        room = planned < budget ? (budget - planned) / est : 0;
+        room = SL_MIN(room, KX_PLAN_MAX);
+        if (!room || room < budget / est / 4 ||
+            (st->plan_short && now - st->plan_ms < KX_REPLAN_MS)) {
+                fetch_kick(t);
+                return;
         }
+        ask =
+            SL_MIN(resident + st->want_cnt + room, sl_timerindex_count(st->ix));
+        hs = sl_malloc(SL_MAX(ask, 1) * sizeof(*hs));
+        add = sl_malloc(room * sizeof(*add));
+        n = sl_timerindex_earliest(st->ix, now + dp->lookahead_ms, ask, hs);
+        st->plan_ms = now;
+        st->plan_short = n < ask;
+        for (size_t i = 0; i < n; i++) {
+                int64_t loc;
+                if (sl_timerindex_flags(st->ix, hs[i]) &
+                    (KX_F_RESIDENT | KX_F_MISSING))
+                        continue;
+                loc = sl_timerindex_loc(st->ix, hs[i]);
+                if (want_has(st, loc))
+                        continue;
+                if (nadd == room) {
+                        st->plan_short = 0;
+                        break;
+                }
+                add[nadd].loc = loc;
+                add[nadd].handle = hs[i];
+                nadd++;
+        }
+        want_merge(st, add, nadd);
+        free(add);
+        free(hs);
         fetch_kick(t);
 }
 
@@ -1584,17 +1703,21 @@ static void kx_arm(sl_task_t *t) {
         delay_state_t *st = t->state_data;
         uint32_t h = sl_timerindex_min(st->ix);
         int64_t due, now = sl_now_ms();
+        uint16_t f;
         sl_task_wake_at(t, 0);
         if (h == SL_TIMERINDEX_NONE)
                 return;
         due = sl_timerindex_due(st->ix, h);
-        if (!(sl_timerindex_flags(st->ix, h) & KX_F_RESIDENT) &&
-            due - st->dp->lookahead_ms > now) {
+        f = sl_timerindex_flags(st->ix, h);
+        if (!(f & KX_F_RESIDENT) && due - st->dp->lookahead_ms > now) {
                 sl_task_wake_at(t, due - st->dp->lookahead_ms);
                 return;
         }
+        if (!(f & (KX_F_RESIDENT | KX_F_MISSING)))
+                /* It fires next: wanted whatever the cache holds. */
+                want_add(st, sl_timerindex_loc(st->ix, h), h);
         kx_plan(t, now);
-        if (!(sl_timerindex_flags(st->ix, h) & KX_F_RESIDENT) && due <= now)
+        if (!(f & KX_F_RESIDENT) && due <= now)
                 /* Due and not read back yet: fetched() wakes the
                  * partition when it is; this is only the fallback should
                  * the read not have started. */
@@ -1694,6 +1817,23 @@ static int kx_missing_below(delay_state_t *st, int64_t upto) {
         return n;
 }
 
+/* Wanted records from offset `end` on, where the payload topic ends: those
+ * that were committed there are gone (the topic deleted and made again, or
+ * records deleted), the others are still in a transaction.  Returns how
+ * many are gone. */
+static int kx_missing_past(delay_state_t *st, int64_t end) {
+        int n = 0;
+        for (size_t i = want_pos(st, end);
+             i < st->want_cnt && st->want[i].loc <= st->loc_safe;) {
+                uint32_t h = st->want[i].handle;
+                sl_timerindex_set_flags(
+                    st->ix, h, sl_timerindex_flags(st->ix, h) | KX_F_MISSING);
+                want_del(st, st->want[i].loc);
+                n++;
+        }
+        return n;
+}
+
 /* A record of the payload topic, read back. */
 static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
@@ -1703,6 +1843,7 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 return;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
                 got = kx_missing_below(st, m->offset) > 0;
+                got |= kx_missing_past(st, m->offset) > 0;
                 st->fetch_next = m->offset;
         } else if (m->err) {
                 sl_log(LOG_WARNING, "DELAY", "%s [%d]: reading %s: %s",
@@ -1712,9 +1853,12 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         } else {
                 size_t wi;
                 int wanted;
+                uint32_t wh = SL_TIMERINDEX_NONE;
                 got = kx_missing_below(st, m->offset) > 0;
                 wi = want_pos(st, m->offset);
                 wanted = wi < st->want_cnt && st->want[wi].loc == m->offset;
+                if (wanted)
+                        wh = st->want[wi].handle;
                 st->fetch_next = m->offset + 1;
                 if (m->key && m->key_len && m->payload) {
                         uint64_t hash = kx_hash(st->dp, m->key, m->key_len);
@@ -1731,8 +1875,8 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                                 if (!wanted &&
                                     (sl_timerindex_due(st->ix, h) >
                                          sl_now_ms() + st->dp->lookahead_ms ||
-                                     st->dp->res_bytes + m->len >
-                                         kx_cache_budget(st->dp)))
+                                     st->res_bytes + m->len >
+                                         kx_cache_budget(st)))
                                         break; /* read on the way: no room */
                                 if (timer_record_blob(t, m->offset, m->payload,
                                                       m->len, &b, &due,
@@ -1763,6 +1907,17 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                                 free(b.p);
                                 break;
                         }
+                }
+                if (wh != SL_TIMERINDEX_NONE &&
+                    sl_timerindex_loc(st->ix, wh) == m->offset &&
+                    !(sl_timerindex_flags(st->ix, wh) &
+                      (KX_F_RESIDENT | KX_F_MISSING))) {
+                        /* The record at its place is another id's, or a
+                         * tombstone: its own is gone. */
+                        sl_timerindex_set_flags(
+                            st->ix, wh,
+                            sl_timerindex_flags(st->ix, wh) | KX_F_MISSING);
+                        got = 1;
                 }
                 want_del(st, m->offset);
         }
@@ -1817,6 +1972,7 @@ static void kx_delivered(sl_task_t *t, const rd_kafka_message_t *m) {
                 return;
         }
         sl_timerindex_update(st->ix, r->handle, r->due_ms, m->offset);
+        st->loc_txn = SL_MAX(st->loc_txn, m->offset);
         r->pinned = 0;
         kx_owe(st, r);
 }
@@ -1828,9 +1984,15 @@ static void kx_precommit(sl_task_t *t) {
         delay_state_t *st = t->state_data;
         int64_t now = sl_now_ms();
         uint8_t val[SL_LOGPB_INDEX_MAX];
+        uint32_t min;
 
         if (!st->ix)
                 return;
+        min = sl_timerindex_min(st->ix);
+        /* The transaction of the last precommit committed (or this one
+         * would not run): what was delivered by then is readable now. */
+        st->loc_safe = SL_MAX(st->loc_safe, st->loc_prev);
+        st->loc_prev = st->loc_txn;
         for (size_t i = 0; i < st->owed_cnt; i++) {
                 kres_t *r = st->owed[i];
                 size_t n;
@@ -1844,13 +2006,18 @@ static void kx_precommit(sl_task_t *t) {
                                        sl_timerindex_loc(st->ix, r->handle));
                 sl_task_changelog(t, r->buf, r->idlen, val, n);
                 if (r->due_ms > now + st->dp->lookahead_ms ||
-                    st->dp->res_bytes > kx_cache_budget(st->dp)) {
+                    st->res_bytes > kx_cache_budget(st)) {
                         res_evict(st, r);
                 }
         }
         st->owed_cnt = 0;
         kx_trim(t);
         delay_update_gauges(t);
+        if (min != SL_TIMERINDEX_NONE && t->state == SL_TASK_RUNNING &&
+            !(sl_timerindex_flags(st->ix, min) & KX_F_RESIDENT))
+                /* The next timer's record went: wake a look-ahead before
+                 * it is due, to read it back. */
+                kx_arm(t);
 }
 
 /* Reads an index record (logpb.h): 0, or -1 when it is not one this
@@ -1940,7 +2107,7 @@ static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 if ((h = kx_add(st, hash, due, loc, 0)) == SL_TIMERINDEX_NONE)
                         return;
                 if (loc > st->ix_max_loc)
-                        st->ix_max_loc = loc;
+                        st->ix_max_loc = st->loc_safe = loc;
                 rb_put(st, hash, m->key, m->key_len, h);
                 return;
         }
@@ -1982,6 +2149,7 @@ static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
 
         if (!st->ix || !m->key || !m->key_len)
                 return;
+        st->loc_safe = SL_MAX(st->loc_safe, m->offset);
         hash = kx_hash(st->dp, m->key, m->key_len);
         old = rbmap_find(&st->rb, hash, m->key, m->key_len);
         if (old && !(sl_timerindex_flags(st->ix, old->handle) & KX_F_LEGACY) &&
