@@ -49,6 +49,23 @@ int sl_inspect_read_topic(sl_conf_t *conf, const char *topic, int parts,
                           const int64_t *from, sl_inspect_read_cb cb,
                           void *opaque);
 
+/* A record wanted by offset (sl_inspect_read_offsets()). */
+typedef struct sl_inspect_at_s {
+        int partition;
+        int64_t offset;
+} sl_inspect_at_t;
+
+/* Reads the records of topic at the n offsets at[] (sorted by partition,
+ * then offset; duplicates allowed), read_committed, passing each record
+ * found to cb.  Per partition it reads on from one wanted offset to the
+ * next when they are close, and seeks past long gaps.  A wanted offset
+ * the topic no longer holds (compacted away, deleted by retention, past
+ * the end captured at start) is passed over silently: the caller sees
+ * which records came.  Returns 0, or -1 with a message on stderr. */
+int sl_inspect_read_offsets(sl_conf_t *conf, const char *topic,
+                            const sl_inspect_at_t *at, size_t n,
+                            sl_inspect_read_cb cb, void *opaque);
+
 /* An instant as RFC 3339, or "<ms>ms" when it is out of range (a
  * changelog record may hold any time: formatting must not overflow). */
 void sl_inspect_fmt_time(int64_t ms, char *buf, size_t size);

@@ -1,7 +1,17 @@
 /*
  * inspect_delay.c — `sluice inspect` of a delay pipeline: the pending
  * timers of the folded changelog (inspect.h), re-keyed by due time and
- * printed in due order with their target.
+ * printed in due order with their target and payload.
+ *
+ * A changelog value is a timer's Timer record, or with payload_topic an
+ * index record (logpb.h: its due time and the offset of its Timer record
+ * in the payload topic; op_delay.c, PAYLOADS IN KAFKA).  The rows to print
+ * (the first --limit in due order) are taken first; the records of those
+ * that are index records are then read back from the payload topic, same
+ * partition, by offset, in offset order (sl_inspect_read_offsets), so
+ * that they print like the others.  A record the payload topic no longer
+ * holds (or that holds another id) prints as missing.  Timer records
+ * written before payload_topic was set print from the changelog.
  */
 #include "inspect.h"
 
@@ -12,6 +22,7 @@
 
 #include "cli.h"
 #include "logpb.h"
+#include "opdef_delay.h"
 #include "sluice.pb-c.h"
 #include "timerheap.h"
 #include "util.h"
@@ -62,6 +73,114 @@ static void delay_collect(const sl_timer_t *t, void *opaque) {
         sluice__v1__timer__free_unpacked(tm, NULL);
 }
 
+/* A row to print: the timer (key "p/id", data: its changelog value) and
+ * its Timer record (from the changelog, or read back from the payload
+ * topic; NULL while not read, or missing). */
+typedef struct delay_row_s {
+        sl_timer_t *t;
+        int partition;
+        int index; /* its changelog value is an index record */
+        Sluice__V1__Timer *tm;
+} delay_row_t;
+
+/* The payload topic's read: where each index row's record lies, and the
+ * row; sorted by place (want_cmp). */
+typedef struct delay_want_s {
+        sl_inspect_at_t at;
+        size_t row;
+} delay_want_t;
+
+typedef struct delay_read_s {
+        delay_row_t *rows;
+        delay_want_t *want;
+        size_t want_cnt;
+} delay_read_t;
+
+static int want_cmp(const void *a, const void *b) {
+        const delay_want_t *x = a, *y = b;
+        if (x->at.partition != y->at.partition)
+                return x->at.partition < y->at.partition ? -1 : 1;
+        return x->at.offset < y->at.offset ? -1 : x->at.offset > y->at.offset;
+}
+
+/* The id of row r (its key after "p/"). */
+static const char *row_id(const delay_row_t *r, size_t *len) {
+        const char *k = sl_timer_key(r->t);
+        const char *slash = memchr(k, '/', r->t->keylen);
+        *len = r->t->keylen - (size_t)(slash - k) - 1;
+        return slash + 1;
+}
+
+/* A record of the payload topic read back: the Timer record of the rows
+ * whose index names it, when it holds their id. */
+static void delay_read_one(int p, const rd_kafka_message_t *m, void *opaque) {
+        delay_read_t *c = opaque;
+        delay_want_t key = {{p, m->offset}, 0};
+        delay_want_t *w =
+            bsearch(&key, c->want, c->want_cnt, sizeof(*w), want_cmp);
+        if (!w || !m->key || !m->payload)
+                return;
+        while (w > c->want && !want_cmp(w - 1, &key))
+                w--;
+        for (; w < c->want + c->want_cnt && !want_cmp(w, &key); w++) {
+                delay_row_t *r = &c->rows[w->row];
+                size_t idlen;
+                const char *id = row_id(r, &idlen);
+                if (r->tm || m->key_len != idlen || memcmp(m->key, id, idlen))
+                        continue;
+                r->tm = sluice__v1__timer__unpack(NULL, m->len, m->payload);
+        }
+}
+
+/* The pipeline's payload topic, or NULL. */
+static const char *payload_topic(const sl_pipeline_conf_t *pc) {
+        const char *t = sl_delay_conf(pc)->payload_topic;
+        return t && *t ? t : NULL;
+}
+
+/* Reads the Timer records of the index rows back from the payload topic.
+ * Returns 0, or -1 (said on stderr) when it could not be read. */
+static int delay_read_back(const sl_inspect_t *in, delay_row_t *rows,
+                           size_t n) {
+        const char *topic = payload_topic(in->pc);
+        delay_read_t c = {rows, sl_calloc(n ? n : 1, sizeof(*c.want)), 0};
+        sl_inspect_at_t *at;
+        int rc = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (rows[i].index)
+                        c.want[c.want_cnt++] = (delay_want_t){
+                            {rows[i].partition, rows[i].t->seq}, i};
+        if (c.want_cnt && !topic) {
+                fprintf(stderr,
+                        "sluice inspect: pipeline %s: the changelog holds "
+                        "index records but payload_topic is not set: their "
+                        "records cannot be read\n",
+                        in->pc->name);
+                free(c.want);
+                return 0; /* they print as missing */
+        }
+        if (c.want_cnt) {
+                qsort(c.want, c.want_cnt, sizeof(*c.want), want_cmp);
+                at = sl_calloc(c.want_cnt, sizeof(*at));
+                for (size_t i = 0; i < c.want_cnt; i++)
+                        at[i] = c.want[i].at;
+                rc = sl_inspect_read_offsets(in->conf, topic, at, c.want_cnt,
+                                             delay_read_one, &c);
+                free(at);
+        }
+        free(c.want);
+        return rc;
+}
+
+/* A payload as a column: escaped, cut short. */
+static const char *payload_col(const Sluice__V1__Timer *tm, char *buf,
+                               size_t size) {
+        if (tm->null_payload)
+                return "(null)";
+        return sl_escape(tm->payload.data, tm->payload.len, buf, size);
+}
+
 int sl_inspect_delay(const sl_inspect_t *in) {
         const sl_pipeline_conf_t *pc = in->pc;
         sl_timerheap_t **maps = in->maps;
@@ -70,51 +189,80 @@ int sl_inspect_delay(const sl_inspect_t *in) {
         long limit = in->limit;
         delay_ctx_t c = {sl_timerheap_new(), 0, key};
         int64_t now = sl_now_ms();
-        long shown = 0;
-        size_t total;
+        size_t total, shown, n, missing = 0;
+        delay_row_t *rows;
+        int rc = SL_EXIT_OK;
 
         for (int p = 0; p < parts; p++) {
                 c.partition = p;
                 sl_timerheap_foreach(maps[p], delay_collect, &c);
         }
         total = sl_timerheap_count(c.by_due);
+        /* The rows to print, in due order. */
+        shown = SL_MIN(total, (size_t)limit);
+        rows = sl_calloc(shown ? shown : 1, sizeof(*rows));
+        for (n = 0; n < shown; n++) {
+                delay_row_t *r = &rows[n];
+                r->t = sl_timerheap_pop(c.by_due);
+                r->partition = atoi(sl_timer_key(r->t)); /* "p/id" */
+                r->index =
+                    sl_logpb_is_index(sl_timer_data(r->t), r->t->datalen);
+                if (!r->index)
+                        r->tm = sluice__v1__timer__unpack(NULL, r->t->datalen,
+                                                          sl_timer_data(r->t));
+        }
+        if (delay_read_back(in, rows, n) == -1)
+                rc = SL_EXIT_FAIL;
         printf("pipeline %s (delay): %zu pending timers in %d partitions\n",
                pc->name, total, parts);
         if (total)
-                printf("%-24s %10s  %-4s %-24s %s\n", "DUE", "IN", "PART",
-                       "TARGET", "ID");
-        while (shown < limit) {
-                sl_timer_t *t = sl_timerheap_pop(c.by_due);
-                Sluice__V1__Timer *tm;
-                const char *k, *slash;
-                char due[40], in[32], tgt[256], id[256];
-                if (!t)
-                        break;
-                k = sl_timer_key(t);
-                slash = memchr(k, '/', t->keylen);
-                sl_inspect_fmt_time(t->due_ms, due, sizeof(due));
-                snprintf(in, sizeof(in), "%+.1fs",
-                         sl_inspect_secs_between(now, t->due_ms));
-                if (sl_logpb_is_index(sl_timer_data(t), t->datalen)) {
-                        /* Its target is in its record in payload_topic. */
-                        snprintf(tgt, sizeof(tgt), "(payload @%" PRId64 ")",
-                                 t->seq);
-                } else {
-                        tm = sluice__v1__timer__unpack(NULL, t->datalen,
-                                                       sl_timer_data(t));
-                        sl_escape(tm->target_topic, strlen(tm->target_topic),
-                                  tgt, sizeof(tgt));
-                        sluice__v1__timer__free_unpacked(tm, NULL);
+                printf("%-24s %10s  %-4s %-24s %-24s %s\n", "DUE", "IN", "PART",
+                       "TARGET", "ID", "PAYLOAD");
+        for (size_t i = 0; i < n; i++) {
+                const delay_row_t *r = &rows[i];
+                const char *id;
+                size_t idlen;
+                char due[40], inb[32], part[16], tgt[256], idb[256], pl[64];
+                char gone[96];
+                sl_inspect_fmt_time(r->t->due_ms, due, sizeof(due));
+                snprintf(inb, sizeof(inb), "%+.1fs",
+                         sl_inspect_secs_between(now, r->t->due_ms));
+                snprintf(part, sizeof(part), "%d", r->partition);
+                id = row_id(r, &idlen);
+                sl_escape(id, idlen, idb, sizeof(idb));
+                if (r->tm) {
+                        printf("%-24s %10s  %-4s %-24s %-24s %s\n", due, inb,
+                               part,
+                               sl_escape(r->tm->target_topic,
+                                         strlen(r->tm->target_topic), tgt,
+                                         sizeof(tgt)),
+                               idb, payload_col(r->tm, pl, sizeof(pl)));
+                        continue;
                 }
-                printf("%-24s %10s  %-4.*s %-24s %s\n", due, in,
-                       (int)(slash - k), k, tgt,
-                       sl_escape(slash + 1, t->keylen - (size_t)(slash - k) - 1,
-                                 id, sizeof(id)));
-                sl_timer_free(t);
-                shown++;
+                /* An index record whose Timer record is gone from the
+                 * payload topic (deleted, compacted away) or was not
+                 * read. */
+                snprintf(gone, sizeof(gone), "(record @%" PRId64 " missing)",
+                         r->t->seq);
+                printf("%-24s %10s  %-4s %-24s %-24s %s\n", due, inb, part,
+                       "(missing)", idb, gone);
+                missing++;
         }
-        if ((size_t)shown < total)
-                printf("... %zu more\n", total - (size_t)shown);
+        if ((size_t)n < total)
+                printf("... %zu more\n", total - (size_t)n);
+        if (missing)
+                printf("%zu of the timers shown have no record in %s\n",
+                       missing,
+                       payload_topic(pc) ? payload_topic(pc)
+                                         : "the payload topic");
+        for (size_t i = 0; i < n; i++) {
+                if (rows[i].tm)
+                        sluice__v1__timer__free_unpacked(rows[i].tm, NULL);
+                sl_timer_free(rows[i].t);
+        }
+        free(rows);
         sl_timerheap_destroy(c.by_due);
-        return key && total == 0 ? SL_EXIT_FAIL : SL_EXIT_OK;
+        if (key && total == 0)
+                return SL_EXIT_FAIL;
+        return rc;
 }

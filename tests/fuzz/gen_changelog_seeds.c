@@ -90,9 +90,11 @@ static int64_t now_ms(void) {
 /* ------------------------------------------------------------------ */
 /* delay                                                               */
 
-static void timer(frame_t *f, const char *id, int64_t due, const char *target,
-                  const char *tkey, int32_t tpart, const char *payload,
-                  int nhdrs, int64_t seq) {
+/* A Timer record of id, to the changelog or (src SRC_SOURCE) the payload
+ * topic. */
+static void timer_to(frame_t *f, int src, const char *id, int64_t due,
+                     const char *target, const char *tkey, int32_t tpart,
+                     const char *payload, int nhdrs, int64_t seq) {
         Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
         Sluice__V1__Header hv[2], *hp[2];
         uint8_t *buf;
@@ -123,8 +125,31 @@ static void timer(frame_t *f, const char *id, int64_t due, const char *target,
         len = sluice__v1__timer__get_packed_size(&tm);
         buf = malloc(len + 1);
         sluice__v1__timer__pack(&tm, buf);
-        record(f, SRC_CHANGELOG, id, strlen(id), buf, len);
+        record(f, src, id, strlen(id), buf, len);
         free(buf);
+}
+
+static void timer(frame_t *f, const char *id, int64_t due, const char *target,
+                  const char *tkey, int32_t tpart, const char *payload,
+                  int nhdrs, int64_t seq) {
+        timer_to(f, SRC_CHANGELOG, id, due, target, tkey, tpart, payload, nhdrs,
+                 seq);
+}
+
+/* payload_topic: the changelog's index record of id (logpb.h: 0xff,
+ * version 1, varints of the due time and the payload record's offset). */
+static void index_rec(frame_t *f, const char *id, int64_t due, int64_t off) {
+        uint8_t buf[32];
+        size_t n = 0;
+        uint64_t v[2] = {(uint64_t)due, (uint64_t)off};
+        buf[n++] = 0xff;
+        buf[n++] = 1;
+        for (int i = 0; i < 2; i++) {
+                for (; v[i] >= 0x80; v[i] >>= 7)
+                        buf[n++] = (uint8_t)(v[i] | 0x80);
+                buf[n++] = (uint8_t)v[i];
+        }
+        record(f, SRC_CHANGELOG, id, strlen(id), buf, n);
 }
 
 static void delay_seeds(const char *dir, int64_t now) {
@@ -167,6 +192,57 @@ static void delay_seeds(const char *dir, int64_t now) {
                 timer(&f, "small", now - 1, "out.big", NULL, -1, "s", 0, 2);
                 save(&f, dir, "delay", "refused");
         }
+
+        /* payload_topic (variant 3): the payload topic holds records at
+         * offsets 0.. in order; the changelog indexes some of them, keeps
+         * Timer records of before (old-*), and names an offset the topic
+         * no longer holds (gone: payload-missing); d and e lie past the
+         * highest offset indexed (indexed at rebuild, owed to the
+         * changelog), e then tombstoned. */
+        header(&f, 3, 0, 10, 5);
+        timer_to(&f, SRC_SOURCE, "a", now - 1000, "out.a", NULL, -1, "pa", 1,
+                 20);
+        timer_to(&f, SRC_SOURCE, "b", now + 50, "out.b", "kb", 1, "pb", 0, 21);
+        timer_to(&f, SRC_SOURCE, "c", now + 3600000, "out.a", NULL, -1, "pc", 2,
+                 22);
+        timer_to(&f, SRC_SOURCE, "d", now + 100, "out.c", NULL, 0, "pd", 0, 23);
+        timer_to(&f, SRC_SOURCE, "e", now + 200, "out.c", NULL, -1, "pe", 0,
+                 24);
+        record(&f, SRC_SOURCE, "e", 1, NULL, 0);
+        timer(&f, "old-1", now + 10, "out.a", NULL, -1, "old one", 1, 1);
+        timer(&f, "old-2", now - 5, "out.b", NULL, -1, "old two", 0, 2);
+        index_rec(&f, "a", now - 1000, 0);
+        index_rec(&f, "b", now + 50, 1);
+        index_rec(&f, "gone", now + 20, 1); /* offset of another id */
+        index_rec(&f, "c", now + 3600000, 2);
+        index_rec(&f, "old-1", now + 30, 2); /* moved to the payload topic */
+        record(&f, SRC_CHANGELOG, "b", 1, NULL, 0);
+        index_rec(&f, "b", now + 60, 1);
+        save(&f, dir, "delay", "payloads-mixed");
+
+        /* payload_topic with colliding hashes and a short look-ahead
+         * (variant 4), an abort and a second rebuild (mode bit 4):
+         * reschedules move a timer's record, payloads read back and let
+         * go. */
+        header(&f, 4, 16, 14, 6);
+        for (int i = 0; i < 12; i++) {
+                char id[16];
+                snprintf(id, sizeof(id), "k-%d", i);
+                timer_to(&f, SRC_SOURCE, id, now + 100 * i, "out.x", NULL, -1,
+                         "payload", i % 3, 30 + i);
+        }
+        for (int i = 0; i < 12; i++) {
+                char id[16];
+                snprintf(id, sizeof(id), "k-%d", i);
+                if (i % 4 == 3)
+                        continue; /* left to the payload topic's tail */
+                index_rec(&f, id, now + 100 * i, i);
+        }
+        timer_to(&f, SRC_SOURCE, "k-1", now + 5000, "out.y", NULL, -1, "v2", 0,
+                 50);
+        index_rec(&f, "k-1", now + 5000, 12);
+        record(&f, SRC_CHANGELOG, "k-2", 3, NULL, 0);
+        save(&f, dir, "delay", "payloads-collide");
         free(f.buf);
 }
 
