@@ -45,11 +45,6 @@ note "seed $seed (SLUICE_TEST_SEED=$seed replays the kill moments)"
 export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500
 dl_setup 4 payload_topic="$PFX.payloads"
 start() { SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
-metric() { # SERIES — its value in main's /metrics, 0 when absent
-    local v
-    v=$(sluice_metric main "$1{pipeline=\"$PFX\"}")
-    echo "${v:-0}"
-}
 start
 wait_readyz main 200 30
 
@@ -96,39 +91,39 @@ note "580 timers produced in $(($(now_ms) - t0)) ms"
 
 # Until its index record is written a payload is in memory (pinned).
 indexed() {
-    [ "$(metric sluice_timers_pending)" = 580 ] || return 1
+    [ "$(dl_metric sluice_timers_pending)" = 580 ] || return 1
     local mem
-    mem=$(metric sluice_timers_memory_bytes)
+    mem=$(dl_metric sluice_timers_memory_bytes)
     [ "${mem%.*}" -lt $((580 * 600 / 4)) ]
 }
-wait_until 30 indexed || fail "payloads still in memory: $(metric sluice_timers_pending) pending in $(metric sluice_timers_memory_bytes) bytes"
+wait_until 30 indexed || fail "payloads still in memory: $(dl_metric sluice_timers_pending) pending in $(dl_metric sluice_timers_memory_bytes) bytes"
 sluice_kill main TERM || true
 export SLUICE_TEST_TIMER_HASH_BITS=4
 start
 wait_readyz main 200 30
-[ "$(metric sluice_timers_pending)" = 580 ] || fail "$(metric sluice_timers_pending) pending after the rebuild with colliding hashes, not 580"
+[ "$(dl_metric sluice_timers_pending)" = 580 ] || fail "$(dl_metric sluice_timers_pending) pending after the rebuild with colliding hashes, not 580"
 
 cancel b 0 79
 sched c 0 29 2 $((t0 + 58000))
 sched c 30 59 2 $((t0 + 33000))
 sched c 60 79 2 $((t0 + 36000))
 sched c 60 79 3 $((t0 + 54000))
-applied() { [ "$(metric sluice_timers_cancelled_total)" = 80 ] && [ "$(metric sluice_timers_rescheduled_total)" = 100 ]; }
-wait_until 30 applied || fail "cancels and reschedules not applied: $(metric sluice_timers_cancelled_total) of 80 cancels, $(metric sluice_timers_rescheduled_total) of 100 reschedules"
-note "b cancelled and c rescheduled by +$(($(now_ms) - t0)) ms: $(metric sluice_timer_payload_reads_total) payload records read back, $(metric sluice_timer_id_waits_total) input waits for an id"
+applied() { [ "$(dl_metric sluice_timers_cancelled_total)" = 80 ] && [ "$(dl_metric sluice_timers_rescheduled_total)" = 100 ]; }
+wait_until 30 applied || fail "cancels and reschedules not applied: $(dl_metric sluice_timers_cancelled_total) of 80 cancels, $(dl_metric sluice_timers_rescheduled_total) of 100 reschedules"
+note "b cancelled and c rescheduled by +$(($(now_ms) - t0)) ms: $(dl_metric sluice_timer_payload_reads_total) payload records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id"
 [ "$(now_ms)" -lt $((t0 + 30000)) ] || fail "setup ran past the first due time (+$(($(now_ms) - t0)) ms): the checks below need it before"
 
 # n: cancelled while their payloads are being prefetched.
 tn=$(now_ms)
 sched n 0 39 1 $((tn + 6000))
-n_in() { [ "$(metric sluice_timers_pending)" = 540 ]; }
-wait_until 20 n_in || fail "the 40 n timers were not scheduled: $(metric sluice_timers_pending) pending"
+n_in() { [ "$(dl_metric sluice_timers_pending)" = 540 ]; }
+wait_until 20 n_in || fail "the 40 n timers were not scheduled: $(dl_metric sluice_timers_pending) pending"
 while [ "$(now_ms)" -lt $((tn + 4500)) ]; do sleep 0.05; done
 cancel n 0 39
-n_done() { [ $(($(metric sluice_timers_cancelled_total) + $(metric sluice_timers_cancel_unknown_total))) -ge 120 ]; }
-wait_until 30 n_done || fail "the n cancels were not applied: $(metric sluice_timers_cancelled_total) cancelled, $(metric sluice_timers_cancel_unknown_total) unknown"
-n_cancelled=$(($(metric sluice_timers_cancelled_total) - 80))
-n_fired=$(metric sluice_timers_cancel_unknown_total)
+n_done() { [ $(($(dl_metric sluice_timers_cancelled_total) + $(dl_metric sluice_timers_cancel_unknown_total))) -ge 120 ]; }
+wait_until 30 n_done || fail "the n cancels were not applied: $(dl_metric sluice_timers_cancelled_total) cancelled, $(dl_metric sluice_timers_cancel_unknown_total) unknown"
+n_cancelled=$(($(dl_metric sluice_timers_cancelled_total) - 80))
+n_fired=$(dl_metric sluice_timers_cancel_unknown_total)
 note "n: $n_cancelled cancelled while their payloads were being read back, $n_fired fired before their cancel came"
 
 # Three kill -9 in the window (+30..+58 s), at random moments, while the
@@ -142,7 +137,7 @@ kills=$(for k in 1 2 3; do echo $((t0 + 30000 + RANDOM % 28000)); done | sort -n
 resched_pid=$!
 for at in $kills; do
     while [ "$(now_ms)" -lt "$at" ]; do sleep 0.05; done
-    reads=$(metric sluice_timer_payload_reads_total)
+    reads=$(dl_metric sluice_timer_payload_reads_total)
     sluice_kill main KILL || true
     killed=$(($(now_ms) - t0))
     start
@@ -205,9 +200,6 @@ for e in errors[:20]:
     print("  " + e)
 sys.exit(1 if errors else 0)
 PY
-dlq=$(count_records "$PFX.dlq")
-[ "$dlq" = 0 ] || fail "$dlq records in the DLQ: $(consume_all "$PFX.dlq" -f '%h\n' | head -3)"
-missing=$(grep -c 'payload-missing\|is gone from' "$WORK/sluice-main.log" || true)
-[ "$missing" = 0 ] || fail "$missing payloads reported missing"
-note "last process: $(metric sluice_timer_payload_reads_total) payload records read back, $(metric sluice_timer_id_waits_total) input waits for an id"
+dl_none_missing
+note "last process: $(dl_metric sluice_timer_payload_reads_total) payload records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id"
 echo "PASS"

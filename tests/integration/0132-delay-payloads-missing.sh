@@ -30,11 +30,6 @@ source "$(dirname "$0")/lib-delay.sh"
 export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500
 dl_setup 2 payload_topic="$PFX.payloads"
 start() { SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
-metric() { # SERIES — its value in main's /metrics, 0 when absent
-    local v
-    v=$(sluice_metric main "$1{pipeline=\"$PFX\"}")
-    echo "${v:-0}"
-}
 tools=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}
 [ -x "$tools/delrecords" ] || fail "$tools/delrecords is missing: make build/tools/delrecords"
 start
@@ -49,12 +44,12 @@ for g in 0 1 2 3; do
         produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 24000 + g * 600))" -H x-n=1
 done
 indexed() {
-    [ "$(metric sluice_timers_pending)" = 100 ] || return 1
+    [ "$(dl_metric sluice_timers_pending)" = 100 ] || return 1
     local mem
-    mem=$(metric sluice_timers_memory_bytes)
+    mem=$(dl_metric sluice_timers_memory_bytes)
     [ "${mem%.*}" -lt $((100 * 2000 / 4)) ]
 }
-wait_until 20 indexed || fail "payloads still in memory: $(metric sluice_timers_pending) pending in $(metric sluice_timers_memory_bytes) bytes"
+wait_until 20 indexed || fail "payloads still in memory: $(dl_metric sluice_timers_pending) pending in $(dl_metric sluice_timers_memory_bytes) bytes"
 
 # Where each payload lies (once committed), then every g record deleted.
 wait_records "$PFX.payloads" 100 15 || fail "the payload topic holds $(count_records "$PFX.payloads") committed records, not 100"
@@ -89,13 +84,13 @@ sluice_kill main TERM || true
 export SLUICE_TEST_TIMER_HASH_BITS=3
 start
 wait_readyz main 200 30
-[ "$(metric sluice_timers_pending)" = 100 ] || fail "$(metric sluice_timers_pending) pending after the rebuild, not 100"
+[ "$(dl_metric sluice_timers_pending)" = 100 ] || fail "$(dl_metric sluice_timers_pending) pending after the rebuild, not 100"
 for i in $(seq 0 9); do echo "k-$i:"; done | produce "$in" -K: -Z
 for i in $(seq 10 19); do echo "k-$i:p-k-$i-v2-$pad"; done |
     produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 27000))" -H x-n=2
-applied() { [ "$(metric sluice_timers_cancelled_total)" = 10 ] && [ "$(metric sluice_timers_rescheduled_total)" = 10 ]; }
-wait_until 20 applied || fail "cancels and reschedules not applied: $(metric sluice_timers_cancelled_total) of 10 cancels, $(metric sluice_timers_rescheduled_total) of 10 reschedules"
-note "cancels and reschedules among deleted records: $(metric sluice_timer_payload_reads_total) records read back, $(metric sluice_timer_id_waits_total) input waits for an id"
+applied() { [ "$(dl_metric sluice_timers_cancelled_total)" = 10 ] && [ "$(dl_metric sluice_timers_rescheduled_total)" = 10 ]; }
+wait_until 20 applied || fail "cancels and reschedules not applied: $(dl_metric sluice_timers_cancelled_total) of 10 cancels, $(dl_metric sluice_timers_rescheduled_total) of 10 reschedules"
+note "cancels and reschedules among deleted records: $(dl_metric sluice_timer_payload_reads_total) records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id"
 sluice_kill main KILL || true
 start
 wait_readyz main 200 30
@@ -164,6 +159,6 @@ sys.exit(1 if errors else 0)
 PY
 }
 check || fail "output check failed"
-[ "$(metric sluice_timers_pending)" = 0 ] || fail "$(metric sluice_timers_pending) timers still pending after all fired or went to the DLQ"
+[ "$(dl_metric sluice_timers_pending)" = 0 ] || fail "$(dl_metric sluice_timers_pending) timers still pending after all fired or went to the DLQ"
 grep -q 'is gone from' "$WORK/sluice-main.log" || fail "no log line says a payload is missing"
 echo "PASS"
