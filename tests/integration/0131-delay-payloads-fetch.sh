@@ -110,6 +110,8 @@ sched c 60 79 2 $((t0 + 36000))
 sched c 60 79 3 $((t0 + 54000))
 applied() { [ "$(dl_metric sluice_timers_cancelled_total)" = 80 ] && [ "$(dl_metric sluice_timers_rescheduled_total)" = 100 ]; }
 wait_until 30 applied || fail "cancels and reschedules not applied: $(dl_metric sluice_timers_cancelled_total) of 80 cancels, $(dl_metric sluice_timers_rescheduled_total) of 100 reschedules"
+[ "$(dl_metric sluice_timer_id_waits_total)" -gt 0 ] && [ "$(dl_metric sluice_timer_payload_reads_total)" -gt 0 ] ||
+    fail "the cancels and reschedules read nothing back (no input waited for an id): the case is not tested"
 note "b cancelled and c rescheduled by +$(($(now_ms) - t0)) ms: $(dl_metric sluice_timer_payload_reads_total) payload records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id"
 [ "$(now_ms)" -lt $((t0 + 30000)) ] || fail "setup ran past the first due time (+$(($(now_ms) - t0)) ms): the checks below need it before"
 

@@ -90,6 +90,8 @@ for i in $(seq 10 19); do echo "k-$i:p-k-$i-v2-$pad"; done |
     produce "$in" -K: -H "sluice-target=$out" -H "sluice-at=$((t0 + 27000))" -H x-n=2
 applied() { [ "$(dl_metric sluice_timers_cancelled_total)" = 10 ] && [ "$(dl_metric sluice_timers_rescheduled_total)" = 10 ]; }
 wait_until 20 applied || fail "cancels and reschedules not applied: $(dl_metric sluice_timers_cancelled_total) of 10 cancels, $(dl_metric sluice_timers_rescheduled_total) of 10 reschedules"
+[ "$(dl_metric sluice_timer_id_waits_total)" -gt 0 ] ||
+    fail "no cancel or reschedule waited for an id read back: the case is not tested"
 note "cancels and reschedules among deleted records: $(dl_metric sluice_timer_payload_reads_total) records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id"
 sluice_kill main KILL || true
 start
