@@ -30,6 +30,13 @@
 #                          waits until $out holds each of TOTAL timer ids
 #                          and none is pending (no further fire can come);
 #                          fails when instance NAME exits meanwhile
+#   dl_metric SERIES [NAME]
+#                          the value of SERIES{pipeline="$PFX"} in the
+#                          /metrics of instance NAME (default main), 0 when
+#                          the series is absent
+#   dl_none_missing        fails the test when $PFX.dlq holds a record or a
+#                          sluice log says a payload record is missing
+#                          (payload_topic)
 #
 # Instances are started with sluice_up (lib.sh): their metrics with
 # sluice_metric NAME SERIES.
@@ -95,4 +102,18 @@ dl_wait_fired() {
     }
     wait_until "$secs" _dl_all_fired ||
         fail "not all timers fired within $secs s: $(_dl_fired_ids) distinct of $total"
+}
+
+dl_metric() {
+    local v
+    v=$(sluice_metric "${2:-main}" "$1{pipeline=\"$PFX\"}")
+    echo "${v:-0}"
+}
+
+dl_none_missing() {
+    local dlq missing
+    dlq=$(count_records "$PFX.dlq")
+    [ "$dlq" = 0 ] || fail "$dlq records in the DLQ: $(consume_all "$PFX.dlq" -f '%h\n' | head -3)"
+    missing=$(cat "$WORK"/sluice-*.log | grep -c 'payload-missing\|is gone from' || true)
+    [ "$missing" = 0 ] || fail "$missing payloads reported missing: $(grep -h -m2 'is gone from' "$WORK"/sluice-*.log)"
 }
