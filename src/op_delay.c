@@ -123,7 +123,12 @@
  * denser).  A wanted offset the read passes without finding (compacted
  * away, deleted), finds holding another id, or that lies past the end of
  * what was committed, marks its timer missing: it goes to the DLQ at its
- * due time as payload-missing, id unknown.  Records read on the way are
+ * due time as payload-missing, id unknown (its index record stays: each
+ * rebuild finds it again).  A rebuild, which knows every id, finds the
+ * index records whose offset lies outside the payload topic (below its
+ * first offset: deleted; at or past its end: the topic made again) and
+ * keeps their ids (kx_restored): those go to the DLQ keyed by id, and
+ * their index records go.  Records read on the way are
  * kept only when due soon and the share has room; those read only to
  * compare an id leave after KX_HELD_MS; over the share, the records that
  * fire last go first (kx_trim, in firing order).  A timer due whose record
@@ -1726,9 +1731,11 @@ static void kx_arm(sl_task_t *t) {
 }
 
 /* A pending timer whose payload record is gone from the payload topic
- * (deleted, or the topic recreated): its id went with it, so the DLQ
- * record names where it was. */
-static void kx_fire_missing(sl_task_t *t, uint32_t h) {
+ * (deleted, or the topic recreated): the DLQ record names where it was,
+ * with the timer's id as its key when the rebuild found it gone (id
+ * non-NULL), and no key when the read did (the id went with the record). */
+static void kx_fire_missing(sl_task_t *t, uint32_t h, const void *id,
+                            size_t idlen) {
         delay_state_t *st = t->state_data;
         const sl_pipeline_conf_t *pc = t->pl->conf;
         rd_kafka_headers_t *hdrs;
@@ -1748,7 +1755,7 @@ static void kx_fire_missing(sl_task_t *t, uint32_t h) {
         rd_kafka_header_add(hdrs, "sluice-error-detail", -1, detail, -1);
         snprintf(buf, sizeof(buf), "%" PRId64, sl_timerindex_due(st->ix, h));
         rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
-        sl_task_dlq_send(t, NULL, 0, NULL, 0, NULL, hdrs);
+        sl_task_dlq_send(t, id, idlen, NULL, 0, NULL, hdrs);
 }
 
 static void kx_wake(sl_task_t *t, int64_t now) {
@@ -1783,7 +1790,15 @@ static void kx_wake(sl_task_t *t, int64_t now) {
                         break;
                 }
                 if (!r) {
-                        kx_fire_missing(t, h);
+                        kx_fire_missing(t, h, NULL, 0);
+                } else if (sl_timerindex_flags(st->ix, h) & KX_F_MISSING) {
+                        /* Found gone at the rebuild: its index record
+                         * goes with it. */
+                        kx_fire_missing(t, h, r->buf, r->idlen);
+                        sl_task_changelog(t, r->buf, r->idlen, NULL, 0);
+                        if (sl_task_produce(t, ptopic, t->partition, r->buf,
+                                            r->idlen, NULL, 0, NULL) < 0)
+                                sl_task_abort(t, "payload tombstone refused");
                 } else {
                         fire_timer_t ft = {r->buf, r->idlen, due,
                                            r->buf + r->idlen, r->bloblen};
@@ -2170,6 +2185,31 @@ static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
 
 static void kx_restored(sl_task_t *t) {
         delay_state_t *st = t->state_data;
+        /* Index records whose payload record the payload topic cannot hold
+         * (below its first offset: deleted; at or past its end: the topic
+         * made again): their timers go to the DLQ as payload-missing at
+         * their due time, and the ids, known now, stay in memory (an
+         * empty record, pinned) to remove their index records then and to
+         * match a cancel or a reschedule exactly. */
+        if (t->rebuild_source_hi >= 0)
+                for (size_t i = 0; i < st->rb.nbuckets; i++)
+                        for (sl_hmap_link_t *l = st->rb.buckets[i]; l;
+                             l = l->next) {
+                                rbid_t *b = rbmap_entry(l);
+                                uint32_t h = b->handle;
+                                uint16_t f = sl_timerindex_flags(st->ix, h);
+                                int64_t loc = sl_timerindex_loc(st->ix, h);
+                                if ((f & (KX_F_LEGACY | KX_F_RESIDENT)) ||
+                                    (loc >= t->rebuild_source_lo &&
+                                     loc < t->rebuild_source_hi))
+                                        continue;
+                                res_add(t, h, b->id, b->idlen, "", 0,
+                                        sl_timerindex_due(st->ix, h), 0, 1);
+                                sl_timerindex_set_flags(
+                                    st->ix, h,
+                                    sl_timerindex_flags(st->ix, h) |
+                                        KX_F_MISSING);
+                        }
         rb_free(st);
         if (st->owed_cnt)
                 sl_task_commit_soon(t);
@@ -2449,6 +2489,8 @@ static struct json_t *delay_describe(sl_task_t *t, const void *key,
                         return NULL;
                 }
                 r = res_get(st, h);
+                if (sl_timerindex_flags(st->ix, h) & KX_F_MISSING)
+                        return NULL; /* no payload: it goes to the DLQ */
                 return describe_blob(t, key, keylen,
                                      sl_timerindex_due(st->ix, h), r->seq,
                                      r->buf + r->idlen, r->bloblen);

@@ -255,6 +255,8 @@ static void task_on_source_end(void *opaque, rd_kafka_resp_err_t err,
         /* Read even when the last stable offset says there is nothing:
          * a transaction still undecided may hold records (task_settled). */
         t->rebuild_end = hi;
+        t->rebuild_source_lo = lo;
+        t->rebuild_source_hi = hi;
         t->rebuild_phase = SL_REBUILD_SOURCE;
         if (task_reader_assign(t, topic, from) == -1) {
                 t->rebuild_phase = SL_REBUILD_SOURCE_END;
@@ -266,6 +268,7 @@ static void task_ask_source_end(sl_task_t *t) {
         int64_t from = RD_KAFKA_OFFSET_BEGINNING;
         const char *topic = t->pl->op->rebuild_source(t, &from);
         t->rebuild_source_from = from;
+        t->rebuild_source_lo = t->rebuild_source_hi = -1;
         if (sl_kquery_watermarks(t->rt->kq, topic, t->partition,
                                  SL_TASK_LOOKUP_MS, task_on_source_end,
                                  t) == -1)

@@ -190,7 +190,10 @@ struct sl_task_s {
         int64_t rebuild_source_from;
         int rebuild_waits;   /* committed offset still pending (logged) */
         int64_t rebuild_end; /* end offset captured for the phase */
-        int settle_logged;   /* task_settled's wait logged this rebuild */
+        /* The second source's first and end offsets when its read began
+         * (-1 before). */
+        int64_t rebuild_source_lo, rebuild_source_hi;
+        int settle_logged; /* task_settled's wait logged this rebuild */
         int64_t rebuild_start_us;
         int64_t rebuild_records;        /* changelog */
         int64_t rebuild_source_records; /* second source */

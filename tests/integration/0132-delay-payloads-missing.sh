@@ -4,8 +4,8 @@
 # are pending: each such timer goes to the DLQ once, at its due time, with
 # sluice-error=payload-missing and a detail naming where its record was;
 # none is dropped silently (fired + DLQ + cancelled = scheduled), none
-# comes twice, also through kill -9 while they are pending; the other
-# timers fire once.
+# comes twice, also through kill -9 while they are pending and after
+# them; the other timers fire once.
 #
 # Knobs as in 0129: SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500 (payloads leave
 # memory once indexed), SLUICE_TEST_TIMER_HASH_BITS=3 from the first
@@ -24,6 +24,7 @@
 # their last version, none early; k-0..9 never; the DLQ holds one
 # payload-missing record per g timer (by the partition and offset its
 # detail names), sluice-due its due time, none before it, nothing else.
+# Then kill -9 and a restart: nothing pending, no DLQ record again.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 
@@ -163,4 +164,17 @@ PY
 check || fail "output check failed"
 [ "$(dl_metric sluice_timers_pending)" = 0 ] || fail "$(dl_metric sluice_timers_pending) timers still pending after all fired or went to the DLQ"
 grep -q 'is gone from' "$WORK/sluice-main.log" || fail "no log line says a payload is missing"
+
+# A timer that went to the DLQ as payload-missing leaves the changelog
+# (the rebuild after the deletes found its record gone and kept its id):
+# `sluice inspect` shows nothing pending, and no rebuild sends it again.
+dl_no_pending || problem "the changelog still holds pending timers: $("$SLUICE_BIN" inspect -c "$conf" "$PFX" | head -3 | tr -s ' ' | tr '\n' ' ')"
+# Nothing comes again after kill -9 and a rebuild.
+sluice_kill main KILL || true
+start
+wait_readyz main 200 30
+note "after kill -9 and a rebuild: $(dl_metric sluice_timers_pending) pending"
+sleep 2 # a duplicate would come now
+check || problem "output check after kill -9 and a rebuild failed"
+problems_verdict
 echo "PASS"
