@@ -28,6 +28,8 @@
 #             rebuilt process settled) until they fired   < 150 MB
 # The peaks while ingesting (4 GB in half a minute) and while rebuilding
 # are printed, not judged: the bound is on holding the timers.
+# A bound exceeded is recorded (problem) and the test goes on, so that a
+# run shows every figure; it fails at the end (problems_verdict).
 # The verdict (read_committed): each of the 5,000 exactly once, its value
 # byte for byte, sluice-due = its due time, produced no earlier; no other
 # id fired; nothing in the DLQ, no payload reported missing.
@@ -115,7 +117,7 @@ hwm_load=$(status_kb VmHWM)
 rss1=$(rss_settled)
 note "load: $(cat "$WORK/load.out"); $n pending $(((t_pending - t0) / 1000)) s after it began"
 note "$n pending: VmRSS $rss1 kB ($(((rss1 - rss0) * 1024 / n)) B a timer beyond idle), peak while loading (VmHWM) $hwm_load kB; timers_memory $(sluice_metric main 'sluice_timers_memory_bytes{pipeline="'"$PFX"'"}') B"
-[ "$rss1" -lt "$rss_max_kb" ] || fail "VmRSS $rss1 kB with $n timers pending: not under 150 MB"
+[ "$rss1" -lt "$rss_max_kb" ] || problem "VmRSS $rss1 kB with $n timers pending: not under 150 MB"
 
 # --- kill -9, restart, rebuild ----------------------------------------------
 rss_sample_stop
@@ -129,7 +131,7 @@ t_ready=$(now_ms)
 hwm_rebuild=$(status_kb VmHWM)
 rss2=$(rss_settled)
 note "kill -9 → ready in $((t_ready - t_kill)) ms with $n pending; VmRSS after $rss2 kB, peak during the rebuild $hwm_rebuild kB"
-[ "$rss2" -lt "$rss_max_kb" ] || fail "VmRSS $rss2 kB after the rebuild of $n timers: not under 150 MB"
+[ "$rss2" -lt "$rss_max_kb" ] || problem "VmRSS $rss2 kB after the rebuild of $n timers: not under 150 MB"
 [ "$(count_records "$out")" = 0 ] || fail "timers fired before NEAR ($near_from s after the load began): the load and restart were slower"
 
 # --- fire ------------------------------------------------------------------
@@ -152,8 +154,8 @@ note "meanwhile at most: timers_memory $(awk -v a="$t_fire0" '$1 >= a { if ($4 >
     END { printf "%.1f MB, of which records held (the cache) %.1f MB", m / 1e6, b / 1e6 }' "$WORK/rss")"
 rss_sample_stop
 [ "$all_fired" = 1 ] ||
-    fail "$(pending) timers pending $((($(now_ms) - t0) / 1000)) s after the load began, expected $((n - nnear))"
-[ "$hwm_fire" -lt "$rss_max_kb" ] || fail "peak RSS $hwm_fire kB while the due timers fired with $n pending: not under 150 MB"
+    problem "$(pending) timers pending $((($(now_ms) - t0) / 1000)) s after the load began, expected $((n - nnear))"
+[ "$hwm_fire" -lt "$rss_max_kb" ] || problem "peak RSS $hwm_fire kB while the due timers fired with $n pending: not under 150 MB"
 
 # --- verdict ---------------------------------------------------------------
 consume_all "$out" -f '%k\t%T\t%h\t%s\n' >"$WORK/out.tsv"
@@ -228,7 +230,8 @@ sys.exit(1 if errors else 0)
 PY
 dlq=$(count_records "$PFX.dlq")
 [ "$dlq" = 0 ] || fail "$dlq records in the DLQ"
-missing=$(cat "$WORK"/sluice-main.log | grep -c 'payload-missing' || true)
+missing=$(grep -c 'payload-missing' "$WORK/sluice-main.log" || true)
 [ "$missing" = 0 ] || fail "$missing payloads reported missing"
 note "wall time $((($(now_ms) - t0) / 1000)) s from the load's start"
+problems_verdict
 echo "PASS"
