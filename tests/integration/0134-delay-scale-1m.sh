@@ -79,19 +79,24 @@ CLEANUP_HOOKS+=(_rss_cleanup)
 # rss_max FROM_MS — the largest VmRSS sampled since then, kB.
 rss_max() { awk -v a="$1" '$1 >= a && $2 > m { m = $2 } END { print m + 0 }' "$WORK/rss"; }
 status_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/${SLUICE_PIDS[main]}/status"; }
-# rss_settled — VmRSS once two readings 0.5 s apart differ by 1 MB or less.
+# rss_settled — VmRSS once five readings 0.5 s apart (2 s) lie within
+# 1 MB (the last transaction's records leave in bursts), or after 30 s.
 rss_settled() {
-    local a b end=$(($(date +%s) + 20))
-    a=$(status_kb VmRSS)
-    while :; do
+    local r lo hi k=0 end=$(($(date +%s) + 30))
+    lo=$(status_kb VmRSS)
+    hi=$lo
+    while [ "$k" -lt 4 ] && [ "$(date +%s)" -lt "$end" ]; do
         sleep 0.5
-        b=$(status_kb VmRSS)
-        if [ $((a > b ? a - b : b - a)) -le 1024 ] || [ "$(date +%s)" -ge "$end" ]; then
-            echo "$b"
-            return 0
+        r=$(status_kb VmRSS)
+        [ "$r" -lt "$lo" ] && lo=$r
+        [ "$r" -gt "$hi" ] && hi=$r
+        if [ $((hi - lo)) -le 1024 ]; then
+            k=$((k + 1))
+        else
+            k=0 lo=$r hi=$r
         fi
-        a=$b
     done
+    echo "$r"
 }
 
 start
@@ -106,9 +111,10 @@ t0=$(now_ms)
     -p murmur2_random -H "sluice-target=$out" --random-at sluice-at=1h..7d \
     --near "$every=${near_from}s..${near_to}s" --at-log "$WORK/at.log" --value-pattern \
     --timeout 300 >"$WORK/load.out" || fail "load failed: $(cat "$WORK/load.out")"
+# All pending and the input read to its end (the lag from the watermarks).
 all_pending() {
     sluice_alive main || fail "sluice exited while the timers were loaded"
-    [ "$(pending)" = "$n" ]
+    [ "$(pending)" = "$n" ] && [ "$(sluice_metric main 'sluice_consumer_lag{pipeline="'"$PFX"'"}')" = 0 ]
 }
 wait_until 120 all_pending || fail "$(pending) of $n timers pending $((($(now_ms) - t0) / 1000)) s after the load began"
 t_pending=$(now_ms)
