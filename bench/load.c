@@ -10,13 +10,21 @@
  *            --key-run D gives D records in a row the same key ("k<i/D>",
  *            "k<(i/D) mod K>"); --key-len L zero-pads the number so every
  *            key is L bytes ("k000000000000042" for L = 16)
- *   value    --size bytes: "v<i>" padded with '.'; --null-value for none
+ *   value    --size bytes: "v<i>" padded with '.'; --null-value for none;
+ *            --value-pattern pads with printable pseudo-random text that
+ *            depends on i alone (pattern_fill), so that a checker can
+ *            recompute record i's value byte for byte
  *   headers  each -H name=value, plus --header-seq NAME = "<i>" (decimal),
  *            plus --random-at NAME=MIN..MAX = the wall clock when record i
  *            is produced plus a delay drawn uniformly from [MIN, MAX]
  *            (durations as sluice reads them: 1h, 7d), in epoch ms (a
  *            sluice-at whose due order is unrelated to the key order; the
- *            draws come from a fixed seed, so every run draws the same)
+ *            draws come from a fixed seed, so every run draws the same);
+ *            with --near K=MIN..MAX every K-th record (i mod K = 0) draws
+ *            from [MIN, MAX] counted from the load's start instead, so
+ *            those fall due in one window whatever the load's pace;
+ *            --at-log FILE writes "<key> <value>" of that header for
+ *            every record
  *   partition  i mod P with --partitioner rr (the default; (i/D) mod P
  *            with --key-run D, so a run stays in one partition), else chosen by
  *            librdkafka's partitioner of that name (murmur2_random is
@@ -61,25 +69,48 @@ static uint64_t rand_next(uint64_t *state) {
         return z ^ (z >> 31);
 }
 
-/* --random-at NAME=MIN..MAX: sets *name (owned by the caller) and the
- * bounds in ms; exits on a malformed value. */
-static void parse_random_at(const char *arg, char **name, int64_t *min_ms,
-                            int64_t *max_ms) {
+/* --random-at NAME=MIN..MAX (or --near K=MIN..MAX, opt says which):
+ * sets *name (owned by the caller) and the bounds in ms; exits on a
+ * malformed value. */
+static void parse_random_at(const char *opt, const char *arg, char **name,
+                            int64_t *min_ms, int64_t *max_ms) {
         const char *eq = strchr(arg, '='), *dots;
         char lo[64], errstr[128];
 
         dots = eq ? strstr(eq + 1, "..") : NULL;
         if (!eq || eq == arg || !dots || (size_t)(dots - eq - 1) >= sizeof(lo))
-                bench_die(prog, "--random-at %s: expected NAME=MIN..MAX", arg);
+                bench_die(prog, "%s %s: expected NAME=MIN..MAX", opt, arg);
         memcpy(lo, eq + 1, (size_t)(dots - eq - 1));
         lo[dots - eq - 1] = '\0';
         if (sl_parse_duration_ms(lo, min_ms, errstr, sizeof(errstr)) == -1 ||
             sl_parse_duration_ms(dots + 2, max_ms, errstr, sizeof(errstr)) ==
                 -1)
-                bench_die(prog, "--random-at %s: %s", arg, errstr);
+                bench_die(prog, "%s %s: %s", opt, arg, errstr);
         if (*max_ms < *min_ms)
-                bench_die(prog, "--random-at %s: MAX is below MIN", arg);
+                bench_die(prog, "%s %s: MAX is below MIN", opt, arg);
         *name = sl_strndup(arg, (size_t)(eq - arg));
+}
+
+/* --value-pattern: value[j] = pattern[(off + j) mod PATTERN_LEN], off =
+ * rand_next() from the state i, mod PATTERN_LEN; then the mark "v<i>"
+ * over its start.  pattern[j] = pattern_alphabet[rand_next() mod 64],
+ * drawn from the state 0x5eed.  tests/integration/0134-delay-scale-1m.sh
+ * recomputes it. */
+#define PATTERN_LEN 65536
+static const char pattern_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void pattern_fill(const char *pattern, char *value, int64_t size,
+                         int64_t i) {
+        uint64_t state = (uint64_t)i;
+        size_t off = (size_t)(rand_next(&state) % PATTERN_LEN), j = 0;
+
+        while (j < (size_t)size) {
+                size_t at = (off + j) % PATTERN_LEN;
+                size_t n = SL_MIN((size_t)size - j, PATTERN_LEN - at);
+                memcpy(value + j, pattern + at, n);
+                j += n;
+        }
 }
 
 static void usage(FILE *fp) {
@@ -107,6 +138,13 @@ static void usage(FILE *fp) {
                 "uniform\n"
                 "                          random delay in [MIN, MAX] (1h, "
                 "7d), epoch ms\n"
+                "      --near K=MIN..MAX   every K-th record: the load's "
+                "start + a delay\n"
+                "                          in [MIN, MAX] instead\n"
+                "      --at-log FILE       write \"KEY AT\" of every "
+                "--random-at to FILE\n"
+                "      --value-pattern     values of pseudo-random text "
+                "given by the index\n"
                 "  -p, --partitioner NAME  rr (round-robin, default) or a "
                 "librdkafka\n"
                 "                          partitioner: murmur2_random, "
@@ -157,6 +195,9 @@ int main(int argc, char **argv) {
             {"rate", required_argument, NULL, 'r'},
             {"header-seq", required_argument, NULL, 'S'},
             {"random-at", required_argument, NULL, 'A'},
+            {"near", required_argument, NULL, 'E'},
+            {"at-log", required_argument, NULL, 'L'},
+            {"value-pattern", no_argument, NULL, 'P'},
             {"partitioner", required_argument, NULL, 'p'},
             {"timeout", required_argument, NULL, 'T'},
             {"help", no_argument, NULL, 'h'},
@@ -166,6 +207,11 @@ int main(int argc, char **argv) {
         char *at_header = NULL;
         int64_t at_min = 0, at_max = 0;
         uint64_t at_state = 1;
+        char *near_k = NULL;
+        int64_t near_every = 0, near_min = 0, near_max = 0, t0_ms = 0;
+        const char *at_log_path = NULL;
+        FILE *at_log = NULL;
+        char *pattern = NULL;
         int64_t count = -1, size = 100, keys = 0, timeout_s = 300;
         int64_t key_len = 0, rate = 0, key_run = 1;
         bool null_value = false, rr;
@@ -241,7 +287,22 @@ int main(int argc, char **argv) {
                         break;
                 case 'A':
                         free(at_header);
-                        parse_random_at(optarg, &at_header, &at_min, &at_max);
+                        parse_random_at("--random-at", optarg, &at_header,
+                                        &at_min, &at_max);
+                        break;
+                case 'E':
+                        free(near_k);
+                        parse_random_at("--near", optarg, &near_k, &near_min,
+                                        &near_max);
+                        near_every = bench_parse_int(prog, "--near", near_k, 1,
+                                                     INT64_MAX);
+                        break;
+                case 'L':
+                        at_log_path = optarg;
+                        break;
+                case 'P':
+                        if (!pattern)
+                                pattern = sl_malloc(PATTERN_LEN);
                         break;
                 case 'p':
                         partitioner = optarg;
@@ -270,6 +331,19 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "%s: -b, -t and -n are required\n", prog);
                 usage(stderr);
                 return BENCH_EXIT_USAGE;
+        }
+        if ((near_every || at_log_path) && !at_header) {
+                fprintf(stderr, "%s: --near and --at-log need --random-at\n",
+                        prog);
+                return BENCH_EXIT_USAGE;
+        }
+        if (at_log_path && !(at_log = fopen(at_log_path, "w")))
+                bench_die(prog, "--at-log %s: %s", at_log_path,
+                          strerror(errno));
+        if (pattern) {
+                uint64_t state = 0x5eed;
+                for (int j = 0; j < PATTERN_LEN; j++)
+                        pattern[j] = pattern_alphabet[rand_next(&state) % 64];
         }
         rr = !strcmp(partitioner, "rr");
         if (!rr &&
@@ -309,6 +383,7 @@ int main(int argc, char **argv) {
         memset(value, '.', (size_t)size);
 
         t0 = sl_mono_us();
+        t0_ms = sl_now_ms();
         for (int64_t i = 0; i < count; i++) {
                 rd_kafka_headers_t *h = NULL;
                 rd_kafka_resp_err_t err;
@@ -344,6 +419,8 @@ int main(int argc, char **argv) {
                          * so a human can tell records apart. */
                         char mark[32];
                         int mlen = snprintf(mark, sizeof(mark), "v%" PRId64, i);
+                        if (pattern)
+                                pattern_fill(pattern, value, size, i);
                         memcpy(value, mark, (size_t)SL_MIN(mlen, size));
                 }
                 if (nhdrs || seq_header || at_header) {
@@ -358,12 +435,18 @@ int main(int argc, char **argv) {
                                                     slen);
                         }
                         if (at_header) {
-                                uint64_t span = (uint64_t)(at_max - at_min) + 1;
+                                bool near = near_every && i % near_every == 0;
+                                int64_t lo = near ? near_min : at_min;
+                                int64_t hi = near ? near_max : at_max;
+                                uint64_t span = (uint64_t)(hi - lo) + 1;
                                 int alen = snprintf(
                                     at, sizeof(at), "%" PRId64,
-                                    sl_now_ms() + at_min +
+                                    (near ? t0_ms : sl_now_ms()) + lo +
                                         (int64_t)(rand_next(&at_state) % span));
                                 rd_kafka_header_add(h, at_header, -1, at, alen);
+                                if (at_log)
+                                        fprintf(at_log, "%.*s %s\n", klen, key,
+                                                at);
                         }
                 }
 
@@ -434,6 +517,11 @@ int main(int argc, char **argv) {
         rd_kafka_destroy(rk);
         free(value);
         free(at_header);
+        free(near_k);
+        free(pattern);
+        if (at_log && fclose(at_log) != 0)
+                bench_die(prog, "--at-log %s: %s", at_log_path,
+                          strerror(errno));
         for (int j = 0; j < nhdrs; j++) {
                 free(hdrs[j].name);
                 free(hdrs[j].value);
