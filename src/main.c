@@ -9,6 +9,14 @@
 #include "cli.h"
 #include "util.h"
 
+/* jemalloc's options, read when it starts (an unprefixed jemalloc, as
+ * Debian's, looks for this symbol; glibc's malloc ignores it; MALLOC_CONF
+ * in the environment still overrides it).  A background thread gives
+ * freed pages back to the kernel within about a second even while the
+ * loop is idle: without it, what a burst of input or a rebuild freed stayed
+ * in RSS until the next allocations (bench/NOTES.md, "RSS after a load"). */
+const char *malloc_conf = "background_thread:true,dirty_decay_ms:1000";
+
 static void usage(FILE *out) {
         fprintf(
             out,

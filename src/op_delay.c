@@ -1727,6 +1727,11 @@ static void kx_arm(sl_task_t *t) {
                  * partition when it is; this is only the fallback should
                  * the read not have started. */
                 due = now + KX_WAIT_POLL_MS;
+        if (st->plan_short &&
+            sl_timerindex_count(st->ix) > sl_hmap_count(&st->res))
+                /* The plan took all the look-ahead held: as time moves it
+                 * on, timers not in memory come into it (kx_plan). */
+                due = SL_MIN(due, now + KX_REPLAN_MS);
         sl_task_wake_at(t, due > 0 ? due : 1);
 }
 
