@@ -1646,15 +1646,16 @@ static void kx_trim(sl_task_t *t) {
         free(tv);
 }
 
-/* Asks for the payloads of the timers due soonest, as far as the cache
- * allows: payload_cache less what all partitions hold and want, the
- * wanted counted at the mean size of what this one holds.  One walk of the
- * index (sl_timerindex_earliest) takes the earliest due within the
- * look-ahead, the resident ones too, so it costs O(k log k) for the k
- * timers it passes; it is walked again only when a quarter of the cache is
- * free for more and, once a walk found every timer due within the
- * look-ahead, KX_REPLAN_MS after it (time moves the window on).  The timer
- * due next is wanted by kx_arm() whatever the plan holds. */
+/* Asks for the payloads of the timers due soonest, as far as this
+ * partition's share of payload_cache allows (kx_cache_budget) less what it
+ * holds and wants, the wanted counted at the mean size of what it holds.
+ * One walk of the index (sl_timerindex_earliest) takes the earliest due
+ * within the look-ahead, the resident ones too, so it costs O(k log k) for
+ * the k timers it passes; it is walked again only when a quarter of the
+ * share is free for more and, once a walk found every timer due within the
+ * look-ahead, KX_REPLAN_MS after it (time moves the window on; kx_arm
+ * wakes the partition then).  The timer due next is wanted by kx_arm()
+ * whatever the plan holds. */
 static void kx_plan(sl_task_t *t, int64_t now) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = st->dp;
