@@ -94,9 +94,9 @@
  * what compaction has not yet removed of the timers scheduled after the
  * newest one pending and since fired or cancelled (about 1,500 records a
  * partition in bench delay_scale), and after an upgrade the whole topic.
- * A rebuild compares ids exactly through a map of the ids it has seen
- * (rb), freed when it ends: a rebuild's peak memory includes the ids, the
- * steady state does not.
+ * A rebuild compares ids exactly: it keeps the id of every entry (idtab.h,
+ * 24 B a timer with 16-byte ids), freed when it ends: a rebuild's peak
+ * memory includes the ids, the steady state does not.
  *
  * Exact ids.  The index holds hashes; Kafka holds ids.  An input record
  * (or an API lookup) whose id hashes like pending timers compares its id
@@ -144,6 +144,7 @@
 #include "delay_input.h"
 #include "describe.h"
 #include "hash.h"
+#include "idtab.h"
 #include "kafka.h"
 #include "log.h"
 #include "logpb.h"
@@ -251,20 +252,6 @@ typedef struct kres_s {
 #define KRES_EQ(r, h, k, n) ((r)->handle == *(const uint32_t *)(k))
 SL_HMAP_DEFINE(rmap, kres_t, link, KRES_HASH, KRES_EQ)
 
-/* A rebuild's id of a pending entry. */
-typedef struct rbid_s {
-        sl_hmap_link_t link;
-        uint64_t hash;
-        uint32_t handle;
-        uint32_t idlen;
-        char id[];
-} rbid_t;
-
-#define RBID_HASH(b) ((b)->hash)
-#define RBID_EQ(b, h, k, n)                                                    \
-        ((b)->hash == (h) && sl_hmap_key_eq((b)->id, (b)->idlen, k, n))
-SL_HMAP_DEFINE(rbmap, rbid_t, link, RBID_HASH, RBID_EQ)
-
 /* An offset wanted from the payload topic, and the entry that wants it. */
 typedef struct want_s {
         int64_t loc;
@@ -294,7 +281,7 @@ typedef struct delay_state_s {
         size_t held_cnt;    /* records read back only to compare an id */
         /* Rebuild: ids by hash (exact), and the highest payload offset the
          * changelog indexes. */
-        sl_hmap_t rb;
+        sl_idtab_t rb;
         int rb_on;
         int64_t ix_max_loc;
         /* Payload offsets up to loc_safe are committed (the rebuild read
@@ -315,6 +302,8 @@ typedef struct delay_state_s {
 
 static const char *kx_topic(const sl_pipeline_conf_t *pc);
 static void rb_free(delay_state_t *st);
+static uint32_t rb_find(const delay_state_t *st, uint64_t hash, const void *id,
+                        size_t idlen);
 static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m);
 static void kx_restored(sl_task_t *t);
 
@@ -600,7 +589,6 @@ static void *delay_state_new(sl_task_t *t) {
                 st->ix = sl_timerindex_new(0);
                 st->dp->kx_parts++;
                 sl_hmap_init(&st->res, 64, 1, 0);
-                sl_hmap_init(&st->rb, 1024, 1, 0);
                 st->rb_on = 1;
                 st->ix_max_loc = -1;
                 st->loc_safe = st->loc_prev = st->loc_txn = -1;
@@ -1536,10 +1524,10 @@ static int kx_lookup(sl_task_t *t, const void *id, size_t idlen, uint64_t hash,
         int unknown = 0;
 
         if (st->rb_on) {
-                rbid_t *b = rbmap_find(&st->rb, hash, id, idlen);
-                if (!b)
+                uint32_t h = rb_find(st, hash, id, idlen);
+                if (h == SL_TIMERINDEX_NONE)
                         return 0;
-                *hp = b->handle;
+                *hp = h;
                 return 1;
         }
         for (uint32_t h = sl_timerindex_find(st->ix, hash);
@@ -2051,39 +2039,40 @@ static int kx_index_read(const void *v, size_t len, int64_t *due,
         return 0;
 }
 
-/* Rebuild: the id map that keeps a rebuild exact (ids are compared, not
- * hashes); freed when the rebuild ends. */
-static void rb_put(delay_state_t *st, uint64_t hash, const void *id,
-                   size_t idlen, uint32_t h) {
-        rbid_t *b = sl_malloc(sizeof(*b) + idlen);
-        b->hash = hash;
-        b->handle = h;
-        b->idlen = (uint32_t)idlen;
-        memcpy(b->id, id, idlen);
-        rbmap_insert(&st->rb, hash, b);
+/* Rebuild: the id of every pending entry (idtab.h), so that a rebuild
+ * compares ids byte for byte; freed when the rebuild ends. */
+static void rb_put(delay_state_t *st, const void *id, size_t idlen,
+                   uint32_t h) {
+        sl_idtab_put(&st->rb, h, id, idlen);
 }
 
+/* The entry whose id this is, or SL_TIMERINDEX_NONE. */
+static uint32_t rb_find(const delay_state_t *st, uint64_t hash, const void *id,
+                        size_t idlen) {
+        for (uint32_t h = sl_timerindex_find(st->ix, hash);
+             h != SL_TIMERINDEX_NONE;
+             h = sl_timerindex_next_same_hash(st->ix, h)) {
+                size_t len;
+                const void *p = sl_idtab_get(&st->rb, h, &len);
+                if (p && sl_timerindex_hash(st->ix, h) == hash &&
+                    sl_hmap_key_eq(p, len, id, idlen))
+                        return h;
+        }
+        return SL_TIMERINDEX_NONE;
+}
+
+/* Removes the pending entry with this id, if there is one. */
 static void rb_drop(delay_state_t *st, uint64_t hash, const void *id,
                     size_t idlen) {
-        sl_hmap_link_t **l = rbmap_link(&st->rb, hash, id, idlen);
-        rbid_t *b;
-        if (!*l)
+        uint32_t h = rb_find(st, hash, id, idlen);
+        if (h == SL_TIMERINDEX_NONE)
                 return;
-        b = rbmap_entry(*l);
-        rbmap_unlink(&st->rb, l);
-        kx_entry_remove(st, b->handle);
-        free(b);
+        sl_idtab_del(&st->rb, h);
+        kx_entry_remove(st, h);
 }
 
 static void rb_free(delay_state_t *st) {
-        for (size_t i = 0; st->rb.buckets && i < st->rb.nbuckets; i++) {
-                sl_hmap_link_t *l = st->rb.buckets[i], *next;
-                for (; l; l = next) {
-                        next = l->next;
-                        free(rbmap_entry(l));
-                }
-        }
-        sl_hmap_fini(&st->rb);
+        sl_idtab_fini(&st->rb);
         st->rb_on = 0;
 }
 
@@ -2129,7 +2118,7 @@ static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                         return;
                 if (loc > st->ix_max_loc)
                         st->ix_max_loc = st->loc_safe = loc;
-                rb_put(st, hash, m->key, m->key_len, h);
+                rb_put(st, m->key, m->key_len, h);
                 return;
         }
         if (timer_record_blob(t, m->offset, m->payload, m->len, &b, &due,
@@ -2142,7 +2131,7 @@ static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
                 if (h != SL_TIMERINDEX_NONE) {
                         res_add(t, h, m->key, m->key_len, b.p, b.len, due, seq,
                                 1);
-                        rb_put(st, hash, m->key, m->key_len, h);
+                        rb_put(st, m->key, m->key_len, h);
                 }
         }
         free(b.p);
@@ -2166,15 +2155,16 @@ static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
         int64_t due, seq;
         sl_buf_t b = {0};
         uint32_t h;
-        rbid_t *old;
+        uint32_t old;
 
         if (!st->ix || !m->key || !m->key_len)
                 return;
         st->loc_safe = SL_MAX(st->loc_safe, m->offset);
         hash = kx_hash(st->dp, m->key, m->key_len);
-        old = rbmap_find(&st->rb, hash, m->key, m->key_len);
-        if (old && !(sl_timerindex_flags(st->ix, old->handle) & KX_F_LEGACY) &&
-            sl_timerindex_loc(st->ix, old->handle) >= m->offset)
+        old = rb_find(st, hash, m->key, m->key_len);
+        if (old != SL_TIMERINDEX_NONE &&
+            !(sl_timerindex_flags(st->ix, old) & KX_F_LEGACY) &&
+            sl_timerindex_loc(st->ix, old) >= m->offset)
                 return; /* indexed already, or by something newer */
         rb_drop(st, hash, m->key, m->key_len);
         if (!m->payload)
@@ -2184,7 +2174,7 @@ static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
             (h = kx_add(st, hash, due, m->offset, 0)) != SL_TIMERINDEX_NONE) {
                 kx_owe(st, res_add(t, h, m->key, m->key_len, b.p, b.len, due,
                                    seq, 0));
-                rb_put(st, hash, m->key, m->key_len, h);
+                rb_put(st, m->key, m->key_len, h);
         }
         free(b.p);
 }
@@ -2197,25 +2187,23 @@ static void kx_restored(sl_task_t *t) {
          * their due time, and the ids, known now, stay in memory (an
          * empty record, pinned) to remove their index records then and to
          * match a cancel or a reschedule exactly. */
-        if (t->rebuild_source_hi >= 0)
-                for (size_t i = 0; i < st->rb.nbuckets; i++)
-                        for (sl_hmap_link_t *l = st->rb.buckets[i]; l;
-                             l = l->next) {
-                                rbid_t *b = rbmap_entry(l);
-                                uint32_t h = b->handle;
-                                uint16_t f = sl_timerindex_flags(st->ix, h);
-                                int64_t loc = sl_timerindex_loc(st->ix, h);
-                                if ((f & (KX_F_LEGACY | KX_F_RESIDENT)) ||
-                                    (loc >= t->rebuild_source_lo &&
-                                     loc < t->rebuild_source_hi))
-                                        continue;
-                                res_add(t, h, b->id, b->idlen, "", 0,
-                                        sl_timerindex_due(st->ix, h), 0, 1);
-                                sl_timerindex_set_flags(
-                                    st->ix, h,
-                                    sl_timerindex_flags(st->ix, h) |
-                                        KX_F_MISSING);
-                        }
+        for (size_t h = 0;
+             t->rebuild_source_hi >= 0 && h < sl_idtab_span(&st->rb); h++) {
+                size_t len;
+                const void *id = sl_idtab_get(&st->rb, (uint32_t)h, &len);
+                uint16_t f;
+                int64_t loc;
+                if (!id)
+                        continue;
+                f = sl_timerindex_flags(st->ix, (uint32_t)h);
+                loc = sl_timerindex_loc(st->ix, (uint32_t)h);
+                if ((f & (KX_F_LEGACY | KX_F_RESIDENT)) ||
+                    (loc >= t->rebuild_source_lo && loc < t->rebuild_source_hi))
+                        continue;
+                res_add(t, (uint32_t)h, id, len, "", 0,
+                        sl_timerindex_due(st->ix, (uint32_t)h), 0, 1);
+                sl_timerindex_set_flags(st->ix, (uint32_t)h, f | KX_F_MISSING);
+        }
         rb_free(st);
         if (st->owed_cnt)
                 sl_task_commit_soon(t);

@@ -31,7 +31,7 @@ import sys
 LAYERS = [
     ("base", """
         util log cli hash heap hmap varint parse config cap outbox refused
-        recsize slab
+        recsize slab idtab
         timerheap timerindex tbucket backlog rates debounce logpb jsontext describe
         topicname opdef opdef_* delay_input partitioner topicplan groupcheck
         topiccache apireq peerauth acls metrics connguard
