@@ -527,6 +527,17 @@ static const sl_metric_def_t delay_metrics[] = {
                          "reason", "past"),
 };
 
+/* max_pending_timers, -1 (the default) read: 5M timers in memory are
+ * ~0.3 GiB beyond their keys and payloads; 20M indexed with payload_topic
+ * are ~0.8 GiB, ~1.6 GiB while rebuilt (bench/NOTES.md), within a 2 GiB
+ * container. */
+static int64_t delay_timers_cap(const sl_pipeline_conf_t *pc,
+                                const sl_delay_conf_t *dc) {
+        if (dc->max_pending_timers >= 0)
+                return dc->max_pending_timers;
+        return kx_topic(pc) ? 20000000 : 5000000;
+}
+
 static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
                                size_t errstr_size) {
         const sl_pipeline_conf_t *pc = pl->conf;
@@ -547,8 +558,9 @@ static int delay_pipeline_init(sl_pipeline_t *pl, char *errstr,
             "due on arrival excluded).",
             sl_metrics_buckets_latency, sl_metrics_buckets_latency_cnt,
             "pipeline", name, NULL);
-        dp->c_timers = sl_pipeline_cap(
-            pl, "max_pending_timers", "pending timers", dc->max_pending_timers);
+        dp->c_timers =
+            sl_pipeline_cap(pl, "max_pending_timers", "pending timers",
+                            delay_timers_cap(pc, dc));
         dp->c_bytes =
             sl_pipeline_cap(pl, "max_pending_bytes", "bytes of pending timers",
                             dc->max_pending_bytes);

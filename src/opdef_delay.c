@@ -42,13 +42,15 @@ static const sl_conf_key_t delay_keys[] = {
      SL_CONF_FIELD(sl_delay_conf_t, input_format),
      "`headers`: sluice-* headers; `json-envelope`: a "
      "`{\"topic\",\"message\",\"countdown\"}` value."},
-    {"max_pending_timers", SL_KT_INT, NULL, "5000000", "0", NULL, 0,
+    {"max_pending_timers", SL_KT_INT, NULL, "-1", "-1", NULL, 0,
      SL_CONF_FIELD(sl_delay_conf_t, max_pending_timers),
      "Pending timers on this instance; a record for a new timer id waits "
-     "(input paused) at the cap. A timer costs ~60 B beyond its key and "
-     "data, or ~38 B in all with payload_topic (sluice_timers_memory_bytes), "
-     "and RSS adds what librdkafka's buffers leave behind: 5M ~ 0.3-0.7 GiB "
-     "with small payloads. 0 = unlimited."},
+     "(input paused) at the cap. -1 = 5M, or 20M with payload_topic; 0 = "
+     "unlimited. A timer costs ~60 B beyond its key and data, or ~39 B in "
+     "all with payload_topic (sluice_timers_memory_bytes), plus ~25 B while "
+     "its partition rebuilds; RSS adds librdkafka's buffers (~0.3 GiB during "
+     "a rebuild). 20M with payload_topic: ~0.8 GiB, ~1.6 GiB at the peak "
+     "of a rebuild."},
     {"max_pending_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, 0,
      SL_CONF_FIELD(sl_delay_conf_t, max_pending_bytes),
      "Bytes of pending state on this instance (delay: timer keys and data, "

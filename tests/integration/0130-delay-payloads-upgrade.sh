@@ -9,6 +9,7 @@
 #      old-0..old-19 cancelled, old-20..old-39 rescheduled to +22 s with
 #      payload v2 (they move to the payload topic), 100 new timers new-0..
 #      new-99 due at +21 s; kill -9 and restart before anything is due
+#      (max_pending_timers, unset, reads 5M in memory, 20M with the topic)
 #   3. the verdict (read_committed): old-20..old-199 and new-* each exactly
 #      once with the payload of their last version, none before its due
 #      time, old-0..old-19 never; the changelog of before needed no step.
@@ -20,6 +21,8 @@ dl_setup 4
 start() { SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
 start
 wait_readyz main 200 30
+caplimit() { sluice_metric main 'sluice_cap_limit{pipeline="'"$PFX"'",cap="max_pending_timers"}'; }
+[ "$(caplimit)" = 5000000 ] || fail "max_pending_timers defaults to $(caplimit) in memory, not 5M"
 
 t0=$(now_ms)
 for i in $(seq 0 199); do echo "old-$i:p-old-$i-v1"; done |
@@ -32,6 +35,7 @@ conf_set "$conf" "pipeline $PFX" payload_topic="$PFX.payloads"
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null || fail "topics apply did not create the payload topic"
 start
 wait_readyz main 200 30
+[ "$(caplimit)" = 20000000 ] || fail "max_pending_timers defaults to $(caplimit) with payload_topic, not 20M"
 pending 200 || fail "after the switch, $(sluice_metric main 'sluice_timers_pending{pipeline="'"$PFX"'"}') pending, not 200"
 note "payload_topic set: the 200 timers of before rebuilt from the changelog as they were"
 
