@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # sluice — GNU make, pkg-config.  `make help` lists the targets.
 
 PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson gnutls
@@ -38,7 +39,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check
+        image-check check-spdx
 all: sluice
 
 help:
@@ -57,6 +58,8 @@ help:
 	@echo "make format-check  clang-format check"
 	@echo "make check-layers  the include order of src/ (tools/check-layers.py;"
 	@echo "                part of make test)"
+	@echo "make check-spdx the SPDX licence line atop every source file"
+	@echo "                (tools/check-spdx.sh; part of make test)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
@@ -134,6 +137,7 @@ unit-asan: asan
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps
 	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
+	@tools/check-spdx.sh || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
@@ -186,6 +190,9 @@ format:
 
 check-layers:
 	@python3 tools/check-layers.py src
+
+check-spdx:
+	@tools/check-spdx.sh
 
 format-check:
 	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h — the command entry points.  Each takes the arguments after
  * "sluice" (argv[0] is the command name) and returns the process exit code:

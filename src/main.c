@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — `sluice <command>`: dispatch to the command modules (cli.h).
  */
