@@ -18,6 +18,8 @@ LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 # unit tests, the tools and the benchmarks' copy keep libc's (util.h).
 MALLOC    ?= jemalloc
 MALLOC_LIBS := $(if $(filter jemalloc,$(MALLOC)),-ljemalloc)
+# The version: SL_VERSION in src/cli.h names it, nowhere else.
+VERSION   := $(shell sed -n 's/^.define SL_VERSION "\(.*\)"$$/\1/p' src/cli.h)
 
 SRCS      := $(wildcard src/*.c)
 PROTOS    := $(wildcard proto/*.proto)
@@ -39,7 +41,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check check-spdx
+        image-check check-spdx FORCE
 all: sluice
 
 help:
@@ -93,6 +95,26 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 
 # Keep the generated protobuf-c sources between builds.
 .SECONDARY: $(GEN_C) $(GEN_H)
+
+# The commit this build is of, for `sluice version`: a tarball's COMMIT
+# file (make dist), else git's HEAD when this folder is the top of a
+# checkout ("-dirty" when tracked files differ from it), else "unknown"
+# (the image's build stage has neither).  Rewritten only when it changes,
+# so only main.o is rebuilt when HEAD moves.
+$(BUILD)/gen/buildinfo.h: FORCE
+	@mkdir -p $(dir $@)
+	@if [ -f COMMIT ]; then c=$$(head -c 64 COMMIT | tr -cd '0-9A-Za-z.-'); \
+	elif p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] && \
+	  c=$$(git rev-parse --short=12 HEAD 2>/dev/null); then \
+	  [ -z "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || c=$$c-dirty; \
+	fi; \
+	printf '/* Written by make: the commit of this build. */\n#define SL_COMMIT "%s"\n' \
+	  "$${c:-unknown}" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+$(BUILD)/obj/main.o: $(BUILD)/gen/buildinfo.h
+
+FORCE:
 
 $(BUILD)/sluice: $(OBJS)
 	@[ -z "$(MALLOC_LIBS)" ] || pkg-config --exists jemalloc || { \
