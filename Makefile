@@ -20,6 +20,7 @@ MALLOC    ?= jemalloc
 MALLOC_LIBS := $(if $(filter jemalloc,$(MALLOC)),-ljemalloc)
 # The version: SL_VERSION in src/cli.h names it, nowhere else.
 VERSION   := $(shell sed -n 's/^.define SL_VERSION "\(.*\)"$$/\1/p' src/cli.h)
+DIST_DIR  ?= .
 
 SRCS      := $(wildcard src/*.c)
 PROTOS    := $(wildcard proto/*.proto)
@@ -41,7 +42,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check check-spdx FORCE
+        image-check check-spdx dist dist-check FORCE
 all: sluice
 
 help:
@@ -62,6 +63,11 @@ help:
 	@echo "                part of make test)"
 	@echo "make check-spdx the SPDX licence line atop every source file"
 	@echo "                (tools/check-spdx.sh; part of make test)"
+	@echo "make dist       sluice-VERSION.tar.gz: HEAD's files (git archive) and"
+	@echo "                COMMIT; it builds with make sluice and no git"
+	@echo "                (DIST_DIR=... puts it elsewhere)"
+	@echo "make dist-check the tarball built in a fresh folder with no git,"
+	@echo "                and the release's names (test 0051; part of make test)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
@@ -252,6 +258,24 @@ ops-check: sluice ops-tools
 ops-rules: $(OPS_VENV)/ok
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
 	  ops/prometheus-operator/prometheusrule.yaml
+
+# The source tarball: the tracked files of HEAD under sluice-VERSION/ and
+# COMMIT, HEAD's hash (uncommitted changes are not in it).
+dist:
+	@p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] || \
+	  { echo "dist: needs the git checkout whose top this is" >&2; exit 1; }
+	@mkdir -p $(BUILD)/dist $(DIST_DIR)
+	@git rev-parse --short=12 HEAD >$(BUILD)/dist/COMMIT
+	@git archive --format=tar.gz --prefix=sluice-$(VERSION)/ --add-file=$(BUILD)/dist/COMMIT \
+	  -o $(DIST_DIR)/sluice-$(VERSION).tar.gz HEAD
+	@[ -z "$$(git status --porcelain --untracked-files=no)" ] || \
+	  echo "dist: uncommitted changes are not in the tarball: it holds HEAD" >&2
+	@echo "dist: $(DIST_DIR)/sluice-$(VERSION).tar.gz (commit $$(cat $(BUILD)/dist/COMMIT))"
+
+# make dist's tarball proven (tests/integration/0051-release-dist.sh, which
+# make test runs among the integration tests; it needs no broker).
+dist-check: sluice
+	@bash tests/integration/0051-release-dist.sh
 
 clean:
 	rm -rf build build-asan sluice sluice-asan
