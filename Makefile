@@ -112,7 +112,7 @@ $(BUILD)/gen/buildinfo.h: FORCE
 	@if [ -f COMMIT ]; then c=$$(head -c 64 COMMIT | tr -cd '0-9A-Za-z.-'); \
 	elif p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] && \
 	  c=$$(git rev-parse --short=12 HEAD 2>/dev/null); then \
-	  [ -z "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || c=$$c-dirty; \
+	  [ -z "$$(git --no-optional-locks status --porcelain -uno 2>/dev/null)" ] || c=$$c-dirty; \
 	fi; \
 	printf '/* Written by make: the commit of this build. */\n#define SL_COMMIT "%s"\n' \
 	  "$${c:-unknown}" >$@.tmp; \
