@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # sluice — GNU make, pkg-config.  `make help` lists the targets.
 
 PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson gnutls
@@ -17,6 +18,9 @@ LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 # unit tests, the tools and the benchmarks' copy keep libc's (util.h).
 MALLOC    ?= jemalloc
 MALLOC_LIBS := $(if $(filter jemalloc,$(MALLOC)),-ljemalloc)
+# The version: SL_VERSION in src/cli.h names it, nowhere else.
+VERSION   := $(shell sed -n 's/^.define SL_VERSION "\(.*\)"$$/\1/p' src/cli.h)
+DIST_DIR  ?= .
 
 SRCS      := $(wildcard src/*.c)
 PROTOS    := $(wildcard proto/*.proto)
@@ -38,7 +42,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check
+        image-check check-spdx dist dist-check FORCE
 all: sluice
 
 help:
@@ -57,6 +61,13 @@ help:
 	@echo "make format-check  clang-format check"
 	@echo "make check-layers  the include order of src/ (tools/check-layers.py;"
 	@echo "                part of make test)"
+	@echo "make check-spdx the SPDX licence line atop every source file"
+	@echo "                (tools/check-spdx.sh; part of make test)"
+	@echo "make dist       sluice-VERSION.tar.gz: HEAD's files (git archive) and"
+	@echo "                COMMIT; it builds with make sluice and no git"
+	@echo "                (DIST_DIR=... puts it elsewhere)"
+	@echo "make dist-check the tarball built in a fresh folder with no git,"
+	@echo "                and the release's names (test 0051; part of make test)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
@@ -90,6 +101,26 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 
 # Keep the generated protobuf-c sources between builds.
 .SECONDARY: $(GEN_C) $(GEN_H)
+
+# The commit this build is of, for `sluice version`: a tarball's COMMIT
+# file (make dist), else git's HEAD when this folder is the top of a
+# checkout ("-dirty" when tracked files differ from it), else "unknown"
+# (the image's build stage has neither).  Rewritten only when it changes,
+# so only main.o is rebuilt when HEAD moves.
+$(BUILD)/gen/buildinfo.h: FORCE
+	@mkdir -p $(dir $@)
+	@if [ -f COMMIT ]; then c=$$(head -c 64 COMMIT | tr -cd '0-9A-Za-z.-'); \
+	elif p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] && \
+	  c=$$(git rev-parse --short=12 HEAD 2>/dev/null); then \
+	  [ -z "$$(git --no-optional-locks status --porcelain -uno 2>/dev/null)" ] || c=$$c-dirty; \
+	fi; \
+	printf '/* Written by make: the commit of this build. */\n#define SL_COMMIT "%s"\n' \
+	  "$${c:-unknown}" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+$(BUILD)/obj/main.o: $(BUILD)/gen/buildinfo.h
+
+FORCE:
 
 $(BUILD)/sluice: $(OBJS)
 	@[ -z "$(MALLOC_LIBS)" ] || pkg-config --exists jemalloc || { \
@@ -134,6 +165,7 @@ unit-asan: asan
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps
 	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
+	@tools/check-spdx.sh || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
@@ -187,6 +219,9 @@ format:
 check-layers:
 	@python3 tools/check-layers.py src
 
+check-spdx:
+	@tools/check-spdx.sh
+
 format-check:
 	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"
 
@@ -223,6 +258,24 @@ ops-check: sluice ops-tools
 ops-rules: $(OPS_VENV)/ok
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
 	  ops/prometheus-operator/prometheusrule.yaml
+
+# The source tarball: the tracked files of HEAD under sluice-VERSION/ and
+# COMMIT, HEAD's hash (uncommitted changes are not in it).
+dist:
+	@p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] || \
+	  { echo "dist: needs the git checkout whose top this is" >&2; exit 1; }
+	@mkdir -p $(BUILD)/dist $(DIST_DIR)
+	@git rev-parse --short=12 HEAD >$(BUILD)/dist/COMMIT
+	@git archive --format=tar.gz --prefix=sluice-$(VERSION)/ --add-file=$(BUILD)/dist/COMMIT \
+	  -o $(DIST_DIR)/sluice-$(VERSION).tar.gz HEAD
+	@[ -z "$$(git status --porcelain --untracked-files=no)" ] || \
+	  echo "dist: uncommitted changes are not in the tarball: it holds HEAD" >&2
+	@echo "dist: $(DIST_DIR)/sluice-$(VERSION).tar.gz (commit $$(cat $(BUILD)/dist/COMMIT))"
+
+# make dist's tarball proven (tests/integration/0051-release-dist.sh, which
+# make test runs among the integration tests; it needs no broker).
+dist-check: sluice
+	@bash tests/integration/0051-release-dist.sh
 
 clean:
 	rm -rf build build-asan sluice sluice-asan

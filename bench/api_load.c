@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api_load — PUT timers through sluice's HTTP API at a fixed concurrency
  * and report throughput and latency.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.h — helpers shared by the benchmark programs in bench/: fatal
  * errors, number parsing, and librdkafka configuration from -X options.

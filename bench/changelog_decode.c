@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * changelog_decode.c — CPU per changelog record of reading it during a
  * rebuild: protobuf-c's unpack and free (what sluice did) against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * consume.c — counts the committed records of a topic as they become
  * visible, for benchmarks that must wait for an operator's output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dbchangelog.c — writes a debounce changelog for rebuild benchmarks:
  * COUNT records spread over the topic's partitions (record i to partition

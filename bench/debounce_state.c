@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * debounce_state.c — CPU per item of the debounce window state alone
  * (debounce.c), with no Kafka: the part of the debounce_ingest figure that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/delay_fire_kafka.sh — N timers due at the same instant with their
 # payloads in Kafka (payload_topic, payload_cache at its default 64 MiB):
 # timers fired per second from the due time until none is pending, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * eos_copy.c — the baseline every sluice figure is divided by: a plain
  * exactly-once consume→produce copy with librdkafka, nothing else.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hash.c — the cost of the keyed hash (hash.h) and of the tables that use
  * it, no broker.

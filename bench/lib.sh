@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh — shared functions for sluice benchmarks; `source` it first.
 #
 # bench/run.sh sources this file and every bench/sections/*.sh.  A section

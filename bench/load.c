@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * load.c — fills a topic with N records as fast as the broker takes them,
  * for benchmarks (kcat is too slow for a million records with per-record

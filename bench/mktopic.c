@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mktopic.c — creates topics for benchmarks with librdkafka's admin API,
  * so bench/ does not depend on `sluice topics` while that is being written.

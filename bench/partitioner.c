@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * partitioner.c — what the reroute check costs: the partition of every
  * keyed input record by the pipeline's input_partitioner (partitioner.h),

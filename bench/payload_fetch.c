@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * payload_fetch.c — how fast single records can be read back from one
  * Kafka partition by offset: the fetch path of timers whose payloads stay

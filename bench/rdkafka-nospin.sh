@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # rdkafka-nospin.sh — builds two copies of Debian's librdkafka 2.0.2 for one
 # experiment: does the producer's busy poll cost what bench/README.md says?
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh — sluice's benchmarks (`make bench`).
 #
 #   bench/run.sh                  every section
@@ -84,7 +85,7 @@ if [ "${1:-}" = "--section" ]; then
 fi
 
 usage() {
-    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 }
 
 only="" keep_broker=0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timerheap_mem.c — memory per pending timer in the delay operator's timer
  * heap (the target: at most 64 bytes beyond key and payload).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timerindex_mem.c — memory per pending timer in the compact timer index
  * (timerindex.h; issue 49's budget: at most 40 bytes of RSS per timer, the

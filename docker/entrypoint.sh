@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # sluice-entrypoint — the image's ENTRYPOINT: sets the member identity, then
 # becomes sluice (exec), so that sluice is PID 1 and receives the runtime's
 # SIGTERM itself.  Arguments are sluice's (default: run -c

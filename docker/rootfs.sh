@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # rootfs.sh — builds the runtime root filesystem of docker/Dockerfile without
 # a Docker engine, from Debian's packages only, and prints its path.
 #

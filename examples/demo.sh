@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `make demo`: a local Kafka broker, the example topics, sluice, sample input
 # with kcat, and what came out.  Stops what it started.
 set -euo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * acls.c — the Kafka ACL bindings of a configuration and their two
  * renderings (see acls.h for what each binding is for).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * acls.h — the Kafka ACL bindings sluice's principal needs for a
  * configuration, derived from the topic plan (topicplan.h) and the config:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * acls_cmd.c — `sluice acls`: loads a configuration and prints the Kafka
  * ACL bindings its principal needs (acls.h derives them), as kafka-acls.sh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api.c — the HTTP/JSON API (see api.h for the routes and the contract).
  *

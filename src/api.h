@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api.h — the synchronous HTTP/JSON API on [sluice] api_listen (README,
  * HTTP API): schedule, look up and cancel timers; read a throttle key and

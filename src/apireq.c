@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * apireq.c — the API's requests as data (see apireq.h): routes, paths and
  * PUT /timers bodies, read from bytes a client controls.  Nothing here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * apireq.h — the API's requests as data: the routes (the index here, the
  * operators' in their definitions), request paths and the body of PUT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * app.c — `sluice run`: the composition root of the process.
  *

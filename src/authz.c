@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * authz.c — refusals by Kafka's authorizer (see authz.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * authz.h — refusals by Kafka's authorizer, named and then the end of the
  * process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backlog.c — the throttle state of one input partition (see backlog.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backlog.h — the throttle state of one input partition: a token bucket per
  * key, each key's FIFO backlog of messages buffered in the overflow topic,

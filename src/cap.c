@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cap.c — a memory cap with hysteresis (see cap.h for the state diagram).
  *

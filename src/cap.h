@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cap.h — a memory cap with hysteresis: how much of something a pipeline
  * holds on this instance (pending timers, open groups, backlog keys, ...),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h — the command entry points.  Each takes the arguments after
  * "sluice" (argv[0] is the command name) and returns the process exit code:
@@ -6,6 +7,9 @@
 #ifndef SL_CLI_H
 #define SL_CLI_H
 
+/* sluice's version, named here and nowhere else: the Makefile reads it
+ * (make dist names the tarball after it), `sluice version` prints it, and
+ * CHANGELOG.md's newest section and the image tags in ops/ name it. */
 #define SL_VERSION "0.1.0"
 
 #define SL_EXIT_OK    0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clients.c — the Kafka clients of the process (see clients.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clients.h — the Kafka clients of the process: their configurations,
  * their creation, their errors.

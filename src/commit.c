@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * commit.c — the commit schedule and the transaction's hooks (see
  * commit.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * commit.h — when transactions commit, and what the process does when one
  * commits, aborts or settles (the hooks of txn.h's state machine).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — the configuration file: one table of keys, an INI reader, one
  * finalize step for cross-field rules, and `sluice config ...` (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * connguard.c — the connection guard of the HTTP servers (see
  * connguard.h for the rules and why shutdown(2) on a descriptor is safe).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * connguard.h — what slow, idle or many clients may hold of an HTTP server
  * (the metrics address and the API, both libmicrohttpd).

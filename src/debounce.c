@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * debounce.c — the pending windows of one debounce partition (see
  * debounce.h for the rules).

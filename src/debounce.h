@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * debounce.h — the pending windows of one debounce partition: open groups,
  * their items, the flush rules, batch ids and the batch encodings.

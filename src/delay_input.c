@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delay_input.c — one delay input record to a schedule/cancel request or a
  * DLQ reason (see delay_input.h for the contract).

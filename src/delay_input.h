@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delay_input.h — reads one delay input record (README, Headers) into a
  * request to schedule or cancel a timer, or into the reason it goes to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * describe.c — the JSON answers of the HTTP API's lookups (describe.h has
  * every shape).  Views in, jansson objects out; nothing here reads a clock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * describe.h — the JSON answers of the HTTP API's lookups (api.h): what
  * one RUNNING partition holds for one timer id, throttle key or debounce

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * groupcheck.c — unowned input partitions of a Stable group, and who
  * repairs them (see groupcheck.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * groupcheck.h — input partitions that no member of the consumer group
  * owns, found from the group's description, and who repairs that.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hash.c — SipHash with a per-process random key (see hash.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hash.h — the one hash function for tables keyed by input bytes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health.c — readiness, the Kafka probe, lag (see health.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health.h — what the process says of itself: readiness (/readyz and the
  * sluice_ready gauge), whether Kafka answers (a probe), and lag.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap.h — one intrusive binary min-heap, generated for each element type.
  *

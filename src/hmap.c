@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hmap.c — the untyped part of the intrusive hash map (see hmap.h): the
  * bucket array.  The lookups, insertions and resizes, which compare and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hmap.h — one intrusive chained hash map keyed by bytes, generated for
  * each entry type.

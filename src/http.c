@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http.c — the metrics address, served by libmicrohttpd (see http.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http.h — the HTTP server on the metrics address: /metrics, /healthz and
  * /readyz for Prometheus and Kubernetes probes.

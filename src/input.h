@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * input.h — the consumer's records: each to its task, or held back while
  * the transaction cannot take work.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inspect.c — `sluice inspect -c FILE PIPELINE [--key K]`: reads a
  * pipeline's changelog (without joining the consumer group, read_committed,

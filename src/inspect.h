@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inspect.h — `sluice inspect`: what inspect.c hands an operator's
  * printer, and the helpers they share.

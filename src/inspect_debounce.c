@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inspect_debounce.c — `sluice inspect` of a debounce pipeline: the folded
  * changelog (inspect.h) goes through the operator's own window logic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inspect_delay.c — `sluice inspect` of a delay pipeline: the pending
  * timers of the folded changelog (inspect.h), re-keyed by due time and

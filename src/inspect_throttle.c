@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * inspect_throttle.c — `sluice inspect` of a throttle pipeline: the rates
  * topic is read whole into a rates table, the folded changelog (inspect.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsontext.c — whether bytes are one JSON text (see jsontext.h).
  *

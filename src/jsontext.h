@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsontext.h — whether bytes are one JSON text, without building it.
  *

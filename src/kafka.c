@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka.c — small librdkafka helpers (see kafka.h).
  */

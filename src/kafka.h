@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kafka.h — small librdkafka helpers shared by the runtime and the
  * operators: its log lines into sl_log, rate-limited client errors,

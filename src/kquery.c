@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kquery.c — Kafka lookups off the loop thread (see kquery.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kquery.h — Kafka lookups that never block the loop thread: watermarks,
  * committed offsets, partition counts, consumer group members and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kwatch.c — a librdkafka queue watched by the libuv loop (see kwatch.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kwatch.h — a librdkafka queue watched by the libuv loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c — the log sink (see log.h).  Lines go to stderr, which is what a
  * container runtime collects.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logpb.c — changelog records read in place (see logpb.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logpb.h — changelog records read in place (proto/sluice.proto): delay's
  * Timer, debounce's DebounceItem and DebounceChunk.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — `sluice <command>`: dispatch to the command modules (cli.h).
  */
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "buildinfo.h" /* SL_COMMIT: written by the Makefile */
 #include "cli.h"
 #include "util.h"
 
@@ -36,15 +38,31 @@ static void usage(FILE *out) {
             "state\n"
             "  acls -c FILE                print the Kafka ACLs sluice "
             "needs\n"
-            "  version                     print versions\n"
+            "  version                     print versions and the commit\n"
             "\n"
             "`sluice <command> --help` describes each command.\n");
 }
 
+/* `sluice version`: one "name version" a line.  The commit is the one this
+ * binary was built from (the Makefile's buildinfo.h: git's HEAD, or a
+ * tarball's COMMIT file, or "unknown").  librdkafka is the library loaded
+ * now; when it is not the release the headers of the build named, that
+ * one follows, since a fix or a bug may be in either. */
 static int version_cmd(void) {
         char mem[96];
-        printf("sluice %s (librdkafka %s, libuv %s, %s)\n", SL_VERSION,
-               rd_kafka_version_str(), uv_version_string(),
+        int built = RD_KAFKA_VERSION;
+
+        printf("sluice %s\n", SL_VERSION);
+        printf("commit %s\n", SL_COMMIT);
+        printf("librdkafka %s", rd_kafka_version_str());
+        if (rd_kafka_version() != built) {
+                printf(" (built against %d.%d.%d", (built >> 24) & 0xff,
+                       (built >> 16) & 0xff, (built >> 8) & 0xff);
+                if ((built & 0xff) != 0xff)
+                        printf("-pre%d", built & 0xff);
+                printf(")");
+        }
+        printf("\nlibuv %s\n%s\n", uv_version_string(),
                sl_mem_allocator(mem, sizeof(mem)));
         return SL_EXIT_OK;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * member.h — this process as one member of the consumer group: its
  * subscription, rebalances, revocations, and the watch for partitions

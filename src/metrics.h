@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h — a small Prometheus metrics registry: counters, gauges and
  * histograms, rendered in the text exposition format (version 0.0.4).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * op_debounce.c — the debounce operator: per-group batching, flushed when a
  * group has been idle, when its oldest item is too old, or when it is full.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * op_delay.c — the delay operator: durable timers with cancel and
  * reschedule.

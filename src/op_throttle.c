@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * op_throttle.c — the throttle operator: a token bucket per key, and a
  * durable FIFO backlog per key in the overflow topic for what is over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef.c — the operator registry's pure half: the definitions of the
  * operators ops.def lists, in its order (see opdef.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef.h — the operator registry: what the pure modules know of each
  * operator (its definition), one per line of ops.def.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef_debounce.c — the debounce operator's definition (opdef.h): the
  * keys of a debounce pipeline and the rule between them, its topics (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef_debounce.h — the debounce operator's definition (opdef.h): its
  * configuration keys, topics and HTTP routes.  Pure.

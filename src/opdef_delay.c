@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef_delay.c — the delay operator's definition (opdef.h): the keys of a
  * delay pipeline and the rule between them, its topics (the payload topic,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef_delay.h — the delay operator's definition (opdef.h): its
  * configuration keys, topics and HTTP routes, and the parameters of its

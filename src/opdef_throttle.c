@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef_throttle.c — the throttle operator's definition (opdef.h): the
  * keys of a throttle pipeline, its topics (the overflow, the rates table,

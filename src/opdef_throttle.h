@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opdef_throttle.h — the throttle operator's definition (opdef.h): its
  * configuration keys, topics and HTTP routes.  Pure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops.c — the operators' runtime halves by type (see ops.h), from the
  * lines of ops.def.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops.h — the operators' runtime halves (task.h's sl_op_t), by pipeline
  * type: the lines of ops.def, collected where runtime code may name them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * outbox.c — records decided during a commit, in order (outbox.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * outbox.h — records decided while a commit is in flight, kept in order
  * for the next transaction.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parse.c — the value syntaxes of the config file and of the sluice-*
  * headers: durations, sizes, rates, glob lists and timestamps (see parse.h).

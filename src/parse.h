@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parse.h — the value syntaxes of sluice's config file and headers:
  * durations, sizes, rates and glob lists.  Pure functions: no Kafka, no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * partitioner.c — where Kafka's producers put a keyed record (see
  * partitioner.h): Java's murmur2 and librdkafka's CRC-32, bit for bit.

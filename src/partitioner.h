@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * partitioner.h — the partition a producer puts a keyed record in: Kafka's
  * Java client (murmur2: toPositive(murmur2(key)) % cnt, librdkafka's

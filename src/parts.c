@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parts.c — the input partitions a pipeline serves: the start-up check of
  * its co-partitioned topics and their growth at run time (see parts.h for

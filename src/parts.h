@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parts.h — which input partitions a pipeline serves, and how that number
  * grows while sluice runs.

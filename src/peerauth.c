@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peerauth.c — the instances' credential (see peerauth.h for the wire
  * format and what each MAC covers).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peerauth.h — the credential instances of one API give each other.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline.c — the pipelines of a running process (see pipeline.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pipeline.h — the pipelines of a running process: their set-up from the
  * configuration, their tasks by input partition, and the walks over them.

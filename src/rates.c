@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rates.c — the throttle's rates table (see rates.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rates.h — the throttle's rates table: throttle key -> rate, as read from
  * the pipeline's compacted rates topic (key = throttle key or "*", value =

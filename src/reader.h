@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reader.h — the reader's records: to the task that reads them (its
  * rebuild, or an operator's fetch) or to a pipeline's global table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * recsize.c — the size of a record in a batch of its own (see recsize.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * recsize.h — how many bytes a record takes where a Kafka broker measures
  * it: in a record batch of its own (magic 2), the size the broker compares

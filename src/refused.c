@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * refused.c — the refusal memo (see refused.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * refused.h — records the broker refused for good at delivery (too large
  * for the topic, not authorized, ...), remembered so the same work is not

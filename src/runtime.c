@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.c — the core of the handle every room of the process shares (see
  * runtime.h): its clock, whether work may produce now, the exit, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * runtime.h — the one handle below app.c: what the modules of a running
  * process share, and the one path by which a record enters the

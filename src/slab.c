@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slab.c — a size-classed arena for the pending timers of one partition
  * (see slab.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slab.h — a size-classed arena for many small blocks of varying size that
  * share one owner and die together: the pending timers of one delay

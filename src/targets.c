@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * targets.c — the topics sluice writes to (see targets.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * targets.h — the topics sluice writes to: the pipelines' own (changelog,
  * overflow, DLQ, output, a delay pipeline's default target, the input when

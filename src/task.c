@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * task.c — one assigned input partition of one pipeline: its lifecycle,
  * its rebuild from the changelog, and the write helpers operators use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * task.h — one assigned input partition of one pipeline, and the contract
  * between the runtime and the operators.

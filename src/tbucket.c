@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tbucket.c — token bucket arithmetic (see tbucket.h).
  *

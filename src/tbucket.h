@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tbucket.h — a token bucket: refilled at a rate (tokens per second),
  * capped at a burst.  The throttle takes one token per forwarded message;

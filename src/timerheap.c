@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timerheap.c — the pending timers of one delay partition (see timerheap.h).
  *

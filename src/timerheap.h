@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timerheap.h — the pending timers of one delay partition: a min-heap by
  * (due_ms, seq) with an index by timer id for cancel and reschedule.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timerindex.c — the compact index of a delay partition's pending timers
  * (see timerindex.h).

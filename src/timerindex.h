@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timerindex.h — the compact index of one delay partition's pending timers
  * whose ids and payloads live in Kafka, not in memory: per timer a hash of

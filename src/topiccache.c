@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topiccache.c — the bounded topic metadata cache (see topiccache.h).
  *

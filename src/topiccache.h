@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topiccache.h — what sluice knows of the topics operators write to:
  * whether each exists, how many partitions it has and the largest record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topicname.c — Kafka topic names (see topicname.h).
  */

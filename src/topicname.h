@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topicname.h — Kafka topic names: which are legal, which are Kafka's own.
  *

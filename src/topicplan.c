@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topicplan.c — the topics a configuration needs and the judgement of what a
  * broker has (see topicplan.h for the table of roles, settings and checks).

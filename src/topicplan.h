@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topicplan.h — which Kafka topics a configuration needs, with which
  * partition counts and settings, and what is wrong with the topics a broker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topics.c — `sluice topics apply | check | create | describe`, and the
  * Admin API calls they need (see topics.h).  The plan and the judgement of

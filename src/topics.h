@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topics.h — topic management against a broker: `sluice topics apply |
  * check | create | describe` (sl_topics_cmd in cli.h) and the Admin API

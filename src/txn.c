@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * txn.c — the Kafka clients and the transaction state machine (txn.h has
  * the diagram).  Every state change goes through txn_set_state(); every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * txn.h — the Kafka clients of `sluice run` (the transactional producer and
  * the consumer-group member) and the state machine that keeps exactly-once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util.c — assertions, clocks, checked allocation and escaping (see
  * util.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util.h — small things every module uses: assertions for internal misuse,
  * clocks, checked allocation, and escaping untrusted bytes for logs and

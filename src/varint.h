@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * varint.h — the varint codec every record format of sluice shares:
  * protobuf's base-128 varint, 7 bits a byte, low bits first, the high bit

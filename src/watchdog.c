@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watchdog.c — the loop watchdog and the shutdown bound (see watchdog.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watchdog.h — the loop watchdog and the shutdown bound.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole suite, as CI runs it: unit tests and a short run of every fuzz
 # target over its committed corpus (side by side: neither needs a broker;
 # their output is printed when both have ended, the unit tests' first),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the cmocka unit test binaries given as arguments and sums their
 # results.  Prints "unit: N passed, N failed"; exit 1 on any failure.
 # With SLUICE_SUMMARY_FILE set, appends "unit P F" to it for run-all.sh.

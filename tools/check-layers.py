@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check-layers.py — the layer order of src/, from its #include lines.
 
 `make check-layers` (and so `make test`) runs it.  A module is a .c/.h pair

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # replace-section.sh — keeps a generated section of a text file up to date.
 #
 #   tools/replace-section.sh [--check] FILE NAME GENERATED

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # topics/apply.sh CONFIG [TOPIC:PARTITIONS]...
 #
 # Creates a sluice deployment's topics and verifies them: first each extra
@@ -18,7 +19,7 @@
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'
     [ $# -ge 1 ] && exit 0 || exit 2
 fi
 conf=$1

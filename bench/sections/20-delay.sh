@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/sections/20-delay.sh — the delay operator against SPEC §6:
 #
 #   delay_rebuild   1M timers pending far in the future: memory per pending

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/sections/25-delay-scale.sh — the delay operator at scale (issue 49's
 # targets):
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/sections/30-debounce.sh — the debounce operator against SPEC §6:
 #
 #   debounce_ingest    1M items of 100 bytes (a backlog on 4 partitions,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/sections/40-throttle.sh — the throttle operator against SPEC §6:
 #
 #   throttle_pass     every key under its rate: records forwarded per second

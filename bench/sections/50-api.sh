@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/sections/50-api.sh — the HTTP API (issue 12):
 #
 #   api_put   PUT /v1/pipelines/P/timers/ID at a fixed concurrency through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/sections/60-streams.sh — sluice side by side with Kafka Streams
 # (SPEC §6's "measured peer"), on the same broker in the same run.  Each
 # section runs the same load against sluice, then against the Kafka Streams

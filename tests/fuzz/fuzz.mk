@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/fuzz/fuzz.mk — libFuzzer harnesses (included from the top Makefile).
 #
 # Every tests/fuzz/fuzz_<name>.c is one harness: one translation unit with

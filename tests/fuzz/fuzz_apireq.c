@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_apireq.c — the API's request parsing (apireq.h): a method and path,
  * and a PUT /timers body, as a client sends them.

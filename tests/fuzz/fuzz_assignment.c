@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_assignment.c — sl_groupcheck_parse_assignment() on any bytes: a
  * consumer group member's assignment as DescribeGroups returns it, written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_changelog_debounce.c — a corrupt debounce changelog must not crash
  * a rebuild.

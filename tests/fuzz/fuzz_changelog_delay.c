@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_changelog_delay.c — a corrupt delay changelog must not crash a
  * rebuild.

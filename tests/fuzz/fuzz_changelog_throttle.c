@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_changelog_throttle.c — a corrupt throttle changelog, overflow
  * partition or rates table must not crash a rebuild.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_config.c — the config loader: INI text through libinih, our line
  * reader, the key table, the value parsers, finalize, and the SLUICE_*

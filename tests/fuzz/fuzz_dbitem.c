@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_dbitem.c — sl_logpb_dbitem_read() and sl_logpb_dbchunk_read()/_next()
  * against protobuf-c's sluice__v1__debounce_item__unpack() and

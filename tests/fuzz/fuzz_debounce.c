@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_debounce.c — what a debounce pipeline does with input bytes, minus
  * Kafka: sl_debounce_check() (the checks op_debounce.c makes on the group

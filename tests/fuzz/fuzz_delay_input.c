@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_delay_input.c — sl_delay_input_parse(): one delay input record,
  * headers and JSON envelope, under varied pipeline parameters.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_duration.c — sl_parse_duration_ms() and sl_parse_duration_ms_n()
  * on any bytes (a sluice-delay or sluice-ttl header, a config value).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_globs.c — sl_globs_parse() and sl_globs_match() (a delay pipeline's
  * allowed_targets against a sluice-target header).

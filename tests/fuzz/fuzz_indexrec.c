@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_indexrec.c — sl_logpb_index_read() (a delay changelog's index
  * record with payload_topic set: anyone who writes the changelog chooses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_jsontext.c — sl_json_text_scan() against jansson on any bytes: where
  * the scan answers yes or no, json_loadb() (with the flags debounce.c

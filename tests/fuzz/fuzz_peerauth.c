@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_peerauth.c — the instances' credential (peerauth.h) on bytes anyone
  * who reaches the API can send: an X-Sluice-Peer-Auth header value.

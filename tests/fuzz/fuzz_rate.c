@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_rate.c — sl_parse_rate() on any bytes (a record of a throttle
  * pipeline's rates topic, the default_rate config value).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_rates.c — the records of a throttle pipeline's rates topic:
  * sl_parse_rate() through sl_rates_apply(), then lookups.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_recsize.c — the size of a record as the broker counts it, and the
  * copy of it cut to fit a limit (recsize.h), for any parts: the DLQ copy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_size.c — sl_parse_size() on any bytes (config values such as
  * payload_cache, max_bytes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_timerpb.c — sl_logpb_timer_read() against protobuf-c's
  * sluice__v1__timer__unpack() on any bytes: the same records refused, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_timestamp.c — sl_parse_timestamp_ms() and _n() on any bytes (a
  * sluice-at or sluice-deadline header, an envelope's "at" string): epoch

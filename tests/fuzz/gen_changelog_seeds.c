@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gen_changelog_seeds.c — writes the seed corpora of the changelog fuzz
  * harnesses: VALID changelog, overflow and rates records, packed with the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # merge.sh FUZZER TREE_CORPUS WORK_CORPUS SCRATCH — minimizes TREE_CORPUS
 # with the inputs a `make fuzz` run found in WORK_CORPUS: the hand-written
 # seeds (seed-*) and crash regressions (crash-*) always stay, under their

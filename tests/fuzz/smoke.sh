@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # smoke.sh — the fuzz stage of `make test` (tests/run-all.sh): every target
 # replays its committed corpus, crash regressions included, and fuzzes a
 # few seconds (`make fuzz-smoke`).  Prints "fuzz: N passed, N failed", one

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # summary.sh NAME LOG CORPUS RC — prints one line for a fuzz run from
 # libFuzzer's final stats, and on failure the end of the log.  Exits RC
 # (non-zero when the run found a crash, a leak or a timeout).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0001-topics-apply — `sluice topics apply` creates exactly the topics the
 # config needs: every internal topic with its input's partition count (the
 # rates table with 1), a missing input only when input_partitions is set,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0002-topics-check — `sluice topics check` reports every problem in one
 # run, naming each: an overflow with the wrong partition count, a changelog
 # that is not compacted, a changelog keeping tombstones for a week, missing

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0003-compaction — the harness shows log compaction at work, which every
 # changelog relies on: after a key is written many times, a full read
 # returns one record per key holding its latest value; a tombstone first

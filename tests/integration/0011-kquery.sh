@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0011-kquery — the Kafka lookups that never block the loop (src/kquery.c)
 # against the real broker: each partition's watermarks match the records
 # kcat produced; the topic's partition count, and 0 for a missing topic; a

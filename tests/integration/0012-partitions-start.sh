@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0012-partitions-start — `sluice run` refuses to start when a pipeline's
 # changelog, overflow or dlq has another partition count than its input, or
 # a dlq is missing: it exits non-zero and logs, for each topic, one line

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0013-partitions-grow — the input of a running delay pipeline grows from 2
 # to 3 partitions (tests/tools/addparts: kafka-topics --alter).  Its
 # changelog and dlq still have 2, so sluice must not process the new

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0014-quiet-member — an instance whose input stays quiet, or waits paused
 # at a cap, for longer than max.poll.interval.ms keeps its group membership
 # and its partitions.

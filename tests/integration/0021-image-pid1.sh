@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0021-image-pid1 — the container image, run here without a Docker engine.
 #
 # The runtime root filesystem is built from docker/runtime-packages.txt

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0022-image-compose — docker/compose.yaml read with a YAML parser (the
 # docker compose CLI is not here; image-compose.py says what it checks):
 # kafka from apache/kafka:3.9.x in one KRaft node, topics applied by a

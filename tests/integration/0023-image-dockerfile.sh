@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0023-image-dockerfile — docker/Dockerfile and its build context, read and
 # rehearsed without a Docker engine:
 #

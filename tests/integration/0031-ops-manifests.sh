@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0031-ops-manifests — the Kubernetes manifests in ops/, checked offline:
 # yamllint, every kustomization's references by hand, each build rendered by
 # kustomize, core objects against the Kubernetes schemas (strict), the

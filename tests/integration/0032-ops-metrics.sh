@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0032-ops-metrics — every sluice metric named by the Grafana dashboard
 # (ops/grafana/*.json) and the alert rules (ops/prometheus/alerts.yaml)
 # exists in /metrics of a running sluice, so a renamed metric or label value

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0033-ops-rolling-restart — what a rolling restart of the StatefulSet costs
 # (README, Deployment): two static members (instance ids as pod names, as
 # ops/base/statefulset.yaml sets them) share a 4-partition delay pipeline

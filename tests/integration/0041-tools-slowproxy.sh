@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0041-tools-slowproxy — the delaying TCP proxy that network-fault tests
 # put in front of a broker (tests/tools/slowproxy.c), checked on its own:
 # no broker, a python3 echo server behind it on 127.0.0.1 (the server

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0101-delay-fire — 1,000 timers with delays spread over 1–5 s on a
 # 4-partition input fire exactly once each, never before their due time, in
 # due order within each target partition, with their payload and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0102-delay-cancel — cancel and reschedule by id (SPEC §3 delay).
 #
 # Headers pipeline, every record on input partition 0 (kcat -p 0) so that

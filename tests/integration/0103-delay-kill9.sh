@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0103-delay-kill9 — the crash test (SPEC §4: "a kill -9 at any moment loses
 # nothing and duplicates nothing").
 #

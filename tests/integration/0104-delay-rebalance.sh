@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0104-delay-rebalance — two sluice processes share one pipeline (one group,
 # static members a and b, session.timeout.ms = 6000).  4,000 timers on a
 # 4-partition input fall due over ~12 s; mid-run b is stopped with SIGTERM.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0105-delay-dlq — each class of bad delay input lands in the pipeline's DLQ
 # with its sluice-error reason, a detail, the source coordinates
 # (sluice-source-topic/partition/offset) and the original key, value and

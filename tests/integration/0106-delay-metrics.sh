@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0106-delay-metrics — the HTTP endpoints of a running delay pipeline:
 # /healthz and /readyz answer 200 once it runs, /metrics is Prometheus text,
 # and after known input its counters and gauges agree with what the test

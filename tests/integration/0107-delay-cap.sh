@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0107-delay-cap — max_pending_timers pauses the input, visibly, and loses
 # nothing (SPEC §4 "Hostile input").
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0108-delay-kill9-commit — kill -9 while a commit is off the loop.
 #
 # While the transaction worker commits, the loop goes on taking input and

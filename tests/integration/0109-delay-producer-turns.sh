@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0109-delay-producer-turns — the transactional producers take turns
 # (transaction_producers, src/txn.h).  Twice, with 2 producers (the
 # default) and with 1, an instance fires 2,000 timers due over ~2 s, so

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0121-delay-keyless — records without a key (the Redis delay box of seed
 # 001 generates ids itself, so its producers send none) are scheduled under
 # the id "<partition>-<offset>" and fire once each with their payload; and a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0122-delay-restore-clamp — a changelog written before due times were
 # range-checked may hold a timer due at -2^63 or at 2^63 - 1.  A rebuild
 # clamps them into 1970 .. year 9999 and counts them

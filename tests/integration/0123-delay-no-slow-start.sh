@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0123-delay-no-slow-start — records produced right after an instance is
 # ready, and right after a rebalance, are read at once (issue 10).
 #

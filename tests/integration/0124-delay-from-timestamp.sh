@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0124-delay-from-timestamp — a sluice-delay counts from the record's
 # timestamp, not from when sluice reads it (issue 10).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0125-delay-resume-wakes — an input partition paused while sluice looks a
 # target topic up is fetched again as soon as the lookup answers.
 #

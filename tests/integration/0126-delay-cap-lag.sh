@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0126-delay-cap-lag — sluice_consumer_lag keeps counting while the input
 # waits at a cap (README, "Caps": "sluice_consumer_lag growing").
 #

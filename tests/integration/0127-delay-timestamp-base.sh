@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0127-delay-timestamp-base — a sluice-delay whose record's timestamp is not
 # usable counts from when sluice reads the record, and says so in
 # sluice_timers_read_time_base_total (README, "Headers (delay)").

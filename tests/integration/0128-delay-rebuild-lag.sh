@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0128-delay-rebuild-lag — a rebuild slowed by a broker fetch quota:
 # sluice_consumer_lag counts the partition while it rebuilds (README,
 # metrics), and Kafka is not reported unreachable meanwhile.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0129-delay-payloads — payloads kept in Kafka (payload_topic, issue 49):
 # timers whose payloads are not in memory fire once, on time, with their
 # payload and headers byte for byte; cancels and reschedules of such

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0130-delay-payloads-upgrade — payload_topic set on a pipeline whose
 # changelog holds timers written without it (issue 49, "upgrade in place"):
 # no manual step; the timers of before fire once from memory, new ones go

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0131-delay-payloads-fetch — the read-back path of payloads kept in Kafka
 # (payload_topic, issue 49): kill -9 while payloads are being prefetched,
 # cancels of timers whose payload is not in memory or being read, and

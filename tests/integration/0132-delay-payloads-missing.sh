@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0132-delay-payloads-missing — payloads kept in Kafka (payload_topic, issue
 # 49) whose records are deleted from the payload topic while their timers
 # are pending: each such timer goes to the DLQ once, at its due time, with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0133-delay-payloads-compacted — payloads kept in Kafka (payload_topic,
 # issue 49) while the payload topic and the changelog compact under the
 # reads: reschedules leave superseded payload and index records, the

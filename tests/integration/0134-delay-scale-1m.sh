@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0134-delay-scale-1m — the small version of issue 49's timers at scale,
 # with payloads in Kafka (payload_topic): 1M pending timers of 4 KiB
 # (16-byte ids) are held in under 150 MB of RSS, and every timer that

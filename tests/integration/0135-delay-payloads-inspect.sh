@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0135-delay-payloads-inspect — `sluice inspect` of a delay pipeline whose
 # payloads are in Kafka (payload_topic, issue 49) shows every pending
 # timer with its target and payload, as it does timers whose record is in

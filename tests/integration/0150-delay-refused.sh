@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0150-delay-refused — a fired timer larger than its target takes (a
 # payload over the target topic's max.message.bytes, 300 bytes here) must
 # not stall the pipeline, whichever way sluice finds out:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0160-delay-targets — what a producer to a delay input may not make sluice
 # write to, however broad allowed_targets is: Kafka's internal topics
 # (__consumer_offsets, __transaction_state) and every pipeline's internal

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0201-debounce-burst — a burst of 100 orders for warehouse WH-42 (each its
 # own sluice-item), idle = 2s, max_age = 10s: exactly one batch of 100
 # items, flushed about 2 s after the last order, reason idle, items in

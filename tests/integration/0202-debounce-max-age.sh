@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0202-debounce-max-age — a steady trickle that never goes idle: one item
 # every 500 ms for 12.5 s into one group, idle = 2s, max_age = 5s.  The
 # group flushes about every 5 s with reason max_age (each batch 5 s after

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0203-debounce-size — size limits.  max_items = 50 and 120 items for one
 # group arriving at once: batches of 50, 50 and 20 with reasons max_items,
 # max_items, idle, in arrival order.  max_bytes = 1000 and 120 items of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0204-debounce-upsert — upsert and removal.  Order O-1 sent 3 times for
 # WH-5 ends up as one item with the last payload and the first first-seen
 # time; O-3 is removed (null value with sluice-item) before the flush and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0205-debounce-silent — one item, then nothing: the group still flushes
 # once it has been idle for `idle` (a wall-clock deadline, not the next
 # record).  While it waits, `sluice inspect` lists the open group with its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0207-debounce-rebalance — scaling out and in while groups are open.
 #
 # 10,000 items across 500 groups on a 4-partition input, produced in 20

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0208-debounce-dlq — bad input goes to the DLQ with its reason, the source
 # topic/partition/offset and the original key, value and headers; sluice
 # keeps running and good input around it is batched as usual.

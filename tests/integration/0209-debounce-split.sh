@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0209-debounce-split — batches larger than the producer accepts.  With
 # [kafka] message.max.bytes = 10000, 30 items of 1,000 bytes for one group
 # make a ~31 kB batch: sluice splits it in halves until each fits (4

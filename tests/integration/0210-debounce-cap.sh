@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0210-debounce-cap — max_open_groups pauses the input, visibly, and loses
 # nothing (SPEC §4 "Hostile input").
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0211-debounce-kill9-changes — the crash test of the changelog's harder
 # paths: items that change (upsert) and leave (removal, a batch cut by
 # max_bytes that leaves other items behind) after the transaction that

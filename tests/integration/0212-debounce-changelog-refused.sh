@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0212-debounce-changelog-refused — a small changelog topic (SPEC §4
 # "Kafka's faults": a record the broker refuses): the changelog accepts
 # record batches of 3000 bytes (max.message.bytes), and the producer is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0213-debounce-commit-linger — deadlines close together go out in one
 # transaction.  Each round writes two groups' items ~20 ms apart; their
 # deadlines (idle after the read) are as far apart.  A commit started at the

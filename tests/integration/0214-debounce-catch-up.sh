@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0214-debounce-catch-up — a backlog is read in few transactions, exactly
 # once.  1,000,000 items (no sluice-item: each record its own item) over
 # 10,000 groups on 2 partitions are in the input before sluice starts:

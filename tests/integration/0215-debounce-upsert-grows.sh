@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0215-debounce-upsert-grows — an item that grows in the transaction that
 # brought it.  Each kcat call sends one item three times in a row (read
 # in one fetch, so upserted before the commit seals it), its payload

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0301-throttle-burst — the live path and the backlog side by side, on one
 # input partition (so both keys share one backlog).
 #

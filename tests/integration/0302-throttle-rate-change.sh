@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0302-throttle-rate-change — a rate produced with kcat on the rates topic
 # in the middle of a drain takes effect within a second, without restart.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0303-throttle-ttl — messages not sent by their deadline go to the DLQ with
 # reason `expired` (and their original key, value and headers); none is
 # ever sent after its deadline.

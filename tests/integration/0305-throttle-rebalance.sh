@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0305-throttle-rebalance — a second instance joins in the middle of a
 # drain (SPEC §4: scaling out is scaling the consumer group).
 #

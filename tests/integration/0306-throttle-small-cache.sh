@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0306-throttle-small-cache — memory stays bounded however large the
 # backlog (SPEC §4): with payload_cache = 1MiB, a backlog of 200,000
 # messages (1,000 keys x 200, 100-byte payloads: ~20 MB of payloads plus

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0307-throttle-bad-input — bad input never crashes sluice: bad control
 # headers go to the DLQ with a reason (and the original key, value and
 # headers); a malformed record on the rates topic is logged, counted and

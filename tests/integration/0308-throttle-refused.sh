@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0308-throttle-refused — a backlog message the output refuses for good (a
 # payload over the output topic's max.message.bytes) goes to the DLQ with
 # reason too-large, its original key, value and headers and its source

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0309-throttle-lost — a backlog whose overflow records were deleted by
 # retention (a misconfigured overflow topic: retention far below the TTL,
 # or a long outage) must not stall its key or loop on re-reads: the heads

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0310-throttle-inspect — `sluice inspect -c FILE PIPELINE [--key K]` on a
 # throttle pipeline (while it runs): reads the rates topic, the changelog
 # and the overflow partitions from their checkpoints, and shows per key the

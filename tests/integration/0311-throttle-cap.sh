@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0311-throttle-cap — max_backlog_keys and max_backlog_messages pause the
 # input, visibly, and lose nothing (SPEC §4 "Hostile input").
 #

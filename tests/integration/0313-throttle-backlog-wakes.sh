@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0313-throttle-backlog-wakes — a backlog is read without waiting for
 # librdkafka's fetcher to wake by itself.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0314-throttle-long-linger — a commit never waits for linger.ms.
 #
 # Nothing sluice produces is visible before its commit, and each commit

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0321-throttle-zero-rate — `0/s` on the rates topic stops a key: not even
 # its first message passes (a new key's full bucket grants nothing at 0/s);
 # every message waits in the backlog.  When the rate is raised, the held

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0322-throttle-hostile-headers — input bytes that reach a log line or an
 # error header are escaped: printable ASCII as it is, every other byte as
 # \xNN.  A producer cannot forge a log line with a newline or drive an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0401-fault-broker-restart — the broker goes away for ~20 s under load,
 # longer than the consumer session (6 s) and than the transaction timeout
 # (10 s), and comes back with its data (SPEC §4 "Kafka's faults": sluice

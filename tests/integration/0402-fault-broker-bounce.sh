@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0402-fault-broker-bounce — a short broker restart under load: stopped and
 # started again at once, with its data (a few seconds away, less than the
 # 6 s consumer session).  SPEC §4 "Kafka's faults": exactly-once holds and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0403-fault-broker-pause — the broker JVM is frozen (SIGSTOP) for 15 s
 # under load, longer than the transaction timeout (10 s) and the consumer
 # session (6 s), then thawed (SIGCONT).  Unlike a restart, connections stay

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0404-fault-zombie — a previous owner's transaction is still open while
 # sluice rebuilds the partition (SPEC §4 "Kafka's faults": "a rebuild reads
 # the committed input offset before it captures the changelog's end").

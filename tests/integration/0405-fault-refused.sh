@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0405-fault-refused — records the broker refuses for good (over the
 # output topic's max.message.bytes), among normal ones, in a debounce and a
 # delay pipeline of one process (SPEC §4 "Kafka's faults": a record the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0406-fault-fenced — a second live instance with the same instance_id
 # (SPEC §4 "Kafka's faults": sluice "exits non-zero only when another live
 # instance owns its instance_id").  Both run the ASan + UBSan build

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0407-fault-stale-member — an instance's consumer vanishes between the two
 # phases of a cooperative rebalance and the instance comes back, with the
 # same instance_id, before its session times out (a CI failure: A's

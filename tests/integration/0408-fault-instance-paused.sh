@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0408-fault-instance-paused — a sluice instance, not the broker, is frozen
 # (SIGSTOP, as a stop-the-world pause of its host or VM) under load for
 # longer than the consumer session (6 s) and the transaction timeout

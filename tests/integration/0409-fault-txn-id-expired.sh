@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0409-fault-txn-id-expired — the broker forgets sluice's transactional ids
 # while the instance is quiet (SPEC §4 "Kafka's faults").  A broker removes
 # a transactional id that has not been used for transactional.id.expiration

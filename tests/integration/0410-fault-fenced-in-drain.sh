@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0410-fault-fenced-in-drain — a fatal error that arrives while an operator
 # is inside a produce.  With [kafka] queue.buffering.max.messages = 200, a
 # delay pipeline firing 40,000 timers spends its time waiting for room in

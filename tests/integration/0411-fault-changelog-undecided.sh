@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0411-fault-changelog-undecided — a rebuild must read a changelog to its
 # end, not to its last stable offset.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0501-api-timers — the HTTP API schedules, cancels and reschedules timers
 # beside a producer that uses Java's partitioner (kcat -X
 # partitioner=murmur2_random), and always lands on the partition that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0502-api-forward — any instance answers any key: with two instances
 # sharing the partitions of an 8-partition input, a lookup asked of either
 # one is answered by the partition's owner (X-Sluice-Answered-By names the

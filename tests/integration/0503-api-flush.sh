@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0503-api-flush — POST /v1/pipelines/{p}/groups/{key}/flush writes the
 # debounce flush control record (key = the group, header sluice-control:
 # flush, an empty value) to the partition sluice computes for the group,

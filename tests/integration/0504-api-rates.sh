@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0504-api-rates — PUT and DELETE /v1/pipelines/{p}/rates/{key}.
 #
 # A throttle pipeline (default_rate 100/s), its rates topic created with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0505-api-forward-tls — forwarding with TLS on.  Two instances serve the
 # API over HTTPS with one shared certificate (subjectAltName IP:127.0.0.1,
 # as a Secret mounted in every pod): a lookup asked of either one is

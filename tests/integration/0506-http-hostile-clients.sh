@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0506-http-hostile-clients — slow and idle clients cannot starve the
 # probes.  With the default limits, 500 connections that trickle one byte
 # of a request head every 2-5 s (half of them send their first byte at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0507-api-peer-auth — the client's token never leaves the instance.  A
 # consumer that is no sluice (kcat) joins the group with a client.id that
 # advertises a Python listener as its API, and takes some partitions; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0521-debounce-flush-control — the flush control record (what the API's
 # POST .../groups/{key}/flush writes): three items for WH-1, then a record
 # with key WH-1, an empty value and the header sluice-control: flush.  One

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0601-records-many-headers — records with 50,000 headers on every
 # operator's input, read in one pass each: the event loop never stalls for
 # 0.5 s (sluice_loop_stall_max_seconds), and every header comes out where

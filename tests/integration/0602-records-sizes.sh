@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0602-records-sizes — records of every size the broker accepts, on the
 # defaults: each comes out whole where it can be written whole, and in the
 # DLQ (reason too-large, as a copy cut to fit, sluice-cut saying what was

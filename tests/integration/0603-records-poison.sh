@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0603-records-poison — no single record, of any size or shape, makes
 # sluice abort more than a few transactions or stops other keys, partitions
 # or pipelines: each shape found so far, then a normal record behind it on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0604-records-gone — a record an input partition waits on (here at a cap:
 # max_pending_timers = 1) disappears from the input while it waits; when the
 # cap opens the partition goes on with the records after it, and says so.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0605-records-memory — memory is bounded by bytes wherever input bytes
 # become memory, however the input is shaped: 10,000 debounce groups and
 # 2,000 throttle keys of 100 KB each (1.2 GB of keys), with caps of 64 MiB

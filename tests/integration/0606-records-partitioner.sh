@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0606-records-partitioner — producers may use any partitioner: a keyed
 # record that arrives on a partition its key does not belong to (by the
 # pipeline's input_partitioner, murmur2 here, Java's) is moved to the right

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0701-cluster-kill-nodes — on a three-node cluster (replication factor 3,
 # min.insync.replicas 2), kill -9, one after the other and under load, the
 # node that leads the most input partitions, the one that leads the most

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0702-cluster-coordinator-moves — the group coordinator moves to another
 # node (a graceful restart of its node: the node comes back as a follower
 # of that __consumer_offsets partition and stays up), then one of two

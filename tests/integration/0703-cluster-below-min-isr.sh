@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0703-cluster-below-min-isr — two of the three nodes go down for 30 s
 # under load (kill -9): every partition has fewer in-sync replicas than
 # min.insync.replicas (2), and the controller quorum has lost its majority.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0704-cluster-cut-off — the host side (sluice and the test's own clients)
 # loses the node that leads the most input partitions for 30 s, longer
 # than the consumer session (6 s) and the transaction timeout (10 s),

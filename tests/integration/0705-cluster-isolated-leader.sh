@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0705-cluster-isolated-leader — a partitioned leader: the node that leads
 # the most input partitions loses its two peers for 30 s (both
 # directions, iptables DROP inside its namespace) while sluice and the

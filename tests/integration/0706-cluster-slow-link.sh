@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0706-cluster-slow-link — a slow link, the scenario of Jepsen's 2024
 # analysis of Kafka's transaction protocol: for 60 s every packet between
 # sluice and the node that leads the most input partitions is held 200 ms

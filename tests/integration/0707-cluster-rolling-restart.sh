@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0707-cluster-rolling-restart — a rolling restart of the three nodes under
 # load, one at a time, as an operator upgrades a cluster: each node is
 # stopped gracefully (SIGTERM: it hands over its leaderships and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0710-cluster-sasl-acls — sluice on a cluster that authenticates and
 # authorizes: SASL_SSL (SCRAM-SHA-512 over TLS) as User:sluice, the
 # StandardAuthorizer on, allow.everyone.if.no.acl.found=false, and exactly

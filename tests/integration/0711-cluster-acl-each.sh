@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0711-cluster-acl-each — the ACLs of `sluice acls`, each one taken away in
 # turn, on the SASL_SSL cluster of 0710 (User:sluice, StandardAuthorizer,
 # allow.everyone.if.no.acl.found=false).  Without any one binding, sluice

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dbcheck.py — loads debounce batches from `kcat -J` lines (JSON or
 protobuf values), for the debounce tests' checks (lib-debounce.sh).
 load_batches(path) returns one dict per batch: the decoded JSON or

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """hostile-clients.py — slow, idle and patient HTTP clients, and a prober
 that times what well-behaved clients get meanwhile (test 0506).
 

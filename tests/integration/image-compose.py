@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """image-compose.py COMPOSE_FILE SHUTDOWN_GRACE_SECONDS — reads a compose
 file with a YAML parser (the docker compose CLI is not here) and checks what
 `docker compose up --scale sluice=N` needs.  Prints each problem; exit 1 when

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """image-dockerfile.py — reads docker/Dockerfile for the image tests.
 
   image-dockerfile.py layers DOCKERFILE [STAGE]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-cluster.sh — the three-node cluster of the cluster fault tests
 # (07NN-cluster-*.sh); source it after lib.sh, lib-debounce.sh and
 # lib-faults.sh.  Not a test itself.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-debounce.sh — helpers for the debounce integration tests (02NN-*.sh);
 # source it after lib.sh.  Not a test itself (run.sh runs NNNN-*.sh only).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-delay.sh — the setup the delay integration tests (01NN-*.sh) share;
 # source it after lib.sh.  Not a test itself (run.sh runs NNNN-*.sh only).
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-faults.sh — the load and the verdict of the broker-fault tests
 # (04NN-fault-*.sh); source it after lib.sh and lib-debounce.sh.  Not a test
 # itself (run.sh runs NNNN-*.sh only).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-image.sh — runs the container image without a Docker engine; `source`
 # it after lib.sh.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-throttle.sh — the setup the throttle integration tests (03NN-*.sh)
 # share; source it after lib.sh.  Not a test itself (run.sh runs NNNN-*.sh
 # only).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh — helpers for integration tests; `source` it first.
 #
 # A test is a bash script tests/integration/NNNN-name.sh run by run.sh with a

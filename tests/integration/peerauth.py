@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """peerauth.py — the instances' credential (src/peerauth.h), written again
 from its description for the tests that speak it: 0502 asks a non-owner
 as another instance would, 0507 forges credentials and checks what a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """records.py — the records a test read back with consume_json (lib.sh):
 one `kcat -J` object per line (topic, partition, offset, ts, headers as a
 flat [name, value, ...] list, key, payload).  The checks the tests run with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the integration tests (tests/integration/NNNN-*.sh) against real
 # single-node Kafka brokers that it starts and stops.  Usage: run.sh
 # [PATTERN...] (the tests whose name holds one of the substrings; all by

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """timers-check.py IN.json OUT.json TOTAL — the exactly-once verdict of the
 delay kill tests (0103, 0108): every timer of the input (keyed by id, with a
 sluice-at header) is in the target exactly once, with its due time, id and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Offline checks of the Kubernetes manifests in ops/ (0031-ops-manifests).
 
 Run with the venv of tests/ops/requirements.txt (`make ops-tools`):

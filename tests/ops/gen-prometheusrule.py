@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes ops/prometheus-operator/prometheusrule.yaml from ops/prometheus/alerts.yaml.
 
 `make ops-rules` runs it; tests/ops/check_manifests.py fails when the two

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every sluice metric the dashboard and the alert rules name exists (0032).
 
     metric_names.py --root REPO METRICS_FILE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rdkafka_describe_groups.c — librdkafka 2.0.2's admin DescribeConsumerGroups
  * when the group's coordinator cannot take a DescribeGroups request

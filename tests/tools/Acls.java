@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Acls — adds or deletes Kafka ACL bindings read from stdin, one a line in
 // the format of `sluice acls --format table` (RESOURCE_TYPE PATTERN_TYPE
 // NAME OPERATION, tab-separated), allowed for PRINCIPAL from any host; or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Features — prints the cluster's finalized feature levels, one a line:
 // "<name> <max level>" (Admin.describeFeatures), e.g. transaction.version
 // and metadata.version.  Run as a Java single-file program against the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ListTxns — prints the transactional ids the broker knows that start with
 // a prefix, one line each: "<id> <state> <producer id>".  Run as a Java
 // single-file program against the test broker's jars (those of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProduceAt — produces one record with an explicit timestamp, which kcat
 // cannot set: a producer with a wrong clock, or one that sends seconds as
 // milliseconds.  Run as a Java single-file program against the test

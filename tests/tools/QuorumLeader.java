@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // QuorumLeader — prints the node id of the KRaft controller quorum's
 // leader (Admin.describeMetadataQuorum).  Run as a Java single-file program
 // against the test broker's jars (those of SLUICE_TEST_KAFKA_VERSION):

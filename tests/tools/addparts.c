@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * addparts — what `kafka-topics --alter --topic TOPIC --partitions N` does,
  * for the integration tests (the test broker's jars carry no Kafka CLI):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * delrecords.c — deletes the records of one partition below an offset
  * (Kafka's DeleteRecords: the log start offset moves up to it), the way

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * groupzombie.c — a static group member that vanishes in the middle of a
  * cooperative rebalance (the stale member fault test,

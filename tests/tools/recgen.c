@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * recgen.c — produces records of exact sizes and shapes for the tests of
  * real records (tests/integration/06NN-records-*): keys and values of a

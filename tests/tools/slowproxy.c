@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * slowproxy.c — a TCP proxy that holds every byte back for a set time, for
  * the network-fault tests (this kernel has no netem qdisc to do it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * txnfence.c — fences the transactional producer of another process: a
  * producer with the same transactional.id calls init_transactions, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * txnzombie.c — a stand-in for a previous owner of an input partition
  * whose Kafka transaction is still open while sluice rebuilds that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_acls.c — the ACL bindings a configuration needs (acls.c), their
  * table and kafka-acls.sh renderings, and `sluice acls`.  Each config is

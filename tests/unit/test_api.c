@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_api.c — the API's pure parts: bearer tokens, and the route table
  * agrees with api/openapi.yaml.

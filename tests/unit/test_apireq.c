@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_apireq.c — the API's requests as data: which paths name which
  * route, pipeline and key, what each refusal says, the lookup path a

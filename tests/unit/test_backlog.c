@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_backlog.c — the throttle's per-partition state over simulated time:
  * forward vs buffer, FIFO per key and no bypass, offsets set in delivery

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cap.c — the cap's hysteresis: room up to the limit, FULL from the
  * first refusal until the low-water mark, one transition reported each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c — the configuration table, loader, finalize rules,
  * environment overrides, dump, reference and `sluice config`.

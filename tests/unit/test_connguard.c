@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_connguard.c — the connection guard's rules on socket pairs (a
  * shut-down connection reads as an end of file on its other end): the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dbitem.c — debounce's changelog records read in place (logpb.h):
  * a DebounceItem and a DebounceChunk as protobuf-c packs them, unknown

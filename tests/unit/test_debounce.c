@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_debounce.c — unit tests for the debounce windows (debounce.c): each
  * flush rule, upsert and removal, batches cut at max_items and max_bytes,

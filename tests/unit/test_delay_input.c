@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_delay_input.c — unit tests for reading delay input records: every
  * DLQ reason with its exact string, headers and json-envelope modes,

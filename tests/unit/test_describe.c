@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_describe.c — unit tests for the JSON answers of the API's lookups
  * (describe.c): every member of each shape in describe.h, the time and

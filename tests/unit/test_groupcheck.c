@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_groupcheck.c — finding served partitions no member owns, choosing
  * the member that repairs (fewest partitions, then the smallest member id)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hash.c — SipHash against the published test vectors, and the
  * process seed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_heap.c — unit tests for the intrusive binary heap (heap.h): order
  * and ties, positions, push_last, replace, heapify, growth and shrinking,

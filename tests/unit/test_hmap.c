@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hmap.c — unit tests for the intrusive hash map (hmap.h): lookup,
  * insertion where a miss left off, replacement, removal, growth and

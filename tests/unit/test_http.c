@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_http.c — the metrics address on loopback: status lines, headers and
  * bodies of /metrics, /healthz (the loop's flag and the alive function),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_jsontext.c — sl_json_text_scan() on the cases that decide it
  * (grammar, strings, escapes, surrogates, numbers, nesting), each also

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_kquery.c — Kafka lookups off the loop thread (kquery.c).
  *

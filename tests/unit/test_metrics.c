@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_metrics.c — the Prometheus registry: exact exposition text, escaping,
  * get-or-create identity, bucket edges, quantiles, process metrics, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_op_describe.c — the operators' describe() hooks and the debounce
  * flush control record, through the real operators (src/op_*.c) on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_op_restore.c — operators rebuilt from corrupt changelogs, through
  * the changelog fuzz harnesses' stub runtime (tests/fuzz/runtime_stub.inc):

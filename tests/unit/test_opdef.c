@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_opdef.c — the operator registry (opdef.h, ops.def): every
  * definition holds together (its type, keys, topic roles and routes), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_outbox.c — records decided during a commit: order kept across
  * chunks, null and empty keys and values told apart, headers handed over,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_parse.c — the value parsers of parse.c: durations, sizes, rates,
  * glob lists and timestamps, good inputs and bad ones with their exact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_partitioner.c — the partitioners agree with Kafka's Java client and
  * with librdkafka, so the API writes a key where producers do and a record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_peerauth.c — the instances' credential: fixed vectors (computed with
  * Python's hmac module, so another implementation can check its own), a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rates.c — the throttle's rates table: per-key records, the "*"
  * default, the pipeline fallback, tombstones, malformed records refused with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_recsize.c — the size of a record in a batch of its own, worked out
  * by hand from Kafka's format for small records and at the varint steps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_refused.c — the refusal memo: identities stable across replays when
  * an origin is given (a value with a changed wall-clock field is still the

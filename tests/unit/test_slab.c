@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_slab.c — unit tests for the timers' slab allocator: size classes,
  * alignment, blocks that never overlap, free lists, chunk tails, large

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_tbucket.c — token bucket arithmetic over simulated time: drain
  * accuracy in 10 s windows (20/s within 1%, and awkward rates), burst,

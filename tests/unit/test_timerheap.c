@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_timerheap.c — unit tests for the delay operator's timer heap:
  * firing order, ties, cancel, reschedule, a long random run checked against

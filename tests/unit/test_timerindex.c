@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_timerindex.c — unit tests for the compact timer index: firing order
  * with ties in due time, the 48-bit fields at their bounds, update,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_timerpb.c — the Timer record read in place (logpb.h), against
  * what protobuf-c packs: every field, headers past the inline ones, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_topiccache.c — the bounded topic metadata cache: answers and their
  * expiry (the default times and one's own), the bound on lookups in flight,

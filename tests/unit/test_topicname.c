@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_topicname.c — legal Kafka topic names and Kafka's own topics.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_topics.c — the pure half of topic management (topicplan.c): which
  * topics a config needs, with which settings, and the problems found in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_txn.c — the transaction state machine without a broker: started
  * against an address where nothing listens it stays CREATING (the worker

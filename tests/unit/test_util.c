@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_util.c — sl_escape(): what reaches a log line or an error header
  * from input is printable ASCII only, bounded, and cut visibly.

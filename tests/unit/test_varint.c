@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_varint.c — the shared varint codec: protobuf's encoding of known
  * values (checked against protobuf-c's packing of the same field), the

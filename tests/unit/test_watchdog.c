@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_watchdog.c — the loop watchdog and the shutdown bound on a real
  * libuv loop: a turning loop is alive; a callback that blocks makes it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A single-node Apache Kafka broker (KRaft, combined broker+controller) for
 # sluice's tests, listening on 127.0.0.1 only.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A three-node Apache Kafka cluster (KRaft, each node a combined
 # broker+controller) for sluice's cluster fault tests, each node in a
 # network namespace of its own.  Needs root (ip netns, iptables).

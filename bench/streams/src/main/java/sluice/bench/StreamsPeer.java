@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * StreamsPeer.java — sluice's delay and debounce written as a Kafka Streams
  * application, the measured peer of bench/sections/60-streams.sh (SPEC §6:
