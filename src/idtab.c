@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * idtab.c — byte strings by handle (see idtab.h).
  *

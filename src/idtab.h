@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * idtab.h — byte strings by handle: the ids a delay partition keeps while
  * it rebuilds (op_delay.c), in about 4 bytes plus the id rounded up to 4

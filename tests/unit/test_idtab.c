@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_idtab.c — unit tests for the table of ids by handle: empty and
  * absent handles, replace, ids of every length around the arena's 255
