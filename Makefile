@@ -38,7 +38,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check
+        image-check api-tools api-check
 all: sluice
 
 help:
@@ -134,7 +134,7 @@ unit-asan: asan
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps
 	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
-	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
+	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools api-tools
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
 	@tests/run-all.sh $(ASAN_UNIT_BINS)
@@ -200,11 +200,12 @@ KUSTOMIZE_VERSION := v5.5.0
 
 ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE)
 
-$(OPS_VENV)/ok: tests/ops/requirements.txt
-	@rm -rf $(OPS_VENV)
-	@python3 -m venv $(OPS_VENV)
-	@$(OPS_VENV)/bin/pip install -q --disable-pip-version-check -r $< >$(OPS_VENV).log 2>&1 || \
-	  { cat $(OPS_VENV).log; rm -rf $(OPS_VENV); exit 1; }
+# build/NAME-venv: a venv with tests/NAME/requirements.txt (ops, api).
+build/%-venv/ok: tests/%/requirements.txt
+	@rm -rf $(@D)
+	@python3 -m venv $(@D)
+	@$(@D)/bin/pip install -q --disable-pip-version-check -r $< >$(@D).log 2>&1 || \
+	  { cat $(@D).log; rm -rf $(@D); exit 1; }
 	@touch $@
 
 $(KUSTOMIZE):
@@ -223,6 +224,15 @@ ops-check: sluice ops-tools
 ops-rules: $(OPS_VENV)/ok
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
 	  ops/prometheus-operator/prometheusrule.yaml
+
+# api/openapi.yaml checked (tests/api/check_openapi.py; test 0508 in make
+# test): valid OpenAPI, operationIds, the one Error schema, 405 with Allow.
+API_VENV    := build/api-venv
+
+api-tools: $(API_VENV)/ok
+
+api-check: $(API_VENV)/ok
+	@$(API_VENV)/bin/python tests/api/check_openapi.py api/openapi.yaml
 
 clean:
 	rm -rf build build-asan sluice sluice-asan
