@@ -38,7 +38,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check api-tools api-check tools
+        image-check
 all: sluice ## build ./sluice (what plain `make` does)
 
 help: ## this list (from the "## " comments on the rules)
@@ -93,6 +93,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 # Test tools the integration tests drive (tests/tools/*.c).
+.PHONY: tools
 tools: $(TOOL_BINS) ## the test tools the integration tests drive (build/tools/)
 
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libsluice.a
@@ -114,7 +115,7 @@ unit-asan: asan ## the unit tests under ASan + UBSan
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps ## the whole suite, as CI runs it (deps, build, unit, fuzz smoke, integration)
 	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
-	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools api-tools
+	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
 	@tests/run-all.sh $(ASAN_UNIT_BINS)
@@ -208,6 +209,7 @@ ops-rules: $(OPS_VENV)/ok ## regenerate ops/prometheus-operator/prometheusrule.y
 # api/openapi.yaml checked (tests/api/check_openapi.py; test 0508 in make
 # test): valid OpenAPI, operationIds, the one Error schema, 405 with Allow.
 API_VENV    := build/api-venv
+.PHONY: api-tools api-check
 
 api-tools: $(API_VENV)/ok ## the API check's venv (build/api-venv)
 
