@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # make-help.awk — `make help`, read from the makefiles themselves:
 #
 #   awk -f tools/make-help.awk Makefile tests/fuzz/fuzz.mk

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks api/openapi.yaml (test 0508-api-openapi, `make api-check`).
 
 Run with the venv of tests/api/requirements.txt (`make api-tools`):

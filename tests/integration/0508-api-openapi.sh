@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0508-api-openapi — api/openapi.yaml is valid OpenAPI (openapi-spec-validator)
 # and says what the server does: an operationId on every operation, every
 # error answer the one Error schema ({code, message}, what src/api.c sends),

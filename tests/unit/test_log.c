@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_log.c — the log's two formats: a json line is one JSON object with
  * the text line's fields (time, level, facility, message) whatever the
