@@ -42,42 +42,13 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check check-spdx dist dist-check FORCE
-all: sluice
+        image-check check-spdx dist dist-check
+all: sluice ## build ./sluice (what plain `make` does)
 
-help:
-	@echo "make            build ./sluice"
-	@echo "make deps       install missing Debian packages (apt-get)"
-	@echo "make test       deps, build, unit tests, broker, integration tests"
-	@echo "make unit       cmocka unit tests only"
-	@echo "make integration integration tests (starts and stops the test broker)"
-	@echo "make test-cluster the cluster fault tests alone (07NN: three nodes in"
-	@echo "                network namespaces; needs root; part of make test)"
-	@echo "make demo       local broker + example pipelines + sample input"
-	@echo "make bench      benchmarks against the local broker"
-	@echo "make asan       AddressSanitizer + UBSan build (./sluice-asan, unit tests)"
-	@echo "make unit-asan  the unit tests under ASan + UBSan"
-	@echo "make docs       regenerate the README configuration reference and ACL example"
-	@echo "make format-check  clang-format check"
-	@echo "make check-layers  the include order of src/ (tools/check-layers.py;"
-	@echo "                part of make test)"
-	@echo "make check-spdx the SPDX licence line atop every source file"
-	@echo "                (tools/check-spdx.sh; part of make test)"
-	@echo "make dist       sluice-VERSION.tar.gz: HEAD's files (git archive) and"
-	@echo "                COMMIT; it builds with make sluice and no git"
-	@echo "                (DIST_DIR=... puts it elsewhere)"
-	@echo "make dist-check the tarball built in a fresh folder with no git,"
-	@echo "                and the release's names (test 0051; part of make test)"
-	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
-	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
-	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
-	@echo "make ops-rules  regenerate ops/prometheus-operator/prometheusrule.yaml"
-	@echo "make image-check the container image without Docker: its rootfs from"
-	@echo "                docker/runtime-packages.txt (mmdebstrap, cached in build/image),"
-	@echo "                sluice as PID 1 against the test broker, compose.yaml and"
-	@echo "                Dockerfile checks (tests 0021-0023; part of make test)"
+help: ## this list (from the "## " comments on the rules)
+	@awk -f tools/make-help.awk $(filter-out %.d,$(MAKEFILE_LIST))
 
-deps:
+deps: ## install missing Debian packages (apt-get)
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -128,7 +99,7 @@ $(BUILD)/sluice: $(OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(MALLOC_LIBS) $(LDLIBS)
 
 # Replaced by rename, so a running ./sluice does not block the build.
-sluice: $(BUILD)/sluice
+sluice: $(BUILD)/sluice ## build ./sluice (MALLOC=libc: without jemalloc)
 	cp $< $@.tmp && mv -f $@.tmp $@
 
 # Tests and benchmarks link against the archive, so each pulls in only the
@@ -146,24 +117,27 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libsluice.a
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
 # Test tools the integration tests drive (tests/tools/*.c).
+.PHONY: tools
+tools: $(TOOL_BINS) ## the test tools the integration tests drive (build/tools/)
+
 $(BUILD)/tools/%: tests/tools/%.c $(BUILD)/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libsluice.a $(LDLIBS)
 
-asan:
+asan: ## ASan + UBSan build: ./sluice-asan and the unit tests
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" MALLOC=libc build-asan/sluice $(ASAN_UNIT_BINS)
 	cp build-asan/sluice sluice-asan
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) ## the cmocka unit tests (no broker)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-unit-asan: asan
+unit-asan: asan ## the unit tests under ASan + UBSan
 	@tests/run-unit.sh $(ASAN_UNIT_BINS)
 
 # The full suite: what CI runs.  Ends with "N passed, N failed".  The unit
 # tests run under ASan + UBSan; so do the integration tests marked
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
-test: deps
+test: deps ## the whole suite, as CI runs it (deps, build, unit, fuzz smoke, integration)
 	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
 	@tools/check-spdx.sh || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
@@ -171,30 +145,30 @@ test: deps
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
 	@tests/run-all.sh $(ASAN_UNIT_BINS)
 
-integration: sluice asan $(TOOL_BINS)
+integration: sluice asan $(TOOL_BINS) ## the integration tests (starts and stops the test brokers)
 	@tests/integration/run.sh
 
 # The container image, proven without a Docker engine (needs root): the
 # integration tests named *-image-* (0021 runs the image as PID 1 in a PID
 # namespace, 0022 reads compose.yaml, 0023 the Dockerfile), with the test
 # broker started and stopped around them.  make test runs them too.
-image-check: deps sluice
+image-check: deps sluice ## the container image without Docker (tests 0021-0023; root)
 	@tests/integration/run.sh -image-
 
 # The cluster fault tests alone (07NN-cluster-*: three nodes in network
 # namespaces, needs root); make test runs them too.
-test-cluster: deps sluice $(TOOL_BINS)
+test-cluster: deps sluice $(TOOL_BINS) ## the cluster fault tests alone (07NN: network namespaces; root)
 	@tests/integration/run.sh -cluster-
 
-broker-start:
+broker-start: ## start the local test broker (127.0.0.1:39092)
 	@tests/integration/kafka/broker.sh start
-broker-stop:
+broker-stop: ## stop the local test broker
 	@tests/integration/kafka/broker.sh stop
 
-demo: deps sluice
+demo: deps sluice ## local broker, the pipelines of examples/demo.ini, sample input
 	@examples/demo.sh
 
-bench: deps sluice $(BENCH_BINS)
+bench: deps sluice $(BENCH_BINS) ## the benchmarks against a local broker (bench/run.sh)
 	@bench/run.sh
 
 # The README's generated sections: the configuration reference, and the
@@ -203,26 +177,26 @@ bench: deps sluice $(BENCH_BINS)
 DOCS_GEN = ./sluice config reference > $(BUILD)/config-reference.md && \
 	{ echo '```sh' && env -i ./sluice acls -c examples/acls.ini && echo '```'; } > $(BUILD)/acls.md
 
-docs: sluice
+docs: sluice ## regenerate the README's configuration reference and ACL example
 	@$(DOCS_GEN)
 	@tools/replace-section.sh README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
 	@tools/replace-section.sh README.md ACLS $(BUILD)/acls.md
 
-docs-check: sluice
+docs-check: sluice ## fail when those generated README sections are stale
 	@$(DOCS_GEN)
 	@tools/replace-section.sh --check README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
 	@tools/replace-section.sh --check README.md ACLS $(BUILD)/acls.md
 
-format:
+format: ## clang-format the C sources in place
 	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c $(FUZZ_SRCS) 2>/dev/null || true
 
-check-layers:
+check-layers: ## the include layers of src/ (tools/check-layers.py)
 	@python3 tools/check-layers.py src
 
-check-spdx:
+check-spdx: ## the SPDX licence line atop every source file (tools/check-spdx.sh)
 	@tools/check-spdx.sh
 
-format-check:
+format-check: ## fail when clang-format would change a C source
 	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"
 
 # The ops/ checks (tests/integration/0031-ops-manifests.sh, 0032-ops-metrics.sh):
@@ -233,13 +207,14 @@ OPS_VENV    := build/ops-venv
 KUSTOMIZE   := build/ops-tools/kustomize
 KUSTOMIZE_VERSION := v5.5.0
 
-ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE)
+ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE) ## the ops checks' venv and kustomize, cached in build/
 
-$(OPS_VENV)/ok: tests/ops/requirements.txt
-	@rm -rf $(OPS_VENV)
-	@python3 -m venv $(OPS_VENV)
-	@$(OPS_VENV)/bin/pip install -q --disable-pip-version-check -r $< >$(OPS_VENV).log 2>&1 || \
-	  { cat $(OPS_VENV).log; rm -rf $(OPS_VENV); exit 1; }
+# build/NAME-venv: a venv with tests/NAME/requirements.txt (ops, api).
+build/%-venv/ok: tests/%/requirements.txt
+	@rm -rf $(@D)
+	@python3 -m venv $(@D)
+	@$(@D)/bin/pip install -q --disable-pip-version-check -r $< >$(@D).log 2>&1 || \
+	  { cat $(@D).log; rm -rf $(@D); exit 1; }
 	@touch $@
 
 $(KUSTOMIZE):
@@ -251,17 +226,17 @@ $(KUSTOMIZE):
 	      echo "ops-tools: go install of kustomize failed: kustomize builds will not be rendered (the hand checks still run)"; }; \
 	else echo "ops-tools: no Go toolchain: kustomize builds will not be rendered"; fi
 
-ops-check: sluice ops-tools
+ops-check: sluice ops-tools ## validate the Kubernetes manifests in ops/ offline
 	@$(OPS_VENV)/bin/python tests/ops/check_manifests.py --root . --sluice ./sluice \
 	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE))
 
-ops-rules: $(OPS_VENV)/ok
+ops-rules: $(OPS_VENV)/ok ## regenerate ops/prometheus-operator/prometheusrule.yaml
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
 	  ops/prometheus-operator/prometheusrule.yaml
 
 # The source tarball: the tracked files of HEAD under sluice-VERSION/ and
 # COMMIT, HEAD's hash (uncommitted changes are not in it).
-dist:
+dist: ## sluice-VERSION.tar.gz of HEAD with COMMIT; builds with no git (DIST_DIR=...)
 	@p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] || \
 	  { echo "dist: needs the git checkout whose top this is" >&2; exit 1; }
 	@mkdir -p $(BUILD)/dist $(DIST_DIR)
@@ -274,10 +249,20 @@ dist:
 
 # make dist's tarball proven (tests/integration/0051-release-dist.sh, which
 # make test runs among the integration tests; it needs no broker).
-dist-check: sluice
+dist-check: sluice ## the tarball built in a fresh folder with no git (test 0051)
 	@bash tests/integration/0051-release-dist.sh
 
-clean:
+# api/openapi.yaml checked (tests/api/check_openapi.py; test 0508 in make
+# test): valid OpenAPI, operationIds, the one Error schema, 405 with Allow.
+API_VENV    := build/api-venv
+.PHONY: api-tools api-check
+
+api-tools: $(API_VENV)/ok ## the API check's venv (build/api-venv)
+
+api-check: $(API_VENV)/ok ## validate api/openapi.yaml (OpenAPI, operationIds, errors, 405)
+	@$(API_VENV)/bin/python tests/api/check_openapi.py api/openapi.yaml
+
+clean: ## remove the build outputs
 	rm -rf build build-asan sluice sluice-asan
 
 include tests/fuzz/fuzz.mk

@@ -935,9 +935,12 @@ typedef struct conn_s {
         int peer;     /* another instance's request (peerauth.h) */
 } conn_t;
 
+/* Answers status with body[0..len) (copied), and the headers given (NULL
+ * or 0: none). */
 static enum MHD_Result reply_text(struct MHD_Connection *c, int status,
                                   const char *body, size_t len,
-                                  const char *retry_after, int bearer) {
+                                  const char *retry_after, int bearer,
+                                  const char *allow) {
         struct MHD_Response *r = MHD_create_response_from_buffer(
             len, (void *)body, MHD_RESPMEM_MUST_COPY);
         enum MHD_Result rc;
@@ -949,6 +952,8 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, int status,
         if (bearer)
                 MHD_add_response_header(r, "WWW-Authenticate",
                                         "Bearer realm=\"sluice\"");
+        if (allow)
+                MHD_add_response_header(r, "Allow", allow);
         rc = MHD_queue_response(c, (unsigned)status, r);
         MHD_destroy_response(r);
         return rc;
@@ -962,9 +967,18 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, int status,
         json_decref(j);
         if (!s)
                 return MHD_NO;
-        rc = reply_text(c, status, s, strlen(s), retry_after, 0);
+        rc = reply_text(c, status, s, strlen(s), retry_after, 0, NULL);
         free(s);
         return rc;
+}
+
+/* The body of every error answer, {"code", "message"} (the Error schema of
+ * api/openapi.yaml): a malloc'd string, or NULL when out of memory. */
+static char *err_body(const char *code, const char *msg) {
+        json_t *j = json_pack("{s:s, s:s}", "code", code, "message", msg);
+        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        return s;
 }
 
 static enum MHD_Result reply_err(struct MHD_Connection *c, int status,
@@ -975,20 +989,31 @@ static enum MHD_Result reply_err(struct MHD_Connection *c, int status,
                                  const char *code, const char *fmt, ...) {
         char msg[512];
         va_list ap;
-        json_t *j;
         char *s;
         enum MHD_Result rc;
 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        j = json_pack("{s:s, s:s}", "code", code, "message", msg);
-        s = json_dumps(j, JSON_COMPACT);
-        json_decref(j);
+        if (!(s = err_body(code, msg)))
+                return MHD_NO;
+        rc =
+            reply_text(c, status, s, strlen(s),
+                       status == 503 ? RETRY_AFTER : NULL, status == 401, NULL);
+        free(s);
+        return rc;
+}
+
+/* A method the path does not take: 405, and Allow lists those it takes
+ * (RFC 9110 requires it). */
+static enum MHD_Result reply_405(struct MHD_Connection *c,
+                                 const sl_apireq_path_t *pp) {
+        char *s = err_body("method-not-allowed", pp->why);
+        enum MHD_Result rc;
+
         if (!s)
                 return MHD_NO;
-        rc = reply_text(c, status, s, strlen(s),
-                        status == 503 ? RETRY_AFTER : NULL, status == 401);
+        rc = reply_text(c, 405, s, strlen(s), NULL, 0, pp->allow);
         free(s);
         return rc;
 }
@@ -1240,12 +1265,8 @@ static enum MHD_Result answer_lookup(sl_api_t *api, struct MHD_Connection *c,
         const char *ra = *l->retry_after    ? l->retry_after
                          : l->status == 503 ? RETRY_AFTER
                                             : NULL;
-        if (!s) {
-                json_t *j =
-                    json_pack("{s:s, s:s}", "code", l->code, "message", l->msg);
-                s = json_dumps(j, JSON_COMPACT);
-                json_decref(j);
-        }
+        if (!s)
+                s = err_body(l->code, l->msg);
         if (peer) {
                 sl_peerauth_answer_t pa = {peer, l->status, l->answered_by,
                                            ra,   s,         s ? strlen(s) : 0};
@@ -1389,7 +1410,7 @@ static enum MHD_Result serve_write(sl_api_t *api, struct MHD_Connection *c,
         }
         j = rt->answer(&w, &status);
         rc = j ? reply_json(c, status, j, NULL)
-               : reply_text(c, status, "", 0, NULL, 0);
+               : reply_text(c, status, "", 0, NULL, 0, NULL);
 out:
         if (rt->clear)
                 rt->clear(&w);
@@ -1594,7 +1615,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                 return serve_peer(api, c, url, method, cn);
         sl_apireq_path_parse(api->conf, url, method, &pp);
         if (pp.bad == 405)
-                rc = reply_err(c, 405, "method-not-allowed", "%s", pp.why);
+                rc = reply_405(c, &pp);
         else if (!pp.route)
                 rc = reply_err(c, 404, "not-found", "%s", pp.why);
         else

@@ -184,26 +184,47 @@ static int route_is(const sl_route_t *r, const char *what, size_t whatlen,
                       : !r->action;
 }
 
+/* Refuses method on a path that takes others (405): allow is the value
+ * of the answer's Allow header. */
+static void refuse_method(sl_apireq_path_t *pp, const char *method,
+                          const char *allow) {
+        pp->bad = 405;
+        snprintf(pp->why, sizeof(pp->why), "method %.20s not allowed", method);
+        snprintf(pp->allow, sizeof(pp->allow), "%s", allow);
+}
+
+/* 1 when the list "A, B, C" holds method m. */
+static int allow_has(const char *allow, const char *m) {
+        size_t ml = strlen(m);
+        for (const char *p = allow; (p = strstr(p, m)); p += ml)
+                if ((p == allow || p[-1] == ' ') && (!p[ml] || p[ml] == ','))
+                        return 1;
+        return 0;
+}
+
 /* The route of any operator with that path, for method; NULL with
  * pp->bad 404 when no route has that path, 405 when none of those takes
  * method. */
 static const sl_route_t *path_route(const char *what, size_t whatlen,
                                     const char *action, size_t actionlen,
                                     const char *method, sl_apireq_path_t *pp) {
-        int matched = 0;
+        char allow[sizeof(pp->allow)] = "";
+        size_t n = 0;
         for (int i = 1; i < sl_apireq_route_cnt(); i++) {
                 const sl_route_t *r = sl_apireq_route(i);
                 if (!route_is(r, what, whatlen, action, actionlen))
                         continue;
-                matched = 1;
                 if (!strcmp(r->method, method))
                         return r;
+                /* Each method once, in route order (two operators could
+                 * serve the same path). */
+                if (!allow_has(allow, r->method) &&
+                    n + strlen(r->method) + 2 < sizeof(allow))
+                        n += (size_t)snprintf(allow + n, sizeof(allow) - n,
+                                              "%s%s", n ? ", " : "", r->method);
         }
-        if (matched) {
-                pp->bad = 405;
-                snprintf(pp->why, sizeof(pp->why), "method %.20s not allowed",
-                         method);
-        }
+        if (n)
+                refuse_method(pp, method, allow);
         return NULL;
 }
 
@@ -246,9 +267,7 @@ void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
                         pp->route = &sl_route_index;
                         pp->bad = 0;
                 } else {
-                        pp->bad = 405;
-                        snprintf(pp->why, sizeof(pp->why),
-                                 "method %.20s not allowed", method);
+                        refuse_method(pp, method, "GET, HEAD");
                 }
                 return;
         }

@@ -128,12 +128,14 @@ typedef struct sl_apireq_path_s {
         size_t keylen;
         int bad; /* 0; 404: no such route; 405: a route, another method */
         char why[200];
+        char allow[40]; /* 405: the methods the path takes ("GET, HEAD") */
 } sl_apireq_path_t;
 
 /* Parses url (the path as received, not decoded) for method against the
  * routes and conf's pipelines that the API serves.  Fills pp: route and
  * pipeline set and bad 0 when it names one, else route NULL and bad with a
- * reason in why.  Free pp->key with sl_apireq_path_clear(). */
+ * reason in why (and, for a 405, the value of the answer's Allow header in
+ * allow).  Free pp->key with sl_apireq_path_clear(). */
 void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
                           const char *method, sl_apireq_path_t *pp);
 void sl_apireq_path_clear(sl_apireq_path_t *pp);

@@ -417,6 +417,7 @@ int sl_app_cmd(int argc, char **argv) {
         if (sl_conf_load(path, 1, &conf, stderr) != 0)
                 return SL_EXIT_FAIL;
         sl_log_set_level(conf->log_level);
+        sl_log_set_format(conf->log_format);
         signal(SIGPIPE, SIG_IGN);
         c = app_run(conf);
         sl_conf_destroy(conf);

@@ -54,6 +54,7 @@
 #include <syslog.h>
 
 #include "cli.h"
+#include "log.h"
 #include "topicname.h"
 #include "util.h"
 
@@ -81,6 +82,8 @@ static const sl_conf_enum_t op_types[] = {
 static const sl_conf_enum_t log_levels[] = {
     {"debug", LOG_DEBUG},     {"info", LOG_INFO}, {"notice", LOG_NOTICE},
     {"warning", LOG_WARNING}, {"error", LOG_ERR}, {NULL, 0}};
+static const sl_conf_enum_t log_formats[] = {
+    {"text", SL_LOG_TEXT}, {"json", SL_LOG_JSON}, {NULL, 0}};
 static const sl_conf_enum_t partitioners[] = {
     {"murmur2", SL_PARTITIONER_MURMUR2},
     {"crc32", SL_PARTITIONER_CRC32},
@@ -117,6 +120,11 @@ static const sl_conf_key_t sluice_keys[] = {
      "connection is closed, however slowly bytes keep coming."},
     {"log_level", SL_KT_ENUM, log_levels, "info", NULL, NULL, 0,
      SLUICE(log_level), "Lines below this level are not logged."},
+    {"log_format", SL_KT_ENUM, log_formats, "text", NULL, NULL, 0,
+     SLUICE(log_format),
+     "text: one line per event, TIME LEVEL FACILITY MESSAGE; json: the same "
+     "fields as one JSON object per line (time, level, facility, message), "
+     "for log pipelines."},
     {"commit_interval", SL_KT_DURATION, NULL, "100ms", "1ms", "60s", 0,
      SLUICE(commit_interval_ms),
      "How often the open transaction is committed: the bound on added "

@@ -160,7 +160,8 @@ typedef struct sl_conf_s {
         int metrics_max_connections;
         int metrics_max_connections_client;
         int64_t metrics_request_timeout_ms;
-        int log_level; /* syslog level */
+        int log_level;  /* syslog level */
+        int log_format; /* sl_log_format_t */
         int64_t commit_interval_ms;
         int64_t backlog_commit_interval_ms;
         int64_t shutdown_grace_ms;

@@ -4,6 +4,13 @@
  *
  * librdkafka's own log lines are routed here too (sl_kafka_log_cb in kafka.h),
  * so an operator reads one stream.  Levels are syslog's.  Never log secrets.
+ *
+ * Two formats of the same four fields ([sluice] log_format):
+ *   text  2026-01-31T12:00:00.123Z warning TXN commit failed: ...
+ *   json  {"time":"2026-01-31T12:00:00.123Z","level":"warning",
+ *          "facility":"TXN","message":"commit failed: ..."}
+ * A json line is one JSON object whatever the message holds (log.c says
+ * how), for log pipelines that read JSON.
  */
 #ifndef SL_LOG_H
 #define SL_LOG_H
@@ -14,6 +21,21 @@
 
 /* Lines above this level are dropped.  Default LOG_INFO. */
 void sl_log_set_level(int level);
+
+/* The format of every line from now on.  Default SL_LOG_TEXT.  Set it
+ * before other threads log (as sl_log_set_level). */
+typedef enum {
+        SL_LOG_TEXT = 0,
+        SL_LOG_JSON,
+} sl_log_format_t;
+void sl_log_set_format(sl_log_format_t format);
+
+/* The json line of an event, without its newline: a malloc'd string the
+ * caller frees, or NULL when out of memory.  time and fac are text, msg is
+ * len bytes that may hold anything (NUL, control bytes, bytes that are not
+ * UTF-8).  Pure; any thread. */
+char *sl_log_json_line(const char *time, int level, const char *fac,
+                       const char *msg, size_t len);
 
 void sl_log(int level, const char *fac, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

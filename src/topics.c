@@ -543,6 +543,8 @@ static const char *sub_usage[] = {
     "\n"
     "Verifies every topic of every pipeline and reports every problem in one\n"
     "run: missing topics, partition counts that differ from the input's,\n"
+    "replica counts that differ from replication_factor (when set) or are\n"
+    "below min.insync.replicas on a topic sluice writes,\n"
     "cleanup policies, changelog settings that would make rebuilds slow\n"
     "(segment.ms, max.compaction.lag.ms <= 1d; min.compaction.lag.ms <= 1h;\n"
     "min.cleanable.dirty.ratio <= 0.5; 1min <= delete.retention.ms <= 1d),\n"

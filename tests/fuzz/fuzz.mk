@@ -70,14 +70,14 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libsluice-fuzz.a $(wildc
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/fuzz -fsanitize=fuzzer -MMD -MP \
 	    -o $@ $< $(FUZZ_BUILD)/libsluice-fuzz.a $(FUZZ_LDLIBS)
 
-fuzz-build: $(FUZZ_BINS)
+fuzz-build: $(FUZZ_BINS) ## build the fuzz harnesses only (build-fuzz/)
 
 # Valid changelog records of each operator, packed with the generated
 # protobuf-c code, so the changelog harnesses start from meaningful state.
 $(FUZZ_BUILD)/gen_changelog_seeds: tests/fuzz/gen_changelog_seeds.c $(FUZZ_BUILD)/obj/sluice.pb-c.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_BUILD)/obj/sluice.pb-c.o $(FUZZ_LDLIBS)
 
-fuzz-seeds: $(FUZZ_BUILD)/gen_changelog_seeds
+fuzz-seeds: $(FUZZ_BUILD)/gen_changelog_seeds ## regenerate the changelog harnesses' seed-* inputs
 	@mkdir -p tests/fuzz/corpus/changelog_delay tests/fuzz/corpus/changelog_debounce \
 	    tests/fuzz/corpus/changelog_throttle
 	$(FUZZ_BUILD)/gen_changelog_seeds tests/fuzz/corpus
@@ -92,7 +92,7 @@ fuzz_dict = $(addprefix -dict=,$(firstword $(wildcard tests/fuzz/$(1).dict \
 # cover everything else, back into the tree.
 FUZZ_RUN_RULES := $(patsubst %,fuzz-run-%,$(FUZZ_TARGETS))
 .PHONY: $(FUZZ_RUN_RULES)
-fuzz: $(FUZZ_RUN_RULES)
+fuzz: $(FUZZ_RUN_RULES) ## libFuzzer on every parser, FUZZ_TIME s each (default 60)
 	@$(call fuzz_verdict,fuzz,$(FUZZ_TARGETS))
 
 # A failed target does not stop the others: each leaves a mark, and the
@@ -123,7 +123,7 @@ $(FUZZ_RUN_RULES): fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 # left as it is.
 FUZZ_SMOKE_RULES := $(patsubst %,fuzz-smoke-%,$(FUZZ_ALL))
 .PHONY: $(FUZZ_SMOKE_RULES)
-fuzz-smoke: $(FUZZ_SMOKE_RULES)
+fuzz-smoke: $(FUZZ_SMOKE_RULES) ## replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each (default 5)
 	@$(call fuzz_verdict,fuzz-smoke,$(FUZZ_ALL))
 
 $(FUZZ_SMOKE_RULES): fuzz-smoke-%: $(FUZZ_BUILD)/fuzz_%
@@ -139,7 +139,7 @@ $(FUZZ_SMOKE_RULES): fuzz-smoke-%: $(FUZZ_BUILD)/fuzz_%
 	tests/fuzz/summary.sh $* $(FUZZ_BUILD)/log/$*.smoke.log tests/fuzz/corpus/$* $$rc \
 	    || touch $(FUZZ_BUILD)/status/$*.fuzz-smoke.fail
 
-fuzz-clean:
+fuzz-clean: ## remove build-fuzz/
 	rm -rf $(FUZZ_BUILD)
 
 -include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_BINS:=.d)

@@ -7,7 +7,8 @@
 # it, a cancel by kcat of one the API scheduled cancels it, and a
 # reschedule through the API replaces kcat's timer.  Also: bearer tokens
 # (none, wrong), every validation reason as a 400 with the DLQ's reason
-# code, the body limit, the route table, and TLS on.
+# code, the body limit, a 405 and its Allow header, the route table, and
+# TLS on.
 # variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
@@ -92,6 +93,8 @@ expect 413 oversize PUT "$T/v1" "{\"value\":\"$huge\"}"
 expect 404 not-found GET "/pipelines/nope/timers/x"
 expect 404 not-found GET "/pipelines/$PFX/keys/x"
 expect 405 method-not-allowed POST "$T/x"
+h=$(curl -s -D - -o /dev/null --max-time 10 -X POST -H "Authorization: Bearer $token" "$API$T/x")
+grep -qi '^Allow: PUT, GET, DELETE' <<<"$h" || fail "a 405 without Allow: PUT, GET, DELETE: $h"
 # A pipeline name that does not decode names no pipeline (an answer, not
 # a lookup in pipeline -1), as does a key that does not.
 expect 404 not-found GET "/pipelines/%zz/timers/x"

@@ -132,6 +132,38 @@ static void test_refused(void **state) {
         }
 }
 
+/* A 405 names the methods its path takes (the answer's Allow header),
+ * whichever pipeline the path names; other refusals name none. */
+static void test_allow(void **state) {
+        static const struct {
+                const char *method, *url, *allow;
+        } cases[] = {
+            {"POST", "/v1", "GET, HEAD"},
+            {"DELETE", "/v1/", "GET, HEAD"},
+            {"POST", "/v1/pipelines/timers/timers/x", "PUT, GET, DELETE"},
+            {"HEAD", "/v1/pipelines/timers/timers/x", "PUT, GET, DELETE"},
+            {"PUT", "/v1/pipelines/lim/keys/x", "GET"},
+            {"GET", "/v1/pipelines/lim/rates/x", "PUT, DELETE"},
+            {"PUT", "/v1/pipelines/g/groups/w", "GET"},
+            {"GET", "/v1/pipelines/g/groups/w/flush", "POST"},
+            {"GET", "/v1/pipelines/nope/rates/x", "PUT, DELETE"},
+            {"GET", "/v1/pipelines/timers/clocks/x", ""},
+            {"GET", "/v1/pipelines/nope/timers/x", ""},
+            {"GET", "/v2", ""},
+        };
+        (void)state;
+        for (size_t i = 0; i < SL_ARRAY_SIZE(cases); i++) {
+                sl_apireq_path_t pp;
+                sl_apireq_path_parse(&conf, cases[i].url, cases[i].method, &pp);
+                if (strcmp(pp.allow, cases[i].allow) ||
+                    pp.bad != (*cases[i].allow ? 405 : 404))
+                        fail_msg("%s %s: %d allow \"%s\" (want \"%s\")",
+                                 cases[i].method, cases[i].url, pp.bad,
+                                 pp.allow, cases[i].allow);
+                sl_apireq_path_clear(&pp);
+        }
+}
+
 /* The forwarded lookup's path: every byte but the unreserved ones
  * encoded, whole however long, and it parses back to the same key. */
 static void test_lookup_path(void **state) {
@@ -515,6 +547,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_paths),
             cmocka_unit_test(test_refused),
+            cmocka_unit_test(test_allow),
             cmocka_unit_test(test_lookup_path),
             cmocka_unit_test(test_timer_body),
             cmocka_unit_test(test_timer_body_refused),
