@@ -54,6 +54,8 @@ help:
 	@echo "make asan       AddressSanitizer + UBSan build (./sluice-asan, unit tests)"
 	@echo "make unit-asan  the unit tests under ASan + UBSan"
 	@echo "make docs       regenerate the README configuration reference and ACL example"
+	@echo "make docs-check the generated sections are current, every Markdown link"
+	@echo "                and #anchor resolves (tools/check-links.py; part of make test)"
 	@echo "make format-check  clang-format check"
 	@echo "make check-layers  the include order of src/ (tools/check-layers.py;"
 	@echo "                part of make test)"
@@ -135,6 +137,7 @@ unit-asan: asan
 test: deps
 	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
+	@$(MAKE) --no-print-directory docs-check || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
 	@tests/run-all.sh $(ASAN_UNIT_BINS)
@@ -165,9 +168,10 @@ demo: deps sluice
 bench: deps sluice $(BENCH_BINS)
 	@bench/run.sh
 
-# The README's generated sections: the configuration reference, and the
-# ACL example (Security) from examples/acls.ini, without the caller's
+# The documentation's generated sections: the configuration reference, and
+# the ACL example (Security) from examples/acls.ini, without the caller's
 # SLUICE_* environment (env -i), so every run writes the same text.
+# docs-check (part of make test) also checks every Markdown link and anchor.
 DOCS_GEN = ./sluice config reference > $(BUILD)/config-reference.md && \
 	{ echo '```sh' && env -i ./sluice acls -c examples/acls.ini && echo '```'; } > $(BUILD)/acls.md
 
@@ -180,6 +184,7 @@ docs-check: sluice
 	@$(DOCS_GEN)
 	@tools/replace-section.sh --check README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
 	@tools/replace-section.sh --check README.md ACLS $(BUILD)/acls.md
+	@python3 tools/check-links.py
 
 format:
 	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c $(FUZZ_SRCS) 2>/dev/null || true
