@@ -53,7 +53,8 @@ help:
 	@echo "make bench      benchmarks against the local broker"
 	@echo "make asan       AddressSanitizer + UBSan build (./sluice-asan, unit tests)"
 	@echo "make unit-asan  the unit tests under ASan + UBSan"
-	@echo "make docs       regenerate the README configuration reference and ACL example"
+	@echo "make docs       regenerate the configuration reference (docs/configuration.md)"
+	@echo "                and the ACL example"
 	@echo "make docs-check the generated sections are current, every Markdown link"
 	@echo "                and #anchor resolves (tools/check-links.py; part of make test)"
 	@echo "make format-check  clang-format check"
@@ -177,12 +178,12 @@ DOCS_GEN = ./sluice config reference > $(BUILD)/config-reference.md && \
 
 docs: sluice
 	@$(DOCS_GEN)
-	@tools/replace-section.sh README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
+	@tools/replace-section.sh docs/configuration.md CONFIG-REFERENCE $(BUILD)/config-reference.md
 	@tools/replace-section.sh README.md ACLS $(BUILD)/acls.md
 
 docs-check: sluice
 	@$(DOCS_GEN)
-	@tools/replace-section.sh --check README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
+	@tools/replace-section.sh --check docs/configuration.md CONFIG-REFERENCE $(BUILD)/config-reference.md
 	@tools/replace-section.sh --check README.md ACLS $(BUILD)/acls.md
 	@python3 tools/check-links.py
 
