@@ -179,12 +179,12 @@ DOCS_GEN = ./sluice config reference > $(BUILD)/config-reference.md && \
 docs: sluice
 	@$(DOCS_GEN)
 	@tools/replace-section.sh docs/configuration.md CONFIG-REFERENCE $(BUILD)/config-reference.md
-	@tools/replace-section.sh README.md ACLS $(BUILD)/acls.md
+	@tools/replace-section.sh docs/security.md ACLS $(BUILD)/acls.md
 
 docs-check: sluice
 	@$(DOCS_GEN)
 	@tools/replace-section.sh --check docs/configuration.md CONFIG-REFERENCE $(BUILD)/config-reference.md
-	@tools/replace-section.sh --check README.md ACLS $(BUILD)/acls.md
+	@tools/replace-section.sh --check docs/security.md ACLS $(BUILD)/acls.md
 	@python3 tools/check-links.py
 
 format:
