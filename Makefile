@@ -141,6 +141,7 @@ test: deps ## the whole suite, as CI runs it (deps, build, unit, fuzz smoke, int
 	@python3 tools/check-layers.py src || { echo "0 passed, 1 failed"; exit 1; }
 	@tools/check-spdx.sh || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 sluice $(TOOL_BINS) ops-tools
+	@$(MAKE) --no-print-directory docs-check || { echo "0 passed, 1 failed"; exit 1; }
 	@$(MAKE) --no-print-directory -j2 asan >/dev/null
 	@$(MAKE) --no-print-directory -j2 fuzz-build >/dev/null
 	@tests/run-all.sh $(ASAN_UNIT_BINS)
@@ -171,21 +172,23 @@ demo: deps sluice ## local broker, the pipelines of examples/demo.ini, sample in
 bench: deps sluice $(BENCH_BINS) ## the benchmarks against a local broker (bench/run.sh)
 	@bench/run.sh
 
-# The README's generated sections: the configuration reference, and the
-# ACL example (Security) from examples/acls.ini, without the caller's
+# The documentation's generated sections: the configuration reference, and
+# the ACL example (Security) from examples/acls.ini, without the caller's
 # SLUICE_* environment (env -i), so every run writes the same text.
+# docs-check (part of make test) also checks every Markdown link and anchor.
 DOCS_GEN = ./sluice config reference > $(BUILD)/config-reference.md && \
 	{ echo '```sh' && env -i ./sluice acls -c examples/acls.ini && echo '```'; } > $(BUILD)/acls.md
 
-docs: sluice ## regenerate the README's configuration reference and ACL example
+docs: sluice ## regenerate docs/configuration.md and the ACL example in docs/security.md
 	@$(DOCS_GEN)
-	@tools/replace-section.sh README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
-	@tools/replace-section.sh README.md ACLS $(BUILD)/acls.md
+	@tools/replace-section.sh docs/configuration.md CONFIG-REFERENCE $(BUILD)/config-reference.md
+	@tools/replace-section.sh docs/security.md ACLS $(BUILD)/acls.md
 
-docs-check: sluice ## fail when those generated README sections are stale
+docs-check: sluice ## fail when those generated sections are stale or a Markdown link or #anchor is broken
 	@$(DOCS_GEN)
-	@tools/replace-section.sh --check README.md CONFIG-REFERENCE $(BUILD)/config-reference.md
-	@tools/replace-section.sh --check README.md ACLS $(BUILD)/acls.md
+	@tools/replace-section.sh --check docs/configuration.md CONFIG-REFERENCE $(BUILD)/config-reference.md
+	@tools/replace-section.sh --check docs/security.md ACLS $(BUILD)/acls.md
+	@python3 tools/check-links.py
 
 format: ## clang-format the C sources in place
 	clang-format -i src/*.c src/*.h tests/unit/*.c bench/*.c tests/tools/*.c $(FUZZ_SRCS) 2>/dev/null || true

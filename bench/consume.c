@@ -16,13 +16,14 @@
  * must carry NAME = a due time in epoch milliseconds; the line then adds
  * lateness_p50_ms, lateness_p99_ms and lateness_max_ms, where lateness is
  * the wall clock when the record became visible here minus its due time
- * (the "due → visible to read_committed" figure of the targets of the README's
- * Benchmarks), and produced_p50_ms, produced_p99_ms and produced_max_ms, the
- * same for the record's own timestamp minus its due time ("due → produced":
- * when the record was made, before its transaction committed).  Records without
- * the header are counted in no_due=.  --dump FILE writes one line per record
- * with a due time: "PARTITION OFFSET DUE_MS TIMESTAMP_MS VISIBLE_MS" (epoch
- * milliseconds), to see which records were late and together with which.
+ * (the "due → visible to read_committed" figure of the targets in
+ * docs/benchmarks.md), and produced_p50_ms, produced_p99_ms and
+ * produced_max_ms, the same for the record's own timestamp minus its due time
+ * ("due → produced": when the record was made, before its transaction
+ * committed).  Records without the header are counted in no_due=.  --dump FILE
+ * writes one line per record with a due time: "PARTITION OFFSET DUE_MS
+ * TIMESTAMP_MS VISIBLE_MS" (epoch milliseconds), to see which records were late
+ * and together with which.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -102,7 +102,7 @@ static void targets_on_max_bytes(void *opaque, rd_kafka_resp_err_t err,
         if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED &&
             sl_authz_first(rt, SL_ACL_DESCRIBE_CONFIGS, topic)) {
                 /* Without DescribeConfigs on the topic: the broker's limit
-                 * is assumed (README, Security); said once a topic. */
+                 * is assumed (docs/security.md); said once a topic. */
                 char buf[512];
                 sl_log(LOG_WARNING, "AUTHZ",
                        "not authorized: %s; assuming the broker's "
@@ -272,7 +272,7 @@ void sl_targets_learn_limits(sl_runtime_t *rt) {
                         sl_log(LOG_NOTICE, "LIMITS",
                                "%s: cannot read max.message.bytes (%s): "
                                "assuming the broker's (grant DescribeConfigs "
-                               "on it, README, Security)",
+                               "on it, docs/security.md)",
                                names[i],
                                st->error ? st->error : "not described");
                         continue;

@@ -11,8 +11,8 @@
 # --check, changes nothing: exits 1 and says so when the section differs
 # from GENERATED, 0 when it is current.  Exit 2 on usage errors or when the
 # markers are missing, repeated or out of order.  Used by `make docs` and
-# `make docs-check` for the README's configuration reference and ACL
-# example.
+# `make docs-check` for the configuration reference (docs/configuration.md)
+# and the ACL example (docs/security.md).
 set -euo pipefail
 
 prog=${0##*/}

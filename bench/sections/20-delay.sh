@@ -295,7 +295,7 @@ section_delay_fire() {
         -H sluice-target="$t.out" -H sluice-at="$due")
     bench_log "delay_fire: $line"
     # The reader waits from now; it prefetches generously so that its own
-    # fetch stall (README) is not part of the figure.
+    # fetch stall (bench/README.md) is not part of the figure.
     bench_consume "$t.out" "$n" --lateness-header sluice-due \
         -X queued.min.messages=1000000 >"$BENCH_WORK/$name.consume" &
     cpid=$!

@@ -417,8 +417,8 @@ section_debounce_rebuild() {
     bench_figure debounce "rebuild: records left after compaction" "$recs" records
 }
 
-# The changelog as sluice itself writes it (chunk records, see README
-# *Debounce*), where debounce_rebuild's is written by dbchangelog in the
+# The changelog as sluice itself writes it (chunk records, see
+# docs/debounce.md), where debounce_rebuild's is written by dbchangelog in the
 # one-record-per-item form that older changelogs hold.
 section_debounce_rebuild_pending() {
     local n=${BENCH_DEBOUNCE_ITEMS:-1000000} name=dbrbp port line c0 res secs recs part

@@ -174,7 +174,7 @@ _streams_fire() {
         -H sluice-target="$t.out" -H sluice-at="$due")
     bench_log "streams_delay_fire: $kind: $line"
     # As delay_fire, the reader prefetches generously, so its own fetch
-    # stall (README) is not part of the figure; and as delay_lateness it
+    # stall (bench/README.md) is not part of the figure; and as delay_lateness it
     # asks often (fetch.wait.max.ms 5): an idle read_committed fetch parked
     # at the broker for librdkafka's default 500 ms is a fixed cost that
     # would hide a difference of a few hundred ms in a 200k fire.

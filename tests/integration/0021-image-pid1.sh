@@ -11,13 +11,13 @@
 #
 #   1. every shared library of sluice resolves in the image (ldd there);
 #   2. the topics service (its command) creates the pipeline's topics and
-#      exits 0; `topics create` makes a target, as the README does;
+#      exits 0; `topics create` makes a target, as docs/deployment.md does;
 #   3. two replicas with compose's sluice environment (instance id from the
 #      hostname) join one group with distinct instance ids, neither fences
 #      the other, the input's partitions are split between them;
 #   4. a timer produced with kcat from the host fires into its target;
 #      another, an hour out, shows in `inspect` run in the image, and a
-#      null value (kcat -Z) cancels it, as the README walks through;
+#      null value (kcat -Z) cancels it, as docs/deployment.md walks through;
 #   5. PID 1 rules are in force: SIGUSR1 (default action, no handler) from
 #      outside is dropped, not fatal;
 #   6. SIGTERM from outside to each PID 1 ends it, exit 0, within
@@ -69,7 +69,7 @@ printf '%s\n' "${member_env[@]}" | grep -q '^SLUICE_KAFKA_BOOTSTRAP_SERVERS=' ||
 # A container's hostname: 12 hex digits of its id.
 container_host() { head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
-# 2. The one-shot topics service, then a target as the README makes it.
+# 2. The one-shot topics service, then a target as docs/deployment.md makes it.
 image_start topics "$(container_host)" "${topics_env[@]}" -- "${topics_cmd[@]}"
 image_wait topics 60
 [ "$IMAGE_RC" = 0 ] || fail "the topics service (${topics_cmd[*]}) ended with $IMAGE_RC: $(tail -5 "$WORK/sluice-topics.log")"
@@ -126,7 +126,7 @@ IFS='|' read -r k v ts <<<"$got"
 [ "$ts" -ge "$due" ] || fail "the timer fired at $ts, before its due time $due"
 note "timer fired into $target $((ts - due)) ms after its due time"
 
-# 4b. The README's inspect and cancel, inspect run in the image as compose's
+# 4b. docs/deployment.md's inspect and cancel, inspect run in the image as compose's
 # `run --rm topics inspect ...` does: a timer an hour out is pending, then a
 # null value (kcat -Z) cancels it.
 later=$PFX-later

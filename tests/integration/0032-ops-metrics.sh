@@ -11,7 +11,7 @@
 # and the labelled series exist.  Then tests/ops/metric_names.py parses
 # every PromQL expression and checks each selector's metric, labels and
 # label values against the page (see that file).  Last, every family on the
-# page must be named in the README's metrics table, so none goes
+# page must be named in the metrics table of docs/operations.md, so none goes
 # undocumented.
 source "$(dirname "$0")/lib.sh"
 
@@ -78,12 +78,12 @@ note "20 timers fired, 1 in the DLQ, 20 throttled records drained, 1 debounce ba
 curl -s --max-time 5 "http://127.0.0.1:$port/metrics" >"$WORK/metrics.txt" || fail "GET /metrics failed"
 "$venv/bin/python" "$root/tests/ops/metric_names.py" --root "$root" "$WORK/metrics.txt" ||
     fail "the dashboard or the alert rules name metrics that /metrics lacks (above)"
-# The README's table abbreviates: `sluice_timers_scheduled_total`,
+# The table abbreviates: `sluice_timers_scheduled_total`,
 # `_rescheduled_total` is sluice_timers_ + "rescheduled_total".
-python3 - "$root/README.md" "$WORK/metrics.txt" <<'PY' || fail "families on /metrics that the README's metrics table lacks (above)"
+python3 - "$root/docs/operations.md" "$WORK/metrics.txt" <<'PY' || fail "families on /metrics that the metrics table of docs/operations.md lacks (above)"
 import re, sys
-readme, page = (open(f).read() for f in sys.argv[1:3])
-section = readme.split("\n## Metrics and health", 1)[1].split("\n## ", 1)[0]
+doc, page = (open(f).read() for f in sys.argv[1:3])
+section = doc.split("\n## Metrics and health", 1)[1].split("\n## ", 1)[0]
 named = set()
 for row in section.splitlines():
     if not row.startswith("| `"):
@@ -98,8 +98,8 @@ for row in section.splitlines():
 families = re.findall(r"^# TYPE (\S+) ", page, re.M)
 missing = [f for f in families if f not in named]
 for f in missing:
-    print("not in the README's metrics table:", f)
-print(f"# {len(families)} families on /metrics, {len(families) - len(missing)} of them in the README")
+    print("not in the metrics table of docs/operations.md:", f)
+print(f"# {len(families)} families on /metrics, {len(families) - len(missing)} of them in docs/operations.md")
 sys.exit(1 if missing or not families else 0)
 PY
 rss=$(m process_resident_memory_bytes)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # 0033-ops-rolling-restart — what a rolling restart of the StatefulSet costs
-# (README, Deployment): two static members (instance ids as pod names, as
+# (docs/deployment.md): two static members (instance ids as pod names, as
 # ops/base/statefulset.yaml sets them) share a 4-partition delay pipeline
 # holding 20,000 pending timers.  Each member in turn is stopped with
 # SIGTERM and started again with the same instance id, as a rolling update

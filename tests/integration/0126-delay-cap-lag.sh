@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # 0126-delay-cap-lag — sluice_consumer_lag keeps counting while the input
-# waits at a cap (README, "Caps": "sluice_consumer_lag growing").
+# waits at a cap (docs/operations.md, "Memory caps":
+# "sluice_consumer_lag growing").
 #
 # max_pending_timers = 20 on a 2-partition input; 60 timers due in an hour
 # pause it with 20 pending.  A paused partition is not fetched, so the

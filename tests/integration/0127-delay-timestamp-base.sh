@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # 0127-delay-timestamp-base — a sluice-delay whose record's timestamp is not
 # usable counts from when sluice reads the record, and says so in
-# sluice_timers_read_time_base_total (README, "Headers (delay)").
+# sluice_timers_read_time_base_total (docs/delay.md, "Clocks").
 #
 # Records with sluice-delay=3s written with explicit timestamps
 # (tests/tools/ProduceAt.java: kcat cannot set one): one an hour ahead of

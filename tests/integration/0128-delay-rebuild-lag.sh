@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # 0128-delay-rebuild-lag — a rebuild slowed by a broker fetch quota:
-# sluice_consumer_lag counts the partition while it rebuilds (README,
+# sluice_consumer_lag counts the partition while it rebuilds (docs/operations.md,
 # metrics), and Kafka is not reported unreachable meanwhile.
 #
 # A rebuilding partition's input is paused until its changelog is read, so

@@ -22,8 +22,8 @@
 # records' own headers only.
 # The cancels wait until every timer is pending: records of one key from
 # producers that partition differently reach the key's partition in the
-# order they arrive there, the moved ones a commit later (the README's
-# Headers (delay)), so a cancel sent at once may overtake its timer's move.
+# order they arrive there, the moved ones a commit later (docs/architecture.md,
+# Partitioners), so a cancel sent at once may overtake its timer's move.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

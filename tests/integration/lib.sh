@@ -163,7 +163,7 @@ topic_create() {
 
 # produce TOPIC [kcat args...] — records on stdin, one per line, keyed
 # records to the partition the pipelines' default input_partitioner
-# (murmur2) gives their key, as the README asks of producers; a test of
+# (murmur2) gives their key, as docs/api.md asks of producers; a test of
 # sluice moving records produced otherwise (reroute) passes
 # -X partitioner=consistent_random, kcat's own default (a later -X wins).
 produce() {

@@ -469,7 +469,7 @@ static void test_random_against_reference(void **state) {
  * What malloc hands out is the mallinfo2() delta (arena in use plus mmapped
  * blocks), so malloc's chunk headers and rounding are included; a slab
  * heap adds the part of its chunks it has touched.  The slab heap must
- * stay within the 64 bytes of the targets of the README's Benchmarks (RSS adds
+ * stay within the 64 bytes of the targets in docs/benchmarks.md (RSS adds
  * only page rounding to this).
  */
 static void test_memory_per_timer(void **state) {
