@@ -60,7 +60,7 @@ help:
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
-	@echo "make ops-rules  regenerate ops/prometheus-operator/prometheusrule.yaml"
+	@echo "make ops-rules  regenerate ops/prometheus-operator/prometheusrule.yaml and ops/grafana/dashboard-configmap.yaml"
 	@echo "make image-check the container image without Docker: its rootfs from"
 	@echo "                docker/runtime-packages.txt (mmdebstrap, cached in build/image),"
 	@echo "                sluice as PID 1 against the test broker, compose.yaml and"
@@ -218,11 +218,14 @@ $(KUSTOMIZE):
 
 ops-check: sluice ops-tools
 	@$(OPS_VENV)/bin/python tests/ops/check_manifests.py --root . --sluice ./sluice \
-	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE))
+	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE)) \
+	  $$(command -v promtool >/dev/null && echo --promtool $$(command -v promtool))
 
 ops-rules: $(OPS_VENV)/ok
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
 	  ops/prometheus-operator/prometheusrule.yaml
+	@python3 tests/ops/gen-dashboard-configmap.py ops/grafana/sluice.json \
+	  ops/grafana/dashboard-configmap.yaml
 
 clean:
 	rm -rf build build-asan sluice sluice-asan

@@ -43,7 +43,14 @@ What it checks, and with what:
   files of mounted Secrets, with the keys each Secret's
   secret.example.yaml shows;
 * the PrometheusRule holds exactly ops/prometheus/alerts.yaml, every alert
-  expression and every dashboard query parses as PromQL (promql-parser).
+  expression and every dashboard query parses as PromQL (promql-parser);
+  every alert has a severity, critical or warning, a summary, and a
+  runbook_url to docs/runbooks.md#<its name, lower-cased>, a section that
+  exists; no rule or query filters on `job`; with --promtool, `promtool
+  check rules` accepts the rule file;
+* the dashboard is also in the ConfigMap of ops/grafana/ (for Grafana's
+  sidecar, label grafana_dashboard: "1"), whose JSON is the dashboard
+  file's, byte for byte.
 """
 import argparse
 import configparser
@@ -705,7 +712,21 @@ def grafana_subst(expr):
     return expr
 
 
-def check_rules(root):
+def md_anchors(path):
+    """The anchors GitHub gives the headings of a Markdown file."""
+    out = set()
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"#+\s+(.*?)\s*$", line)
+            if m:
+                out.add(re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-"))
+    return out
+
+
+RUNBOOK = "docs/runbooks.md"
+
+
+def check_rules(root, promtool=None):
     import promql_parser
 
     with open(os.path.join(root, "ops/prometheus/alerts.yaml")) as f:
@@ -716,24 +737,67 @@ def check_rules(root):
         fail("ops/prometheus-operator/prometheusrule.yaml differs from ops/prometheus/alerts.yaml "
              "(run `make ops-rules`)")
     names = set()
+    anchors = md_anchors(os.path.join(root, RUNBOOK)) if os.path.exists(os.path.join(root, RUNBOOK)) else set()
     for g in rules["groups"]:
         for r in g["rules"]:
             a = r.get("alert")
             if a in names:
                 fail(f"alert {a} defined twice")
             names.add(a)
-            if not r.get("labels", {}).get("severity"):
-                fail(f"alert {a}: no severity label")
+            if r.get("labels", {}).get("severity") not in ("critical", "warning"):
+                fail(f"alert {a}: severity {r.get('labels', {}).get('severity')}, want critical or warning")
             if not r.get("annotations", {}).get("summary"):
                 fail(f"alert {a}: no summary annotation")
+            url = r.get("annotations", {}).get("runbook_url", "")
+            want = f"{RUNBOOK}#{a.lower()}"
+            if not url.endswith("/" + want):
+                fail(f"alert {a}: runbook_url {url or '(none)'} does not end in /{want}")
+            elif a.lower() not in anchors:
+                fail(f"alert {a}: {RUNBOOK} has no section #{a.lower()}")
     n = 0
     for where, expr in promql_exprs(root):
+        if re.search(r"\bjob\s*(=|!=|=~|!~)", expr):
+            fail(f"{where}: filters on job, whose value depends on how the pods are scraped: {expr}")
         try:
             promql_parser.parse(grafana_subst(expr))
             n += 1
         except Exception as e:
             fail(f"{where}: PromQL does not parse: {e}: {expr}")
-    ok(f"alert rules: {len(names)} alerts, PrometheusRule in step; {n} PromQL expressions parse")
+    ok(f"alert rules: {len(names)} alerts with severity and runbook, PrometheusRule in step; "
+       f"{n} PromQL expressions parse")
+    if promtool:
+        r = subprocess.run([promtool, "check", "rules", os.path.join(root, "ops/prometheus/alerts.yaml")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"promtool check rules: {(r.stdout + r.stderr).strip()}")
+        else:
+            ok("promtool check rules: " + r.stdout.strip().splitlines()[-1].strip())
+    else:
+        note("promtool not given: the rule file is checked by the parser above only")
+
+
+def check_dashboard_configmap(root):
+    """ops/grafana/dashboard-configmap.yaml: the sidecar's label, and the
+    dashboard file's JSON, byte for byte."""
+    path = os.path.join(root, "ops/grafana/dashboard-configmap.yaml")
+    with open(path) as f:
+        cm = yaml.safe_load(f)
+    labels = cm.get("metadata", {}).get("labels", {})
+    if cm.get("kind") != "ConfigMap" or labels.get("grafana_dashboard") != "1":
+        fail("ops/grafana/dashboard-configmap.yaml: want a ConfigMap labelled grafana_dashboard: \"1\"")
+    n = 0
+    for dash in sorted(glob.glob(os.path.join(root, "ops/grafana/*.json"))):
+        name = os.path.basename(dash)
+        with open(dash) as f:
+            want = f.read()
+        if cm.get("data", {}).get(name) != want:
+            fail(f"ops/grafana/dashboard-configmap.yaml: {name} differs from ops/grafana/{name} "
+                 "(run `make ops-rules`)")
+        n += 1
+    extra = set(cm.get("data", {})) - {os.path.basename(d) for d in glob.glob(os.path.join(root, "ops/grafana/*.json"))}
+    if extra:
+        fail(f"ops/grafana/dashboard-configmap.yaml holds {sorted(extra)}, which ops/grafana/ does not")
+    ok(f"dashboard ConfigMap: {n} dashboard(s) as in ops/grafana/, label grafana_dashboard")
 
 
 def main():
@@ -742,13 +806,15 @@ def main():
     ap.add_argument("--kustomize")
     ap.add_argument("--sluice")
     ap.add_argument("--work", default="/tmp")
+    ap.add_argument("--promtool")
     a = ap.parse_args()
     global ROOT
     root = ROOT = os.path.abspath(a.root)
 
     lint(root)
     check_references(root)
-    check_rules(root)
+    check_rules(root, a.promtool)
+    check_dashboard_configmap(root)
     if a.kustomize:
         builds = render(root, a.kustomize, a.work)
         for name, docs in builds.items():
