@@ -60,7 +60,7 @@ help:
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_TIME s each (tests/fuzz)"
 	@echo "make fuzz-smoke replay the fuzz corpora, fuzz FUZZ_SMOKE_TIME s each"
 	@echo "make ops-check  validate the Kubernetes manifests in ops/ offline"
-	@echo "make ops-rules  regenerate ops/prometheus-operator/prometheusrule.yaml and ops/grafana/dashboard-configmap.yaml"
+	@echo "make ops-rules  regenerate ops/prometheus-operator/prometheusrule.yaml"
 	@echo "make image-check the container image without Docker: its rootfs from"
 	@echo "                docker/runtime-packages.txt (mmdebstrap, cached in build/image),"
 	@echo "                sluice as PID 1 against the test broker, compose.yaml and"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 0034-ops-api-forward — the HTTP API as ops/ deploys it forwards across
 # members.  The builds base + api/ and base + api/ + api-tls/ are rendered
 # by kustomize; two members run with the StatefulSet's own settings for

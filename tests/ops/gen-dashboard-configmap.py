@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes ops/grafana/dashboard-configmap.yaml from ops/grafana/sluice.json.
 
 The ConfigMap carries the dashboard file byte for byte, for Grafana's
