@@ -231,11 +231,14 @@ $(KUSTOMIZE):
 
 ops-check: sluice ops-tools ## validate the Kubernetes manifests in ops/ offline
 	@$(OPS_VENV)/bin/python tests/ops/check_manifests.py --root . --sluice ./sluice \
-	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE))
+	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE)) \
+	  $$(command -v promtool >/dev/null && echo --promtool $$(command -v promtool))
 
 ops-rules: $(OPS_VENV)/ok ## regenerate ops/prometheus-operator/prometheusrule.yaml
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
 	  ops/prometheus-operator/prometheusrule.yaml
+	@python3 tests/ops/gen-dashboard-configmap.py ops/grafana/sluice.json \
+	  ops/grafana/dashboard-configmap.yaml
 
 # The source tarball: the tracked files of HEAD under sluice-VERSION/ and
 # COMMIT, HEAD's hash (uncommitted changes are not in it).

@@ -299,6 +299,10 @@ typedef struct delay_state_s {
         size_t bytes_counted;
         size_t memory_counted;
         size_t capb_counted; /* what it added to max_pending_bytes */
+        /* Due time of this partition's earliest pending timer, 0 for none:
+         * time() minus it grows while firing is stopped (an alert's
+         * measure, where the drift gauge stays at its last value). */
+        sl_gauge_t *m_oldest_due;
 } delay_state_t;
 
 static const char *kx_topic(const sl_pipeline_conf_t *pc);
@@ -453,6 +457,17 @@ static void delay_update_gauges(sl_task_t *t) {
                            (double)b - (double)st->bytes_counted);
         sl_gauge_add_owner(dp->m_memory,
                            (double)mem - (double)st->memory_counted);
+        if (st->ix) {
+                uint32_t h = sl_timerindex_min(st->ix);
+                sl_gauge_set(st->m_oldest_due,
+                             h == SL_TIMERINDEX_NONE
+                                 ? 0
+                                 : (double)sl_timerindex_due(st->ix, h) / 1e3);
+        } else {
+                const sl_timer_t *top = sl_timerheap_peek(st->heap);
+                sl_gauge_set(st->m_oldest_due,
+                             top ? (double)top->due_ms / 1e3 : 0);
+        }
         sl_pcap_add(dp->c_timers, (int64_t)n - (int64_t)st->pending_counted);
         sl_pcap_add(dp->c_bytes, (int64_t)capb - (int64_t)st->capb_counted);
         st->pending_counted = n;
@@ -597,7 +612,16 @@ static void delay_pipeline_destroy(sl_pipeline_t *pl) {
 
 static void *delay_state_new(sl_task_t *t) {
         delay_state_t *st = sl_calloc(1, sizeof(*st));
+        char part[16];
         st->dp = dp_of(t);
+        snprintf(part, sizeof(part), "%" PRId32, t->partition);
+        st->m_oldest_due = sl_metrics_gauge(
+            sl_pipeline_metrics_registry(t->pl),
+            "sluice_timer_oldest_due_timestamp_seconds",
+            "Due time (Unix seconds) of the partition's earliest pending "
+            "timer, 0 when none is pending: time() minus it is how overdue "
+            "the oldest timer is, growing while none fires.",
+            "pipeline", t->pl->conf->name, "partition", part, NULL);
         if (kx_topic(t->pl->conf)) {
                 st->ix = sl_timerindex_new(0);
                 st->dp->kx_parts++;
@@ -681,6 +705,7 @@ static void delay_state_destroy(void *state) {
         sl_gauge_add_owner(st->dp->m_pending, -(double)st->pending_counted);
         sl_gauge_add_owner(st->dp->m_pending_bytes, -(double)st->bytes_counted);
         sl_gauge_add_owner(st->dp->m_memory, -(double)st->memory_counted);
+        sl_gauge_set(st->m_oldest_due, 0);
         sl_pcap_add(st->dp->c_timers, -(int64_t)st->pending_counted);
         sl_pcap_add(st->dp->c_bytes, -(int64_t)st->capb_counted);
         sl_timerheap_destroy(st->heap);

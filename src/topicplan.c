@@ -328,10 +328,22 @@ const char *sl_topicplan_state_config(const sl_topic_state_t *st,
  * Evaluation
  */
 
-static void problem(sl_topic_verdict_t *v, char *text) {
+static void problem_as(sl_topic_verdict_t *v, char *text, int drift) {
         v->problems = sl_realloc(v->problems,
                                  sizeof(*v->problems) * (v->problem_cnt + 1));
+        v->drift = sl_realloc(v->drift, v->problem_cnt + 1);
+        v->drift[v->problem_cnt] = (unsigned char)!!drift;
         v->problems[v->problem_cnt++] = text;
+        v->drift_cnt += !!drift;
+}
+
+static void problem(sl_topic_verdict_t *v, char *text) {
+        problem_as(v, text, 0);
+}
+
+/* A config value or replica count that differs: sluice works with it. */
+static void drift(sl_topic_verdict_t *v, char *text) {
+        problem_as(v, text, 1);
 }
 
 static int parse_num(const char *s, double *out) {
@@ -396,10 +408,10 @@ static void judge_existing(const sl_topicplan_t *plan,
         }
         if (spec->replication_factor > 0 && st->replicas > 0 &&
             st->replicas != spec->replication_factor)
-                problem(v, strfmt("has %d replicas, want %d "
-                                  "(replication_factor; apply does not "
-                                  "change it: kafka-reassign-partitions does)",
-                                  st->replicas, spec->replication_factor));
+                drift(v, strfmt("has %d replicas, want %d "
+                                "(replication_factor; apply does not "
+                                "change it: kafka-reassign-partitions does)",
+                                st->replicas, spec->replication_factor));
         if (spec->def->flags & SL_ROLE_WRITE && st->replicas > 0 &&
             st->described) {
                 const char *mir =
@@ -428,9 +440,11 @@ static void judge_existing(const sl_topicplan_t *plan,
         }
         for (int i = 0; i < spec->setting_cnt; i++) {
                 const sl_topic_setting_t *s = &spec->settings[i];
-                char *p = judge(s, sl_topicplan_state_config(st, s->key));
+                const char *value = sl_topicplan_state_config(st, s->key);
+                char *p = judge(s, value);
+                /* A value the broker hides is not known to differ. */
                 if (p)
-                        problem(v, p);
+                        problem_as(v, p, value != NULL);
         }
 }
 
@@ -516,6 +530,7 @@ void sl_topicplan_eval_destroy(sl_topicplan_eval_t *ev) {
                 for (int j = 0; j < ev->verdicts[i].problem_cnt; j++)
                         free(ev->verdicts[i].problems[j]);
                 free(ev->verdicts[i].problems);
+                free(ev->verdicts[i].drift);
         }
         free(ev->verdicts);
         free(ev);

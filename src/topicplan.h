@@ -50,12 +50,16 @@
  *   any topic  as many replicas as replication_factor, when set.
  *
  * Apply never alters an existing topic's configs; it only reports what
- * differs.  It does add partitions to a changelog, overflow, payloads or dlq
- * topic that has fewer than its input (grow_parts in the verdict): partition p
- * of those topics only ever holds what sluice wrote for input partition p, so
- * new, empty partitions change nothing for the existing ones.  A topic with
- * more partitions than its input cannot be fixed that way (Kafka never
- * removes partitions): the input must grow instead.
+ * differs.  A config value or a replica count that differs is drift (the
+ * verdict's drift flag): sluice runs with it, slower or less safe, so
+ * apply warns and goes on (--strict makes it fail); a partition count, a
+ * min.insync.replicas above the replicas, or configs it cannot read are
+ * not drift.  Apply does add partitions to a changelog, overflow, payloads
+ * or dlq topic that has fewer than its input (grow_parts in the verdict):
+ * partition p of those topics only ever holds what sluice wrote for input
+ * partition p, so new, empty partitions change nothing for the existing
+ * ones.  A topic with more partitions than its input cannot be fixed that
+ * way (Kafka never removes partitions): the input must grow instead.
  */
 #ifndef SL_TOPICPLAN_H
 #define SL_TOPICPLAN_H
@@ -187,7 +191,13 @@ typedef struct sl_topic_verdict_s {
          * fewer partitions: apply may grow it to this many. */
         int grow_parts;
         char **problems; /* owned, one sentence each, no topic name */
+        /* owned, one per problem: 1 when the problem is drift, a config
+         * value or replica count of an existing topic that differs from
+         * the plan while sluice still works with it (apply warns), 0 when
+         * sluice cannot work with the topic as it is */
+        unsigned char *drift;
         int problem_cnt;
+        int drift_cnt; /* problems with drift set */
 } sl_topic_verdict_t;
 
 typedef struct sl_topicplan_eval_s {

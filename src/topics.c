@@ -13,13 +13,18 @@
  *   problem  notify.overflow    notify overflow: cleanup.policy is compact, ...
  *   missing  notify.dlq         notify dlq: would be created with 3 ...
  *   grown    notify.changelog   notify changelog: grown from 2 to 3 ...
+ *   warning  notify.changelog   notify changelog: segment.ms is ...
  *
  * ("missing" and "grow" only from apply --dry-run).  apply creates what is
  * missing and adds the partitions a changelog, overflow or dlq lacks when
  * its input grew (the one change it makes to an existing topic, safe for
  * sluice's co-partitioned topics: see topicplan.h); it never alters a
- * topic's configs.  A second apply changes nothing and says so.  check
- * reports every problem of every topic in one run.  Exit codes: 0 all good,
+ * topic's configs.  A config that differs (drift, topicplan.h) is a
+ * "warning" line per difference, so a platform team's change to one
+ * setting does not stop every later rollout at the init container;
+ * --strict makes drift a problem, as check always does.  A second apply
+ * changes nothing and says so.  check reports every problem of every
+ * topic in one run.  Exit codes: 0 all good (apply: warnings allowed),
  * 1 problems or errors, 2 usage.
  */
 #include "topics.h"
@@ -509,10 +514,11 @@ typedef struct topics_opts_s {
         const char *conf_path;
         int timeout_ms;
         int dry_run;
+        int strict;
         int all;
         int partitions;
         int replication_factor;
-        const char **cfg_keys; /* --config key=value, split in place */
+        const char **cfg_keys; /* --set key=value, split in place */
         const char **cfg_values;
         int cfg_cnt;
         char **args; /* positional arguments */
@@ -521,7 +527,8 @@ typedef struct topics_opts_s {
 
 static const char *sub_usage[] = {
     "apply",
-    "usage: sluice topics apply -c FILE [--dry-run] [--timeout DURATION]\n"
+    "usage: sluice topics apply -c FILE [--dry-run] [--strict]\n"
+    "                           [--timeout DURATION]\n"
     "\n"
     "Creates every missing topic of every pipeline with the Admin API: the\n"
     "changelog (compacted), the throttle's overflow (delete, retention =\n"
@@ -529,13 +536,18 @@ static const char *sub_usage[] = {
     "all with the input's partition count.  A missing input is created\n"
     "only when the pipeline sets input_partitions.  A changelog, overflow\n"
     "or dlq with fewer partitions than its input (the input grew) gets the\n"
-    "missing partitions.  Existing topics' configs are never altered: what\n"
-    "differs is reported and the exit code is 1.\n"
+    "missing partitions.  Existing topics' configs are never altered.  A\n"
+    "config value or replica count that differs from the plan (drift) is a\n"
+    "\"warning\" line per difference and exit 0; what sluice cannot run\n"
+    "with (a topic missing that apply may not create, a failed create,\n"
+    "partition counts, min.insync.replicas above the replicas) is a\n"
+    "\"problem\" and exit 1.\n"
     "Output topics belong to you; a missing one is reported.\n"
     "\n"
     "  -c, --config FILE      the sluice config file\n"
     "  -n, --dry-run          print what would be created or grown, change\n"
     "                         nothing\n"
+    "      --strict           drift is a problem too (exit 1), as in check\n"
     "  -t, --timeout DURATION bound on each broker request (default 30s)\n",
 
     "check",
@@ -556,7 +568,7 @@ static const char *sub_usage[] = {
 
     "create",
     "usage: sluice topics create -c FILE NAME --partitions N\n"
-    "                            [--replication-factor N] [--config K=V]...\n"
+    "                            [--replication-factor N] [--set K=V]...\n"
     "\n"
     "Creates one topic (for tests and demos).  An existing topic with the\n"
     "same partition count is fine (\"exists\", exit 0); another count is an\n"
@@ -565,7 +577,7 @@ static const char *sub_usage[] = {
     "  -c, --config FILE            the sluice config file ([kafka] section)\n"
     "  -p, --partitions N           partition count (required)\n"
     "  -r, --replication-factor N   default -1: the broker's default\n"
-    "      --config KEY=VALUE       a topic config; repeatable\n"
+    "      --set KEY=VALUE          a topic config; repeatable\n"
     "  -t, --timeout DURATION       bound on each broker request\n",
 
     "describe",
@@ -652,10 +664,12 @@ static int opt_count(const char *sub, int c, const char *arg,
  * SL_EXIT_OK (help printed), 0 to go on, or SL_EXIT_USAGE. */
 static int parse_opts(const char *sub, int argc, char **argv,
                       topics_opts_t *o) {
-        enum { OPT_CONFIG_KV = 1000 };
+        enum { OPT_SET = 1000, OPT_STRICT };
         static const struct option longopts[] = {
-            {"config", required_argument, NULL, OPT_CONFIG_KV},
+            {"config", required_argument, NULL, 'c'},
+            {"set", required_argument, NULL, OPT_SET},
             {"dry-run", no_argument, NULL, 'n'},
+            {"strict", no_argument, NULL, OPT_STRICT},
             {"timeout", required_argument, NULL, 't'},
             {"all", no_argument, NULL, 'a'},
             {"partitions", required_argument, NULL, 'p'},
@@ -663,7 +677,6 @@ static int parse_opts(const char *sub, int argc, char **argv,
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
-        int is_create = !strcmp(sub, "create");
         int c;
 
         memset(o, 0, sizeof(*o));
@@ -676,19 +689,50 @@ static int parse_opts(const char *sub, int argc, char **argv,
         while ((c = getopt_long(argc, argv, ":c:nt:ap:r:h", longopts, NULL)) !=
                -1) {
                 switch (c) {
-                case OPT_CONFIG_KV:
-                        /* create: --config KEY=VALUE is a topic config;
-                         * elsewhere (or without '=') --config is -c. */
-                        if (is_create && strchr(optarg, '=')) {
-                                char *eq = strchr(optarg, '=');
-                                *eq = '\0';
-                                o->cfg_keys[o->cfg_cnt] = optarg;
-                                o->cfg_values[o->cfg_cnt++] = eq + 1;
-                                break;
+                case OPT_SET: {
+                        /* create's topic configs: --set KEY=VALUE.  (It
+                         * was --config KEY=VALUE, which a file name with
+                         * '=' made ambiguous: --config is -c only.) */
+                        char *eq = strchr(optarg, '=');
+                        if (strcmp(sub, "create") || !eq || eq == optarg) {
+                                fprintf(stderr,
+                                        "sluice topics %s: --set %s: %s\n", sub,
+                                        optarg,
+                                        strcmp(sub, "create")
+                                            ? "only create sets topic "
+                                              "configs"
+                                            : "want KEY=VALUE");
+                                fputs(sub_help(sub), stderr);
+                                return SL_EXIT_USAGE;
                         }
-                        /* fall through */
+                        *eq = '\0';
+                        o->cfg_keys[o->cfg_cnt] = optarg;
+                        o->cfg_values[o->cfg_cnt++] = eq + 1;
+                        break;
+                }
                 case 'c':
+                        if (o->conf_path) {
+                                fprintf(stderr,
+                                        "sluice topics %s: -c/--config FILE "
+                                        "given twice (%s, %s)%s\n",
+                                        sub, o->conf_path, optarg,
+                                        strcmp(sub, "create")
+                                            ? ""
+                                            : "; a topic config is --set "
+                                              "KEY=VALUE");
+                                return SL_EXIT_USAGE;
+                        }
                         o->conf_path = optarg;
+                        break;
+                case OPT_STRICT:
+                        if (strcmp(sub, "apply")) {
+                                fprintf(stderr,
+                                        "sluice topics %s: --strict is an "
+                                        "option of apply\n",
+                                        sub);
+                                return SL_EXIT_USAGE;
+                        }
+                        o->strict = 1;
                         break;
                 case 'n':
                         o->dry_run = 1;
@@ -810,19 +854,26 @@ static void print_topic(const char *verdict, const sl_topic_spec_t *spec,
                 printf("\n");
 }
 
-static void print_problems(const sl_topic_verdict_t *v, int joined) {
+/* v's problems as "problem" lines: one each, or joined on one line
+ * (apply); skip_drift leaves out the drift (apply warns of it). */
+static void print_problems(const sl_topic_verdict_t *v, int joined,
+                           int skip_drift) {
         char *buf = NULL;
         size_t size = 0;
         FILE *f;
+        int n = 0;
 
         if (!joined) {
                 for (int i = 0; i < v->problem_cnt; i++)
-                        print_topic("problem", v->spec, 0, v->problems[i]);
+                        if (!(skip_drift && v->drift[i]))
+                                print_topic("problem", v->spec, 0,
+                                            v->problems[i]);
                 return;
         }
         f = open_memstream(&buf, &size);
         for (int i = 0; i < v->problem_cnt; i++)
-                fprintf(f, "%s%s", i ? "; " : "", v->problems[i]);
+                if (!(skip_drift && v->drift[i]))
+                        fprintf(f, "%s%s", n++ ? "; " : "", v->problems[i]);
         fclose(f);
         print_topic("problem", v->spec, 0, buf);
         free(buf);
@@ -867,6 +918,7 @@ typedef struct apply_s {
         int created_cnt, failed_cnt, printed_cnt, grown_cnt, expect_cnt;
         int attempts;
         int problems, existed, would_create, would_grow;
+        int warnings, drifted; /* drift lines, topics with drift */
 } apply_t;
 
 /* Creates what is missing, inputs first (plan order), and adds the
@@ -972,18 +1024,32 @@ static void apply_report_one(apply_t *ap, const topics_opts_t *o,
                         ap->existed += !was_created;
                 }
         } else {
-                /* Grown, yet some other setting differs. */
+                /* Differs (maybe grown, yet some other setting differs).
+                 * Drift is a warning line per difference unless --strict;
+                 * the rest, or all with --strict, one problem line. */
+                int skip_drift = !o->strict && v->drift_cnt;
                 if (!in_list(ap->printed, ap->printed_cnt, name))
                         print_grown(v, obs, ap->grown, ap->grown_from,
                                     ap->grown_cnt);
-                print_problems(v, 1);
-                ap->problems += v->problem_cnt;
+                for (int i = 0; skip_drift && i < v->problem_cnt; i++)
+                        if (v->drift[i])
+                                print_topic("warning", v->spec, 0,
+                                            v->problems[i]);
+                if (skip_drift) {
+                        ap->warnings += v->drift_cnt;
+                        ap->drifted++;
+                }
+                if (v->problem_cnt > (skip_drift ? v->drift_cnt : 0)) {
+                        print_problems(v, 1, skip_drift);
+                        ap->problems +=
+                            v->problem_cnt - (skip_drift ? v->drift_cnt : 0);
+                }
         }
         if (!in_list(ap->printed, ap->printed_cnt, name))
                 ap->printed[ap->printed_cnt++] = (char *)name;
 }
 
-/* The summary line; the exit code. */
+/* The summary line, and one for the warnings; the exit code. */
 static int apply_summary(const apply_t *ap, const topics_opts_t *o) {
         if (ap->problems)
                 printf("apply: %d problem%s; existing topics' configs are "
@@ -998,10 +1064,22 @@ static int apply_summary(const apply_t *ap, const topics_opts_t *o) {
                 printf("apply: created %d topic%s, grew %d, %d existed\n",
                        ap->created_cnt, ap->created_cnt == 1 ? "" : "s",
                        ap->grown_cnt, ap->existed);
+        else if (ap->drifted)
+                printf("apply: nothing created: %d topic%s as planned, %d "
+                       "differing\n",
+                       ap->existed, ap->existed == 1 ? "" : "s", ap->drifted);
         else
                 printf("apply: nothing to change: all %d topics exist as "
                        "planned\n",
                        ap->existed);
+        if (ap->warnings)
+                printf("apply: %d warning%s: %d existing topic%s differ%s "
+                       "from the plan and %s left as %s (`sluice topics "
+                       "check` and apply --strict fail on this)\n",
+                       ap->warnings, ap->warnings == 1 ? "" : "s", ap->drifted,
+                       ap->drifted == 1 ? "" : "s", ap->drifted == 1 ? "s" : "",
+                       ap->drifted == 1 ? "is" : "are",
+                       ap->drifted == 1 ? "it is" : "they are");
         return ap->problems ? SL_EXIT_FAIL : SL_EXIT_OK;
 }
 
@@ -1084,7 +1162,7 @@ static int cmd_check(const topics_opts_t *o) {
                         print_topic("ok", v->spec,
                                     observed_parts(obs, v->spec->name), NULL);
                 else
-                        print_problems(v, 0);
+                        print_problems(v, 0, 0);
         }
         problems = sl_topicplan_eval_problems(ev, 1);
         if (problems)
@@ -1119,7 +1197,7 @@ static int cmd_create(const topics_opts_t *o) {
         }
         for (int i = 0; i < o->cfg_cnt; i++) {
                 if (!*o->cfg_keys[i]) {
-                        fprintf(stderr, "sluice topics create: --config needs "
+                        fprintf(stderr, "sluice topics create: --set needs "
                                         "KEY=VALUE\n");
                         return SL_EXIT_USAGE;
                 }

@@ -3,10 +3,13 @@
 # 0002-topics-check — `sluice topics check` reports every problem in one
 # run, naming each: an overflow with the wrong partition count, a changelog
 # that is not compacted, a changelog keeping tombstones for a week, missing
-# DLQs.  apply then creates what is missing, adds the partitions the
-# overflow lacks (sluice's own co-partitioned topic), leaves the wrongly
-# configured topics as they are, and says what differs.  A broker that does not answer is a clear
-# error within the timeout, not a hang; usage errors exit 2.
+# DLQs.  apply --strict then creates what is missing, adds the partitions
+# the overflow lacks (sluice's own co-partitioned topic), leaves the
+# wrongly configured topics as they are, and says what differs (exit 1).
+# apply without --strict (the init container's form) creates what is
+# missing, warns once per difference and exits 0.  A broker that does not
+# answer is a clear error within the timeout, not a hang; usage errors
+# exit 2.
 source "$(dirname "$0")/lib.sh"
 
 # topic_create's config ($WORK/admin.ini): only [kafka] matters to `topics
@@ -78,12 +81,12 @@ for t in thr.in thr.out thr.rates rem.in rem.out; do
 done
 echo "check: the 5 problems named in one run, nothing else"
 
-# apply: creates the DLQs, grows the overflow, alters no config, exits 1
-# naming what differs.
+# apply --strict: creates the DLQs, grows the overflow, alters no config,
+# exits 1 naming what differs.
 rc=0
-"$SLUICE_BIN" topics apply -c "$conf" >"$WORK/apply.out" 2>"$WORK/apply.err" || rc=$?
+"$SLUICE_BIN" topics apply -c "$conf" --strict >"$WORK/apply.out" 2>"$WORK/apply.err" || rc=$?
 cat "$WORK/apply.out"
-[ "$rc" -eq 1 ] || fail "apply exited $rc, want 1 (existing topics differ)"
+[ "$rc" -eq 1 ] || fail "apply --strict exited $rc, want 1 (existing topics differ)"
 grep -Eq "^created +$PFX-thr.dlq " "$WORK/apply.out" || fail "apply did not create $PFX-thr.dlq"
 grep -Eq "^created +$PFX-rem.dlq " "$WORK/apply.out" || fail "apply did not create $PFX-rem.dlq"
 grep -Eq "^grown +$PFX-thr.overflow .*grown from 2 to 4 partitions" "$WORK/apply.out" ||
@@ -105,6 +108,46 @@ n=$(grep -c '^problem' "$WORK/check2.out")
 ! grep -q "missing" "$WORK/check2.out" || fail "second check still reports a missing topic"
 grep -Eq "^ok +$PFX-thr.overflow " "$WORK/check2.out" || fail "second check does not say the grown overflow is ok"
 echo "check after apply: the 2 misconfigured changelogs remain, nothing missing"
+
+# apply without --strict, with one more pipeline whose topics are all
+# missing: creates them, says what differs as one warning line per
+# difference (no problem line), alters nothing, exits 0.
+conf2=$WORK/sluice2.ini
+cp "$conf" "$conf2"
+cat >>"$conf2" <<EOF
+
+[pipeline $PFX-new]
+type = delay
+input = $PFX-new.in
+input_partitions = 2
+default_target = $PFX-rem.out
+EOF
+rc=0
+"$SLUICE_BIN" topics apply -c "$conf2" >"$WORK/apply-lax.out" 2>"$WORK/apply-lax.err" || rc=$?
+cat "$WORK/apply-lax.out"
+[ "$rc" -eq 0 ] || { cat "$WORK/apply-lax.err" >&2; fail "apply without --strict exited $rc, want 0 (only configs differ)"; }
+for t in "$PFX-new.in" "$PFX-new.changelog" "$PFX-new.dlq"; do
+    grep -Eq "^created +$t " "$WORK/apply-lax.out" || fail "apply without --strict did not create $t"
+    [ "$(topic_partitions "$t")" -eq 2 ] || fail "$t does not have 2 partitions"
+done
+expect_warning() {
+    grep -E "^warning +$1 " "$WORK/apply-lax.out" | grep -Eq -- "$2" ||
+        fail "no warning for $1 matching '$2'"
+}
+expect_warning "$PFX-thr.changelog" "cleanup.policy is delete, want compact"
+expect_warning "$PFX-rem.changelog" "delete.retention.ms is 604800000, want <= 86400000"
+n=$(grep -c '^warning' "$WORK/apply-lax.out")
+[ "$n" -eq 2 ] || fail "apply without --strict printed $n warnings, want 2"
+! grep -q '^problem' "$WORK/apply-lax.out" || fail "apply without --strict reported a problem"
+grep -q '^apply: 2 warnings: 2 existing topics differ' "$WORK/apply-lax.out" ||
+    fail "apply without --strict does not count its 2 warnings"
+"$SLUICE_BIN" topics describe -c "$conf" "$PFX-thr.changelog" "$PFX-rem.changelog" >"$WORK/describe2.out"
+cmp -s "$WORK/describe.out" "$WORK/describe2.out" || fail "apply without --strict altered a changelog"
+rc=0
+"$SLUICE_BIN" topics apply -c "$conf2" --strict >"$WORK/apply-strict2.out" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "apply --strict after it exited $rc, want 1"
+grep -q '^apply: 2 problems' "$WORK/apply-strict2.out" || fail "apply --strict does not count the 2 differences as problems"
+echo "apply without --strict: created the 3 topics of $PFX-new, 2 warnings, exit 0; --strict: exit 1"
 
 # A broker that does not answer: an error naming the servers, within the
 # timeout.  (The environment override points the same file elsewhere.)
@@ -145,6 +188,10 @@ usage_says "--partitions: invalid count '2x'" create -c "$conf" --partitions 2x 
 usage_says "--replication-factor: invalid count '0'" create -c "$conf" --partitions 1 --replication-factor 0 "$PFX-x"
 usage_says "--timeout 2h: must be between 1ms and 1h" check -c "$conf" --timeout 2h
 usage_says "--timeout zz:" check -c "$conf" --timeout zz
+usage_says "--strict is an option of apply" check -c "$conf" --strict
+usage_says "a topic config is --set KEY=VALUE" create -c "$conf" --config cleanup.policy=compact --partitions 1 "$PFX-x"
+usage_says "--set cleanup.policy=compact: only create sets topic configs" apply -c "$conf" --set cleanup.policy=compact
+usage_says "--set cleanup.policy: want KEY=VALUE" create -c "$conf" --set cleanup.policy --partitions 1 "$PFX-x"
 "$SLUICE_BIN" topics check --help | grep -q '^usage: sluice topics check' || fail "check --help"
 echo "usage errors exit 2"
 echo "PASS"

@@ -6,8 +6,10 @@
 # KEDA and Prometheus Operator resources against models of their CRDs, the
 # links between objects (selectors, names, KEDA's group, topics and bounds
 # against sluice.ini), Pod Security "restricted", `sluice config check` of
-# the rendered config with the containers' environment, the alert rules and
-# dashboard queries as PromQL.  tests/ops/check_manifests.py says each
+# the rendered config with the containers' environment, the HTTP API's
+# port, advertised name and Secrets, the alert rules (severity, runbook
+# section, promtool where installed) and dashboard queries as PromQL, the
+# dashboard's ConfigMap against the dashboard.  tests/ops/check_manifests.py says each
 # check; `make ops-check` runs it without a broker.
 source "$(dirname "$0")/lib.sh"
 
@@ -27,6 +29,12 @@ elif command -v go >/dev/null; then
     fail "kustomize was not built although Go is here"
 else
     note "no Go toolchain: the kustomize builds are not rendered (references checked by hand)"
+fi
+# promtool (Debian's prometheus package has it) checks the rule file too.
+if command -v promtool >/dev/null; then
+    args+=(--promtool "$(command -v promtool)")
+else
+    note "no promtool: the alert rules are checked with promql-parser only"
 fi
 t1=$(date +%s%N)
 "$venv/bin/python" "$root/tests/ops/check_manifests.py" "${args[@]}" ||

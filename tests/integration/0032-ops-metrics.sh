@@ -5,7 +5,8 @@
 # exists in /metrics of a running sluice, so a renamed metric or label value
 # cannot silently empty a panel or disarm an alert.
 #
-# One sluice runs a delay, a throttle and a debounce pipeline; a few records
+# One sluice runs a delay, a throttle and a debounce pipeline, and the HTTP
+# API (its metrics are on the dashboard); a few records
 # go through each (timers fired, one to the DLQ; a key over its rate, so a
 # backlog drains; a debounce group flushed), so the histograms have samples
 # and the labelled series exist.  Then tests/ops/metric_names.py parses
@@ -24,6 +25,8 @@ fi
 
 conf=$WORK/sluice.ini
 base_conf "$conf"
+echo "tok-$RANDOM" >"$WORK/tokens"
+conf_set "$conf" sluice api_listen="127.0.0.1:$(free_port)" api_tokens_file="$WORK/tokens"
 cat >>"$conf" <<EOF
 
 [pipeline $PFX-d]

@@ -32,7 +32,7 @@ grep -q '^batch.size = 3000' "$conf" || fail "no [kafka] section in $conf"
 db_pipeline "$conf" "$PFX" "$in" "$out" input_partitions=1 idle=1s \
     max_age=5s max_items=50
 "$SLUICE_BIN" topics create -c "$conf" "$PFX.changelog" --partitions 1 \
-    --config cleanup.policy=compact --config max.message.bytes=3000 >/dev/null
+    --set cleanup.policy=compact --set max.message.bytes=3000 >/dev/null
 "$SLUICE_BIN" topics create -c "$conf" "$out" --partitions 1 >/dev/null
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null || true
 db_start main "$conf" SLUICE_INSTANCE_ID="$PFX-0"

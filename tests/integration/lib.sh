@@ -156,7 +156,7 @@ topic_create() {
     local name=$1 parts=$2
     shift 2
     local args=()
-    for kv in "$@"; do args+=(--config "$kv"); done
+    for kv in "$@"; do args+=(--set "$kv"); done
     [ -f "$WORK/admin.ini" ] || base_conf "$WORK/admin.ini"
     "$SLUICE_BIN" topics create -c "$WORK/admin.ini" "$name" --partitions "$parts" "${args[@]}" >/dev/null
 }

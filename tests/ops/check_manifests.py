@@ -31,10 +31,27 @@ What it checks, and with what:
   pinned image, the grace period against shutdown_grace;
 * Pod Security "restricted" for every pod template;
 * `sluice config check` accepts the rendered sluice.ini with the
-  containers' SLUICE_* environment (Secret values replaced by a marker),
-  and neither it nor `sluice config dump` prints the password;
+  containers' SLUICE_* environment (Secret values replaced by a marker,
+  $(VAR) references expanded as the kubelet does, each naming a variable
+  listed before it), and neither it nor `sluice config dump` prints the
+  password;
+* the HTTP API, where a build serves it: api_listen's port is the
+  container port "api"; the advertised address is the pod's stable DNS
+  name <pod>.<serviceName>.<namespace>.svc with that port (the pod name
+  and namespace from the downward API); the headless Service and a
+  Service for clients carry the port; the tokens, the peer secret (without
+  which no lookup is forwarded) and, with TLS, certificate and key are
+  files of mounted Secrets, with the keys each Secret's
+  secret.example.yaml shows;
 * the PrometheusRule holds exactly ops/prometheus/alerts.yaml, every alert
-  expression and every dashboard query parses as PromQL (promql-parser).
+  expression and every dashboard query parses as PromQL (promql-parser);
+  every alert has a severity, critical or warning, a summary, and a
+  runbook_url to docs/runbooks.md#<its name, lower-cased>, a section that
+  exists; no rule or query filters on `job`; with --promtool, `promtool
+  check rules` accepts the rule file;
+* the dashboard is also in the ConfigMap of ops/grafana/ (for Grafana's
+  sidecar, label grafana_dashboard: "1"), whose JSON is the dashboard
+  file's, byte for byte.
 """
 import argparse
 import configparser
@@ -49,6 +66,7 @@ import sys
 import yaml
 
 failures = []
+ROOT = "."
 
 
 def fail(msg):
@@ -142,6 +160,7 @@ BUILDS = {
     "base": "ops",
     "example": "ops/example",
     "topics-job": (["base"], ["kafka-sasl-tls", "topics-job"]),
+    "api": (["base"], ["api"]),
 }
 
 
@@ -332,9 +351,11 @@ def check_links(name, docs, sluice_bin):
     if ann.get("prometheus.io/port") != str(metrics_port[0] if metrics_port else None):
         fail(f"{what}: prometheus.io/port {ann.get('prometheus.io/port')} is not the metrics port")
 
-    # Volumes name what the build renders (ConfigMaps) or the documented Secrets.
+    # Volumes name what the build renders (ConfigMaps) or the documented
+    # Secrets (secret.example.yaml), with the keys those have.
     cm_names = {c["metadata"]["name"] for c in by_kind(docs, "ConfigMap")}
-    secret_names = {"sluice-kafka", "sluice-kafka-admin"}  # kafka-sasl-tls/secret.example.yaml
+    secrets = example_secrets()
+    secret_names = set(secrets)
     images = set()
     for obj, tpl in pod_templates(docs):
         ps = tpl["spec"]
@@ -345,6 +366,11 @@ def check_links(name, docs, sluice_bin):
                      f"not in the build ({sorted(cm_names)})")
             if "secret" in v and v["secret"]["secretName"] not in secret_names:
                 fail(f"{what}: {obj['kind']} volume {v['name']} names an unknown Secret")
+            elif "secret" in v:
+                for it in v["secret"].get("items", []):
+                    if it["key"] not in secrets[v["secret"]["secretName"]]:
+                        fail(f"{what}: {obj['kind']} volume {v['name']}: Secret "
+                             f"{v['secret']['secretName']} has no key {it['key']} (secret.example.yaml)")
         for kind, c in containers(ps):
             cname = f"{obj['kind']} {kind}container {c['name']}"
             if not c.get("image"):
@@ -358,6 +384,8 @@ def check_links(name, docs, sluice_bin):
                 ref = e.get("valueFrom", {}).get("secretKeyRef")
                 if ref and ref["name"] not in secret_names:
                     fail(f"{what}: {cname} env {e['name']} reads an unknown Secret {ref['name']}")
+                elif ref and ref["key"] not in secrets[ref["name"]]:
+                    fail(f"{what}: {cname} env {e['name']}: Secret {ref['name']} has no key {ref['key']}")
             args = c.get("args", [])
             if "-c" in args:
                 conf = args[args.index("-c") + 1]
@@ -423,11 +451,147 @@ def check_links(name, docs, sluice_bin):
         if topics != set(inputs):
             fail(f"{what}: ScaledObject triggers watch {sorted(t or '' for t in topics)}, "
                  f"the pipelines read {sorted(inputs)}")
+    check_api(what, docs, st, ini)
     if sluice_bin:
         config_check(what, cm, spec, sluice_bin)
 
 
 MARKER = "S3cret-marker-0031"
+# The downward API's fields, as for the first pod of the StatefulSet in
+# namespace NAMESPACE.
+POD_FIELDS = {"metadata.name": "sluice-0", "metadata.namespace": "sluice-ns"}
+VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+def example_secrets():
+    """{Secret name: its keys} from every ops/**/secret.example.yaml; the
+    admin principal of topics-job/ has the keys of sluice-kafka."""
+    out = {}
+    for f in glob.glob(os.path.join(ROOT, "ops/**/secret.example.yaml"), recursive=True):
+        with open(f) as fh:
+            d = yaml.safe_load(fh)
+        out[d["metadata"]["name"]] = set(d.get("stringData") or {}) | set(d.get("data") or {})
+    out["sluice-kafka-admin"] = out.get("sluice-kafka", set())
+    return out
+
+
+def container_env(c, report=None):
+    """The container's environment as the kubelet gives it: downward API
+    fields from POD_FIELDS, a Secret's value as MARKER when its name says
+    it is one (a user name may be printed), $(VAR) expanded from the
+    variables listed before it and left as it is otherwise (the kubelet's
+    rule; reported when report names the container)."""
+    env = {}
+    for e in c.get("env", []):
+        vf = e.get("valueFrom", {})
+        if "value" in e:
+            def sub(m, name=e["name"]):
+                if m.group(0) == "$$":
+                    return "$"
+                if m.group(1) in env:
+                    return env[m.group(1)]
+                if report:
+                    fail(f"{report} env {name} names $({m.group(1)}), which no variable before "
+                         "it sets: the kubelet leaves it as it is")
+                return m.group(0)
+            env[e["name"]] = VAR_REF.sub(sub, e["value"])
+        elif "secretKeyRef" in vf:
+            secret = re.search(r"PASSWORD|SECRET|TOKENS|_KEY$", e["name"])
+            env[e["name"]] = MARKER if secret else "from-a-secret"
+        elif "fieldRef" in vf:
+            env[e["name"]] = POD_FIELDS.get(vf["fieldRef"]["fieldPath"], "x")
+    return env
+
+
+def check_api(what, docs, st, ini):
+    """The HTTP API of the sluice container, when it has one: port,
+    advertised address, Services, and its secrets from mounted Secrets."""
+    spec = st["spec"]["template"]["spec"]
+    c = next((c for c in spec["containers"] if c["name"] == "sluice"), None)
+    if c is None:
+        fail(f"{what}: no container named sluice")
+        return
+    cname = f"{what}: container sluice"
+    env = container_env(c, report=cname)
+
+    def key(k):
+        return env.get("SLUICE_" + k.upper(), ini.get("sluice", k, fallback=""))
+
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+    listen = key("api_listen")
+    if not listen:
+        if "api" in ports:
+            fail(f"{cname} has a port api but sets no api_listen")
+        return
+    m = re.fullmatch(r"\[?([^\]]*)\]?:(\d+)", listen)
+    if not m:
+        fail(f"{cname}: api_listen {listen} is not HOST:PORT")
+        return
+    port = int(m.group(2))
+    if ports.get("api") != port:
+        fail(f"{cname}: api_listen {listen}, but its container port api is {ports.get('api')}")
+    if m.group(1) not in ("0.0.0.0", "::"):
+        fail(f"{cname}: api_listen {listen}: listen on every address of the pod (0.0.0.0)")
+    svc_name = st["spec"]["serviceName"]
+    want = f"{POD_FIELDS['metadata.name']}.{svc_name}.{POD_FIELDS['metadata.namespace']}.svc:{port}"
+    adv = key("api_advertise")
+    if adv != want:
+        fail(f"{cname}: the API is advertised as {adv or '(the host name, sluice-0)'}, want the pod's "
+             f"stable DNS name {want}: the other members forward lookups there")
+
+    pod_labels = st["spec"]["template"]["metadata"]["labels"]
+
+    def api_port(svc):
+        return [p for p in svc["spec"].get("ports", []) if p.get("targetPort") in ("api", port)]
+
+    svcs = by_kind(docs, "Service")
+    for svc in svcs:
+        if svc["metadata"]["name"] == svc_name and not api_port(svc):
+            fail(f"{what}: headless Service {svc_name} has no port for the API")
+    clients = [svc for svc in svcs if svc["spec"].get("clusterIP") != "None"
+               and matches(svc["spec"].get("selector"), pod_labels) and api_port(svc)]
+    if not clients:
+        fail(f"{what}: no Service (with a cluster IP) offers the API to clients")
+
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+
+    def from_secret(k):
+        """Whether the file key k names is an item of a mounted Secret."""
+        path = key(k)
+        for mnt in c.get("volumeMounts", []):
+            vol = vols.get(mnt["name"], {})
+            prefix = mnt["mountPath"].rstrip("/") + "/"
+            if "secret" not in vol or not path.startswith(prefix):
+                continue
+            rel = path[len(prefix):]
+            items = vol["secret"].get("items")
+            if items and rel not in [i["path"] for i in items]:
+                fail(f"{cname}: {k} {path}: Secret volume {mnt['name']} has no item {rel}")
+            return True
+        fail(f"{cname}: {k} {path or '(unset)'} is no file of a mounted Secret")
+        return False
+
+    def secret_env(name):
+        e = next((e for e in c.get("env", []) if e["name"] == name), None)
+        return bool(e and "secretKeyRef" in e.get("valueFrom", {}))
+
+    if key("api_tokens_file"):
+        from_secret("api_tokens_file")
+    elif not secret_env("SLUICE_API_TOKENS"):
+        fail(f"{cname}: no API tokens (api_tokens_file from a Secret, or SLUICE_API_TOKENS)")
+    if ini.get("sluice", "api_peer_secret", fallback=""):
+        fail(f"{what}: api_peer_secret is in sluice.ini, a ConfigMap: take it from a Secret")
+    if key("api_peer_secret_file"):
+        from_secret("api_peer_secret_file")
+    elif not secret_env("SLUICE_API_PEER_SECRET"):
+        fail(f"{cname}: no api_peer_secret: a lookup another member owns would be answered 421")
+    tls = bool(key("api_tls_cert"))
+    if tls:
+        from_secret("api_tls_cert")
+        from_secret("api_tls_key")
+    ok(f"{what}: API on port {port} advertised as {want}, Services "
+       f"{svc_name} and {', '.join(s['metadata']['name'] for s in clients)}, secrets from Secrets"
+       + (", HTTPS" if tls else ""))
 
 
 def config_check(what, cm, spec, sluice_bin):
@@ -440,15 +604,7 @@ def config_check(what, cm, spec, sluice_bin):
             f.write(cm["data"]["sluice.ini"])
         for kind, c in containers(spec):
             env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
-            for e in c.get("env", []):
-                if "value" in e:
-                    env[e["name"]] = e["value"]
-                elif "secretKeyRef" in e.get("valueFrom", {}):
-                    # A password must never be printed; a user name may.
-                    secret = re.search(r"PASSWORD|SECRET|_KEY$", e["name"])
-                    env[e["name"]] = MARKER if secret else "from-a-secret"
-                elif "fieldRef" in e.get("valueFrom", {}):
-                    env[e["name"]] = "sluice-0"
+            env.update(container_env(c))
             r = subprocess.run([sluice_bin, "config", "check", "-c", path], env=env,
                                capture_output=True, text=True)
             out = r.stdout + r.stderr
@@ -557,7 +713,21 @@ def grafana_subst(expr):
     return expr
 
 
-def check_rules(root):
+def md_anchors(path):
+    """The anchors GitHub gives the headings of a Markdown file."""
+    out = set()
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"#+\s+(.*?)\s*$", line)
+            if m:
+                out.add(re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-"))
+    return out
+
+
+RUNBOOK = "docs/runbooks.md"
+
+
+def check_rules(root, promtool=None):
     import promql_parser
 
     with open(os.path.join(root, "ops/prometheus/alerts.yaml")) as f:
@@ -568,24 +738,67 @@ def check_rules(root):
         fail("ops/prometheus-operator/prometheusrule.yaml differs from ops/prometheus/alerts.yaml "
              "(run `make ops-rules`)")
     names = set()
+    anchors = md_anchors(os.path.join(root, RUNBOOK)) if os.path.exists(os.path.join(root, RUNBOOK)) else set()
     for g in rules["groups"]:
         for r in g["rules"]:
             a = r.get("alert")
             if a in names:
                 fail(f"alert {a} defined twice")
             names.add(a)
-            if not r.get("labels", {}).get("severity"):
-                fail(f"alert {a}: no severity label")
+            if r.get("labels", {}).get("severity") not in ("critical", "warning"):
+                fail(f"alert {a}: severity {r.get('labels', {}).get('severity')}, want critical or warning")
             if not r.get("annotations", {}).get("summary"):
                 fail(f"alert {a}: no summary annotation")
+            url = r.get("annotations", {}).get("runbook_url", "")
+            want = f"{RUNBOOK}#{a.lower()}"
+            if not url.endswith("/" + want):
+                fail(f"alert {a}: runbook_url {url or '(none)'} does not end in /{want}")
+            elif a.lower() not in anchors:
+                fail(f"alert {a}: {RUNBOOK} has no section #{a.lower()}")
     n = 0
     for where, expr in promql_exprs(root):
+        if re.search(r"\bjob\s*(=|!=|=~|!~)", expr):
+            fail(f"{where}: filters on job, whose value depends on how the pods are scraped: {expr}")
         try:
             promql_parser.parse(grafana_subst(expr))
             n += 1
         except Exception as e:
             fail(f"{where}: PromQL does not parse: {e}: {expr}")
-    ok(f"alert rules: {len(names)} alerts, PrometheusRule in step; {n} PromQL expressions parse")
+    ok(f"alert rules: {len(names)} alerts with severity and runbook, PrometheusRule in step; "
+       f"{n} PromQL expressions parse")
+    if promtool:
+        r = subprocess.run([promtool, "check", "rules", os.path.join(root, "ops/prometheus/alerts.yaml")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"promtool check rules: {(r.stdout + r.stderr).strip()}")
+        else:
+            ok("promtool check rules: " + r.stdout.strip().splitlines()[-1].strip())
+    else:
+        note("promtool not given: the rule file is checked by the parser above only")
+
+
+def check_dashboard_configmap(root):
+    """ops/grafana/dashboard-configmap.yaml: the sidecar's label, and the
+    dashboard file's JSON, byte for byte."""
+    path = os.path.join(root, "ops/grafana/dashboard-configmap.yaml")
+    with open(path) as f:
+        cm = yaml.safe_load(f)
+    labels = cm.get("metadata", {}).get("labels", {})
+    if cm.get("kind") != "ConfigMap" or labels.get("grafana_dashboard") != "1":
+        fail("ops/grafana/dashboard-configmap.yaml: want a ConfigMap labelled grafana_dashboard: \"1\"")
+    n = 0
+    for dash in sorted(glob.glob(os.path.join(root, "ops/grafana/*.json"))):
+        name = os.path.basename(dash)
+        with open(dash) as f:
+            want = f.read()
+        if cm.get("data", {}).get(name) != want:
+            fail(f"ops/grafana/dashboard-configmap.yaml: {name} differs from ops/grafana/{name} "
+                 "(run `make ops-rules`)")
+        n += 1
+    extra = set(cm.get("data", {})) - {os.path.basename(d) for d in glob.glob(os.path.join(root, "ops/grafana/*.json"))}
+    if extra:
+        fail(f"ops/grafana/dashboard-configmap.yaml holds {sorted(extra)}, which ops/grafana/ does not")
+    ok(f"dashboard ConfigMap: {n} dashboard(s) as in ops/grafana/, label grafana_dashboard")
 
 
 def main():
@@ -594,12 +807,15 @@ def main():
     ap.add_argument("--kustomize")
     ap.add_argument("--sluice")
     ap.add_argument("--work", default="/tmp")
+    ap.add_argument("--promtool")
     a = ap.parse_args()
-    root = os.path.abspath(a.root)
+    global ROOT
+    root = ROOT = os.path.abspath(a.root)
 
     lint(root)
     check_references(root)
-    check_rules(root)
+    check_rules(root, a.promtool)
+    check_dashboard_configmap(root)
     if a.kustomize:
         builds = render(root, a.kustomize, a.work)
         for name, docs in builds.items():

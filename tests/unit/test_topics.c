@@ -92,6 +92,14 @@ static int has_problem(const sl_topic_verdict_t *v, const char *needle) {
         return 0;
 }
 
+/* v's drift flag for its problem containing needle; -1 when none does. */
+static int drift_of(const sl_topic_verdict_t *v, const char *needle) {
+        for (int i = 0; i < v->problem_cnt; i++)
+                if (strstr(v->problems[i], needle))
+                        return v->drift[i];
+        return -1;
+}
+
 /* Observed state of a topic created exactly as spec says. */
 static sl_topic_state_t *add_as_created(sl_topics_observed_t *obs,
                                         const sl_topic_spec_t *s, int parts) {
@@ -438,6 +446,15 @@ static void test_eval_replicas(void **state) {
         assert_false(
             has_problem(verdict_of(ev, "rem.in"), "NOT_ENOUGH_REPLICAS"));
         assert_int_equal(verdict_of(ev, "rem.dlq")->problem_cnt, 0);
+        /* Fewer replicas than planned is drift (apply warns); writes that
+         * cannot succeed are not. */
+        assert_int_equal(
+            drift_of(verdict_of(ev, "rem.changelog"), "has 1 replicas, want 3"),
+            1);
+        assert_int_equal(
+            drift_of(verdict_of(ev, "rem.changelog"), "NOT_ENOUGH_REPLICAS"),
+            0);
+        assert_int_equal(verdict_of(ev, "rem.changelog")->drift_cnt, 1);
         sl_topicplan_eval_destroy(ev);
 
         /* replication_factor unset (-1): any count is fine, but
@@ -489,6 +506,10 @@ static void test_eval_mismatches(void **state) {
                                    "n.in (apply adds them)"));
         assert_true(has_problem(v, "cleanup.policy is delete, want compact"));
         assert_int_equal(v->grow_parts, 4);
+        /* A config value is drift; a partition count is not. */
+        assert_int_equal(drift_of(v, "cleanup.policy is delete"), 1);
+        assert_int_equal(drift_of(v, "has 2 partitions"), 0);
+        assert_int_equal(v->drift_cnt, 1);
 
         v = verdict_of(ev, "n.overflow");
         assert_int_equal(v->problem_cnt, 3);
@@ -497,6 +518,7 @@ static void test_eval_mismatches(void **state) {
         assert_true(has_problem(v, "retention.ms is 3600000, want >= "
                                    "21600000"));
         assert_true(has_problem(v, "retention.bytes is 1073741824, want -1"));
+        assert_int_equal(v->drift_cnt, 3);
 
         assert_int_equal(verdict_of(ev, "n.rates")->status, SL_TOPIC_OK);
         v = verdict_of(ev, "n.dlq");
