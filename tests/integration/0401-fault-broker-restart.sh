@@ -17,6 +17,9 @@
 #     every timer once and not before due, every debounce item in exactly
 #     one batch of its group, every throttle message once and in per-key
 #     input order.
+# Its payloads variant keeps the delay's payloads in Kafka and reads them
+# back while the broker goes and comes (lib-faults.sh, fault_conf).
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

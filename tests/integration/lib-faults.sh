@@ -55,8 +55,17 @@ session.timeout.ms = 6000
 heartbeat.interval.ms = 1000
 EOF
     case $ops in *d*)
+        # A test's payloads variant (run.sh): the delay's payloads in Kafka,
+        # out of memory once indexed and read back 0.5 s before they are due
+        # (the feed's timers are due 2 s out), so that the fault meets
+        # read-backs in flight.
+        local kx=()
+        if [ "${SLUICE_TEST_DELAY_PAYLOADS:-}" = kafka ]; then
+            kx=(payload_topic="$PFX-d.payloads")
+            export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=${SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS:-500}
+        fi
         pipeline_section "$conf" "$PFX-d" delay input="$PFX.d.in" input_partitions=4 \
-            allowed_targets="$PFX.d.*"
+            allowed_targets="$PFX.d.*" "${kx[@]}"
         ;;
     esac
     case $ops in *b*)
