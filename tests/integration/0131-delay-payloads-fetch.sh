@@ -36,6 +36,7 @@
 # the payload and headers of its last version byte for byte, sluice-due its
 # last due time, none before it; no b; nothing in the DLQ; no payload
 # reported missing.
+# variant: asan
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

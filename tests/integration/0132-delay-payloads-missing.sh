@@ -26,6 +26,7 @@
 # payload-missing record per g timer (by the partition and offset its
 # detail names), sluice-due its due time, none before it, nothing else.
 # Then kill -9 and a restart: nothing pending, no DLQ record again.
+# variant: asan
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -18,6 +18,7 @@
 # and the trace header byte for byte, not before its due time; the three
 # large payloads were read back; the DLQ holds v1500000 alone; no payload
 # reported missing.
+# variant: asan
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 

@@ -19,11 +19,18 @@ base_conf "$conf"
 tl_pipeline "$conf" "$PFX" "$in" "$out" 1 default_rate=100/s payload_cache=0
 topic_create "$out" 1
 topic_create "$PFX.overflow" 1 retention.ms=1000 segment.ms=500
-# apply creates the rest and reports the overflow's retention as a problem
+# apply creates the rest and reports the overflow's retention as drift (a
+# warning, exit 0: it never blocks a rollout); apply --strict as a problem
 # (exit 1): the misconfiguration this test is about.
-"$SLUICE_BIN" topics apply -c "$conf" >"$WORK/apply.txt" || true
-grep -q "problem .*overflow.*retention.ms" "$WORK/apply.txt" ||
+"$SLUICE_BIN" topics apply -c "$conf" >"$WORK/apply.txt" ||
+    fail "topics apply failed on drift alone: $(cat "$WORK/apply.txt")"
+grep -q "warning .*overflow.*retention.ms" "$WORK/apply.txt" ||
     fail "topics apply did not flag the overflow retention: $(cat "$WORK/apply.txt")"
+if "$SLUICE_BIN" topics apply --strict -c "$conf" >"$WORK/apply-strict.txt"; then
+    fail "topics apply --strict passed the overflow retention"
+fi
+grep -q "problem .*overflow.*retention.ms" "$WORK/apply-strict.txt" ||
+    fail "topics apply --strict did not flag the overflow retention: $(cat "$WORK/apply-strict.txt")"
 tl_rates 'L:6/m burst=1'
 sluice_up main "$conf"
 echo "sluice ready on $in -> $out"

@@ -28,7 +28,12 @@ source "$(dirname "$0")/lib-faults.sh"
 # SLUICE_TEST_FAULT_SECS=180 makes it an outage of minutes (by hand).
 down_secs=${SLUICE_TEST_FAULT_SECS:-15}
 
-private_broker_start 61500
+# (the payloads variant may run beside the plain one: a port of its own)
+if [ "${SLUICE_TEST_DELAY_PAYLOADS:-}" = kafka ]; then
+    private_broker_start 61518
+else
+    private_broker_start 61500
+fi
 conf=$WORK/sluice.ini
 fault_conf "$conf" dbt
 
