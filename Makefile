@@ -134,7 +134,8 @@ unit: $(UNIT_BINS) ## the cmocka unit tests (no broker)
 unit-asan: asan ## the unit tests under ASan + UBSan
 	@tests/run-unit.sh $(ASAN_UNIT_BINS)
 
-# The full suite: what CI runs.  Ends with "N passed, N failed".  The unit
+# The full suite: what CI runs.  Ends with "N passed, N failed" (and ", N
+# skipped" when a test cannot run on this machine: tests/integration/run.sh).  The unit
 # tests run under ASan + UBSan; so do the integration tests marked
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps ## the whole suite, as CI runs it (deps, build, unit, fuzz smoke, integration)
