@@ -6,15 +6,13 @@
 #
 #   tools/build-debian.sh [SUITE]     (default trixie; needs root)
 #
-# The root: mmdebstrap SUITE, variant apt, from deb.debian.org (the suite and
-# its -security; SLUICE_IMAGE_MIRROR replaces the host, as for
-# docker/rootfs.sh), with docker/build-packages.txt (what the Dockerfile's
-# build stage installs: a subset of the Makefile's DEB_PKGS) and
-# libcmocka-dev, without recommends.  While apt's lists are there it also
-# notes which of the Makefile's DEB_PKGS the suite lacks by that name.
-# Cached under build/debian/rootfs-<key> (the key hashes the suite, the
-# sources, the packages and this script), built in a temporary folder and
-# renamed; `rm -rf build/debian` to pick up new package versions.
+# The root: docker/rootfs.sh's (mmdebstrap, variant apt, deb.debian.org or
+# SLUICE_IMAGE_MIRROR, cached under a key of everything that makes it) of
+# SUITE, with docker/build-packages.txt (what the Dockerfile's build stage
+# installs: a subset of the Makefile's DEB_PKGS) and libcmocka-dev, without
+# recommends, in build/debian/SUITE; `rm -rf build/debian` to pick up new
+# package versions.  While apt's lists are there it also notes which of the
+# Makefile's DEB_PKGS the suite lacks by that name.
 #
 # The source: the tracked files as they are in the working tree (git stash
 # create, then git archive: uncommitted edits count, untracked files do
@@ -27,7 +25,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 suite=${1:-trixie}
 cache=$root/build/debian
-mirror=${SLUICE_IMAGE_MIRROR:-http://deb.debian.org}
 t_start=$(date +%s)
 
 say() { echo "build-debian: $*"; }
@@ -43,10 +40,6 @@ include Makefile
 print-deb-pkgs: ; @echo $(DEB_PKGS)
 MK
 )
-sources=(
-    "deb $mirror/debian $suite main"
-    "deb $mirror/debian-security $suite-security main"
-)
 # The hook runs while apt's lists are in the root (mmdebstrap removes them
 # at the end): the names of DEB_PKGS that SUITE does not have.  And the
 # /etc/hosts an installed system or a container has (the unit tests
@@ -55,38 +48,22 @@ hook='for p in '"$deb_pkgs"'; do
     chroot "$1" apt-cache show --no-all-versions "$p" >/dev/null 2>&1 || echo "$p"
 done >"$1/.deb-pkgs-missing"
 printf "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" >"$1/etc/hosts"'
-args=(--variant=apt --mode=root --include="${packages// /,}"
-    --aptopt='APT::Install-Recommends "false"'
-    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*'
-    --dpkgopt='path-exclude=/usr/share/locale/*' --customize-hook="$hook")
-key=$( {
-    printf '%s\n' "$suite" "${sources[@]}" "${args[@]}"
-    cat "$0"
-} | sha256sum | cut -c1-16)
-out=$cache/rootfs-$suite-$key
-
-if [ -x "$out/usr/bin/make" ] && [ -f "$out.packages" ]; then
+tarball=$(mktemp /tmp/sluice-build-debian.XXXXXX.tar)
+log=$tarball.log
+trap 'rm -f "$tarball" "$log"' EXIT
+out=$(SLUICE_ROOTFS_SUITE=$suite SLUICE_ROOTFS_PACKAGES=$packages SLUICE_ROOTFS_HOOK=$hook \
+    "$root/docker/rootfs.sh" "$cache/$suite" 2>"$log") || {
+    cat "$log" >&2
+    say "docker/rootfs.sh could not make the $suite root"
+    exit 1
+}
+if grep -q '^rootfs.sh: cached' "$log"; then
     say "root: cached $out"
 else
-    mkdir -p "$cache"
-    for old in "$cache"/rootfs-"$suite"-*; do
-        [ -e "$old" ] || continue
-        case "$old" in "$out" | "$out".*) ;; *) rm -rf "$old" ;; esac
-    done
-    tmp=$cache/.rootfs-$suite-$key.tmp.$$
-    rm -rf "$tmp"
-    trap 'rm -rf "$tmp" "$tmp.packages"' EXIT
-    say "building $out: mmdebstrap $suite + $packages"
-    t0=$(date +%s)
-    mmdebstrap "${args[@]}" "$suite" "$tmp" "${sources[@]}" >&2
-    chroot "$tmp" dpkg-query -W -f '${Package} ${Version}\n' >"$tmp.packages"
-    mv "$tmp" "$out"
-    mv "$tmp.packages" "$out.packages"
-    trap - EXIT
-    say "root: built in $(($(date +%s) - t0)) s: $(du -sm "$out" | cut -f1) MB, $(wc -l <"$out.packages") packages"
+    say "root: $(tail -1 "$log" | sed 's/^rootfs.sh: //'): $out"
 fi
 vers=""
-for p in gcc-[0-9]* librdkafka1 libuv1t64 libuv1 libjemalloc2 libmicrohttpd12t64 libmicrohttpd12 libgnutls30t64 libgnutls30; do
+for p in 'gcc-[0-9]*' librdkafka1 libuv1t64 libuv1 libjemalloc2 libmicrohttpd12t64 libmicrohttpd12 libgnutls30t64 libgnutls30; do
     v=$(awk -v p="$p" '$1 ~ "^" p "$" && !seen[$1]++ {print $1 "=" $2}' "$out.packages")
     [ -z "$v" ] || vers="$vers $v"
 done
@@ -95,8 +72,6 @@ missing=$(xargs <"$out/.deb-pkgs-missing" 2>/dev/null || echo "?")
 say "DEB_PKGS that $suite lacks by that name: ${missing:-none}"
 
 # The source: tracked files, with the working tree's edits.
-tarball=$(mktemp /tmp/sluice-build-debian.XXXXXX.tar)
-trap 'rm -f "$tarball"' EXIT
 rev=$(git -C "$root" stash create 2>/dev/null || true)
 git -C "$root" archive --format=tar -o "$tarball" "${rev:-HEAD}"
 say "source: $(git -C "$root" rev-parse --short HEAD)${rev:+ + working-tree edits}, $(($(stat -c %s "$tarball") / 1024)) KiB"
