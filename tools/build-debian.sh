@@ -40,6 +40,7 @@ include Makefile
 print-deb-pkgs: ; @echo $(DEB_PKGS)
 MK
 )
+[ -n "$deb_pkgs" ] || { say "cannot read DEB_PKGS from the Makefile" >&2; exit 1; }
 # The hook runs while apt's lists are in the root (mmdebstrap removes them
 # at the end): the names of DEB_PKGS that SUITE does not have.  And the
 # /etc/hosts an installed system or a container has (the unit tests
