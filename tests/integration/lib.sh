@@ -4,8 +4,9 @@
 # A test is a bash script tests/integration/NNNN-name.sh run by run.sh with a
 # broker already up.  It prints what it checks, lines starting with "# " are
 # echoed in the summary (figures such as lateness), and it exits non-zero on
-# failure (77, by skip, when this machine lacks what it needs).  Every wait has a deadline; nothing sleeps a fixed time where a
-# condition can be waited on.  run.sh runs two tests at once, each against a
+# failure (77, by skip, when this machine lacks what it needs).  Every wait
+# has a deadline; nothing sleeps a fixed time where a condition can be
+# waited on.  run.sh runs two tests at once, each against a
 # broker of its own: a test names its topics and group with $PFX, takes its
 # HTTP ports from free_port (sluice_up), and gives a private broker a port
 # no other test file uses (private_broker_start).  A test that cannot share
