@@ -5,7 +5,7 @@ PKGS      := rdkafka libuv libprotobuf-c inih libmicrohttpd jansson gnutls
 DEB_PKGS  := gcc make pkg-config librdkafka-dev libuv1-dev libprotobuf-c-dev \
              protobuf-c-compiler libcmocka-dev libinih-dev libmicrohttpd-dev \
              libjansson-dev libgnutls28-dev kcat clang-format maven default-jre-headless procps \
-             python3 python3-venv curl clang libclang-rt-14-dev mmdebstrap python3-yaml \
+             python3 python3-venv curl clang libclang-rt-dev mmdebstrap python3-yaml \
              libjemalloc-dev iproute2 iptables
 CC        ?= gcc
 BUILD     ?= build
@@ -42,7 +42,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check check-spdx dist dist-check
+        image-check check-spdx dist dist-check build-trixie
 all: sluice ## build ./sluice (what plain `make` does)
 
 help: ## this list (from the "## " comments on the rules)
@@ -134,7 +134,8 @@ unit: $(UNIT_BINS) ## the cmocka unit tests (no broker)
 unit-asan: asan ## the unit tests under ASan + UBSan
 	@tests/run-unit.sh $(ASAN_UNIT_BINS)
 
-# The full suite: what CI runs.  Ends with "N passed, N failed".  The unit
+# The full suite: what CI runs.  Ends with "N passed, N failed" (and ", N
+# skipped" when a test cannot run on this machine: tests/integration/run.sh).  The unit
 # tests run under ASan + UBSan; so do the integration tests marked
 # "# variant: asan" (the kill -9 tests), a second time against ./sluice-asan.
 test: deps ## the whole suite, as CI runs it (deps, build, unit, fuzz smoke, integration)
@@ -155,6 +156,13 @@ integration: sluice asan $(TOOL_BINS) ## the integration tests (starts and stops
 # broker started and stopped around them.  make test runs them too.
 image-check: deps sluice ## the container image without Docker (tests 0021-0023; root)
 	@tests/integration/run.sh -image-
+
+# The build on Debian 13: tools/build-debian.sh makes a trixie root with
+# mmdebstrap (cached under build/debian), and there, in a mount namespace of
+# its own, builds the working tree's tracked files and runs the unit tests
+# (test 0052 does the same in make test).
+build-trixie: ## make sluice and make unit in a Debian 13 (trixie) root (mmdebstrap; root)
+	@tools/build-debian.sh trixie
 
 # The cluster fault tests alone (07NN-cluster-*: three nodes in network
 # namespaces, needs root); make test runs them too.

@@ -17,6 +17,10 @@
 # The COPY, USER, ENTRYPOINT and CMD layers are the test's to add
 # (tests/integration/0021-image-pid1.sh): this is the part that is slow.
 #
+# tools/build-debian.sh (make build-trixie) makes other roots the same way:
+# SLUICE_ROOTFS_SUITE replaces the suite, SLUICE_ROOTFS_PACKAGES the list's
+# packages, and SLUICE_ROOTFS_HOOK is given to mmdebstrap --customize-hook.
+#
 # Cached under CACHE_DIR/rootfs-<key>, where the key hashes all of the above
 # (and this script), so an edit to the package list or the base builds a new
 # one and a rerun costs nothing.  The cache does not follow Debian's point
@@ -43,8 +47,9 @@ case "$base" in
 debian:[a-z]*-[0-9]*-slim) ;;
 *) echo "rootfs.sh: cannot read a pinned debian:<suite>-<date>-slim DEBIAN_BASE from $dockerfile (got '$base')" >&2; exit 1 ;;
 esac
+suite=${SLUICE_ROOTFS_SUITE:-$suite}
 
-packages=$(sed -e 's/#.*//' "$list" | xargs)
+packages=${SLUICE_ROOTFS_PACKAGES:-$(sed -e 's/#.*//' "$list" | xargs)}
 [ -n "$packages" ] || { echo "rootfs.sh: $list lists no package" >&2; exit 1; }
 
 sources=(
@@ -64,6 +69,7 @@ dpkgopts=(
 args=(--variant=apt --mode=root --include="${packages// /,}"
     --aptopt='APT::Install-Recommends "false"')
 for o in "${dpkgopts[@]}"; do args+=(--dpkgopt="$o"); done
+[ -z "${SLUICE_ROOTFS_HOOK:-}" ] || args+=(--customize-hook="$SLUICE_ROOTFS_HOOK")
 
 key=$( {
     printf '%s\n' "$suite" "${sources[@]}" "${args[@]}"

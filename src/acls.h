@@ -2,7 +2,7 @@
 /*
  * acls.h — the Kafka ACL bindings sluice's principal needs for a
  * configuration, derived from the topic plan (topicplan.h) and the config:
- * the one source of truth behind `sluice acls` and the README's example
+ * the one source of truth behind `sluice acls` and docs/security.md's example
  * (make docs).  Pure: no Kafka client, no file opened; the writers print
  * to a stream the caller gives.
  *

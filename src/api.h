@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * api.h — the synchronous HTTP/JSON API on [sluice] api_listen (README,
- * HTTP API): schedule, look up and cancel timers; read a throttle key and
+ * api.h — the synchronous HTTP/JSON API on [sluice] api_listen (docs/api.md):
+ * schedule, look up and cancel timers; read a throttle key and
  * set its rate; read a debounce group.  Off unless api_listen is set.
  *
  *   GET    /v1                                   the route table

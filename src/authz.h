@@ -7,7 +7,7 @@
  * ACL.  So sluice says once, in one line, which binding is missing, the
  * way `sluice acls` prints it (acls.h), and exits with status 1 — a loop
  * of aborts or fetch errors would bury the cause among its retries
- * (README, Security).  Two kinds go on instead, as the README documents:
+ * (docs/security.md).  Two kinds go on instead, as docs/security.md says:
  * a missing DescribeConfigs (the broker's limit is assumed) and a delay
  * target's Write (its timers go to the DLQ); those are said once per
  * topic (sl_authz_first).

@@ -2,8 +2,9 @@
 /*
  * cap.h — a memory cap with hysteresis: how much of something a pipeline
  * holds on this instance (pending timers, open groups, backlog keys, ...),
- * the most it may hold, and whether its input waits for room (README,
- * Memory caps: memory stays bounded whatever producers send).
+ * the most it may hold, and whether its input waits for room
+ * (docs/operations.md, "Memory caps": memory stays bounded whatever
+ * producers send).
  *
  * Pure arithmetic: no Kafka, no libuv, no allocation, not thread-safe.  The
  * runtime (task.h, sl_pcap_*) wraps one per configured cap with its metrics

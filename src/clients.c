@@ -225,7 +225,7 @@ static int clients_lookup_socket_timeout(rd_kafka_conf_t *kc, char *errstr,
 /* The reader: the lookup client's configuration (one group.id,
  * read_committed, nothing committed) plus what fetching needs, and its
  * own client.id, the one name an operator can set a rebuild quota on
- * (README, Kafka faults). */
+ * (docs/operations.md, "Kafka faults"). */
 static rd_kafka_conf_t *clients_reader_conf(sl_runtime_t *rt, char *errstr,
                                             size_t errstr_size) {
         rd_kafka_conf_t *kc;

@@ -9,8 +9,8 @@
  * Every key is a row of a table (sl_conf_key_t below): type, default,
  * bounds, where it is stored and a one-line description.  config.c's tables
  * hold [sluice] and the keys every pipeline has; each operator's definition
- * (opdef.h, ops.def) holds the keys of its type.  The README's
- * configuration reference is generated from those tables (`sluice config
+ * (opdef.h, ops.def) holds the keys of its type.  docs/configuration.md's
+ * reference is generated from those tables (`sluice config
  * reference`), so code and docs cannot drift.  Cross-field rules live in one
  * finalize step (an operator's in its finalize hook).  Errors read
  * `FILE:LINE: key: what is wrong`; all of a file's errors are reported in

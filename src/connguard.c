@@ -419,17 +419,20 @@ void sl_connguard_mhd_notify(void *cls, struct MHD_Connection *c,
         sl_connguard_t *g = cls;
 
         if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-                const union MHD_ConnectionInfo *fd = MHD_get_connection_info(
+                /* The descriptor is read before the next query: since
+                 * 1.0 libmicrohttpd answers every query in one union of
+                 * the connection's, so the address would overwrite it
+                 * (a pointer's low bits taken for a descriptor). */
+                const union MHD_ConnectionInfo *i = MHD_get_connection_info(
                     c, MHD_CONNECTION_INFO_CONNECTION_FD);
+                int fd = i ? (int)i->connect_fd : -1;
                 const union MHD_ConnectionInfo *addr = MHD_get_connection_info(
                     c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
                 /* Without its descriptor a connection goes unguarded
-                 * (libmicrohttpd 0.9.75 always has one). */
+                 * (libmicrohttpd 0.9.75 and 1.0 always have one). */
+                const struct sockaddr *sa = addr ? addr->client_addr : NULL;
                 *socket_context =
-                    fd ? sl_connguard_open(g, fd->connect_fd,
-                                           addr ? addr->client_addr : NULL,
-                                           mono_ms())
-                       : NULL;
+                    fd != -1 ? sl_connguard_open(g, fd, sa, mono_ms()) : NULL;
         } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
                 sl_connguard_close(g, *socket_context);
                 *socket_context = NULL;

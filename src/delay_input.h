@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * delay_input.h — reads one delay input record (README, Headers) into a
- * request to schedule or cancel a timer, or into the reason it goes to the
- * DLQ.
+ * delay_input.h — reads one delay input record (docs/delay.md, "Headers")
+ * into a request to schedule or cancel a timer, or into the reason it goes
+ * to the DLQ.
  *
  * Pure: no Kafka, no libuv.  The operator hands over the record's key,
  * value and headers as plain arrays and acts on the request.

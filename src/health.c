@@ -192,7 +192,8 @@ void sl_health_update_ready(sl_runtime_t *rt) {
                 /* Ready all the same: the instance works (its due work is
                  * what makes room) and a not-ready pod would hold up
                  * rollouts and, under the PodDisruptionBudget, node drains
-                 * for as long as the cap lasts (README, Operations). */
+                 * for as long as the cap lasts (docs/operations.md,
+                 * "Memory caps"). */
                 snprintf(why, sizeof(why), "ready; %s", caps);
                 health_set_ready(h, 1, why);
         } else

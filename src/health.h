@@ -8,7 +8,7 @@
  * topics (parts.h), and every assigned partition rebuilt.  A full cap
  * (task.h, CAPS) is said but does not make the instance unready: it works,
  * its due work is what makes room, and a not-ready pod would hold up
- * rollouts (README, Operations).
+ * rollouts (docs/operations.md, "Memory caps").
  *
  * Kafka answers when a probe (a metadata request every 2 s, off the loop)
  * does, or, once probes have failed for SL_HEALTH_DOWN_MS, it is called

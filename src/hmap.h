@@ -15,7 +15,7 @@
  * pointer) and the map allocates nothing per entry, so the entry is one
  * block with its key and whatever else it holds.  A pending timer's
  * memory is the budget here (at most 64 bytes beyond key and payload,
- * the targets of the README's Benchmarks), and a boxed node per entry (a
+ * the targets of docs/benchmarks.md), and a boxed node per entry (a
  * pointer to the key, a pointer to the value, the link, malloc's header) would
  * spend half of it.  The map keeps no hash in the entry either: where the key
  * is at hand the hash is cheaper to compute again at a resize than to store in

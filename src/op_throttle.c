@@ -2,7 +2,7 @@
 /*
  * op_throttle.c — the throttle operator: a token bucket per key, and a
  * durable FIFO backlog per key in the overflow topic for what is over the
- * key's rate, drained later at that rate (README, Throttle).
+ * key's rate, drained later at that rate (docs/throttle.md).
  *
  * STATE MODEL
  *

@@ -5,8 +5,9 @@
  *
  * A pipeline's changelog, overflow (throttle) and dlq are co-partitioned
  * with its input: sluice writes what it did for input partition p to
- * partition p of each (README, Topics of a pipeline).  So a partition of
- * the input is served only when every one of those topics has it too.
+ * partition p of each (docs/architecture.md, "Topics of a pipeline").  So a
+ * partition of the input is served only when every one of those topics has
+ * it too.
  *
  * At start (`sluice run`), sl_parts_check_start() compares every pipeline's
  * topics with its input and refuses to run when one is missing or differs,

@@ -370,7 +370,7 @@ int sl_task_topic_partitions(sl_task_t *t, const char *topic);
 void sl_task_input_retry(sl_task_t *t);
 
 /*
- * CAPS (README, Memory caps)
+ * CAPS (docs/operations.md, "Memory caps")
  *
  * What a pipeline holds in memory is bounded per instance: the sum over the
  * pipeline's partitions assigned here (pending timers, open groups, backlog

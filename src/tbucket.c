@@ -27,7 +27,7 @@
  * returned time always succeeds (the scheduler never spins).  Taking a token
  * at 1 - EPS leaves the level at 0 (clamped), losing at most EPS.
  *
- * A rate of 0 stops the key (README: "`0/s` stops a key"): a stopped
+ * A rate of 0 stops the key (docs/throttle.md: "`0/s` stops a key"): a stopped
  * bucket never grants a token, whatever its level, so every message of the
  * key waits in the backlog until the rate is raised or the message
  * expires.  The level is frozen, not emptied: the bucket neither earns nor

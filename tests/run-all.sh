@@ -5,7 +5,8 @@
 # their output is printed when both have ended, the unit tests' first),
 # then the integration tests against real brokers (started and stopped by
 # tests/integration/run.sh).  The last line is the total: "N passed, N
-# failed".  Exit status is 0 only when nothing failed.
+# failed", and ", N skipped" when a test could not run on this machine
+# (run.sh says which and why).  Exit status is 0 only when nothing failed.
 set -u
 cd "$(dirname "$0")/.."
 summary=$(mktemp)
@@ -27,12 +28,18 @@ tests/integration/run.sh
 
 passed=0
 failed=0
-while read -r _ p f; do
+skipped=0
+while read -r _ p f s; do
     passed=$((passed + p))
     failed=$((failed + f))
+    skipped=$((skipped + ${s:-0}))
 done <"$summary"
 rm -f "$summary"
 # A stage that crashed before writing its line counts as a failure.
 echo "test wall time: $(($(date +%s) - t0)) s"
-echo "$passed passed, $failed failed"
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -12,7 +12,8 @@
 #      the file docker/rootfs.sh (0021) builds from; it holds the package of
 #      every library sluice links to directly; build-packages.txt is a
 #      subset of the Makefile's DEB_PKGS; the base's suite is this
-#      machine's Debian release;
+#      machine's Debian release (on another release, or off Debian, the
+#      test skips, after the other checks);
 #   3. the build context .dockerignore lets through: no Kafka jars, build
 #      folders, binaries, .git or test data, and everything the Dockerfile
 #      COPYs;
@@ -20,6 +21,7 @@
 #      folder, then its commands other than apt-get (make sluice) with this
 #      machine's toolchain (the same Debian packages), and the binary runs.
 source "$(dirname "$0")/lib.sh"
+command -v dpkg >/dev/null || skip "not a Debian machine (no dpkg): the package checks need one"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 df=$repo/docker/Dockerfile
 tool=$repo/tests/integration/image-dockerfile.py
@@ -73,9 +75,12 @@ base=$(sed -n 's/^ARG DEBIAN_BASE=//p' "$df")
 suite=${base#*:}
 suite=${suite%%-*}
 . /etc/os-release
-[ "$suite" = "${VERSION_CODENAME:-}" ] ||
-    fail "the image's base $base is not this machine's Debian ($PRETTY_NAME): the image would get other library versions than sluice is tested with"
-note "base $base, this machine $PRETTY_NAME $(cat /etc/debian_version)"
+other_release=
+if [ "$suite" = "${VERSION_CODENAME:-}" ]; then
+    note "base $base, this machine $PRETTY_NAME $(cat /etc/debian_version)"
+else
+    other_release="the image's base $base is not this machine's Debian ($PRETTY_NAME): its library versions are not the ones tested here"
+fi
 
 # 3. The build context.
 t0=$(now_ms)
@@ -115,4 +120,5 @@ for c in "${RUN_CMDS[@]}"; do
 done
 "$stage$WORKDIR/sluice" version >/dev/null || fail "the build stage's sluice does not run"
 note "build stage rehearsed: ${RUN_CMDS[*]: -1} in $(($(now_ms) - t0)) ms from the context alone"
+[ -z "$other_release" ] || skip "$other_release (the other checks passed)"
 echo PASS

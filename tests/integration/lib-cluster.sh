@@ -7,6 +7,8 @@
 # nodes in network namespaces on 198.18.0.0/24, replication factor 3,
 # min.insync.replicas 2), points BOOTSTRAP at it, and then uses
 # lib-faults.sh's load and verdicts as the single-broker fault tests do.
+# Where that cannot be (not root, no network namespaces, no iptables),
+# cluster_start skips the test (lib.sh's skip) before it does anything.
 #
 #   cluster CMD [ARGS]       kafka/cluster.sh CMD on this test's cluster
 #   cluster_start            starts it (stopped, and its namespaces removed,
@@ -69,6 +71,10 @@ _cluster_cleanup() {
 
 cluster_start() {
     : "${KCAT_READ_TIMEOUT:=15}"
+    [ "$(id -u)" = 0 ] || skip "the cluster tests need root (ip netns, iptables)"
+    unshare --net true 2>/dev/null || skip "cannot make network namespaces here (unshare --net)"
+    ip netns list >/dev/null 2>&1 || skip "no ip netns here (iproute2)"
+    command -v iptables >/dev/null || skip "iptables is missing (make deps installs it)"
     CLUSTER_DIR=$WORK/cluster
     CLEANUP_HOOKS+=(_cluster_cleanup)
     trap 'exit 143' TERM

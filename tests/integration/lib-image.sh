@@ -24,7 +24,8 @@
 #
 # The network namespace is the host's, so 127.0.0.1 reaches the test broker.
 # The private mount namespace takes its mounts with it when PID 1 ends.
-# Needs root (CAP_SYS_ADMIN): without it image_prepare fails, loudly.
+# Needs root (CAP_SYS_ADMIN) and mmdebstrap: without them image_prepare skips
+# the test (lib.sh's skip), saying which is missing.
 
 declare -A IMAGE_UPIDS=() IMAGE_PIDS=()
 IMAGE_ROOT=
@@ -43,9 +44,10 @@ CLEANUP_HOOKS+=(_image_cleanup)
 
 # image_prepare — sets IMAGE_ROOT, ENTRYPOINT, CMD, IMAGE_USER, IMAGE_ENV.
 image_prepare() {
-    [ "$(id -u)" = 0 ] || fail "the image check needs root (unshare, mount, chroot); it cannot run here"
+    [ "$(id -u)" = 0 ] || skip "the image check needs root (unshare, mount, chroot)"
     unshare --pid --mount --uts --fork --propagation private true 2>"$WORK/unshare.err" ||
-        fail "the image check cannot make namespaces here: $(cat "$WORK/unshare.err")"
+        skip "the image check cannot make namespaces here: $(cat "$WORK/unshare.err")"
+    command -v mmdebstrap >/dev/null || skip "mmdebstrap is missing (make deps installs it)"
     local t0 i src dst
     t0=$(now_ms)
     IMAGE_ROOT=$("$image_repo/docker/rootfs.sh" 2>"$WORK/rootfs.log") || {

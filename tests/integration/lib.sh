@@ -4,8 +4,9 @@
 # A test is a bash script tests/integration/NNNN-name.sh run by run.sh with a
 # broker already up.  It prints what it checks, lines starting with "# " are
 # echoed in the summary (figures such as lateness), and it exits non-zero on
-# failure.  Every wait has a deadline; nothing sleeps a fixed time where a
-# condition can be waited on.  run.sh runs two tests at once, each against a
+# failure (77, by skip, when this machine lacks what it needs).  Every wait
+# has a deadline; nothing sleeps a fixed time where a condition can be
+# waited on.  run.sh runs two tests at once, each against a
 # broker of its own: a test names its topics and group with $PFX, takes its
 # HTTP ports from free_port (sluice_up), and gives a private broker a port
 # no other test file uses (private_broker_start).  A test that cannot share
@@ -41,6 +42,19 @@ fail() {
 
 note() { echo "# $*"; }
 
+# skip REASON — the test cannot run here: this machine lacks what it needs
+# (root, a tool, the Debian release it checks against).  Exits 77, as
+# automake's tests do; run.sh counts it as skipped, not passed, and only
+# with the "SKIP: " line (any other exit 77 is a failure).  Call it from
+# the test's own shell (not in a $(...) or a pipeline), before the test
+# has found anything wrong: a skip never stands for a failure.
+SKIPPED=
+skip() {
+    echo "SKIP: $*"
+    SKIPPED=1
+    exit 77
+}
+
 # Functions run at exit after the sluice processes are killed, with the
 # test's exit status as argument (private brokers, background loops).
 CLEANUP_HOOKS=()
@@ -60,7 +74,7 @@ _cleanup() {
     grep -h "GROUP .*leaves and rejoins" "$WORK"/sluice-*.log 2>/dev/null |
         cut -c1-300 | sed 's/^/# group repair: /' || true
     # SLUICE_TEST_KEEP_WORK=1 keeps it after a pass too (logs of a run by hand).
-    if [ "$rc" -eq 0 ] && [ -z "${SLUICE_TEST_KEEP_WORK:-}" ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
+    if { [ "$rc" -eq 0 ] || [ "$rc$SKIPPED" = 771 ]; } && [ -z "${SLUICE_TEST_KEEP_WORK:-}" ]; then rm -rf "$WORK"; else echo "work dir kept: $WORK" >&2; fi
     exit "$rc"
 }
 trap _cleanup EXIT

@@ -32,9 +32,13 @@
 # (SLUICE_TEST_KAFKA4_VERSION, 4.1.1 by default; not when the suite already
 # runs on it), on SLUICE_TEST_KAFKA4_PORT (39192) + 2N.
 #
-# The last line is the total, "integration: N passed, N failed"; the
-# same figures go to SLUICE_SUMMARY_FILE when it is set (run-all.sh).
-# Exit status 0 only when nothing failed.
+# A test that cannot run on this machine calls lib.sh's skip REASON: exit
+# 77 with a line "SKIP: REASON", shown as "skip NAME (Ns): REASON" and
+# counted as skipped (an exit 77 without that line is a failure).
+#
+# The last line is the total, "integration: N passed, N failed, N
+# skipped"; the same figures go to SLUICE_SUMMARY_FILE when it is set
+# (run-all.sh).  Exit status 0 only when nothing failed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -50,11 +54,12 @@ asan_bin=$root/sluice-asan
 times_file=${SLUICE_TEST_TIMES:-$root/build/test-times}
 passed=0
 failed=0
+skipped=0
 failed_names=()
 tmp=$(mktemp -d /tmp/sluice-run.XXXXXX)
 
 record() {
-    [ -n "${SLUICE_SUMMARY_FILE:-}" ] && echo "integration $passed $failed" >>"$SLUICE_SUMMARY_FILE"
+    [ -n "${SLUICE_SUMMARY_FILE:-}" ] && echo "integration $passed $failed $skipped" >>"$SLUICE_SUMMARY_FILE"
 }
 
 fail_job() { # LABEL MESSAGE — a failure that is not a test's
@@ -187,6 +192,9 @@ finish() {
         passed=$((passed + 1))
         echo "ok   $label (${secs}s)"
         grep '^# ' "$tmp/job-$j.log" || true
+    elif [ "$rc" -eq 77 ] && grep -q '^SKIP: ' "$tmp/job-$j.log"; then
+        skipped=$((skipped + 1))
+        echo "skip $label (${secs}s): $(sed -n 's/^SKIP: //p' "$tmp/job-$j.log" | tail -1)"
     else
         failed=$((failed + 1))
         failed_names+=("$label")
@@ -322,7 +330,7 @@ fi
 if [ ${#main[@]} -gt 0 ] && ! run_phase "$version" "$port0" "${main[@]}"; then
     # As before: without a test broker nothing runs.
     record
-    echo "integration: $passed passed, $failed failed"
+    echo "integration: $passed passed, $failed failed, $skipped skipped"
     exit 1
 fi
 [ ${#k4[@]} -eq 0 ] || run_phase "$k4_version" "$k4_port0" "${k4[@]}"
@@ -338,5 +346,5 @@ fi
 record
 echo "integration: wall time $((($(date +%s%N) - t_run) / 1000000000)) s"
 [ "$failed" -gt 0 ] && echo "integration: failed: ${failed_names[*]}"
-echo "integration: $passed passed, $failed failed"
+echo "integration: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
