@@ -190,8 +190,10 @@ sl_targets_t *sl_targets_new(sl_runtime_t *rt) {
             rt->metrics, "sluice_topic_drift",
             "Config values and replica counts of the pipelines' topics that "
             "differ from what `sluice topics apply` plans (its warnings), "
-            "found at start; -1: the configs could not be read.",
+            "found at start; -1: not known (before the check, or the "
+            "configs could not be read).",
             NULL);
+        sl_gauge_set(tg->m_drift, -1);
         tg->broker_max_bytes = SL_RECSIZE_KAFKA_DEFAULT_MAX;
         return tg;
 }
@@ -239,10 +241,8 @@ static void targets_drift(sl_targets_t *tg, const sl_topicplan_t *plan,
         sl_topicplan_eval_t *ev;
         int drift = 0;
 
-        if (!obs) {
-                sl_gauge_set(tg->m_drift, -1);
-                return;
-        }
+        if (!obs)
+                return; /* stays -1 */
         ev = sl_topicplan_eval(plan, obs);
         for (int i = 0; i < ev->cnt; i++) {
                 const sl_topic_verdict_t *v = &ev->verdicts[i];
