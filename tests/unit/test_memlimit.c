@@ -213,14 +213,9 @@ static void test_apply(void **state) {
         /* auto from a 2 GiB pod with one default delay pipeline: 1.5 GiB,
          * 1 GiB fits. */
         write_file(v2, "2147483648\n");
-        {
-                FILE *f = fopen(ini, "w");
-                fputs("[sluice]\n[kafka]\nbootstrap.servers = x:1\n"
-                      "[pipeline d]\ntype = delay\ninput = in.d\n",
-                      f);
-                fclose(f);
-                assert_int_equal(sl_conf_load(ini, 0, &conf, stderr), 0);
-        }
+        write_file(ini, "[sluice]\n[kafka]\nbootstrap.servers = x:1\n"
+                        "[pipeline d]\ntype = delay\ninput = in.d\n");
+        assert_int_equal(sl_conf_load(ini, 0, &conf, stderr), 0);
         assert_int_equal(sl_memlimit_apply(conf, v2, missing), 3LL << 29);
         assert_int_equal(sl_delay_conf(&conf->pipelines[0])->max_pending_bytes,
                          1LL << 30);
@@ -234,14 +229,9 @@ static void test_conf_auto(void **state) {
         assert_int_equal(conf->memory_limit, 64LL << 20);
         sl_conf_destroy(conf);
         /* "auto" is a word of memory_limit only. */
-        {
-                FILE *f = fopen(ini, "w");
-                fputs("[sluice]\n[kafka]\nbootstrap.servers = x:1\n"
-                      "[pipeline d]\ntype = delay\ninput = in.d\n"
-                      "max_pending_bytes = auto\n",
-                      f);
-                fclose(f);
-        }
+        write_file(ini, "[sluice]\n[kafka]\nbootstrap.servers = x:1\n"
+                        "[pipeline d]\ntype = delay\ninput = in.d\n"
+                        "max_pending_bytes = auto\n");
         FILE *err = fopen("/dev/null", "w");
         assert_int_equal(sl_conf_load(ini, 0, &conf, err), 1);
         fclose(err);
