@@ -20,9 +20,11 @@
  * transaction machine reach each other, ticks them every second, and
  * drives the shutdown:
  *
- *   start     metrics and health endpoints, the API, the long-lived clients
- *             (clients.h), the topics' limits (targets.h), the pipelines
- *             (pipeline.h), then the transaction machine, which makes the
+ *   start     the memory budget (memlimit.h: it scales the pipelines' byte
+ *             caps in the configuration), metrics and health endpoints,
+ *             the API, the long-lived clients (clients.h), the topics'
+ *             limits (targets.h), the pipelines (pipeline.h), then the
+ *             transaction machine, which makes the
  *             consumer and the producers and, through clients.c, joins the
  *             group; the watchdog last
  *   tick      every second: the consumer's poll stamp, lag and readiness,
@@ -52,6 +54,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "member.h"
+#include "memlimit.h"
 #include "parts.h"
 #include "pipeline.h"
 #include "runtime.h"
@@ -325,6 +328,13 @@ static void app_destroy(sl_app_t *app) {
         free(rt->loop);
 }
 
+/* cgroup v2's memory.max, or for tests the file SLUICE_TEST_CGROUP_MEMORY
+ * names instead. */
+static const char *app_cgroup_v2(void) {
+        const char *p = getenv("SLUICE_TEST_CGROUP_MEMORY");
+        return p && *p ? p : SL_MEMLIMIT_CGROUP_V2;
+}
+
 static int app_run(sl_conf_t *conf) {
         sl_app_t app_s = {0}, *app = &app_s;
         sl_runtime_t *rt = &app->rt;
@@ -343,6 +353,13 @@ static int app_run(sl_conf_t *conf) {
                  host, (int)getpid(),
                  (unsigned long long)(sl_mono_us() ^ (uint64_t)sl_now_ms()));
         rt->metrics = sl_metrics_new();
+        /* Before the pipelines: their byte caps share memory_limit. */
+        sl_gauge_set(sl_metrics_gauge(rt->metrics, "sluice_memory_limit_bytes",
+                                      "The memory the pipelines' byte caps "
+                                      "share (memory_limit; 0: none).",
+                                      NULL),
+                     (double)sl_memlimit_apply(conf, app_cgroup_v2(),
+                                               SL_MEMLIMIT_CGROUP_V1));
         rt->outbox =
             sl_outbox_new(SL_APP_OUTBOX_MAX_BYTES, SL_APP_OUTBOX_MAX_RECORDS);
         rt->authz = sl_authz_new(rt);

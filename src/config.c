@@ -219,6 +219,14 @@ static const sl_conf_key_t sluice_keys[] = {
      "this long after its connection opened (or its previous answer was "
      "sent), or the connection is closed, however slowly bytes keep "
      "coming."},
+    {"memory_limit", SL_KT_SIZE, NULL, "auto", "0", NULL, SL_KF_AUTO,
+     SLUICE(memory_limit),
+     "Memory the byte caps of all pipelines share (delay's and debounce's "
+     "max_pending_bytes, throttle's max_key_bytes; 0 counts as the whole "
+     "budget): when they sum to more, sluice run scales each down in "
+     "proportion at start and logs it (docs/operations.md, Memory caps). "
+     "`auto`: 75 % of the cgroup's memory limit (memory.max, or v1's "
+     "memory.limit_in_bytes), none without one; 0 = no budget."},
 };
 
 /* [pipeline NAME]: the keys every pipeline has, stored in
@@ -540,6 +548,11 @@ static int key_set(const sl_conf_key_t *k, void *base, const char *value,
                 str_set(field, NULL);
                 return 0;
         }
+        if (k->flags & SL_KF_AUTO && !strcmp(value, "auto")) {
+                sl_assert(k->size == sizeof(int64_t));
+                *(int64_t *)field = -1;
+                return 0;
+        }
         if (key_value_refused(k, value, errstr, errstr_size))
                 return -1;
 
@@ -632,7 +645,9 @@ static void key_format(const sl_conf_key_t *k, const void *base, char *buf,
         case SL_KT_SIZE:
                 v = k->size == sizeof(int) ? *(const int *)field
                                            : *(const int64_t *)field;
-                if (k->type == SL_KT_DURATION)
+                if (k->flags & SL_KF_AUTO && v == -1)
+                        snprintf(buf, size, "auto");
+                else if (k->type == SL_KT_DURATION)
                         sl_duration_format(v, buf, size);
                 else if (k->type == SL_KT_SIZE)
                         sl_size_format(v, buf, size);
@@ -1924,6 +1939,32 @@ const char **sl_conf_internal_topics(const sl_conf_t *conf, int *cnt) {
         return names;
 }
 
+sl_conf_memcap_t *sl_conf_memcaps(sl_conf_t *conf, int *cnt) {
+        sl_conf_memcap_t *caps = NULL;
+        int n = 0;
+
+        for (int p = 0; p < conf->pipeline_cnt; p++) {
+                sl_pipeline_conf_t *pc = &conf->pipelines[p];
+                const sl_opdef_t *op = sl_opdef_of(pc->type);
+                for (int i = 0; op && i < op->key_cnt; i++) {
+                        const sl_conf_key_t *k = &op->keys[i];
+                        if (!(k->flags & SL_KF_MEMCAP))
+                                continue;
+                        sl_assert(k->type == SL_KT_SIZE && !key_shared(k) &&
+                                  k->size == sizeof(int64_t));
+                        caps =
+                            sl_realloc(caps, (size_t)(n + 1) * sizeof(*caps));
+                        caps[n].pc = pc;
+                        caps[n].key = k->name;
+                        caps[n].bytes =
+                            (int64_t *)((char *)pc->params + k->off);
+                        n++;
+                }
+        }
+        *cnt = n;
+        return caps;
+}
+
 rd_kafka_conf_t *sl_conf_rdkafka(const sl_conf_t *conf, char *errstr,
                                  size_t errstr_size) {
         rd_kafka_conf_t *kc = rd_kafka_conf_new();
@@ -1974,6 +2015,8 @@ static void ref_type(const sl_conf_key_t *k, char *buf, size_t size) {
         }
         if (k->flags & SL_KF_NONE)
                 snprintf(buf + strlen(buf), size - strlen(buf), " or `none`");
+        if (k->flags & SL_KF_AUTO)
+                snprintf(buf + strlen(buf), size - strlen(buf), " or `auto`");
 }
 
 static void ref_rows(FILE *out, const sl_conf_key_t *keys, int cnt) {
@@ -1989,7 +2032,12 @@ static void ref_rows(FILE *out, const sl_conf_key_t *keys, int cnt) {
                         fprintf(out, "(empty)");
                 else
                         fprintf(out, "`%s`", k->def);
-                fprintf(out, " | %s |\n", k->desc);
+                fprintf(out, " | %s%s |\n", k->desc,
+                        k->flags & SL_KF_MEMCAP
+                            ? " Shares [sluice] `memory_limit` with the "
+                              "other byte caps (0 then counts as the whole "
+                              "budget)."
+                            : "");
         }
 }
 

@@ -85,13 +85,18 @@ typedef struct sl_conf_enum_s {
 /* Flags of a key.  TXNID: its value goes into a transactional id, so it may
  * not end in SL_TXNID_SECOND_SUFFIX.  SECRET: `config dump` shows ***, and
  * it is never logged.  SHARED: an operator's key whose value is stored in
- * sl_pipeline_conf_t (off), not in its params. */
+ * sl_pipeline_conf_t (off), not in its params.  AUTO: the word "auto"
+ * stores -1 (a size whose value is worked out at run time).  MEMCAP: a
+ * byte cap of a pipeline, one of those [sluice] memory_limit shares
+ * (memlimit.h); an int64_t SL_KT_SIZE. */
 #define SL_KF_REQUIRED 0x01 /* a pipeline must set it */
 #define SL_KF_NONEMPTY 0x02 /* "" is an error */
 #define SL_KF_NONE     0x04 /* the word "none" stores NULL */
 #define SL_KF_TXNID    0x08
 #define SL_KF_SECRET   0x10
 #define SL_KF_SHARED   0x20
+#define SL_KF_AUTO     0x40
+#define SL_KF_MEMCAP   0x80
 
 typedef struct sl_conf_key_s {
         const char *name;
@@ -183,6 +188,7 @@ typedef struct sl_conf_s {
         int api_max_connections;
         int api_max_connections_client;
         int64_t api_request_timeout_ms;
+        int64_t memory_limit; /* bytes; 0 none; -1 auto (memlimit.h) */
 
         /* [kafka], in file order, environment overrides last */
         sl_kv_t *kafka;
@@ -307,6 +313,18 @@ const char *sl_pipeline_topic(const sl_pipeline_conf_t *pc, const char *role);
 /* 1 when name is an SL_ROLE_INTERNAL topic of one of conf's pipelines
  * (a changelog, overflow, rates, payloads or dlq): never a target. */
 int sl_conf_topic_internal(const sl_conf_t *conf, const char *name);
+
+/* One byte cap of a pipeline (a row flagged SL_KF_MEMCAP). */
+typedef struct sl_conf_memcap_s {
+        const sl_pipeline_conf_t *pc;
+        const char *key; /* the row's name: "max_pending_bytes" */
+        int64_t *bytes;  /* its value, in pc's params (0: unlimited) */
+} sl_conf_memcap_t;
+
+/* Every byte cap of conf's pipelines, in pipeline and row order, into a new
+ * array of *cnt (the caller frees it; bytes points into conf, which may be
+ * changed through it before the pipelines start). */
+sl_conf_memcap_t *sl_conf_memcaps(sl_conf_t *conf, int *cnt);
 
 /* Every SL_ROLE_INTERNAL topic of conf's pipelines, in pipeline and role
  * order, into a new array of *cnt names (pointing into conf; the caller

@@ -45,7 +45,7 @@ static const sl_conf_key_t debounce_keys[] = {
      "Pending items on this instance; a record for a new item waits (input "
      "paused) at the cap. ~150-300 B + id per item beyond its payload: 5M "
      "~ 0.7-1.5 GiB. 0 = unlimited."},
-    {"max_pending_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, 0,
+    {"max_pending_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, SL_KF_MEMCAP,
      SL_CONF_FIELD(sl_debounce_conf_t, max_pending_bytes),
      "Bytes of pending state on this instance (delay: timer keys and data; "
      "debounce: group keys, item ids and payloads); a record that would add "

@@ -52,7 +52,7 @@ static const sl_conf_key_t delay_keys[] = {
      "its partition rebuilds; RSS adds librdkafka's buffers (~0.3 GiB during "
      "a rebuild). 20M with payload_topic: ~0.8 GiB, ~1.6 GiB at the peak "
      "of a rebuild."},
-    {"max_pending_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, 0,
+    {"max_pending_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, SL_KF_MEMCAP,
      SL_CONF_FIELD(sl_delay_conf_t, max_pending_bytes),
      "Bytes of pending state on this instance (delay: timer keys and data, "
      "or with payload_topic the index and the payloads held; "

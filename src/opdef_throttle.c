@@ -45,7 +45,7 @@ static const sl_conf_key_t throttle_keys[] = {
      "Messages buffered in the backlog on this instance; a record that "
      "would be buffered waits (input paused) at the cap. The index is <= 32 "
      "B per message: 20M ~ 640 MiB. 0 = unlimited."},
-    {"max_key_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, 0,
+    {"max_key_bytes", SL_KT_SIZE, NULL, "1GiB", "0", NULL, SL_KF_MEMCAP,
      SL_CONF_FIELD(sl_throttle_conf_t, max_key_bytes),
      "Memory of the keys held on this instance (their bytes and ~200 B "
      "each); a record for a new key waits (input paused) at the cap. 0 = "

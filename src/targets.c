@@ -33,6 +33,7 @@ struct sl_targets_s {
         sl_topiccache_t *tc;
         sl_gauge_t *m_entries;
         sl_counter_t *m_evictions;
+        sl_gauge_t *m_drift; /* sluice_topic_drift */
         uint64_t evictions_counted;
 
         /* Each producer's handles of the pipelines' own topics, kept while
@@ -185,6 +186,14 @@ sl_targets_t *sl_targets_new(sl_runtime_t *rt) {
         tg->m_evictions = sl_metrics_counter(
             rt->metrics, "sluice_topic_cache_evictions_total",
             "Topics evicted from the full target metadata cache.", NULL);
+        tg->m_drift = sl_metrics_gauge(
+            rt->metrics, "sluice_topic_drift",
+            "Config values and replica counts of the pipelines' topics that "
+            "differ from what `sluice topics apply` plans (its warnings), "
+            "found at start; -1: not known (before the check, or the "
+            "configs could not be read).",
+            NULL);
+        sl_gauge_set(tg->m_drift, -1);
         tg->broker_max_bytes = SL_RECSIZE_KAFKA_DEFAULT_MAX;
         return tg;
 }
@@ -221,6 +230,38 @@ int64_t sl_targets_max_bytes(const sl_runtime_t *rt, const char *topic) {
                     !strcmp(tg->limits[i].name, topic))
                         return tg->limits[i].max_bytes;
         return tg->broker_max_bytes;
+}
+
+/* The drift `topics apply` warns of (topicplan.h), judged from what start
+ * described: one line per difference, and sluice_topic_drift.  A topic two
+ * pipelines name is judged once; one not described (the rates topics,
+ * which are only read, or one without the DescribeConfigs ACL) has none. */
+static void targets_drift(sl_targets_t *tg, const sl_topicplan_t *plan,
+                          const sl_topics_observed_t *obs) {
+        sl_topicplan_eval_t *ev;
+        int drift = 0;
+
+        if (!obs)
+                return; /* stays -1 */
+        ev = sl_topicplan_eval(plan, obs);
+        for (int i = 0; i < ev->cnt; i++) {
+                const sl_topic_verdict_t *v = &ev->verdicts[i];
+                int dup = 0;
+                for (int j = 0; j < i; j++)
+                        dup |=
+                            !strcmp(ev->verdicts[j].spec->name, v->spec->name);
+                for (int k = 0; !dup && k < v->problem_cnt; k++) {
+                        if (!v->drift[k])
+                                continue;
+                        drift++;
+                        sl_log(LOG_WARNING, "TOPICS",
+                               "%s: %s (drift: sluice runs with it; `sluice "
+                               "topics check` lists what differs)",
+                               v->spec->name, v->problems[k]);
+                }
+        }
+        sl_topicplan_eval_destroy(ev);
+        sl_gauge_set(tg->m_drift, drift);
 }
 
 /* A topic sluice may not describe (no DescribeConfigs ACL) is assumed to
@@ -320,6 +361,7 @@ void sl_targets_learn_limits(sl_runtime_t *rt) {
                rt->size_exact ? ""
                               : "; compressed: sizes are the broker's "
                                 "to judge");
+        targets_drift(tg, plan, obs);
         sl_topicplan_observed_destroy(obs);
         sl_topics_admin_destroy(adm);
         free(names);

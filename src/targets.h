@@ -44,8 +44,10 @@ void sl_targets_destroy(sl_targets_t *tg);
 /* Learns what the pipelines' own written topics accept, then what the
  * producers will be configured for (rt->producer_max_bytes,
  * max_bytes_floor, size_exact): message.max.bytes no smaller than any of
- * those limits, unless [kafka] says otherwise.  Blocks (DescribeConfigs):
- * at start, before the loop and the producers. */
+ * those limits, unless [kafka] says otherwise.  From the same configs it
+ * counts the drift `sluice topics apply` warns of (sluice_topic_drift,
+ * one log line each).  Blocks (DescribeConfigs): at start, before the loop
+ * and the producers. */
 void sl_targets_learn_limits(sl_runtime_t *rt);
 
 /* The hooks (runtime.h): topic_partitions, topic, max_bytes. */

@@ -35,7 +35,7 @@ LAYERS = [
         recsize slab idtab
         timerheap timerindex tbucket backlog rates debounce logpb jsontext describe
         topicname opdef opdef_* delay_input partitioner topicplan groupcheck
-        topiccache apireq peerauth acls metrics connguard
+        topiccache apireq peerauth acls metrics connguard memlimit
     """),
     ("io", """
         kafka kwatch kquery txn watchdog http topics api
