@@ -48,7 +48,7 @@ LAYERS = [
         op_*
     """),
     ("commands", """
-        app main inspect inspect_* acls_cmd
+        app main inspect inspect_* acls_cmd dlq_cmd
     """),
 ]
 # The one runtime module an operator may use: its contract.
