@@ -578,6 +578,11 @@ static int dlq_replay(const sl_conf_t *conf, const sl_pipeline_conf_t *pc,
                         rd_kafka_flush(r.producer, DLQ_TIMEOUT_MS);
                 rc = SL_EXIT_OK;
         } else {
+                if (r.in_txn)
+                        txn_check(&r,
+                                  rd_kafka_abort_transaction(r.producer,
+                                                             DLQ_TIMEOUT_MS),
+                                  "abort_transaction");
                 fprintf(stderr,
                         "sluice dlq replay: stopped; what was committed "
                         "stays, a new run goes on from there\n");
