@@ -21,5 +21,6 @@ int sl_topics_cmd(int argc, char **argv);  /* topics   (topics.c)  */
 int sl_conf_cmd(int argc, char **argv);    /* config   (config.c)  */
 int sl_inspect_cmd(int argc, char **argv); /* inspect  (inspect.c) */
 int sl_acls_cmd(int argc, char **argv);    /* acls     (acls_cmd.c) */
+int sl_dlq_cmd(int argc, char **argv);     /* dlq      (dlq_cmd.c) */
 
 #endif

@@ -43,6 +43,10 @@ static void usage(FILE *out) {
             "state\n"
             "  acls -c FILE                print the Kafka ACLs sluice "
             "needs\n"
+            "  dlq replay -c FILE PIPELINE [--reason R] [--since TIME]\n"
+            "      [--until TIME] [--limit N] [--dry-run] [--from-beginning]\n"
+            "                              send DLQ records back to the "
+            "input\n"
             "  version                     print versions and the commit\n"
             "\n"
             "`sluice <command> --help` describes each command.\n");
@@ -82,6 +86,7 @@ int main(int argc, char **argv) {
             {"config", sl_conf_cmd},     /* config.c */
             {"inspect", sl_inspect_cmd}, /* inspect.c */
             {"acls", sl_acls_cmd},       /* acls_cmd.c */
+            {"dlq", sl_dlq_cmd},         /* dlq_cmd.c */
         };
 
         if (argc < 2) {

@@ -32,7 +32,7 @@ import sys
 LAYERS = [
     ("base", """
         util log cli hash heap hmap varint parse config cap outbox refused
-        recsize slab idtab
+        recsize slab idtab dlqrec
         timerheap timerindex tbucket backlog rates debounce logpb jsontext describe
         topicname opdef opdef_* delay_input partitioner topicplan groupcheck
         topiccache apireq peerauth acls metrics connguard memlimit
@@ -48,7 +48,7 @@ LAYERS = [
         op_*
     """),
     ("commands", """
-        app main inspect inspect_* acls_cmd
+        app main inspect inspect_* acls_cmd dlq_cmd
     """),
 ]
 # The one runtime module an operator may use: its contract.
