@@ -122,12 +122,15 @@
  * (bench/NOTES.md "Reading one record back by offset": 1-2k scattered
  * reads a second per partition on loopback, a sequential scan as they get
  * denser).  A wanted offset the read passes without finding (compacted
- * away, deleted), finds holding another id, or that lies past the end of
- * what was committed, marks its timer missing: it goes to the DLQ at its
- * due time as payload-missing, id unknown (its index record stays: each
- * rebuild finds it again).  A rebuild, which knows every id, finds the
- * index records whose offset lies outside the payload topic (below its
- * first offset: deleted; at or past its end: the topic made again) and
+ * away, deleted), finds holding another id, or that lies past the
+ * partition's high watermark although it was committed, marks its timer
+ * missing: it goes to the DLQ at its due time as payload-missing, id
+ * unknown (its index record stays: each rebuild finds it again).  One
+ * between where the read stopped and the high watermark waits: a
+ * transaction not yet decided holds the read back (kx_missing_past).  A
+ * rebuild, which knows every id, finds the index records whose offset lies
+ * outside the payload topic (below its first offset: deleted; at or past
+ * the end its read settled at: the topic made again) and
  * keeps their ids (kx_restored): those go to the DLQ keyed by id, and
  * their index records go.  Records read on the way are
  * kept only when due soon and the share has room; those read only to
@@ -289,6 +292,7 @@ typedef struct delay_state_s {
          * them, or a transaction after theirs began); loc_prev is the
          * highest delivered by the last precommit, loc_txn by now. */
         int64_t loc_safe, loc_prev, loc_txn;
+        int undecided_logged; /* the read's wait for one was logged */
         restore_slot_t restore[RESTORE_LAG]; /* records read, not applied */
         unsigned restore_head, restore_cnt;
         struct delay_pipeline_s *dp;
@@ -1850,32 +1854,66 @@ static void kx_wake(sl_task_t *t, int64_t now) {
         wake_done(t, fired, limited, paced, &cr, mono_ms, now, kx_arm);
 }
 
-/* Wanted records below offset `upto` did not come: they are gone.  Returns
- * how many. */
-static int kx_missing_below(delay_state_t *st, int64_t upto) {
-        int n = 0;
-        while (st->want_cnt && st->want[0].loc < upto) {
-                uint32_t h = st->want[0].handle;
+/* The wanted record at want[i] is gone: its timer is marked missing (when
+ * the entry still points there) and the want goes. */
+static void kx_want_gone(sl_task_t *t, size_t i, const char *why) {
+        delay_state_t *st = t->state_data;
+        uint32_t h = st->want[i].handle;
+        int64_t loc = st->want[i].loc;
+        if (sl_timerindex_loc(st->ix, h) == loc &&
+            !(sl_timerindex_flags(st->ix, h) & KX_F_RESIDENT)) {
                 sl_timerindex_set_flags(
                     st->ix, h, sl_timerindex_flags(st->ix, h) | KX_F_MISSING);
-                want_del(st, st->want[0].loc);
+                sl_log(LOG_NOTICE, "DELAY",
+                       "%s [%d]: payload record at offset %" PRId64
+                       " not found: %s",
+                       t->pl->conf->name, t->partition, loc, why);
+        }
+        want_del(st, loc);
+}
+
+/* Wanted records below offset `upto` did not come: they are gone.  Returns
+ * how many. */
+static int kx_missing_below(sl_task_t *t, int64_t upto) {
+        delay_state_t *st = t->state_data;
+        int n = 0;
+        while (st->want_cnt && st->want[0].loc < upto) {
+                kx_want_gone(t, 0, "the read passed it (deleted or compacted)");
                 n++;
         }
         return n;
 }
 
-/* Wanted records from offset `end` on, where the payload topic ends: those
- * that were committed there are gone (the topic deleted and made again, or
- * records deleted), the others are still in a transaction.  Returns how
- * many are gone. */
-static int kx_missing_past(delay_state_t *st, int64_t end) {
+/* Wanted records from offset `end` on, where the read of the payload topic
+ * reported its end.  A read_committed read stops at the last stable offset,
+ * before a transaction not yet decided (another producer's still open, or
+ * one of ours committed whose markers are not written yet): the records
+ * between there and the high watermark are in the log and come when that
+ * transaction ends, so they are waited for.  Those at or past the high
+ * watermark that were committed (up to loc_safe) are gone: the topic was
+ * deleted and made again.  Returns how many are gone. */
+static int kx_missing_past(sl_task_t *t, int64_t end) {
+        delay_state_t *st = t->state_data;
+        int64_t hwm = sl_task_fetch_hwm(t);
+        size_t i;
         int n = 0;
-        for (size_t i = want_pos(st, end);
+
+        if (hwm < 0)
+                return 0; /* not known yet: the next end reported tells */
+        i = want_pos(st, end);
+        if (i < st->want_cnt && st->want[i].loc < hwm &&
+            !st->undecided_logged) {
+                st->undecided_logged = 1;
+                sl_log(LOG_NOTICE, "DELAY",
+                       "%s [%d]: payload records from offset %" PRId64
+                       " on wait for a transaction not yet decided at "
+                       "offsets %" PRId64 " to %" PRId64 " of %s",
+                       t->pl->conf->name, t->partition, st->want[i].loc, end,
+                       hwm - 1, kx_topic(t->pl->conf));
+        }
+        for (i = want_pos(st, SL_MAX(end, hwm));
              i < st->want_cnt && st->want[i].loc <= st->loc_safe;) {
-                uint32_t h = st->want[i].handle;
-                sl_timerindex_set_flags(
-                    st->ix, h, sl_timerindex_flags(st->ix, h) | KX_F_MISSING);
-                want_del(st, st->want[i].loc);
+                kx_want_gone(t, i, "past the end of the partition");
                 n++;
         }
         return n;
@@ -1889,8 +1927,8 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         if (!st->ix || !st->fetching)
                 return;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-                got = kx_missing_below(st, m->offset) > 0;
-                got |= kx_missing_past(st, m->offset) > 0;
+                got = kx_missing_below(t, m->offset) > 0;
+                got |= kx_missing_past(t, m->offset) > 0;
                 st->fetch_next = m->offset;
         } else if (m->err) {
                 sl_log(LOG_WARNING, "DELAY", "%s [%d]: reading %s: %s",
@@ -1901,7 +1939,8 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 size_t wi;
                 int wanted;
                 uint32_t wh = SL_TIMERINDEX_NONE;
-                got = kx_missing_below(st, m->offset) > 0;
+                got = kx_missing_below(t, m->offset) > 0;
+                st->undecided_logged = 0;
                 wi = want_pos(st, m->offset);
                 wanted = wi < st->want_cnt && st->want[wi].loc == m->offset;
                 if (wanted)

@@ -478,10 +478,16 @@ void sl_task_on_reader(sl_task_t *t, const rd_kafka_message_t *m) {
                     !task_settled(t, m->offset + 1, 0))
                         return;
         }
-        if (t->rebuild_phase == SL_REBUILD_CHANGELOG)
+        if (t->rebuild_phase == SL_REBUILD_CHANGELOG) {
                 task_start_source(t);
-        else
+        } else {
+                /* The source ends where the read settled, past a stable
+                 * offset that an undecided transaction held back when the
+                 * read began. */
+                int64_t pos = m->err ? m->offset : m->offset + 1;
+                t->rebuild_source_hi = SL_MAX(t->rebuild_source_hi, pos);
                 task_finish_rebuild(t);
+        }
 }
 
 int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset) {
@@ -490,6 +496,15 @@ int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset) {
                 return -1;
         t->fetch_topic = topic;
         return 0;
+}
+
+int64_t sl_task_fetch_hwm(sl_task_t *t) {
+        int64_t lo = -1, hi = -1;
+        if (!t->fetch_topic ||
+            rd_kafka_get_watermark_offsets(t->rt->reader, t->fetch_topic,
+                                           t->partition, &lo, &hi))
+                return -1;
+        return hi;
 }
 
 void sl_task_fetch_stop(sl_task_t *t) {

@@ -191,8 +191,10 @@ struct sl_task_s {
         int64_t rebuild_source_from;
         int rebuild_waits;   /* committed offset still pending (logged) */
         int64_t rebuild_end; /* end offset captured for the phase */
-        /* The second source's first and end offsets when its read began
-         * (-1 before). */
+        /* The second source's first offset when its read began, and its
+         * end: the last stable offset then, moved on to where the read
+         * settled (task_settled: a transaction undecided when it began
+         * held the stable offset back); -1 before. */
         int64_t rebuild_source_lo, rebuild_source_hi;
         int settle_logged; /* task_settled's wait logged this rebuild */
         int64_t rebuild_start_us;
@@ -268,6 +270,13 @@ int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
  * sl_task_fetch_stop() or when the task is destroyed or rebuilt. */
 int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset);
 void sl_task_fetch_stop(sl_task_t *t);
+
+/* The high watermark of the partition sl_task_fetch() reads, as of the
+ * reader's last fetch of it; -1 when not known.  The read stops (and
+ * reports the end) at the last stable offset, before a transaction not yet
+ * decided: the records from there up to the high watermark are in the log
+ * and come once that transaction ends. */
+int64_t sl_task_fetch_hwm(sl_task_t *t);
 
 /* The open transaction must abort (why: for the log): memory went ahead
  * of what Kafka will hold, and every task is rebuilt from its changelog. */
