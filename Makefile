@@ -42,7 +42,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check check-spdx dist dist-check build-trixie
+        image image-check check-spdx dist dist-check build-trixie
 all: sluice ## build ./sluice (what plain `make` does)
 
 help: ## this list (from the "## " comments on the rules)
@@ -73,14 +73,17 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 # Keep the generated protobuf-c sources between builds.
 .SECONDARY: $(GEN_C) $(GEN_H)
 
-# The commit this build is of, for `sluice version`: a tarball's COMMIT
-# file (make dist), else git's HEAD when this folder is the top of a
-# checkout ("-dirty" when tracked files differ from it), else "unknown"
-# (the image's build stage has neither).  Rewritten only when it changes,
-# so only main.o is rebuilt when HEAD moves.
+# The commit this build is of, for `sluice version`: SLUICE_COMMIT when
+# set (make or environment variable: the image's build stage gets it as a
+# build argument, docker/Dockerfile), else a tarball's COMMIT file (make
+# dist), else git's HEAD when this folder is the top of a checkout
+# ("-dirty" when tracked files differ from it), else "unknown".  Rewritten
+# only when it changes, so only main.o is rebuilt when HEAD moves.
+export SLUICE_COMMIT
 $(BUILD)/gen/buildinfo.h: FORCE
 	@mkdir -p $(dir $@)
-	@if [ -f COMMIT ]; then c=$$(head -c 64 COMMIT | tr -cd '0-9A-Za-z.-'); \
+	@if [ -n "$$SLUICE_COMMIT" ]; then c=$$(printf '%s' "$$SLUICE_COMMIT" | head -c 64 | tr -cd '0-9A-Za-z.-'); \
+	elif [ -f COMMIT ]; then c=$$(head -c 64 COMMIT | tr -cd '0-9A-Za-z.-'); \
 	elif p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] && \
 	  c=$$(git rev-parse --short=12 HEAD 2>/dev/null); then \
 	  [ -z "$$(git --no-optional-locks status --porcelain -uno 2>/dev/null)" ] || c=$$c-dirty; \
@@ -154,6 +157,13 @@ integration: sluice asan $(TOOL_BINS) ## the integration tests (starts and stops
 # integration tests named *-image-* (0021 runs the image as PID 1 in a PID
 # namespace, 0022 reads compose.yaml, 0023 the Dockerfile), with the test
 # broker started and stopped around them.  make test runs them too.
+# The image with Docker: the build context has no .git, so the commit this
+# checkout's build would name (buildinfo.h, above) goes in as a build arg.
+IMAGE ?= sluice:dev
+image: $(BUILD)/gen/buildinfo.h ## docker build of docker/Dockerfile as sluice:dev (IMAGE=...), with the commit (needs Docker)
+	docker build --build-arg SLUICE_COMMIT=$$(sed -n 's/^#define SL_COMMIT "\(.*\)"/\1/p' $<) \
+	  -f docker/Dockerfile -t $(IMAGE) .
+
 image-check: deps sluice ## the container image without Docker (tests 0021-0023; root)
 	@tests/integration/run.sh -image-
 
