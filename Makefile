@@ -225,6 +225,12 @@ format-check: ## fail when clang-format would change a C source
 # (skipped, with a note, where there is no Go toolchain).  Both are cached
 # in build/; the venv is rebuilt when the requirements change.
 OPS_VENV    := build/ops-venv
+# Where docs/runbooks.md of your copy of this repository is served: each
+# alert's runbook_url is RUNBOOK_URL#<alert, lower-cased>.  The one setting:
+# change it here (or `make ops-rules RUNBOOK_URL=...`), then `make ops-rules`
+# writes it into ops/prometheus/alerts.yaml and the PrometheusRule; the ops
+# checks fail while the rule files are not in step with it.
+RUNBOOK_URL ?= https://git.example.com/sluice/blob/main/docs/runbooks.md
 KUSTOMIZE   := build/ops-tools/kustomize
 KUSTOMIZE_VERSION := v5.5.0
 
@@ -249,12 +255,13 @@ $(KUSTOMIZE):
 
 ops-check: sluice ops-tools ## validate the Kubernetes manifests in ops/ offline
 	@$(OPS_VENV)/bin/python tests/ops/check_manifests.py --root . --sluice ./sluice \
-	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE)) \
+	  --work $(BUILD)/ops-check --runbook-url '$(RUNBOOK_URL)' \
+	  $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE)) \
 	  $$(command -v promtool >/dev/null && echo --promtool $$(command -v promtool))
 
-ops-rules: $(OPS_VENV)/ok ## regenerate ops/prometheus-operator/prometheusrule.yaml
+ops-rules: $(OPS_VENV)/ok ## the alerts' runbook_url from RUNBOOK_URL; regenerate prometheusrule.yaml
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
-	  ops/prometheus-operator/prometheusrule.yaml
+	  ops/prometheus-operator/prometheusrule.yaml '$(RUNBOOK_URL)'
 	@python3 tests/ops/gen-dashboard-configmap.py ops/grafana/sluice.json \
 	  ops/grafana/dashboard-configmap.yaml
 

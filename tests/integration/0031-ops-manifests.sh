@@ -8,7 +8,7 @@
 # against sluice.ini), Pod Security "restricted", `sluice config check` of
 # the rendered config with the containers' environment, the HTTP API's
 # port, advertised name and Secrets, the alert rules (severity, runbook
-# section, promtool where installed) and dashboard queries as PromQL, the
+# section at the Makefile's RUNBOOK_URL, promtool) and dashboard queries as PromQL, the
 # dashboard's ConfigMap against the dashboard.  tests/ops/check_manifests.py says each
 # check; `make ops-check` runs it without a broker.
 source "$(dirname "$0")/lib.sh"
@@ -22,7 +22,14 @@ if [ ! -e "$venv/ok" ] || { [ ! -x "$kustomize" ] && command -v go >/dev/null; }
         { cat "$WORK/ops-tools.log" >&2; fail "make ops-tools failed"; }
     note "make ops-tools: $((($(date +%s%N) - t0) / 1000000)) ms"
 fi
-args=(--root "$root" --sluice "$SLUICE_BIN" --work "$WORK")
+# Every runbook_url is the Makefile's RUNBOOK_URL#<alert> (make ops-rules).
+runbook_url=$(cd "$root" && make -s --no-print-directory -f - print-runbook-url <<'MK'
+include Makefile
+print-runbook-url: ; @echo '$(RUNBOOK_URL)'
+MK
+)
+[ -n "$runbook_url" ] || fail "cannot read RUNBOOK_URL from the Makefile"
+args=(--root "$root" --sluice "$SLUICE_BIN" --work "$WORK" --runbook-url "$runbook_url")
 if [ -x "$kustomize" ]; then
     args+=(--kustomize "$kustomize")
 elif command -v go >/dev/null; then
