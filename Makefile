@@ -221,9 +221,10 @@ format-check: ## fail when clang-format would change a C source
 	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"
 
 # The ops/ checks (tests/integration/0031-ops-manifests.sh, 0032-ops-metrics.sh):
-# a venv with the pinned Python tools, and kustomize built from its Go module
-# (skipped, with a note, where there is no Go toolchain).  Both are cached
-# in build/; the venv is rebuilt when the requirements change.
+# a venv with the pinned Python tools, kustomize built from its Go module
+# (skipped, with a note, where there is no Go toolchain), and promtool for
+# `promtool check rules`.  All cached in build/; the venv is rebuilt when
+# the requirements change.
 OPS_VENV    := build/ops-venv
 # Where docs/runbooks.md of your copy of this repository is served: each
 # alert's runbook_url is RUNBOOK_URL#<alert, lower-cased>.  The one setting:
@@ -233,8 +234,9 @@ OPS_VENV    := build/ops-venv
 RUNBOOK_URL ?= https://git.example.com/sluice/blob/main/docs/runbooks.md
 KUSTOMIZE   := build/ops-tools/kustomize
 KUSTOMIZE_VERSION := v5.5.0
+PROMTOOL    := build/ops-tools/promtool
 
-ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE) ## the ops checks' venv and kustomize, cached in build/
+ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE) $(PROMTOOL) ## the ops checks' venv, kustomize and promtool, cached in build/
 
 # build/NAME-venv: a venv with tests/NAME/requirements.txt (ops, api).
 build/%-venv/ok: tests/%/requirements.txt
@@ -253,11 +255,31 @@ $(KUSTOMIZE):
 	      echo "ops-tools: go install of kustomize failed: kustomize builds will not be rendered (the hand checks still run)"; }; \
 	else echo "ops-tools: no Go toolchain: kustomize builds will not be rendered"; fi
 
+# promtool: taken out of Debian's prometheus package (the distribution's
+# build of the version the suite ships), fetched once with apt-get download:
+# nothing is installed, no Prometheus server is set up or started.  Where
+# there is no apt-get, or it cannot fetch the package, a note; the checks
+# then use a promtool on PATH, else the PromQL parser alone.
+$(PROMTOOL):
+	@mkdir -p $(dir $@)deb
+	@if command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1; then \
+	  ( cd $(dir $@)deb && rm -f prometheus_*.deb && \
+	    { apt-get download prometheus >../promtool.log 2>&1 || \
+	      { [ "$$(id -u)" = 0 ] && apt-get update -qq >>../promtool.log 2>&1 && \
+	        apt-get download prometheus >>../promtool.log 2>&1; }; } && \
+	    dpkg-deb --fsys-tarfile prometheus_*.deb | tar -xO ./usr/bin/promtool >../promtool.tmp && \
+	    cd .. && chmod +x promtool.tmp && ./promtool.tmp --version >>promtool.log 2>&1 && \
+	    mv promtool.tmp promtool && rm -rf deb ) || \
+	  { rm -f $@.tmp; tail -3 $(dir $@)promtool.log; \
+	    echo "ops-tools: could not take promtool out of Debian's prometheus package: the rules are not checked with it"; }; \
+	else echo "ops-tools: no apt-get: promtool is not fetched (one on PATH is used)"; fi
+
+# --promtool: build/ops-tools' promtool, else one on PATH.
 ops-check: sluice ops-tools ## validate the Kubernetes manifests in ops/ offline
 	@$(OPS_VENV)/bin/python tests/ops/check_manifests.py --root . --sluice ./sluice \
 	  --work $(BUILD)/ops-check --runbook-url '$(RUNBOOK_URL)' \
 	  $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE)) \
-	  $$(command -v promtool >/dev/null && echo --promtool $$(command -v promtool))
+	  $$(p=$(PROMTOOL); [ -x $$p ] || p=$$(command -v promtool); [ -z "$$p" ] || echo --promtool $$p)
 
 ops-rules: $(OPS_VENV)/ok ## the alerts' runbook_url from RUNBOOK_URL; regenerate prometheusrule.yaml
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
