@@ -42,7 +42,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,build-asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps asan unit-asan test unit integration demo bench format format-check check-layers \
         docs docs-check clean help test-cluster broker-start broker-stop ops-tools ops-check ops-rules \
-        image-check check-spdx dist dist-check build-trixie
+        image image-check check-spdx dist dist-check build-trixie
 all: sluice ## build ./sluice (what plain `make` does)
 
 help: ## this list (from the "## " comments on the rules)
@@ -73,14 +73,17 @@ $(BUILD)/obj/%.o: src/%.c $(GEN_H)
 # Keep the generated protobuf-c sources between builds.
 .SECONDARY: $(GEN_C) $(GEN_H)
 
-# The commit this build is of, for `sluice version`: a tarball's COMMIT
-# file (make dist), else git's HEAD when this folder is the top of a
-# checkout ("-dirty" when tracked files differ from it), else "unknown"
-# (the image's build stage has neither).  Rewritten only when it changes,
-# so only main.o is rebuilt when HEAD moves.
+# The commit this build is of, for `sluice version`: SLUICE_COMMIT when
+# set (make or environment variable: the image's build stage gets it as a
+# build argument, docker/Dockerfile), else a tarball's COMMIT file (make
+# dist), else git's HEAD when this folder is the top of a checkout
+# ("-dirty" when tracked files differ from it), else "unknown".  Rewritten
+# only when it changes, so only main.o is rebuilt when HEAD moves.
+export SLUICE_COMMIT
 $(BUILD)/gen/buildinfo.h: FORCE
 	@mkdir -p $(dir $@)
-	@if [ -f COMMIT ]; then c=$$(head -c 64 COMMIT | tr -cd '0-9A-Za-z.-'); \
+	@if [ -n "$$SLUICE_COMMIT" ]; then c=$$(printf '%s' "$$SLUICE_COMMIT" | head -c 64 | tr -cd '0-9A-Za-z.-'); \
+	elif [ -f COMMIT ]; then c=$$(head -c 64 COMMIT | tr -cd '0-9A-Za-z.-'); \
 	elif p=$$(git rev-parse --show-prefix 2>/dev/null) && [ -z "$$p" ] && \
 	  c=$$(git rev-parse --short=12 HEAD 2>/dev/null); then \
 	  [ -z "$$(git --no-optional-locks status --porcelain -uno 2>/dev/null)" ] || c=$$c-dirty; \
@@ -154,6 +157,13 @@ integration: sluice asan $(TOOL_BINS) ## the integration tests (starts and stops
 # integration tests named *-image-* (0021 runs the image as PID 1 in a PID
 # namespace, 0022 reads compose.yaml, 0023 the Dockerfile), with the test
 # broker started and stopped around them.  make test runs them too.
+# The image with Docker: the build context has no .git, so the commit this
+# checkout's build would name (buildinfo.h, above) goes in as a build arg.
+IMAGE ?= sluice:dev
+image: $(BUILD)/gen/buildinfo.h ## docker build of docker/Dockerfile as sluice:dev (IMAGE=...), with the commit (needs Docker)
+	docker build --build-arg SLUICE_COMMIT=$$(sed -n 's/^#define SL_COMMIT "\(.*\)"/\1/p' $<) \
+	  -f docker/Dockerfile -t $(IMAGE) .
+
 image-check: deps sluice ## the container image without Docker (tests 0021-0023; root)
 	@tests/integration/run.sh -image-
 
@@ -211,14 +221,22 @@ format-check: ## fail when clang-format would change a C source
 	@clang-format --dry-run --Werror src/*.c src/*.h tests/unit/*.c $(wildcard bench/*.c) $(TOOL_SRCS) $(FUZZ_SRCS) && echo "format-check: ok"
 
 # The ops/ checks (tests/integration/0031-ops-manifests.sh, 0032-ops-metrics.sh):
-# a venv with the pinned Python tools, and kustomize built from its Go module
-# (skipped, with a note, where there is no Go toolchain).  Both are cached
-# in build/; the venv is rebuilt when the requirements change.
+# a venv with the pinned Python tools, kustomize built from its Go module
+# (skipped, with a note, where there is no Go toolchain), and promtool for
+# `promtool check rules`.  All cached in build/; the venv is rebuilt when
+# the requirements change.
 OPS_VENV    := build/ops-venv
+# Where docs/runbooks.md of your copy of this repository is served: each
+# alert's runbook_url is RUNBOOK_URL#<alert, lower-cased>.  The one setting:
+# change it here (or `make ops-rules RUNBOOK_URL=...`), then `make ops-rules`
+# writes it into ops/prometheus/alerts.yaml and the PrometheusRule; the ops
+# checks fail while the rule files are not in step with it.
+RUNBOOK_URL ?= https://git.example.com/sluice/blob/main/docs/runbooks.md
 KUSTOMIZE   := build/ops-tools/kustomize
 KUSTOMIZE_VERSION := v5.5.0
+PROMTOOL    := build/ops-tools/promtool
 
-ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE) ## the ops checks' venv and kustomize, cached in build/
+ops-tools: $(OPS_VENV)/ok $(KUSTOMIZE) $(PROMTOOL) ## the ops checks' venv, kustomize and promtool, cached in build/
 
 # build/NAME-venv: a venv with tests/NAME/requirements.txt (ops, api).
 build/%-venv/ok: tests/%/requirements.txt
@@ -237,14 +255,35 @@ $(KUSTOMIZE):
 	      echo "ops-tools: go install of kustomize failed: kustomize builds will not be rendered (the hand checks still run)"; }; \
 	else echo "ops-tools: no Go toolchain: kustomize builds will not be rendered"; fi
 
+# promtool: taken out of Debian's prometheus package (the distribution's
+# build of the version the suite ships), fetched once with apt-get download:
+# nothing is installed, no Prometheus server is set up or started.  Where
+# there is no apt-get, or it cannot fetch the package, a note; the checks
+# then use a promtool on PATH, else the PromQL parser alone.
+$(PROMTOOL):
+	@mkdir -p $(dir $@)deb
+	@if command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1; then \
+	  ( cd $(dir $@)deb && rm -f prometheus_*.deb && \
+	    { apt-get download prometheus >../promtool.log 2>&1 || \
+	      { [ "$$(id -u)" = 0 ] && apt-get update -qq >>../promtool.log 2>&1 && \
+	        apt-get download prometheus >>../promtool.log 2>&1; }; } && \
+	    dpkg-deb --fsys-tarfile prometheus_*.deb | tar -xO ./usr/bin/promtool >../promtool.tmp && \
+	    cd .. && chmod +x promtool.tmp && ./promtool.tmp --version >>promtool.log 2>&1 && \
+	    mv promtool.tmp promtool && rm -rf deb ) || \
+	  { rm -f $@.tmp; tail -3 $(dir $@)promtool.log; \
+	    echo "ops-tools: could not take promtool out of Debian's prometheus package: the rules are not checked with it"; }; \
+	else echo "ops-tools: no apt-get: promtool is not fetched (one on PATH is used)"; fi
+
+# --promtool: build/ops-tools' promtool, else one on PATH.
 ops-check: sluice ops-tools ## validate the Kubernetes manifests in ops/ offline
 	@$(OPS_VENV)/bin/python tests/ops/check_manifests.py --root . --sluice ./sluice \
-	  --work $(BUILD)/ops-check $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE)) \
-	  $$(command -v promtool >/dev/null && echo --promtool $$(command -v promtool))
+	  --work $(BUILD)/ops-check --runbook-url '$(RUNBOOK_URL)' \
+	  $$([ -x $(KUSTOMIZE) ] && echo --kustomize $(KUSTOMIZE)) \
+	  $$(p=$(PROMTOOL); [ -x $$p ] || p=$$(command -v promtool); [ -z "$$p" ] || echo --promtool $$p)
 
-ops-rules: $(OPS_VENV)/ok ## regenerate ops/prometheus-operator/prometheusrule.yaml
+ops-rules: $(OPS_VENV)/ok ## the alerts' runbook_url from RUNBOOK_URL; regenerate prometheusrule.yaml
 	@$(OPS_VENV)/bin/python tests/ops/gen-prometheusrule.py ops/prometheus/alerts.yaml \
-	  ops/prometheus-operator/prometheusrule.yaml
+	  ops/prometheus-operator/prometheusrule.yaml '$(RUNBOOK_URL)'
 	@python3 tests/ops/gen-dashboard-configmap.py ops/grafana/sluice.json \
 	  ops/grafana/dashboard-configmap.yaml
 

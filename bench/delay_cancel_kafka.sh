@@ -13,64 +13,32 @@
 #
 # Its own broker on 127.0.0.1:39392 (tests/integration/kafka/broker.sh),
 # stopped on exit; sluice from ./sluice (SLUICE_BIN to change); work files
-# in $WORK (default /tmp/sluice-bench-cancel).  Rates come from the
-# counters sluice_timers_cancelled_total and _rescheduled_total, read every
-# 0.1 s from the first tombstone produced: the producer's time is
-# included.  Prints a few lines; the last two are the figures.
-set -u
-cd "$(dirname "$0")/.."
-N=${N:-1000000}
+# in $WORK (default /tmp/sluice-bench-cancel); the setup in
+# lib-delay-kafka.sh.  Rates come from the counters
+# sluice_timers_cancelled_total and _rescheduled_total, read every 0.1 s
+# from the first tombstone produced: the producer's time is included.
+# Prints a few lines; the last two are the figures.
+source "$(dirname "$0")/lib-delay-kafka.sh"
 C=${C:-20000}
-SIZE=${SIZE:-1024}
 MODE=${MODE:-kafka}
-SL=${SLUICE_BIN:-./sluice}
 W=${WORK:-/tmp/sluice-bench-cancel}
-export SLUICE_TEST_KAFKA_PORT=39392
-B=127.0.0.1:39392
 MPORT=39402
 P=cancel
-mkdir -p "$W"
-make -s sluice tools >/dev/null || exit 1
-tests/integration/kafka/broker.sh start || exit 1
-SP=
-trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; tests/integration/kafka/broker.sh stop' EXIT
+dk_broker
 kx=
 [ "$MODE" = kafka ] && kx="payload_topic = $P.$MODE.payloads"
-cat >"$W/cancel.ini" <<INI
-[sluice]
-app_id = $P.$MODE
-metrics_listen = 127.0.0.1:$MPORT
-
-[kafka]
-bootstrap.servers = $B
-
-[pipeline $P]
-type = delay
+dk_conf "$W/cancel.ini" $P.$MODE <<INI
 input = $P.$MODE.in
 changelog = $P.$MODE.changelog
 dlq = $P.$MODE.dlq
-input_partitions = 4
 max_pending_timers = $((2 * N))
 max_pending_bytes = 8GiB
 $kx
 INI
-"$SL" topics apply -c "$W/cancel.ini" >/dev/null || exit 1
-build/bench/mktopic -b $B -p 4 $P.out || exit 1
-m() { curl -s 127.0.0.1:$MPORT/metrics | awk -v s="$1{pipeline=\"$P\"}" '$1 == s { print $2 }'; }
-"$SL" run -c "$W/cancel.ini" >"$W/sluice-$MODE.log" 2>&1 &
-SP=$!
-for _ in $(seq 1 60); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:$MPORT/readyz)" = 200 ] && break
-    sleep 1
-done
+dk_start "$W/cancel.ini" "$W/sluice-$MODE.log"
 build/bench/load -b $B -t $P.$MODE.in -n "$N" -s "$SIZE" --key-len 16 \
     --partitioner murmur2_random --random-at sluice-at=1h..7d -H sluice-target=$P.out || exit 1
-for _ in $(seq 1 600); do
-    p=$(m sluice_timers_pending)
-    [ "${p%.*}" = "$N" ] && break
-    sleep 1
-done
-[ "${p%.*}" = "$N" ] || { echo "only $p of $N pending"; exit 1; }
+dk_wait_pending 600
 echo "$MODE: $N pending: timers_memory $(m sluice_timers_memory_bytes) B, payload reads $(m sluice_timer_payload_reads_total)"
 # _until COUNTER TOTAL — ms until the counter reaches TOTAL (from now).
 _until() {

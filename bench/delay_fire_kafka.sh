@@ -11,60 +11,28 @@
 #
 # Its own broker on 127.0.0.1:39392 (tests/integration/kafka/broker.sh),
 # stopped on exit; sluice from ./sluice (SLUICE_BIN to change); work files in
-# $WORK (default /tmp/sluice-bench-fire).  The fired rate is read from
-# sluice_timers_pending every 0.2 s, so it is at most 0.2 s pessimistic.
-# Prints a few lines; the last two are the figures.
-set -u
-cd "$(dirname "$0")/.."
-N=${N:-1000000}
-SIZE=${SIZE:-1024}
+# $WORK (default /tmp/sluice-bench-fire); the setup in lib-delay-kafka.sh.
+# The fired rate is read from sluice_timers_pending every 0.2 s, so it is
+# at most 0.2 s pessimistic.  Prints a few lines; the last two are the
+# figures.
+source "$(dirname "$0")/lib-delay-kafka.sh"
 AHEAD=${AHEAD:-100000}
-SL=${SLUICE_BIN:-./sluice}
 W=${WORK:-/tmp/sluice-bench-fire}
-export SLUICE_TEST_KAFKA_PORT=39392
-B=127.0.0.1:39392
 MPORT=39401
 P=fire
-mkdir -p "$W"
-make -s sluice tools >/dev/null || exit 1
-tests/integration/kafka/broker.sh start || exit 1
-SP=
-trap '[ -n "$SP" ] && kill "$SP" 2>/dev/null; tests/integration/kafka/broker.sh stop' EXIT
-cat >"$W/fire.ini" <<INI
-[sluice]
-app_id = $P
-metrics_listen = 127.0.0.1:$MPORT
-
-[kafka]
-bootstrap.servers = $B
-
-[pipeline $P]
-type = delay
+dk_broker
+dk_conf "$W/fire.ini" $P <<INI
 input = $P.in
-input_partitions = 4
 payload_topic = $P.payloads
 max_pending_timers = $((2 * N))
 max_pending_bytes = 4GiB
 INI
-"$SL" topics apply -c "$W/fire.ini" >/dev/null || exit 1
-build/bench/mktopic -b $B -p 4 $P.out || exit 1
 build/bench/mktopic -b $B -p 4 $P.copy || exit 1
-m() { curl -s 127.0.0.1:$MPORT/metrics | awk -v s="$1{pipeline=\"$P\"}" '$1 == s { print $2 }'; }
-"$SL" run -c "$W/fire.ini" >"$W/sluice.log" 2>&1 &
-SP=$!
-for _ in $(seq 1 60); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:$MPORT/readyz)" = 200 ] && break
-    sleep 1
-done
+dk_start "$W/fire.ini" "$W/sluice.log"
 T=$(($(date +%s%3N) + AHEAD))
 build/bench/load -b $B -t $P.in -n "$N" -s "$SIZE" --key-len 16 \
     --partitioner murmur2_random -H sluice-at=$T -H sluice-target=$P.out || exit 1
-for _ in $(seq 1 300); do
-    p=$(m sluice_timers_pending)
-    [ "${p%.*}" = "$N" ] && break
-    sleep 1
-done
-[ "${p%.*}" = "$N" ] || { echo "only $p of $N pending"; exit 1; }
+dk_wait_pending 300
 left=$((T - $(date +%s%3N)))
 [ "$left" -gt 0 ] || { echo "all pending only ${left} ms after the due time: raise AHEAD"; exit 1; }
 echo "$N pending ${left} ms before due: timers_memory $(m sluice_timers_memory_bytes) B, VmRSS $(awk '/VmRSS/ { print $2 }' /proc/$SP/status) kB"

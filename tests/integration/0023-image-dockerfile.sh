@@ -19,7 +19,12 @@
 #      COPYs;
 #   4. the build stage rehearsed: its COPYs from that context into a fresh
 #      folder, then its commands other than apt-get (make sluice) with this
-#      machine's toolchain (the same Debian packages), and the binary runs.
+#      machine's toolchain (the same Debian packages), with the build args
+#      `make image` passes (SLUICE_COMMIT: this checkout's commit, as git
+#      says it, "-dirty" with uncommitted changes; a tarball's COMMIT) where
+#      the stage declares them, as Docker does; the binary runs and
+#      `sluice version` names that commit (never "unknown" when built from
+#      a git checkout or a tarball).
 source "$(dirname "$0")/lib.sh"
 command -v dpkg >/dev/null || skip "not a Debian machine (no dpkg): the package checks need one"
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -97,8 +102,19 @@ done
 note "build context: $n files, $((bytes / 1024)) KiB of the tree's $tn files, $((tbytes / 1048576)) MiB ($(($(now_ms) - t0)) ms to walk)"
 
 # 4. The build stage, rehearsed.
-COPY_SRC=() COPY_DST=() RUN_CMDS=()
+COPY_SRC=() COPY_DST=() RUN_CMDS=() STAGE_ARGS=()
 eval "$(python3 "$tool" layers "$df" build)"
+commit=
+if [ -z "$(git -C "$repo" rev-parse --show-prefix 2>/dev/null)" ] &&
+    commit=$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null); then
+    [ -z "$(git -C "$repo" --no-optional-locks status --porcelain -uno)" ] || commit=$commit-dirty
+elif [ -f "$repo/COMMIT" ]; then
+    commit=$(tr -cd '0-9A-Za-z.-' <"$repo/COMMIT")
+fi
+build_args=()
+for a in "${STAGE_ARGS[@]}"; do
+    [ "$a" = SLUICE_COMMIT ] && [ -n "$commit" ] && build_args+=("SLUICE_COMMIT=$commit")
+done
 stage=$WORK/stage
 for i in "${!COPY_SRC[@]}"; do
     src=${COPY_SRC[$i]} dst=$stage${COPY_DST[$i]}
@@ -115,10 +131,17 @@ t0=$(now_ms)
 for c in "${RUN_CMDS[@]}"; do
     case "$c" in *apt-get*) continue ;; esac
     (cd "$stage$WORKDIR" && env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        sh -c "$c") >"$WORK/build.log" 2>&1 ||
+        "${build_args[@]}" sh -c "$c") >"$WORK/build.log" 2>&1 ||
         fail "the build stage's RUN $c failed in a tree made of its COPYs: $(tail -5 "$WORK/build.log")"
 done
-"$stage$WORKDIR/sluice" version >/dev/null || fail "the build stage's sluice does not run"
-note "build stage rehearsed: ${RUN_CMDS[*]: -1} in $(($(now_ms) - t0)) ms from the context alone"
+"$stage$WORKDIR/sluice" version >"$WORK/version" || fail "the build stage's sluice does not run"
+note "build stage rehearsed: ${RUN_CMDS[*]: -1} (${build_args[*]:-no build args}) in $(($(now_ms) - t0)) ms from the context alone"
+if [ -n "$commit" ]; then
+    grep -qx "commit $commit" "$WORK/version" ||
+        fail "the image's sluice version says '$(grep '^commit' "$WORK/version")', not commit $commit (docker/Dockerfile must take SLUICE_COMMIT as a build arg)"
+    echo "the image's sluice version: $(grep '^commit' "$WORK/version")"
+else
+    note "neither a git checkout nor a tarball with COMMIT: the image's commit is not checked ($(grep '^commit' "$WORK/version"))"
+fi
 [ -z "$other_release" ] || skip "$other_release (the other checks passed)"
 echo PASS

@@ -152,7 +152,8 @@ both_own() {
 check() {
     python3 - "$1" "${ip[0]}" "${ip[1]}" "$api_port" "$ns" "$token" "$PFX" \
         "$WORK/secrets/sluice-api-tls/tls.crt" <<'PY'
-import http.client, json, socket, ssl, sys, time
+import http.client, socket, ssl, sys
+from apiforward import ask_both
 scheme, ip0, ip1, port, ns, token, pfx, cert = sys.argv[1:]
 port = int(port)
 names = {ip0: f"sluice-0.sluice.{ns}.svc", ip1: f"sluice-1.sluice.{ns}.svc"}
@@ -173,23 +174,7 @@ def get(ip, path):
     r = c.getresponse()
     return r.status, r.getheader("X-Sluice-Answered-By"), r.read()
 
-owners = {}
-deadline = time.time() + 60
-for i in range(20):
-    path = f"/v1/pipelines/{pfx}/timers/id{i}"
-    while True:
-        s0, by0, b0 = get(ip0, path)
-        s1, by1, b1 = get(ip1, path)
-        if s0 == 200 and s1 == 200:
-            break
-        # Owner unknown or rebuilding just after a join: ask again.
-        assert time.time() < deadline, (path, s0, b0, s1, b1)
-        time.sleep(0.2)
-    j0, j1 = json.loads(b0), json.loads(b1)
-    assert j0["id"] == f"id{i}" and j0["payload_bytes"] == len(f"v{i}"), j0
-    j0.pop("due_in_ms"), j1.pop("due_in_ms")
-    assert j0 == j1 and by0 == by1, (b0, b1, by0, by1)
-    owners.setdefault(by0, []).append(i)
+owners, _ = ask_both(get, ip0, ip1, pfx, timeout=60)
 want = sorted(f"{n}:{port}" for n in names.values())
 assert sorted(owners) == want, (owners, want)
 print(f"# {scheme}: 20 timers answered alike by both members; owners",
@@ -220,15 +205,12 @@ print(c["pipeline " + sys.argv[2]]["input_partitions"])' "$WORK/$name.ini" "$PFX
         log_has "$name-$n" "advertised as sluice-$n\.sluice\.$ns\.svc:$api_port" ||
             fail "sluice-$n ($name) does not advertise its pod's DNS name"
     done
-    # Through sluice-0's name (curl resolves it to its address here).
-    local curl_args=(-s -o "$WORK/put" -w '%{http_code}' -X PUT -H "Authorization: Bearer $token"
-        --connect-to "sluice-0.sluice.$ns.svc:$api_port:${ip[0]}:$api_port")
+    # Through sluice-0's name (curl resolves it to its address here); the
+    # second phase finds the first one's timers (200).
+    local curl_args=(--connect-to "sluice-0.sluice.$ns.svc:$api_port:${ip[0]}:$api_port")
     [ "$scheme" = http ] || curl_args+=(--cacert "$WORK/secrets/sluice-api-tls/tls.crt")
-    for i in $(seq 0 19); do
-        code=$(curl "${curl_args[@]}" --data-binary "{\"target\":\"$PFX.out\",\"delay\":\"1h\",\"value\":\"v$i\"}" \
-            "$scheme://sluice-0.sluice.$ns.svc:$api_port/v1/pipelines/$PFX/timers/id$i")
-        [ "$code" = 201 ] || [ "$code" = 200 ] || fail "PUT id$i ($scheme) → $code $(cat "$WORK/put")"
-    done
+    api_put_timers "$scheme://sluice-0.sluice.$ns.svc:$api_port/v1/pipelines/$PFX/timers" \
+        "$token" "$PFX.out" 20 "200 201" "${curl_args[@]}"
     check "$scheme" || fail "forwarding over $scheme with the settings of ops/ ($*) failed"
     for n in 0 1; do sluice_kill "$name-$n" TERM || fail "sluice-$n ($name) exited $? on SIGTERM"; done
 }

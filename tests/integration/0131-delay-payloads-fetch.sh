@@ -46,9 +46,7 @@ note "seed $seed (SLUICE_TEST_SEED=$seed replays the kill moments)"
 
 export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500
 dl_setup 4 payload_topic="$PFX.payloads"
-start() { SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
-start
-wait_readyz main 200 30
+dl_start
 
 # The payload of ID at VERSION: the same function writes the input and
 # checks the output.
@@ -92,17 +90,10 @@ waitall
 note "580 timers produced in $(($(now_ms) - t0)) ms"
 
 # Until its index record is written a payload is in memory (pinned).
-indexed() {
-    [ "$(dl_metric sluice_timers_pending)" = 580 ] || return 1
-    local mem
-    mem=$(dl_metric sluice_timers_memory_bytes)
-    [ "${mem%.*}" -lt $((580 * 600 / 4)) ]
-}
-wait_until 30 indexed || fail "payloads still in memory: $(dl_metric sluice_timers_pending) pending in $(dl_metric sluice_timers_memory_bytes) bytes"
+dl_wait_indexed 580 $((580 * 600 / 4)) 30
 sluice_kill main TERM || true
 export SLUICE_TEST_TIMER_HASH_BITS=4
-start
-wait_readyz main 200 30
+dl_start
 [ "$(dl_metric sluice_timers_pending)" = 580 ] || fail "$(dl_metric sluice_timers_pending) pending after the rebuild with colliding hashes, not 580"
 
 cancel b 0 79
@@ -144,8 +135,7 @@ for at in $kills; do
     reads=$(dl_metric sluice_timer_payload_reads_total)
     sluice_kill main KILL || true
     killed=$(($(now_ms) - t0))
-    start
-    wait_readyz main 200 30
+    dl_start
     note "kill -9 at +$killed ms ($reads payload records read back by the process killed); ready again at +$(($(now_ms) - t0)) ms"
 done
 wait "$resched_pid" || fail "the reschedule of c-0..29 at +34 s could not be produced"

@@ -25,9 +25,7 @@ source "$(dirname "$0")/lib-delay.sh"
 export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1000
 topic_create "$in" 1 max.message.bytes=2097152
 dl_setup 1 payload_topic="$PFX.payloads" max_record_bytes=4MiB
-start() { SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
-start
-wait_readyz main 200 30
+dl_start
 
 t0=$(now_ms)
 due=$((t0 + 14000))
@@ -39,31 +37,18 @@ done
 echo "produced values of $sizes bytes, due at +14 s"
 
 # Four pending, their payloads out of memory (the index and the ids only).
-indexed() {
-    [ "$(dl_metric sluice_timers_pending)" = 4 ] || return 1
-    local mem
-    mem=$(dl_metric sluice_timers_memory_bytes)
-    [ "${mem%.*}" -lt 100000 ]
-}
-wait_until 10 indexed ||
-    fail "not 4 pending with payloads out of memory: $(dl_metric sluice_timers_pending) pending, $(dl_metric sluice_timers_memory_bytes) bytes"
+dl_wait_indexed 4 100000 10
 [ "$(count_records "$PFX.dlq")" = 1 ] || fail "the DLQ holds $(count_records "$PFX.dlq") records, not v1500000 alone"
 note "4 pending in $(dl_metric sluice_timers_memory_bytes) bytes at +$(($(now_ms) - t0)) ms; kill -9"
 sluice_kill main KILL || true
-start
-wait_readyz main 200 30
+dl_start
 [ "$(now_ms)" -lt $((due - 2000)) ] || fail "the restart took past the read-back window"
 
 dl_wait_fired main 4 30
 reads=$(dl_metric sluice_timer_payload_reads_total)
 [ "${reads%.*}" -ge 3 ] || fail "$reads payload records read back, not the three large ones"
 note "$reads payload records read back"
-dl_none_missing_but_dlq() {
-    local missing
-    missing=$(cat "$WORK"/sluice-*.log | grep -c 'payload-missing\|is gone from' || true)
-    [ "$missing" = 0 ] || fail "$missing payloads reported missing"
-}
-dl_none_missing_but_dlq
+dl_no_payload_missing # (the DLQ holds v1500000: checked below)
 
 consume_json "$in" >"$WORK/in.json"
 consume_json "$out" >"$WORK/out.json"

@@ -49,20 +49,16 @@ both_own() {
 wait_until 60 both_own || fail "the two instances do not share the 8 partitions"
 echo "a (HTTPS $apa) and b (HTTPS $apb) share the partitions"
 
-for i in $(seq 0 19); do
-    code=$(curl -s -o "$WORK/put" -w '%{http_code}' --cacert "$WORK/cert.pem" -X PUT \
-        -H "Authorization: Bearer $token" \
-        --data-binary "{\"target\":\"$out\",\"delay\":\"1h\",\"value\":\"v$i\"}" \
-        "https://127.0.0.1:$apa/v1/pipelines/$PFX/timers/id$i")
-    [ "$code" = 201 ] || fail "PUT id$i → $code $(cat "$WORK/put")"
-done
+api_put_timers "https://127.0.0.1:$apa/v1/pipelines/$PFX/timers" "$token" "$out" 20 201 \
+    --cacert "$WORK/cert.pem"
 
 # check MODE — every lookup asked of a and of b; MODE "ok": all answered
 # 200 by the owner, the same JSON both ways; MODE "b-distrusts-a": what b
 # must forward to a is 503 owner-tls-failed, all else as "ok".
 check() {
     python3 - "$apa" "$apb" "$token" "$PFX" "$WORK/cert.pem" "$1" <<'PY'
-import http.client, json, ssl, sys, time
+import http.client, json, ssl, sys
+from apiforward import ask_both
 apa, apb, token, pfx, cert, mode = sys.argv[1:7]
 ctx = ssl.create_default_context(cafile=cert)
 def get(port, path):
@@ -70,34 +66,15 @@ def get(port, path):
     c.request("GET", path, headers={"Authorization": "Bearer " + token})
     r = c.getresponse()
     return r.status, r.getheader("X-Sluice-Answered-By"), r.read()
-owners, refused = {}, 0
-deadline = time.time() + 30
-for i in range(20):
-    path = f"/v1/pipelines/{pfx}/timers/id{i}"
-    while True:
-        sa, ba, bodya = get(apa, path)
-        sb, bb, bodyb = get(apb, path)
-        ca = json.loads(bodya).get("code") if sa != 200 else None
-        cb = json.loads(bodyb).get("code") if sb != 200 else None
-        # Owner unknown or rebuilding just after a (re)join: ask again.
-        if sa == 200 and (sb == 200 or cb == "owner-tls-failed"):
-            break
-        assert time.time() < deadline, (path, sa, bodya, sb, bodyb)
-        time.sleep(0.2)
-    ja = json.loads(bodya)
-    assert ja["id"] == f"id{i}" and ja["payload_bytes"] == len(f"v{i}"), ja
-    owners.setdefault(ba, []).append(i)
-    if sb == 200:
-        jb = json.loads(bodyb)
-        ja.pop("due_in_ms"), jb.pop("due_in_ms")
-        assert ja == jb and ba == bb, (bodya, bodyb, ba, bb)
-    else:
-        # b refused to forward: only for a's partitions, only in that mode.
-        assert mode == "b-distrusts-a" and ba.endswith(":" + apa), (mode, ba, bodyb)
-        assert bb.endswith(":" + apb), bb
-        msg = json.loads(bodyb)["message"]
-        assert "not trusted" in msg, msg
-        refused += 1
+owners, refusals = ask_both(get, apa, apb, pfx, timeout=30,
+                            refused=lambda s, body: json.loads(body).get("code") == "owner-tls-failed")
+for i, ba, bb, bodyb in refusals:
+    # b refused to forward: only for a's partitions, only in that mode.
+    assert mode == "b-distrusts-a" and ba.endswith(":" + apa), (mode, ba, bodyb)
+    assert bb.endswith(":" + apb), bb
+    msg = json.loads(bodyb)["message"]
+    assert "not trusted" in msg, msg
+refused = len(refusals)
 assert sorted(owners) == sorted([f"127.0.0.1:{apa}", f"127.0.0.1:{apb}"]), owners
 if mode == "b-distrusts-a":
     assert refused == len(owners[f"127.0.0.1:{apa}"]) > 0, (refused, owners)

@@ -7,8 +7,9 @@
       for the image tests to eval: COPY_SRC[i], COPY_DST[i] (COPY --from=X
       sources are printed as "@X:/path"; a relative destination is resolved
       against WORKDIR), IMAGE_USER, WORKDIR, ENTRYPOINT, CMD and RUN_CMDS
-      (bash arrays), IMAGE_ENV (KEY=VALUE words).  So the tests run what the
-      image runs, not a copy of it.
+      (bash arrays), IMAGE_ENV (KEY=VALUE words), STAGE_ARGS (the names the
+      stage declares with ARG: what a --build-arg reaches its RUNs with).
+      So the tests run what the image runs, not a copy of it.
 
   image-dockerfile.py context REPO OUTDIR
       The build context `docker build -f docker/Dockerfile REPO` sends:
@@ -100,7 +101,7 @@ def layers(path, stage=None):
         if not named:
             sys.exit(f"{path}: no stage named {stage}")
         body = named[0]
-    copies, user, env, runs = [], "root", [], []
+    copies, user, env, runs, args = [], "root", [], [], []
     entry, cmd, workdir = [], [], "/"
     for n, kw, arg in body:
         if kw == "COPY":
@@ -119,6 +120,8 @@ def layers(path, stage=None):
             workdir = arg
         elif kw == "RUN":
             runs.append(arg)
+        elif kw == "ARG":
+            args.append(arg.split("=", 1)[0])
         elif kw == "USER":
             user = arg
         elif kw == "ENV":
@@ -137,6 +140,7 @@ def layers(path, stage=None):
     print("CMD=(" + " ".join(q(w) for w in cmd) + ")")
     print("RUN_CMDS=(" + " ".join(q(w) for w in runs) + ")")
     print("IMAGE_ENV=(" + " ".join(q(w) for w in env) + ")")
+    print("STAGE_ARGS=(" + " ".join(q(w) for w in args) + ")")
 
 
 def lint(path):

@@ -35,9 +35,19 @@
 #                          the value of SERIES{pipeline="$PFX"} in the
 #                          /metrics of instance NAME (default main), 0 when
 #                          the series is absent
+#   dl_start               starts instance main with $conf as static member
+#                          $PFX-0 (a restart takes its partitions back at
+#                          once) and waits up to 30 s until it is ready
+#   dl_wait_indexed PENDING MAX_BYTES SECS
+#                          waits until PENDING timers are pending in less
+#                          than MAX_BYTES of sluice_timers_memory_bytes (with
+#                          payload_topic: their payloads have left memory
+#                          once their index records are written); fails the
+#                          test when that takes past SECS
 #   dl_none_missing        fails the test when $PFX.dlq holds a record or a
 #                          sluice log says a payload record is missing
 #                          (payload_topic)
+#   dl_no_payload_missing  the second half of dl_none_missing alone
 #
 # Instances are started with sluice_up (lib.sh): their metrics with
 # sluice_metric NAME SERIES.
@@ -111,10 +121,32 @@ dl_metric() {
     echo "${v:-0}"
 }
 
+dl_start() {
+    SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"
+    wait_readyz main 200 30
+}
+
+dl_wait_indexed() {
+    local pending=$1 max=$2 secs=$3
+    _dl_indexed() {
+        [ "$(dl_metric sluice_timers_pending)" = "$pending" ] || return 1
+        local mem
+        mem=$(dl_metric sluice_timers_memory_bytes)
+        [ "${mem%.*}" -lt "$max" ]
+    }
+    wait_until "$secs" _dl_indexed ||
+        fail "not $pending pending with their payloads out of memory (< $max bytes) within $secs s: $(dl_metric sluice_timers_pending) pending in $(dl_metric sluice_timers_memory_bytes) bytes"
+}
+
 dl_none_missing() {
-    local dlq missing
+    local dlq
     dlq=$(count_records "$PFX.dlq")
     [ "$dlq" = 0 ] || fail "$dlq records in the DLQ: $(consume_all "$PFX.dlq" -f '%h\n' | head -3)"
+    dl_no_payload_missing
+}
+
+dl_no_payload_missing() {
+    local missing
     missing=$(cat "$WORK"/sluice-*.log | grep -c 'payload-missing\|is gone from' || true)
     [ "$missing" = 0 ] || fail "$missing payloads reported missing: $(grep -h -m2 'is gone from' "$WORK"/sluice-*.log)"
 }

@@ -430,6 +430,21 @@ sluice_start_http() {
     SLUICE_METRICS_LISTEN=127.0.0.1:${SLUICE_PORTS[$n]} sluice_start "$@"
 }
 
+# api_put_timers URL TOKEN TARGET N CODES [CURL_ARG...] — PUTs timers
+# id0..id<N-1> (value v<i>, due in 1 h, to TARGET) at URL/id<i> with the
+# bearer TOKEN and the curl arguments; fails the test unless each answer's
+# status is one of CODES ("201", or "200 201" where a timer may be there
+# already).  apiforward.py asks for them.
+api_put_timers() {
+    local url=$1 token=$2 target=$3 n=$4 codes=$5 i code
+    shift 5
+    for i in $(seq 0 $((n - 1))); do
+        code=$(curl -s -o "$WORK/put" -w '%{http_code}' -X PUT -H "Authorization: Bearer $token" "$@" \
+            --data-binary "{\"target\":\"$target\",\"delay\":\"1h\",\"value\":\"v$i\"}" "$url/id$i")
+        [[ " $codes " == *" $code "* ]] || fail "PUT $url/id$i → $code $(cat "$WORK/put")"
+    done
+}
+
 # sluice_up NAME CONF [SECS] — sluice_start_http, then waits (SECS, default
 # 30) until /readyz answers 200: every assigned partition rebuilt.
 sluice_up() {

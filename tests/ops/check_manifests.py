@@ -47,7 +47,8 @@ What it checks, and with what:
   expression and every dashboard query parses as PromQL (promql-parser);
   every alert has a severity, critical or warning, a summary, and a
   runbook_url to docs/runbooks.md#<its name, lower-cased>, a section that
-  exists; no rule or query filters on `job`; with --promtool, `promtool
+  exists, all with one prefix (with --runbook-url, the Makefile's
+  RUNBOOK_URL: each is exactly RUNBOOK_URL#<name>); no rule or query filters on `job`; with --promtool, `promtool
   check rules` accepts the rule file;
 * the dashboard is also in the ConfigMap of ops/grafana/ (for Grafana's
   sidecar, label grafana_dashboard: "1"), whose JSON is the dashboard
@@ -727,7 +728,7 @@ def md_anchors(path):
 RUNBOOK = "docs/runbooks.md"
 
 
-def check_rules(root, promtool=None):
+def check_rules(root, promtool=None, runbook_url=None):
     import promql_parser
 
     with open(os.path.join(root, "ops/prometheus/alerts.yaml")) as f:
@@ -737,7 +738,7 @@ def check_rules(root, promtool=None):
     if pr["spec"]["groups"] != rules["groups"]:
         fail("ops/prometheus-operator/prometheusrule.yaml differs from ops/prometheus/alerts.yaml "
              "(run `make ops-rules`)")
-    names = set()
+    names, bases = set(), set()
     anchors = md_anchors(os.path.join(root, RUNBOOK)) if os.path.exists(os.path.join(root, RUNBOOK)) else set()
     for g in rules["groups"]:
         for r in g["rules"]:
@@ -751,8 +752,12 @@ def check_rules(root, promtool=None):
                 fail(f"alert {a}: no summary annotation")
             url = r.get("annotations", {}).get("runbook_url", "")
             want = f"{RUNBOOK}#{a.lower()}"
+            bases.add(url.partition("#")[0])
             if not url.endswith("/" + want):
                 fail(f"alert {a}: runbook_url {url or '(none)'} does not end in /{want}")
+            elif runbook_url and url != f"{runbook_url}#{a.lower()}":
+                fail(f"alert {a}: runbook_url {url} is not RUNBOOK_URL#{a.lower()} "
+                     f"(RUNBOOK_URL {runbook_url}: run `make ops-rules`)")
             elif a.lower() not in anchors:
                 fail(f"alert {a}: {RUNBOOK} has no section #{a.lower()}")
     n = 0
@@ -764,8 +769,10 @@ def check_rules(root, promtool=None):
             n += 1
         except Exception as e:
             fail(f"{where}: PromQL does not parse: {e}: {expr}")
-    ok(f"alert rules: {len(names)} alerts with severity and runbook, PrometheusRule in step; "
-       f"{n} PromQL expressions parse")
+    if len(bases) > 1:
+        fail(f"the alerts' runbook_url have {len(bases)} prefixes, not one: {sorted(bases)} (run `make ops-rules`)")
+    ok(f"alert rules: {len(names)} alerts with severity and runbook "
+       f"({runbook_url or 'one prefix'}), PrometheusRule in step; {n} PromQL expressions parse")
     if promtool:
         r = subprocess.run([promtool, "check", "rules", os.path.join(root, "ops/prometheus/alerts.yaml")],
                            capture_output=True, text=True)
@@ -808,13 +815,14 @@ def main():
     ap.add_argument("--sluice")
     ap.add_argument("--work", default="/tmp")
     ap.add_argument("--promtool")
+    ap.add_argument("--runbook-url", help="the Makefile's RUNBOOK_URL: every runbook_url is it + #alert")
     a = ap.parse_args()
     global ROOT
     root = ROOT = os.path.abspath(a.root)
 
     lint(root)
     check_references(root)
-    check_rules(root, a.promtool)
+    check_rules(root, a.promtool, a.runbook_url)
     check_dashboard_configmap(root)
     if a.kustomize:
         builds = render(root, a.kustomize, a.work)

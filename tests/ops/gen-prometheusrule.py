@@ -3,8 +3,13 @@
 """Writes ops/prometheus-operator/prometheusrule.yaml from ops/prometheus/alerts.yaml.
 
 `make ops-rules` runs it; tests/ops/check_manifests.py fails when the two
-differ.  Usage: gen-prometheusrule.py ALERTS OUT
+differ.  Usage: gen-prometheusrule.py ALERTS OUT [RUNBOOK_URL]
+
+With RUNBOOK_URL (the Makefile's setting: where docs/runbooks.md is
+served), every `runbook_url:` line of ALERTS is first rewritten to
+RUNBOOK_URL#<its anchor>, in place, comments and layout kept.
 """
+import re
 import sys
 
 import yaml
@@ -28,7 +33,21 @@ HEADER = """\
 """
 
 
-def main(src, out):
+def set_runbook_url(src, url):
+    with open(src) as f:
+        text = f.read()
+    line = re.compile(r"^([ \t]*runbook_url:[ \t]*)\S*?#(\S+)[ \t]*$", re.M)
+    if not line.search(text):
+        sys.exit(f"{src}: no runbook_url lines")
+    new = line.sub(lambda m: f"{m.group(1)}{url}#{m.group(2)}", text)
+    if new != text:
+        with open(src, "w") as f:
+            f.write(new)
+
+
+def main(src, out, url=None):
+    if url:
+        set_runbook_url(src, url)
     with open(src) as f:
         rules = yaml.safe_load(f)
     doc = {
@@ -43,4 +62,4 @@ def main(src, out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
