@@ -6,9 +6,11 @@
  *
  * Prints µs per next() for a few schedules, each asked COUNT times in a
  * row from the instant the previous call gave (what a recurring timer does
- * after each occurrence), in UTC and in Europe/Paris; then the cost of
- * opening a zone (a cache miss: a new cache each time) against finding it
- * in a warm cache.  Asserts nothing.
+ * after each occurrence), in UTC, Europe/Paris and America/New_York, and
+ * once with ICU converting every time (sl_tz_set_fast() off); then the
+ * cost of opening a zone (the first of the process, then a cache miss: a
+ * new cache each time) against finding it in a warm cache.  Asserts
+ * nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,8 @@ static const char *prog = "schedule_next";
 static volatile int64_t sink;
 
 static void bench_next(sl_tzcache_t *c, const char *label, const char *kind,
-                       const char *expr, const char *zone, int64_t n) {
+                       const char *expr, const char *zone, int64_t n,
+                       int fast) {
         sl_schedule_t s;
         sl_tz_t *tz = NULL;
         char err[256];
@@ -39,6 +42,7 @@ static void bench_next(sl_tzcache_t *c, const char *label, const char *kind,
                                            sizeof(err));
         if (r || sl_tzcache_get(c, zone, strlen(zone), &tz, err, sizeof(err)))
                 bench_die(prog, err);
+        sl_tz_set_fast(tz, fast);
         t0 = sl_mono_us();
         for (int64_t i = 0; i < n; i++) {
                 r = sl_schedule_next(&s, tz, at, 0, &at, err, sizeof(err));
@@ -49,8 +53,9 @@ static void bench_next(sl_tzcache_t *c, const char *label, const char *kind,
         }
         t1 = sl_mono_us();
         sink = at;
-        printf("next() %-22s %-16s %-5s %.2f us/call\n", label, zone, kind,
-               (double)(t1 - t0) / (double)n);
+        sl_tz_set_fast(tz, 1);
+        printf("next() %-22s %-16s %-5s %.2f us/call%s\n", label, zone, kind,
+               (double)(t1 - t0) / (double)n, fast ? "" : " (ICU alone)");
 }
 
 int main(int argc, char **argv) {
@@ -62,19 +67,26 @@ int main(int argc, char **argv) {
 
         if (argc > 1 && (n = strtoll(argv[1], NULL, 10)) <= 0)
                 bench_die(prog, "COUNT: a positive integer");
-        printf("zone data: ICU %s\n", sl_tz_data_version());
-        bench_next(c, "every 1s", "every", "1s", "UTC", n);
-        bench_next(c, "* * * * * * (1 s)", "cron", "* * * * * *", "UTC", n);
+        t0 = sl_mono_us();
+        if (sl_tzcache_get(c, "Europe/Paris", 12, &tz, err, sizeof(err)))
+                bench_die(prog, err);
+        t1 = sl_mono_us();
+        printf("zone data: ICU %s; first zone opened in %lld us\n",
+               sl_tz_data_version(), (long long)(t1 - t0));
+        bench_next(c, "every 1s", "every", "1s", "UTC", n, 1);
+        bench_next(c, "* * * * * * (1 s)", "cron", "* * * * * *", "UTC", n, 1);
         bench_next(c, "* * * * * * (1 s)", "cron", "* * * * * *",
-                   "Europe/Paris", n);
+                   "Europe/Paris", n, 1);
+        bench_next(c, "* * * * * * (1 s)", "cron", "* * * * * *",
+                   "Europe/Paris", n / 10, 0);
         bench_next(c, "*/5 * * * * (5 min)", "cron", "*/5 * * * *",
-                   "Europe/Paris", n);
+                   "Europe/Paris", n, 1);
         bench_next(c, "0 9 * * MON-FRI", "cron", "0 9 * * MON-FRI",
-                   "Europe/Paris", n / 10);
+                   "Europe/Paris", n / 10, 1);
         bench_next(c, "30 2 * * *", "cron", "30 2 * * *", "America/New_York",
-                   n / 10);
+                   n / 10, 1);
         bench_next(c, "0 0 29 2 * (leap day)", "cron", "0 0 29 2 *",
-                   "Europe/Paris", n / 100 + 1);
+                   "Europe/Paris", n / 100 + 1, 1);
 
         t0 = sl_mono_us();
         for (int i = 0; i < opens; i++) {

@@ -872,6 +872,86 @@ static void test_walk_against_brute_force(void **state) {
         }
 }
 
+/* The window (sl_tz_set_fast) against ICU alone: the same instants for
+ * many expressions, zones with odd changes, and times from 1990 to 2040.
+ * The zones: DST changes at 02:00 and 03:00 (Paris, New York), at
+ * midnight (Santiago, Havana), of 30 minutes (Lord Howe), none but
+ * historical ones (Kolkata, Tehran since 2022), a whole day skipped (Apia,
+ * 30 December 2011), and south of the equator (Sydney). */
+static void test_fast_path_same_as_icu(void **state) {
+        static const char *exprs[] = {
+            "* * * * *",     "*/7 * * * * *", "0 * * * *",  "30 2 * * *",
+            "0 0 * * *",     "15 1 * * SUN",  "0 0 1 * *",  "59 23 31 12 *",
+            "0 0 29 2 *",    "0 3 * 3,10 *",  "30 0 * * *", "0 12 * * MON-FRI",
+            "0,30 0-3 * * *"};
+        static const char *zones[] = {"Europe/Paris",        "America/New_York",
+                                      "America/Santiago",    "America/Havana",
+                                      "Australia/Lord_Howe", "Asia/Kolkata",
+                                      "Asia/Tehran",         "Pacific/Apia",
+                                      "Australia/Sydney",    "UTC"};
+        sl_tzcache_t *exact = sl_tzcache_new();
+        uint64_t rng = 42;
+        int calls = 0;
+
+        (void)state;
+        for (size_t z = 0; z < SL_ARRAY_SIZE(zones); z++) {
+                sl_tz_t *fast = zone(zones[z]), *slow = NULL;
+                assert_int_equal(sl_tzcache_get(exact, zones[z],
+                                                strlen(zones[z]), &slow, err,
+                                                sizeof(err)),
+                                 0);
+                sl_tz_set_fast(slow, 0);
+                for (size_t e = 0; e < SL_ARRAY_SIZE(exprs); e++) {
+                        sl_schedule_t s = cron(exprs[e]);
+                        for (int k = 0; k < 40; k++) {
+                                /* A random instant in 1990-2040, and the
+                                 * hours around each DST change of 2011
+                                 * and 2026 come up often enough. */
+                                rng = rng * 6364136223846793005ULL +
+                                      1442695040888963407ULL;
+                                int64_t after =
+                                    631152000000 +
+                                    (int64_t)((rng >> 11) % 1577836800000ULL);
+                                if (k % 4 == 0)
+                                        after =
+                                            (k % 8 ? 1774746000000
+                                                   : 1792890000000) +
+                                            (int64_t)((rng >> 20) % 14400000) -
+                                            7200000;
+                                if (z == 7 && k % 4 == 1)
+                                        after =
+                                            1325152800000 +
+                                            (int64_t)((rng >> 20) % 172800000);
+                                int64_t a1 = after, a2 = after;
+                                for (int n = 0; n < 4; n++) {
+                                        int64_t g1 = 0, g2 = 0;
+                                        int r1 = sl_schedule_next(&s, fast, a1,
+                                                                  n, &g1, err,
+                                                                  sizeof(err));
+                                        int r2 = sl_schedule_next(&s, slow, a2,
+                                                                  n, &g2, err,
+                                                                  sizeof(err));
+                                        calls++;
+                                        if (r1 != r2 || g1 != g2)
+                                                fail_msg("'%s' in %s after "
+                                                         "%lld: fast %d "
+                                                         "%lld, ICU %d %lld",
+                                                         exprs[e], zones[z],
+                                                         (long long)a1, r1,
+                                                         (long long)g1, r2,
+                                                         (long long)g2);
+                                        if (r1 != 0)
+                                                break;
+                                        a1 = g1;
+                                        a2 = g2;
+                                }
+                        }
+                }
+        }
+        assert_true(calls > 10000);
+        sl_tzcache_destroy(exact);
+}
+
 static int setup(void **state) {
         (void)state;
         cache = sl_tzcache_new();
@@ -901,6 +981,7 @@ int main(void) {
             cmocka_unit_test(test_parsed_sets),
             cmocka_unit_test(test_zones),
             cmocka_unit_test(test_walk_against_brute_force),
+            cmocka_unit_test(test_fast_path_same_as_icu),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
