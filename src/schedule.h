@@ -27,6 +27,13 @@
  * cache of opened calendars, sl_tzcache_t: opening a zone is far dearer
  * than a next() (schedule.c has the figures), and a process needs few.
  *
+ * The zone data is ICU's own copy, not the system's /usr/share/zoneinfo:
+ * Debian 12's libicu72 carries 2022e (sl_tz_data_version()), so a zone
+ * whose rules changed since is wrong there: America/Mexico_City still
+ * keeps DST in 2026 (noon is 17:00Z, not 18:00Z).  ICU reads newer data
+ * from the zoneinfo64.res and companions in $ICU_TIMEZONE_FILES_DIR when
+ * that is set (ICU's documented way to update zones without a rebuild).
+ *
  * Pure: no Kafka, no libuv.  Errors are -1 with a short reason (no
  * trailing period) in errstr, fit for a DLQ record.  Nothing here is
  * thread-safe: one cache per thread, and a schedule is only read.
