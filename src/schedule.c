@@ -685,6 +685,15 @@ int sl_tzcache_get(sl_tzcache_t *c, const char *name, size_t len, sl_tz_t **out,
                 return fail(errstr, errstr_size,
                             "time zone '%.*s': ICU cannot open it: %s",
                             (int)len, name, u_errorName(st));
+        /* Proleptic Gregorian, as the walk's calendar arithmetic is (ICU
+         * switches to Julian before 1582 otherwise). */
+        ucal_setGregorianChange(cal, -8.64e15, &st);
+        if (U_FAILURE(st)) {
+                ucal_close(cal);
+                return fail(errstr, errstr_size,
+                            "time zone '%.*s': ICU cannot set it up: %s",
+                            (int)len, name, u_errorName(st));
+        }
         ucal_setAttribute(cal, UCAL_LENIENT, 1);
         ucal_setAttribute(cal, UCAL_REPEATED_WALL_TIME, UCAL_WALLTIME_FIRST);
         ucal_setAttribute(cal, UCAL_SKIPPED_WALL_TIME,
