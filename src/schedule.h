@@ -6,7 +6,7 @@
  *
  * A schedule is either a fixed interval ("every 10m") or a cron expression
  * ("0 9 * * MON-FRI"), plus optional bounds: a start, an until and a count.
- * It is a plain value (no pointers, about 80 bytes): copy it, keep it in a
+ * It is a plain value (no pointers, 72 bytes): copy it, keep it in a
  * timer, parse it again from the header text after a restart.
  *
  * Fixed intervals are absolute time: the instants are anchor + k * every
