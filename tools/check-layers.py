@@ -35,7 +35,7 @@ LAYERS = [
         recsize slab idtab dlqrec
         timerheap timerindex tbucket backlog rates debounce logpb jsontext describe
         topicname opdef opdef_* delay_input partitioner topicplan groupcheck
-        topiccache apireq peerauth acls metrics connguard memlimit
+        topiccache apireq peerauth acls metrics connguard memlimit schedule
     """),
     ("io", """
         kafka kwatch kquery txn watchdog http topics api
