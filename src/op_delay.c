@@ -282,6 +282,8 @@ typedef struct delay_state_s {
         int plan_short;  /* and found all it could want by then */
         int fetching;
         int64_t fetch_next; /* the offset the read delivers next */
+        int64_t fetch_from; /* where the read last began (fetch_kick) */
+        int fetch_fresh;    /* nothing served since it began there */
         size_t held_cnt;    /* records read back only to compare an id */
         /* Rebuild: ids by hash (exact), and the highest payload offset the
          * changelog indexes. */
@@ -1546,7 +1548,8 @@ static void fetch_kick(sl_task_t *t) {
         if (sl_task_fetch(t, kx_topic(t->pl->conf), to) == -1)
                 return; /* tried again at the next kick */
         st->fetching = 1;
-        st->fetch_next = to;
+        st->fetch_next = st->fetch_from = to;
+        st->fetch_fresh = 1;
 }
 
 /* The index's hash of a timer id: its sl_hash() (cut short by tests). */
@@ -1872,13 +1875,29 @@ static void kx_want_gone(sl_task_t *t, size_t i, const char *why) {
         want_del(st, loc);
 }
 
-/* Wanted records below offset `upto` did not come: they are gone.  Returns
- * how many. */
+/* Wanted records below offset `upto`, where the read is, did not come.
+ * One below the partition's first offset is gone (deleted), and so is one
+ * where a read began and found a later record first (compacted away).
+ * Any other is read again from its own offset (fetch_kick moves the read
+ * back to it) before it is taken for gone: a read that began below it and
+ * went past it without serving it says nothing certain (0131 saw one).
+ * Returns how many are gone. */
 static int kx_missing_below(sl_task_t *t, int64_t upto) {
         delay_state_t *st = t->state_data;
+        int64_t lo = -1, hi = -1;
         int n = 0;
+        sl_task_fetch_watermarks(t, &lo, &hi);
         while (st->want_cnt && st->want[0].loc < upto) {
-                kx_want_gone(t, 0, "the read passed it (deleted or compacted)");
+                if (st->want[0].loc < lo)
+                        kx_want_gone(t, 0,
+                                     "below the partition's first offset "
+                                     "(deleted)");
+                else if (st->fetch_fresh && st->want[0].loc == st->fetch_from)
+                        kx_want_gone(t, 0,
+                                     "a read from it found a later record "
+                                     "first (compacted away)");
+                else
+                        break;
                 n++;
         }
         return n;
@@ -1894,10 +1913,11 @@ static int kx_missing_below(sl_task_t *t, int64_t upto) {
  * deleted and made again.  Returns how many are gone. */
 static int kx_missing_past(sl_task_t *t, int64_t end) {
         delay_state_t *st = t->state_data;
-        int64_t hwm = sl_task_fetch_hwm(t);
+        int64_t lo = -1, hwm = -1;
         size_t i;
         int n = 0;
 
+        sl_task_fetch_watermarks(t, &lo, &hwm);
         if (hwm < 0)
                 return 0; /* not known yet: the next end reported tells */
         i = want_pos(st, end);
@@ -1930,6 +1950,7 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 got = kx_missing_below(t, m->offset) > 0;
                 got |= kx_missing_past(t, m->offset) > 0;
                 st->fetch_next = m->offset;
+                st->fetch_fresh = 0;
         } else if (m->err) {
                 sl_log(LOG_WARNING, "DELAY", "%s [%d]: reading %s: %s",
                        t->pl->conf->name, t->partition, kx_topic(t->pl->conf),
@@ -1941,6 +1962,7 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 uint32_t wh = SL_TIMERINDEX_NONE;
                 got = kx_missing_below(t, m->offset) > 0;
                 st->undecided_logged = 0;
+                st->fetch_fresh = 0;
                 wi = want_pos(st, m->offset);
                 wanted = wi < st->want_cnt && st->want[wi].loc == m->offset;
                 if (wanted)

@@ -498,13 +498,15 @@ int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset) {
         return 0;
 }
 
-int64_t sl_task_fetch_hwm(sl_task_t *t) {
-        int64_t lo = -1, hi = -1;
+int sl_task_fetch_watermarks(sl_task_t *t, int64_t *lo, int64_t *hi) {
+        *lo = *hi = -1;
         if (!t->fetch_topic ||
             rd_kafka_get_watermark_offsets(t->rt->reader, t->fetch_topic,
-                                           t->partition, &lo, &hi))
+                                           t->partition, lo, hi)) {
+                *lo = *hi = -1;
                 return -1;
-        return hi;
+        }
+        return 0;
 }
 
 void sl_task_fetch_stop(sl_task_t *t) {

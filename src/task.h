@@ -271,12 +271,13 @@ int sl_task_produce_tracked(sl_task_t *t, const char *topic, int32_t partition,
 int sl_task_fetch(sl_task_t *t, const char *topic, int64_t offset);
 void sl_task_fetch_stop(sl_task_t *t);
 
-/* The high watermark of the partition sl_task_fetch() reads, as of the
- * reader's last fetch of it; -1 when not known.  The read stops (and
- * reports the end) at the last stable offset, before a transaction not yet
- * decided: the records from there up to the high watermark are in the log
- * and come once that transaction ends. */
-int64_t sl_task_fetch_hwm(sl_task_t *t);
+/* The first offset and the high watermark of the partition sl_task_fetch()
+ * reads, as of the reader's last fetch of it (-1 when not known): 0, or -1
+ * with both -1.  The read stops (and reports the end) at the last stable
+ * offset, before a transaction not yet decided: the records from there up
+ * to the high watermark are in the log and come once that transaction
+ * ends. */
+int sl_task_fetch_watermarks(sl_task_t *t, int64_t *lo, int64_t *hi);
 
 /* The open transaction must abort (why: for the log): memory went ahead
  * of what Kafka will hold, and every task is rebuilt from its changelog. */
