@@ -374,14 +374,9 @@ int sl_inspect_cmd(int argc, char **argv) {
                 return SL_EXIT_USAGE;
         }
         sl_log_set_level(LOG_WARNING);
-        if (sl_conf_load(path, 1, &conf, stderr) != 0)
+        if (!(pc = sl_conf_load_pipeline(path, argv[optind], "sluice inspect",
+                                         &conf, stderr)))
                 return SL_EXIT_FAIL;
-        if (!(pc = sl_conf_pipeline(conf, argv[optind]))) {
-                fprintf(stderr, "sluice inspect: %s: no pipeline named %s\n",
-                        path, argv[optind]);
-                sl_conf_destroy(conf);
-                return SL_EXIT_FAIL;
-        }
         if (!(print = printer(pc->type))) {
                 fprintf(stderr,
                         "sluice inspect: pipeline %s: inspect of type %s is "
