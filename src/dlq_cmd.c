@@ -93,11 +93,11 @@ static void on_record(void *opaque, const sl_dlqreplay_rec_t *rec) {
                               ? sl_escape(rec->key, rec->key_len, k, sizeof(k))
                               : "(null)";
 
-        if (rec->skip >= 0)
+        if (rec->skip >= SL_DLQREPLAY_SKIP_CUT)
                 printf("skip [%" PRId32 "] @%" PRId64 " key '%s': %s\n",
                        rec->partition, rec->offset, key,
                        sl_dlqreplay_skip_text(rec->skip));
-        else if (cmd->o->dry_run)
+        else if (rec->skip < 0 && cmd->o->dry_run)
                 printf("would replay [%" PRId32 "] @%" PRId64
                        " key '%s' (%zu bytes, %zu headers) to %s\n",
                        rec->partition, rec->offset, key, rec->value_len,

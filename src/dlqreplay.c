@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "acls.h"
 #include "dlqrec.h"
 #include "kafka.h"
 #include "log.h"
@@ -46,6 +47,7 @@ const char *sl_dlqreplay_skip_name(sl_dlqreplay_skip_t s) {
 }
 
 typedef struct run_s {
+        const sl_conf_t *conf;
         const sl_pipeline_conf_t *pc;
         const sl_dlqreplay_opts_t *o;
         const sl_dlqreplay_cbs_t *cbs;
@@ -69,6 +71,58 @@ static void fail(run_t *r, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(r->errstr, r->errstr_size, fmt, ap);
         va_end(ap);
+}
+
+/* Says that Kafka's authorizer refused op on res:name, naming the binding
+ * of `sluice acls` that grants it: "not authorized: READ on TOPIC o.dlq
+ * (a DLQ replay; sluice acls lists TOPIC LITERAL o.dlq READ)".  name
+ * NULL: the replay's group or transactional id. */
+static void refused(run_t *r, sl_acl_resource_t res, const char *name,
+                    sl_acl_op_t op) {
+        sl_acls_t *acls = sl_acls_new(r->conf);
+        char buf[400];
+
+        fail(r, "not authorized: %s",
+             sl_acls_refusal(acls, res, name ? name : r->res->id, op, buf,
+                             sizeof(buf)));
+        sl_acls_destroy(acls);
+}
+
+/* 1 (and the run's reason said) when err is a refusal by the authorizer:
+ * of the group, of the transactional id, or of topic (the input when a
+ * write, else the DLQ). */
+static int refused_err(run_t *r, rd_kafka_resp_err_t err, int write) {
+        switch (err) {
+        case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+                refused(r, SL_ACL_GROUP, NULL, SL_ACL_READ);
+                return 1;
+        case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+                refused(r, SL_ACL_TRANSACTIONAL_ID, NULL, SL_ACL_ANY);
+                return 1;
+        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+                refused(r, SL_ACL_TOPIC, write ? r->pc->input : r->pc->dlq,
+                        write ? SL_ACL_WRITE : SL_ACL_READ);
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+/* After a failed request of the consumer: the refusal its queue may hold
+ * (a group refused comes there, the request itself only times out); 1
+ * when one was said. */
+static int consumer_refused(run_t *r) {
+        for (int i = 0; i < 16; i++) {
+                rd_kafka_message_t *m = rd_kafka_consumer_poll(r->consumer, 0);
+                int said;
+                if (!m)
+                        return 0;
+                said = m->err && refused_err(r, m->err, 0);
+                rd_kafka_message_destroy(m);
+                if (said)
+                        return 1;
+        }
+        return 0;
 }
 
 /*
@@ -147,6 +201,9 @@ static rd_kafka_t *client_new(run_t *r, const sl_conf_t *conf,
 static int txn_check(run_t *r, rd_kafka_error_t *e, const char *what) {
         if (!e)
                 return 0;
+        /* A refusal is said first, as the binding it lacks. */
+        refused_err(r, rd_kafka_error_code(e),
+                    strcmp(what, "send_offsets_to_transaction") != 0);
         fail(r, "%s: %s%s", what, rd_kafka_error_string(e),
              rd_kafka_error_is_fatal(e) ? " (fatal: another replay of "
                                           "this pipeline fenced this one?)"
@@ -258,8 +315,7 @@ static int record(run_t *r, const rd_kafka_message_t *m) {
             m->key,       m->key_len, m->len,
             hdrs,         skip};
 
-        if (r->cbs && r->cbs->record &&
-            (skip < 0 || skip >= SL_DLQREPLAY_SKIP_CUT))
+        if (r->cbs && r->cbs->record)
                 r->cbs->record(r->cbs->opaque, &rec);
         if (skip >= 0) {
                 r->res->skips[skip]++;
@@ -335,6 +391,10 @@ static int read_all(run_t *r) {
                                 done++;
                         }
                 } else if (m->err) {
+                        if (refused_err(r, m->err, 0)) {
+                                rd_kafka_message_destroy(m);
+                                return -1;
+                        }
                         sl_log(LOG_WARNING, "DLQ", "replay of %s: %s",
                                r->pc->dlq, rd_kafka_message_errstr(m));
                 } else if (m->offset >= dp->end) {
@@ -375,6 +435,8 @@ static int offsets(run_t *r) {
                   ? RD_KAFKA_RESP_ERR_NO_ERROR
                   : rd_kafka_committed(r->consumer, l, DLQ_TIMEOUT_MS);
         if (err) {
+                if (!refused_err(r, err, 0))
+                        consumer_refused(r);
                 fail(r, "committed offsets of %s: %s", r->pc->dlq,
                      rd_kafka_err2str(err));
                 rd_kafka_topic_partition_list_destroy(l);
@@ -387,6 +449,7 @@ static int offsets(run_t *r) {
                 if (!err && !r->o->from_beginning && l->elems[p].err)
                         err = l->elems[p].err;
                 if (err) {
+                        refused_err(r, err, 0);
                         fail(r, "%s [%d]: %s", r->pc->dlq, p,
                              rd_kafka_err2str(err));
                         rd_kafka_topic_partition_list_destroy(l);
@@ -407,7 +470,8 @@ int sl_dlqreplay_run(const sl_conf_t *conf, const sl_pipeline_conf_t *pc,
                      const sl_dlqreplay_cbs_t *cbs, const atomic_int *cancel,
                      sl_dlqreplay_result_t *res, char *errstr,
                      size_t errstr_size) {
-        run_t r = {.pc = pc,
+        run_t r = {.conf = conf,
+                   .pc = pc,
                    .o = o,
                    .cbs = cbs,
                    .cancel = cancel,
@@ -462,6 +526,15 @@ int sl_dlqreplay_run(const sl_conf_t *conf, const sl_pipeline_conf_t *pc,
         }
         res->part_cnt = sl_kafka_partition_count(r.consumer, pc->dlq, 10000);
         r.input_parts = sl_kafka_partition_count(r.consumer, pc->input, 10000);
+        if (res->part_cnt == SL_KAFKA_PARTS_REFUSED ||
+            (res->part_cnt > 0 && r.input_parts == SL_KAFKA_PARTS_REFUSED)) {
+                /* Hidden: Read (DLQ) or Write (input) implies Describe. */
+                refused(&r, SL_ACL_TOPIC,
+                        res->part_cnt < 0 ? pc->dlq : pc->input,
+                        SL_ACL_DESCRIBE);
+                res->part_cnt = 0;
+                goto out;
+        }
         if (res->part_cnt <= 0 || r.input_parts <= 0) {
                 fail(&r, "%s %s", res->part_cnt <= 0 ? pc->dlq : pc->input,
                      (res->part_cnt <= 0 ? res->part_cnt : r.input_parts) == 0

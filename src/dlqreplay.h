@@ -106,8 +106,7 @@ typedef struct sl_dlqreplay_rec_s {
 typedef struct sl_dlqreplay_cbs_s {
         /* The offsets are read; the records come next. */
         void (*started)(void *opaque, const sl_dlqreplay_result_t *res);
-        /* Each record replayed (or that would be) and each skipped
-         * record, but those the filters leave out. */
+        /* Each record read: replayed (or would be), or skipped. */
         void (*record)(void *opaque, const sl_dlqreplay_rec_t *rec);
         void *opaque;
 } sl_dlqreplay_cbs_t;
