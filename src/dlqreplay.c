@@ -173,25 +173,11 @@ static int classify(const run_t *r, const rd_kafka_message_t *m,
 static rd_kafka_t *client_new(run_t *r, const sl_conf_t *conf,
                               rd_kafka_type_t type, const char *const *kv) {
         char errstr[512];
-        rd_kafka_conf_t *kc = sl_conf_rdkafka(conf, errstr, sizeof(errstr));
-        rd_kafka_t *rk;
+        rd_kafka_t *rk =
+            sl_kafka_client_new(conf, type, kv, errstr, sizeof(errstr));
 
-        if (!kc) {
+        if (!rk)
                 fail(r, "%s", errstr);
-                return NULL;
-        }
-        rd_kafka_conf_set_log_cb(kc, sl_kafka_log_cb);
-        for (; kv[0]; kv += 2)
-                if (sl_kafka_conf_set(kc, kv[0], kv[1], errstr,
-                                      sizeof(errstr))) {
-                        fail(r, "%s", errstr);
-                        rd_kafka_conf_destroy(kc);
-                        return NULL;
-                }
-        if (!(rk = rd_kafka_new(type, kc, errstr, sizeof(errstr)))) {
-                fail(r, "%s", errstr);
-                rd_kafka_conf_destroy(kc);
-        }
         return rk;
 }
 
@@ -227,6 +213,22 @@ static int txn_begin(run_t *r) {
                 return -1;
         r->in_txn = 1;
         return 0;
+}
+
+/* rd_kafka_init_transactions() up to DLQ_TIMEOUT_MS, in steps of a
+ * second, so that a cancel (sluice stopping) is seen within one. */
+static rd_kafka_error_t *init_transactions(run_t *r) {
+        int64_t end = sl_now_ms() + DLQ_TIMEOUT_MS;
+
+        for (;;) {
+                rd_kafka_error_t *e =
+                    rd_kafka_init_transactions(r->producer, 1000);
+                if (!e ||
+                    rd_kafka_error_code(e) != RD_KAFKA_RESP_ERR__TIMED_OUT ||
+                    sl_now_ms() >= end || (r->cancel && atomic_load(r->cancel)))
+                        return e;
+                rd_kafka_error_destroy(e);
+        }
 }
 
 /* Commits the open transaction: the records produced and the offsets past
@@ -502,10 +504,7 @@ int sl_dlqreplay_run(const sl_conf_t *conf, const sl_pipeline_conf_t *pc,
                         return -1;
                 /* Aborts what a killed run left open, before its offsets
                  * are read. */
-                if (txn_check(
-                        &r,
-                        rd_kafka_init_transactions(r.producer, DLQ_TIMEOUT_MS),
-                        "init_transactions"))
+                if (txn_check(&r, init_transactions(&r), "init_transactions"))
                         goto out;
         }
         {

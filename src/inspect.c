@@ -64,33 +64,23 @@ double sl_inspect_secs_between(int64_t a, int64_t b) {
  * commits), with conf's [kafka] settings; NULL, said on stderr, when it
  * cannot be made. */
 static rd_kafka_t *inspect_consumer_new(sl_conf_t *conf) {
+        static const char *const kv[] = {"group.id",
+                                         "sluice-inspect",
+                                         "enable.auto.commit",
+                                         "false",
+                                         "isolation.level",
+                                         "read_committed",
+                                         "auto.offset.reset",
+                                         "earliest",
+                                         "enable.partition.eof",
+                                         "true",
+                                         NULL};
         char errstr[512];
-        rd_kafka_conf_t *kc = sl_conf_rdkafka(conf, errstr, sizeof(errstr));
-        rd_kafka_t *rk;
+        rd_kafka_t *rk = sl_kafka_client_new(conf, RD_KAFKA_CONSUMER, kv,
+                                             errstr, sizeof(errstr));
 
-        if (!kc) {
-                fprintf(stderr, "sluice inspect: %s\n", errstr);
-                return NULL;
-        }
-        rd_kafka_conf_set_log_cb(kc, sl_kafka_log_cb);
-        if (sl_kafka_conf_set(kc, "group.id", "sluice-inspect", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "enable.auto.commit", "false", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "isolation.level", "read_committed", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "auto.offset.reset", "earliest", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "enable.partition.eof", "true", errstr,
-                              sizeof(errstr))) {
-                fprintf(stderr, "sluice inspect: %s\n", errstr);
-                rd_kafka_conf_destroy(kc);
-                return NULL;
-        }
-        rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
         if (!rk) {
                 fprintf(stderr, "sluice inspect: %s\n", errstr);
-                rd_kafka_conf_destroy(kc);
                 return NULL;
         }
         rd_kafka_poll_set_consumer(rk);
@@ -387,15 +377,10 @@ int sl_inspect_cmd(int argc, char **argv) {
         }
         {
                 char errstr[512];
-                rd_kafka_conf_t *kc =
-                    sl_conf_rdkafka(conf, errstr, sizeof(errstr));
-                rd_kafka_t *rk = kc ? rd_kafka_new(RD_KAFKA_PRODUCER, kc,
-                                                   errstr, sizeof(errstr))
-                                    : NULL;
+                rd_kafka_t *rk = sl_kafka_client_new(
+                    conf, RD_KAFKA_PRODUCER, NULL, errstr, sizeof(errstr));
                 if (!rk) {
                         fprintf(stderr, "sluice inspect: %s\n", errstr);
-                        if (kc)
-                                rd_kafka_conf_destroy(kc);
                         sl_conf_destroy(conf);
                         return SL_EXIT_FAIL;
                 }
