@@ -423,6 +423,24 @@ static int read_all(run_t *r) {
         return commit(r);
 }
 
+/* rd_kafka_committed() up to DLQ_TIMEOUT_MS, in steps of two seconds:
+ * a group the authorizer refuses only times the request out, and its
+ * refusal waits in the consumer's queue (said, and _TIMED_OUT returned,
+ * as soon as it is there); a cancel is seen within a step. */
+static rd_kafka_resp_err_t committed(run_t *r,
+                                     rd_kafka_topic_partition_list_t *l) {
+        int64_t end = sl_now_ms() + DLQ_TIMEOUT_MS;
+
+        for (;;) {
+                rd_kafka_resp_err_t err =
+                    rd_kafka_committed(r->consumer, l, 2000);
+                if (err != RD_KAFKA_RESP_ERR__TIMED_OUT || sl_now_ms() >= end ||
+                    consumer_refused(r) ||
+                    (r->cancel && atomic_load(r->cancel)))
+                        return err;
+        }
+}
+
 /* Each partition's start (the group's committed offset, or the first
  * record kept) and end (the high watermark now). */
 static int offsets(run_t *r) {
@@ -433,11 +451,10 @@ static int offsets(run_t *r) {
 
         for (int p = 0; p < res->part_cnt; p++)
                 rd_kafka_topic_partition_list_add(l, r->pc->dlq, p);
-        err = r->o->from_beginning
-                  ? RD_KAFKA_RESP_ERR_NO_ERROR
-                  : rd_kafka_committed(r->consumer, l, DLQ_TIMEOUT_MS);
+        err =
+            r->o->from_beginning ? RD_KAFKA_RESP_ERR_NO_ERROR : committed(r, l);
         if (err) {
-                if (!refused_err(r, err, 0))
+                if (!r->failed && !refused_err(r, err, 0))
                         consumer_refused(r);
                 fail(r, "committed offsets of %s: %s", r->pc->dlq,
                      rd_kafka_err2str(err));
