@@ -525,20 +525,13 @@ int sl_dlqreplay_run(const sl_conf_t *conf, const sl_pipeline_conf_t *pc,
                         goto out;
         }
         {
-                const char *kv[] = {"group.id",
-                                    res->id,
-                                    "enable.auto.commit",
-                                    "false",
-                                    "isolation.level",
-                                    "read_committed",
-                                    "auto.offset.reset",
-                                    "earliest",
-                                    "enable.partition.eof",
-                                    "true",
-                                    NULL};
-                if (!(r.consumer = client_new(&r, conf, RD_KAFKA_CONSUMER, kv)))
+                char errstr2[512];
+                /* Its group is the replay's: offsets come from it. */
+                if (!(r.consumer = sl_kafka_reader_new(conf, res->id, errstr2,
+                                                       sizeof(errstr2)))) {
+                        fail(&r, "%s", errstr2);
                         goto out;
-                rd_kafka_poll_set_consumer(r.consumer);
+                }
         }
         res->part_cnt = sl_kafka_partition_count(r.consumer, pc->dlq, 10000);
         r.input_parts = sl_kafka_partition_count(r.consumer, pc->input, 10000);

@@ -64,26 +64,12 @@ double sl_inspect_secs_between(int64_t a, int64_t b) {
  * commits), with conf's [kafka] settings; NULL, said on stderr, when it
  * cannot be made. */
 static rd_kafka_t *inspect_consumer_new(sl_conf_t *conf) {
-        static const char *const kv[] = {"group.id",
-                                         "sluice-inspect",
-                                         "enable.auto.commit",
-                                         "false",
-                                         "isolation.level",
-                                         "read_committed",
-                                         "auto.offset.reset",
-                                         "earliest",
-                                         "enable.partition.eof",
-                                         "true",
-                                         NULL};
         char errstr[512];
-        rd_kafka_t *rk = sl_kafka_client_new(conf, RD_KAFKA_CONSUMER, kv,
-                                             errstr, sizeof(errstr));
+        rd_kafka_t *rk =
+            sl_kafka_reader_new(conf, "sluice-inspect", errstr, sizeof(errstr));
 
-        if (!rk) {
+        if (!rk)
                 fprintf(stderr, "sluice inspect: %s\n", errstr);
-                return NULL;
-        }
-        rd_kafka_poll_set_consumer(rk);
         return rk;
 }
 

@@ -136,6 +136,27 @@ rd_kafka_t *sl_kafka_client_new(const sl_conf_t *conf, rd_kafka_type_t type,
         return rk;
 }
 
+rd_kafka_t *sl_kafka_reader_new(const sl_conf_t *conf, const char *group_id,
+                                char *errstr, size_t errstr_size) {
+        const char *const kv[] = {"group.id",
+                                  group_id,
+                                  "enable.auto.commit",
+                                  "false",
+                                  "isolation.level",
+                                  "read_committed",
+                                  "auto.offset.reset",
+                                  "earliest",
+                                  "enable.partition.eof",
+                                  "true",
+                                  NULL};
+        rd_kafka_t *rk = sl_kafka_client_new(conf, RD_KAFKA_CONSUMER, kv,
+                                             errstr, errstr_size);
+
+        if (rk)
+                rd_kafka_poll_set_consumer(rk);
+        return rk;
+}
+
 int sl_kafka_partition_count(rd_kafka_t *rk, const char *topic,
                              int timeout_ms) {
         const struct rd_kafka_metadata *md;
