@@ -12,8 +12,9 @@
  * section of the binding's first reason), and within a section puts the
  * resources that need the same operations on one kafka-acls.sh line, so
  * it reads like a hand-written list: the inputs, the state topics, the
- * sinks, the targets, the groups, the transactional id, DescribeConfigs.
- * Every binding is granted by exactly one line.
+ * sinks, the targets, the groups, the transactional id, DescribeConfigs,
+ * and last what a DLQ replay adds.  Every binding is granted by exactly
+ * one line.
  */
 #include "acls.h"
 
@@ -245,6 +246,12 @@ sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
                         if (!strcmp(plan->specs[j].pipeline, pn))
                                 spec_acls(&b, conf, p, &plan->specs[j]);
                 target_acls(&b, p);
+                /* A DLQ replay (dlqreplay.h) reads the DLQ and writes
+                 * the input. */
+                if (p->dlq && p->input) {
+                        topic(&b, p->dlq, SL_ACL_READ, SL_ACL_WHY_REPLAY);
+                        topic(&b, p->input, SL_ACL_WRITE, SL_ACL_WHY_REPLAY);
+                }
         }
         sl_topicplan_destroy(plan);
 
@@ -252,6 +259,18 @@ sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
             SL_ACL_WHY_GROUP, NULL);
         add(&b, SL_ACL_GROUP, SL_ACL_LITERAL, SL_ACLS_REBUILD_GROUP,
             SL_ACL_DESCRIBE, SL_ACL_WHY_REBUILD, NULL);
+        /* A replay's group, <app_id>-dlq-replay.<pipeline>: its offsets
+         * are committed in its transactions, read at its start. */
+        for (int i = 0; i < conf->pipeline_cnt; i++) {
+                const sl_pipeline_conf_t *p = &conf->pipelines[i];
+                char id[512];
+
+                if (!p->dlq || !p->input || !p->name)
+                        continue;
+                sl_conf_replay_id(conf, p, id, sizeof(id));
+                add(&b, SL_ACL_GROUP, SL_ACL_LITERAL, id, SL_ACL_READ,
+                    SL_ACL_WHY_REPLAY, NULL);
+        }
         /* <app_id>-<instance_id>, <app_id>-<instance_id>#2 (clients.c). */
         if (asprintf(&txn_prefix, "%s-", app_id) < 0)
                 sl_assert(!"out of memory");
@@ -259,6 +278,11 @@ sl_acls_t *sl_acls_new(const sl_conf_t *conf) {
          * a Describe binding. */
         add(&b, SL_ACL_TRANSACTIONAL_ID, SL_ACL_PREFIXED, txn_prefix,
             SL_ACL_WRITE, SL_ACL_WHY_TXN, NULL);
+        /* A replay's, <app_id>-dlq-replay.<pipeline>, has the prefix. */
+        for (int i = 0; i < conf->pipeline_cnt; i++)
+                if (conf->pipelines[i].dlq && conf->pipelines[i].input)
+                        add(&b, SL_ACL_TRANSACTIONAL_ID, SL_ACL_PREFIXED,
+                            txn_prefix, SL_ACL_WRITE, SL_ACL_WHY_REPLAY, NULL);
         free(txn_prefix);
         return b.acls;
 }
@@ -337,6 +361,8 @@ static const char *why_text(unsigned first) {
                 return "the group id of the rebuild reader";
         case SL_ACL_WHY_TXN:
                 return "the transactional ids";
+        case SL_ACL_WHY_REPLAY:
+                return "a DLQ replay";
         }
         return "?";
 }
@@ -509,6 +535,7 @@ typedef enum {
         SEC_GROUP,
         SEC_TXN,
         SEC_LIMITS,
+        SEC_REPLAY,
         SEC_CNT,
 } section_t;
 
@@ -528,6 +555,8 @@ static section_t section_of(unsigned first) {
                 return SEC_GROUP;
         if (first & SL_ACL_WHY_TXN)
                 return SEC_TXN;
+        if (first & SL_ACL_WHY_REPLAY)
+                return SEC_REPLAY;
         sl_assert(first & SL_ACL_WHY_LIMITS);
         return SEC_LIMITS;
 }
@@ -571,6 +600,9 @@ static void section_comment(sl_buf_t *b, section_t sec, unsigned why,
                         buf_list(b, words, n);
                         buf_str(b, ".");
                 }
+                if (why & SL_ACL_WHY_REPLAY)
+                        buf_str(b, " A DLQ replay writes to the inputs "
+                                   "too.");
                 break;
         case SEC_STATE:
                 words[n++] = "Changelogs";
@@ -638,7 +670,20 @@ static void section_comment(sl_buf_t *b, section_t sec, unsigned why,
                 buf_str(b, "Transactions: transactional.id is "
                            "<app_id>-<instance_id> (<app_id>-<client.id> "
                            "without instance_id), and the second "
-                           "producer's has #2 after it.");
+                           "producer's has #2 after it");
+                buf_str(b, why & SL_ACL_WHY_REPLAY
+                               ? "; a DLQ replay's is "
+                                 "<app_id>-dlq-replay.<pipeline>."
+                               : ".");
+                break;
+        case SEC_REPLAY:
+                buf_str(b, "DLQ replay (sluice dlq replay, POST "
+                           "/v1/pipelines/{p}/dlq/replay): it reads the "
+                           "DLQs, writes to the inputs, and commits its "
+                           "offsets as the group "
+                           "<app_id>-dlq-replay.<pipeline> in its "
+                           "transactions. Not needed by sluice run "
+                           "without the API.");
                 break;
         case SEC_LIMITS:
                 buf_str(b, "DescribeConfigs on every topic: sluice learns "

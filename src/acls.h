@@ -31,15 +31,23 @@
  *                                           (max.message.bytes)
  *   allowed_     Write, DescribeConfigs     a timer's target, described
  *   targets                                 when first named (topiccache)
+ *   dlq          Read                       a DLQ replay (dlqreplay.h)
+ *   input        Write                      a DLQ replay re-produces there
  *
  *   group "<app_id>"                Read     the consumer group; offsets
  *                                            committed in the transaction
  *   group "sluice-rebuild"          Describe the group.id of the
  *                                            assign-only reader and the
  *                                            lookup client (clients.c)
+ *   group "<app_id>-dlq-replay.<pipeline>"
+ *                                   Read     a DLQ replay's offsets, read
+ *                                            at its start, committed in
+ *                                            its transactions
  *   transactional id "<app_id>-"    Write    prefixed: the producers' ids
  *                                            are <app_id>-<instance_id>
- *                                            and <app_id>-<instance_id>#2
+ *                                            and <app_id>-<instance_id>#2,
+ *                                            a DLQ replay's
+ *                                            <app_id>-dlq-replay.<pipeline>
  *
  * Describe on a topic or a transactional id is never listed: Read and
  * Write imply it.
@@ -52,8 +60,13 @@
  * "*", "*.events") has no prefix and needs Kafka's wildcard, the LITERAL
  * name "*".
  *
+ * The replay's bindings are listed for every pipeline with a DLQ: the
+ * CLI may run as sluice's principal, and the HTTP API runs replays in the
+ * daemon.
+ *
  * Order: the plan's (pipeline by pipeline, each pipeline's topics in plan
- * order, then its targets), then the groups, then the transactional id;
+ * order, then its targets, then its replay's), then the groups, then the
+ * transactional id;
  * within a topic, Read, Write, DescribeConfigs.  A binding is listed once
  * per (resource type, pattern type, name, operation), where first found.
  */

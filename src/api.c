@@ -85,6 +85,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "apireplay.h"
 #include "apireq.h"
 #include "connguard.h"
 #include "groupcheck.h"
@@ -217,6 +218,7 @@ struct sl_api_s {
             *m_peer_busy, *m_peer_no_secret, *m_peer_route;
         sl_counter_t *m_answers_unsigned;
         api_pipe_t *pipes;
+        sl_apireplay_t *replays; /* POST /dlq/replay */
 
         sl_api_lookup_fn *fn;
         void *opaque;
@@ -1417,6 +1419,58 @@ out:
         return rc;
 }
 
+/* POST /dlq/replay: starts a replay on a thread of its own (apireplay.h)
+ * and answers 202 with its state at once; 409 while one runs. */
+static enum MHD_Result serve_replay(sl_api_t *api, struct MHD_Connection *c,
+                                    const sl_apireq_path_t *pp,
+                                    const char *body, size_t bodylen) {
+        sl_apireq_replay_t b;
+        sl_dlqreplay_opts_t o = {.since = -1, .until = -1, .limit = -1};
+        enum MHD_Result rc;
+        const char *code;
+        char why[256];
+        json_t *state;
+
+        if (sl_apireq_replay_read(body, bodylen, &b, &code, why, sizeof(why)) !=
+            0) {
+                rc = reply_err(c, 400, code, "%s", why);
+                sl_apireq_replay_clear(&b);
+                return rc;
+        }
+        for (int i = 0; i < b.reason_cnt; i++)
+                o.reasons[o.reason_cnt++] = b.reasons[i];
+        o.since = b.since;
+        o.until = b.until;
+        o.limit = b.limit;
+        o.dry_run = b.dry_run;
+        o.from_beginning = b.from_beginning;
+        if (sl_apireplay_start(api->replays, pp->pipeline, &o, &state) != 0) {
+                json_decref(state);
+                rc = reply_err(c, 409, "replay-running",
+                               "a replay of pipeline '%s' runs on this "
+                               "instance: GET this path for its state",
+                               api->conf->pipelines[pp->pipeline].name);
+        } else {
+                rc = reply_json(c, 202, state, NULL);
+        }
+        sl_apireq_replay_clear(&b);
+        return rc;
+}
+
+/* GET /dlq/replay: the state of the pipeline's last replay. */
+static enum MHD_Result serve_replay_state(sl_api_t *api,
+                                          struct MHD_Connection *c,
+                                          const sl_apireq_path_t *pp) {
+        json_t *state = sl_apireplay_state(api->replays, pp->pipeline);
+
+        if (!state)
+                return reply_err(c, 404, "no-replay",
+                                 "no replay of pipeline '%s' was started on "
+                                 "this instance since it started",
+                                 api->conf->pipelines[pp->pipeline].name);
+        return reply_json(c, 200, state, NULL);
+}
+
 static enum MHD_Result dispatch(sl_api_t *api, struct MHD_Connection *c,
                                 const sl_apireq_path_t *pp, conn_t *cn) {
         switch (pp->route->kind) {
@@ -1427,6 +1481,11 @@ static enum MHD_Result dispatch(sl_api_t *api, struct MHD_Connection *c,
         case SL_ROUTE_WRITE:
                 return serve_write(api, c, pp, cn->body ? cn->body : "",
                                    cn->len);
+        case SL_ROUTE_REPLAY:
+                return serve_replay(api, c, pp, cn->body ? cn->body : "",
+                                    cn->len);
+        case SL_ROUTE_REPLAY_STATUS:
+                return serve_replay_state(api, c, pp);
         }
         return reply_err(c, 404, "not-found", "no such route");
 }
@@ -1997,6 +2056,9 @@ static void pipes_init(sl_api_t *api) {
 }
 
 static void api_free(sl_api_t *api) {
+        /* Replays that run end between two records (what they committed
+         * stays). */
+        sl_apireplay_destroy(api->replays);
         if (api->producer) {
                 atomic_store(&api->poll_run, 0);
                 pthread_join(api->poller, NULL);
@@ -2071,6 +2133,7 @@ sl_api_t *sl_api_start(const sl_conf_t *conf, uv_loop_t *loop, sl_metrics_t *m,
         api->queue = sl_calloc((size_t)api->q_cap, sizeof(*api->queue));
         snprintf(api->group, sizeof(api->group), "%s", conf->app_id);
         pipes_init(api);
+        api->replays = sl_apireplay_new(conf);
         if (tokens_load(api, errstr, errstr_size) == -1 ||
             peer_secret_load(api, errstr, errstr_size) == -1)
                 goto fail;

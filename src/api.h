@@ -13,6 +13,8 @@
  *   DELETE /v1/pipelines/{p}/rates/{key}         back to the default rate
  *   GET    /v1/pipelines/{p}/groups/{key}        a debounce group
  *   POST   /v1/pipelines/{p}/groups/{key}/flush  flush a group now
+ *   POST   /v1/pipelines/{p}/dlq/replay          start a DLQ replay
+ *   GET    /v1/pipelines/{p}/dlq/replay          its state
  *
  * api/openapi.yaml describes every route; tests/unit/test_api.c checks the
  * two agree through sl_api_route_cnt()/sl_api_route().
@@ -38,10 +40,15 @@
  * never with the client's token; without the secret, such lookups are
  * answered 421 forwarding-disabled.
  *
+ * DLQ REPLAYS run the CLI's engine on a thread each (apireplay.h): the
+ * POST answers at once, and the state is asked for with GET.
+ *
  * THREADS: libmicrohttpd runs a thread per connection (bounded by
  * api_max_connections); the producer's delivery reports are served by a
- * thread of this module.  sl_api_start() and sl_api_stop() are for the
- * loop thread, before uv_run and after it stops taking work.
+ * thread of this module; a DLQ replay by a thread of its own, which
+ * sl_api_stop() ends (between two records) and waits for.  sl_api_start() and
+ * sl_api_stop() are for the loop thread, before uv_run and after it stops
+ * taking work.
  *
  * HOSTILE CLIENTS: the connections are guarded as the metrics address's
  * are (connguard.h): a request (TLS handshake, head and body) must be all

@@ -14,12 +14,19 @@
 #include <strings.h>
 
 #include "opdef.h"
+#include "parse.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ */
 /* Routes.                                                              */
 
 const sl_route_t sl_route_index = {"GET", "/v1", NULL, NULL, SL_ROUTE_INDEX};
+const sl_route_t sl_route_replay = {"POST",
+                                    "/v1/pipelines/{pipeline}/dlq/replay",
+                                    "dlq", "replay", SL_ROUTE_REPLAY};
+const sl_route_t sl_route_replay_status = {
+    "GET", "/v1/pipelines/{pipeline}/dlq/replay", "dlq", "replay",
+    SL_ROUTE_REPLAY_STATUS};
 
 /* The i-th operator in api_rank order (ties: ops.def order). */
 static const sl_opdef_t *op_by_rank(int i) {
@@ -44,7 +51,7 @@ static const sl_opdef_t *op_by_rank(int i) {
 }
 
 int sl_apireq_route_cnt(void) {
-        int n = 1;
+        int n = 3; /* the index, the DLQ replay's two */
         for (int i = 0; i < SL_OP_CNT; i++)
                 n += sl_opdef_at(i)->route_cnt;
         return n;
@@ -60,6 +67,10 @@ const sl_route_t *sl_apireq_route(int i) {
                         return &op->routes[i];
                 i -= op->route_cnt;
         }
+        if (i == 0)
+                return &sl_route_replay;
+        if (i == 1)
+                return &sl_route_replay_status;
         sl_assert(!"no such route");
         return NULL;
 }
@@ -178,7 +189,9 @@ static int seg_is(const char *seg, size_t len, const char *word) {
  * none). */
 static int route_is(const sl_route_t *r, const char *what, size_t whatlen,
                     const char *action, size_t actionlen) {
-        if (r->kind == SL_ROUTE_INDEX || !seg_is(what, whatlen, r->what))
+        if (r->kind == SL_ROUTE_INDEX || r->kind == SL_ROUTE_REPLAY ||
+            r->kind == SL_ROUTE_REPLAY_STATUS ||
+            !seg_is(what, whatlen, r->what))
                 return 0;
         return action ? r->action && seg_is(action, actionlen, r->action)
                       : !r->action;
@@ -243,6 +256,55 @@ static const sl_route_t *pipe_route(const sl_pipeline_conf_t *pc,
         return NULL;
 }
 
+/* The pipeline named by the encoded seg among those the API serves: its
+ * index, or -1 with pp->why said. */
+static int path_pipeline(const sl_conf_t *conf, const char *seg, size_t len,
+                         sl_apireq_path_t *pp) {
+        size_t namelen;
+        char *name = sl_apireq_pct_decode(seg, len, &namelen);
+        int found = -1;
+
+        if (!name)
+                return -1;
+        for (int i = 0; i < conf->pipeline_cnt && found < 0; i++) {
+                const sl_pipeline_conf_t *pc = &conf->pipelines[i];
+                if (strlen(pc->name) == namelen && !strcmp(pc->name, name) &&
+                    pc->api)
+                        found = i;
+        }
+        if (found < 0)
+                snprintf(pp->why, sizeof(pp->why),
+                         "no pipeline '%.100s' served by the API",
+                         sl_escape(name, namelen, (char[104]){0}, 104));
+        free(name);
+        return found;
+}
+
+/* /v1/pipelines/{pipeline}/dlq/replay: POST starts, GET says. */
+static void path_replay(const sl_conf_t *conf, const char *seg, size_t len,
+                        const char *method, sl_apireq_path_t *pp) {
+        const sl_pipeline_conf_t *pc;
+        int i;
+
+        if (strcmp(method, "POST") && strcmp(method, "GET") &&
+            strcmp(method, "HEAD")) {
+                refuse_method(pp, method, "GET, HEAD, POST");
+                return;
+        }
+        if ((i = path_pipeline(conf, seg, len, pp)) < 0)
+                return;
+        pc = &conf->pipelines[i];
+        if (!pc->dlq) {
+                snprintf(pp->why, sizeof(pp->why),
+                         "pipeline '%.100s' has no DLQ (dlq = none)", pc->name);
+                return;
+        }
+        pp->pipeline = i;
+        pp->route =
+            strcmp(method, "POST") ? &sl_route_replay_status : &sl_route_replay;
+        pp->bad = 0;
+}
+
 void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
                           const char *method, sl_apireq_path_t *pp) {
         const char *seg[6];
@@ -274,6 +336,11 @@ void sl_apireq_path_parse(const sl_conf_t *conf, const char *url,
         if ((n != 5 && n != 6) || !seg_is(seg[1], seglen[1], "pipelines") ||
             !seglen[2] || !seglen[4])
                 return;
+        if (n == 5 && seg_is(seg[3], seglen[3], "dlq") &&
+            seg_is(seg[4], seglen[4], "replay")) {
+                path_replay(conf, seg[2], seglen[2], method, pp);
+                return;
+        }
         if (!(any =
                   path_route(seg[3], seglen[3], action, actionlen, method, pp)))
                 return;
@@ -536,4 +603,116 @@ int sl_apireq_answer_parse(char *buf, size_t len, sl_apireq_answer_t *a,
         memcpy(a->body, hend + 4, a->body_len);
         a->body[a->body_len] = '\0';
         return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* POST /dlq/replay bodies.                                             */
+
+/* A since/until member: epoch ms, or RFC 3339 text; -1 when absent. */
+static int replay_time(json_t *v, const char *name, int64_t *out, char *why,
+                       size_t why_size) {
+        char err[200];
+
+        *out = -1;
+        if (!v || json_is_null(v))
+                return 0;
+        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+                *out = json_integer_value(v);
+                return 0;
+        }
+        if (json_is_string(v) &&
+            !sl_parse_timestamp_ms_n(json_string_value(v),
+                                     json_string_length(v), out, err,
+                                     sizeof(err)))
+                return 0;
+        snprintf(why, why_size,
+                 "%s: epoch milliseconds or RFC 3339 text "
+                 "(2026-01-01T00:00:00Z)",
+                 name);
+        return -1;
+}
+
+int sl_apireq_replay_read(const char *body, size_t len, sl_apireq_replay_t *b,
+                          const char **code, char *why, size_t why_size) {
+        json_error_t jerr;
+        const char *k;
+        json_t *v;
+
+        memset(b, 0, sizeof(*b));
+        b->since = b->until = b->limit = -1;
+        *code = "bad-body";
+        b->doc = len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr)
+                     : json_object();
+        if (!b->doc) {
+                snprintf(why, why_size, "not JSON: %s", jerr.text);
+                return -1;
+        }
+        if (!json_is_object(b->doc)) {
+                snprintf(why, why_size, "not a JSON object");
+                return -1;
+        }
+        json_object_foreach(b->doc, k, v) {
+                if (!strcmp(k, "reasons")) {
+                        size_t i;
+                        json_t *r;
+                        if (json_is_string(v)) {
+                                b->reasons[b->reason_cnt++] =
+                                    json_string_value(v);
+                                continue;
+                        }
+                        if (!json_is_array(v) ||
+                            json_array_size(v) > SL_APIREQ_MAX_REASONS) {
+                                snprintf(why, why_size,
+                                         "reasons: a string or an array of "
+                                         "at most %d strings",
+                                         SL_APIREQ_MAX_REASONS);
+                                return -1;
+                        }
+                        json_array_foreach(v, i, r) {
+                                if (!json_is_string(r)) {
+                                        snprintf(why, why_size,
+                                                 "reasons: strings only");
+                                        return -1;
+                                }
+                                b->reasons[b->reason_cnt++] =
+                                    json_string_value(r);
+                        }
+                } else if (!strcmp(k, "since")) {
+                        if (replay_time(v, "since", &b->since, why, why_size))
+                                return -1;
+                } else if (!strcmp(k, "until")) {
+                        if (replay_time(v, "until", &b->until, why, why_size))
+                                return -1;
+                } else if (!strcmp(k, "limit")) {
+                        if (json_is_null(v))
+                                continue;
+                        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+                                snprintf(why, why_size,
+                                         "limit: a count (0 or more)");
+                                return -1;
+                        }
+                        b->limit = json_integer_value(v);
+                } else if (!strcmp(k, "dry_run") ||
+                           !strcmp(k, "from_beginning")) {
+                        if (!json_is_boolean(v)) {
+                                snprintf(why, why_size, "%s: true or false", k);
+                                return -1;
+                        }
+                        *(!strcmp(k, "dry_run") ? &b->dry_run
+                                                : &b->from_beginning) =
+                            json_is_true(v);
+                } else {
+                        snprintf(why, why_size,
+                                 "unknown member '%.40s' (reasons, since, "
+                                 "until, limit, dry_run, from_beginning)",
+                                 k);
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+void sl_apireq_replay_clear(sl_apireq_replay_t *b) {
+        json_decref(b->doc);
+        b->doc = NULL;
 }

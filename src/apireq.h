@@ -47,6 +47,8 @@ typedef enum {
         SL_ROUTE_INDEX = 0, /* GET /v1 */
         SL_ROUTE_LOOKUP,
         SL_ROUTE_WRITE,
+        SL_ROUTE_REPLAY,        /* POST /v1/pipelines/{p}/dlq/replay */
+        SL_ROUTE_REPLAY_STATUS, /* GET /v1/pipelines/{p}/dlq/replay */
 } sl_route_kind_t;
 
 /* A write request: what build() reads, and the record it makes. */
@@ -110,8 +112,14 @@ typedef struct sl_route_s {
 /* GET /v1. */
 extern const sl_route_t sl_route_index;
 
+/* The API's own routes of every pipeline with a DLQ, whatever its
+ * operator: a DLQ replay (dlqreplay.h) started, and its state.  The path
+ * has no {key} (sl_apireq_path_t.key is NULL). */
+extern const sl_route_t sl_route_replay, sl_route_replay_status;
+
 /* Every route, as GET /v1 lists them: the index, then each operator's in
- * the order of their api_rank (opdef.h).  0 <= i < sl_apireq_route_cnt(). */
+ * the order of their api_rank (opdef.h), then the DLQ replay's two.
+ * 0 <= i < sl_apireq_route_cnt(). */
 int sl_apireq_route_cnt(void);
 const sl_route_t *sl_apireq_route(int i);
 
@@ -149,6 +157,26 @@ char *sl_apireq_lookup_path(const sl_pipeline_conf_t *pc, const void *key,
 /* Percent-decodes s[0..len) into a new string (NUL-terminated; *outlen its
  * length, which may count NULs); NULL on a bad escape. */
 char *sl_apireq_pct_decode(const char *s, size_t len, size_t *outlen);
+
+/* A POST /dlq/replay body (JSON, every member optional; an empty body
+ * is {}): reasons (a string or an array of strings), since and until
+ * (epoch ms, or RFC 3339 text), limit (a count), dry_run and
+ * from_beginning (booleans).  What the CLI's options say. */
+#define SL_APIREQ_MAX_REASONS 16
+typedef struct sl_apireq_replay_s {
+        const char *reasons[SL_APIREQ_MAX_REASONS]; /* into doc */
+        int reason_cnt;
+        int64_t since, until, limit; /* -1: none */
+        int dry_run, from_beginning;
+        json_t *doc; /* owned */
+} sl_apireq_replay_t;
+
+/* Reads a POST /dlq/replay body into b.  Returns 0, or -1 with the error's
+ * code ("bad-body") and a message in why; either way release b with
+ * sl_apireq_replay_clear(). */
+int sl_apireq_replay_read(const char *body, size_t len, sl_apireq_replay_t *b,
+                          const char **code, char *why, size_t why_size);
+void sl_apireq_replay_clear(sl_apireq_replay_t *b);
 
 /* The most user headers a PUT /timers body may carry. */
 #define SL_APIREQ_MAX_USER_HEADERS 64

@@ -519,6 +519,11 @@ static int key_value_refused(const sl_conf_key_t *k, const char *value,
                              "may not end in \"" SL_TXNID_SECOND_SUFFIX
                              "\" (the transactional id of another "
                              "instance's second producer)");
+        if (k->flags & SL_KF_TXNID && !strncmp(value, SL_TXNID_REPLAY_PREFIX,
+                                               strlen(SL_TXNID_REPLAY_PREFIX)))
+                return vfail(errstr, errstr_size,
+                             "may not start with \"" SL_TXNID_REPLAY_PREFIX
+                             "\" (the transactional id of a DLQ replay)");
         if ((k->type == SL_KT_STRING || k->type == SL_KT_HOSTPORT) &&
             (why_not = ini_value_problem(value)))
                 return vfail(errstr, errstr_size,
@@ -1862,6 +1867,29 @@ void sl_conf_destroy(sl_conf_t *conf) {
         free(conf->kafka);
         free(conf->path);
         free(conf);
+}
+
+void sl_conf_replay_id(const sl_conf_t *conf, const sl_pipeline_conf_t *pc,
+                       char *buf, size_t size) {
+        snprintf(buf, size, "%s-" SL_TXNID_REPLAY_PREFIX "%s",
+                 conf->app_id ? conf->app_id : "sluice", pc->name);
+}
+
+const sl_pipeline_conf_t *
+sl_conf_load_pipeline(const char *path, const char *name, const char *cmd,
+                      sl_conf_t **confp, FILE *errout) {
+        const sl_pipeline_conf_t *pc;
+
+        if (sl_conf_load(path, 1, confp, errout) != 0)
+                return NULL;
+        if (!(pc = sl_conf_pipeline(*confp, name))) {
+                if (errout)
+                        fprintf(errout, "%s: %s: no pipeline named %s\n", cmd,
+                                path, name);
+                sl_conf_destroy(*confp);
+                *confp = NULL;
+        }
+        return pc;
 }
 
 const sl_pipeline_conf_t *sl_conf_pipeline(const sl_conf_t *conf,

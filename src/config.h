@@ -217,6 +217,11 @@ int sl_conf_load(const char *path, int use_env, sl_conf_t **confp,
  * in it (the loader refuses one that does). */
 #define SL_TXNID_SECOND_SUFFIX "#2"
 
+/* A DLQ replay's transactional id is <app_id>-dlq-replay.<pipeline>
+ * (dlqreplay.h): no instance_id may start with this (the loader refuses
+ * one that does). */
+#define SL_TXNID_REPLAY_PREFIX "dlq-replay."
+
 /* Flags of sl_conf_load_flags(). */
 #define SL_CONF_ENV 0x1 /* apply the environment overrides */
 #define SL_CONF_NO_PIPES                                                       \
@@ -231,9 +236,23 @@ int sl_conf_load_flags(const char *path, int flags, sl_conf_t **confp,
 
 void sl_conf_destroy(sl_conf_t *conf);
 
+/* The consumer group and transactional id of pc's DLQ replay
+ * (dlqreplay.h), <app_id>-dlq-replay.<pipeline>, in buf. */
+void sl_conf_replay_id(const sl_conf_t *conf, const sl_pipeline_conf_t *pc,
+                       char *buf, size_t size);
+
 /* The pipeline named name, or NULL. */
 const sl_pipeline_conf_t *sl_conf_pipeline(const sl_conf_t *conf,
                                            const char *name);
+
+/* For the commands that take -c FILE PIPELINE: loads path (with the
+ * environment's overrides) and finds the pipeline named name.  Returns it,
+ * with *confp the configuration (the caller destroys it); or NULL, *confp
+ * NULL and what is wrong written to errout, the lines of a bad file as
+ * sl_conf_load() writes them, else "CMD: FILE: no pipeline named NAME". */
+const sl_pipeline_conf_t *
+sl_conf_load_pipeline(const char *path, const char *name, const char *cmd,
+                      sl_conf_t **confp, FILE *errout);
 
 /* A new librdkafka conf holding every [kafka] property.  Returns NULL and an
  * error in errstr when a property is refused.  The caller owns the result. */

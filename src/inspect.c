@@ -65,35 +65,11 @@ double sl_inspect_secs_between(int64_t a, int64_t b) {
  * cannot be made. */
 static rd_kafka_t *inspect_consumer_new(sl_conf_t *conf) {
         char errstr[512];
-        rd_kafka_conf_t *kc = sl_conf_rdkafka(conf, errstr, sizeof(errstr));
-        rd_kafka_t *rk;
+        rd_kafka_t *rk =
+            sl_kafka_reader_new(conf, "sluice-inspect", errstr, sizeof(errstr));
 
-        if (!kc) {
+        if (!rk)
                 fprintf(stderr, "sluice inspect: %s\n", errstr);
-                return NULL;
-        }
-        rd_kafka_conf_set_log_cb(kc, sl_kafka_log_cb);
-        if (sl_kafka_conf_set(kc, "group.id", "sluice-inspect", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "enable.auto.commit", "false", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "isolation.level", "read_committed", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "auto.offset.reset", "earliest", errstr,
-                              sizeof(errstr)) ||
-            sl_kafka_conf_set(kc, "enable.partition.eof", "true", errstr,
-                              sizeof(errstr))) {
-                fprintf(stderr, "sluice inspect: %s\n", errstr);
-                rd_kafka_conf_destroy(kc);
-                return NULL;
-        }
-        rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
-        if (!rk) {
-                fprintf(stderr, "sluice inspect: %s\n", errstr);
-                rd_kafka_conf_destroy(kc);
-                return NULL;
-        }
-        rd_kafka_poll_set_consumer(rk);
         return rk;
 }
 
@@ -374,14 +350,9 @@ int sl_inspect_cmd(int argc, char **argv) {
                 return SL_EXIT_USAGE;
         }
         sl_log_set_level(LOG_WARNING);
-        if (sl_conf_load(path, 1, &conf, stderr) != 0)
+        if (!(pc = sl_conf_load_pipeline(path, argv[optind], "sluice inspect",
+                                         &conf, stderr)))
                 return SL_EXIT_FAIL;
-        if (!(pc = sl_conf_pipeline(conf, argv[optind]))) {
-                fprintf(stderr, "sluice inspect: %s: no pipeline named %s\n",
-                        path, argv[optind]);
-                sl_conf_destroy(conf);
-                return SL_EXIT_FAIL;
-        }
         if (!(print = printer(pc->type))) {
                 fprintf(stderr,
                         "sluice inspect: pipeline %s: inspect of type %s is "
@@ -392,15 +363,10 @@ int sl_inspect_cmd(int argc, char **argv) {
         }
         {
                 char errstr[512];
-                rd_kafka_conf_t *kc =
-                    sl_conf_rdkafka(conf, errstr, sizeof(errstr));
-                rd_kafka_t *rk = kc ? rd_kafka_new(RD_KAFKA_PRODUCER, kc,
-                                                   errstr, sizeof(errstr))
-                                    : NULL;
+                rd_kafka_t *rk = sl_kafka_client_new(
+                    conf, RD_KAFKA_PRODUCER, NULL, errstr, sizeof(errstr));
                 if (!rk) {
                         fprintf(stderr, "sluice inspect: %s\n", errstr);
-                        if (kc)
-                                rd_kafka_conf_destroy(kc);
                         sl_conf_destroy(conf);
                         return SL_EXIT_FAIL;
                 }

@@ -117,6 +117,46 @@ int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
         return 0;
 }
 
+rd_kafka_t *sl_kafka_client_new(const sl_conf_t *conf, rd_kafka_type_t type,
+                                const char *const *kv, char *errstr,
+                                size_t errstr_size) {
+        rd_kafka_conf_t *kc = sl_conf_rdkafka(conf, errstr, errstr_size);
+        rd_kafka_t *rk;
+
+        if (!kc)
+                return NULL;
+        rd_kafka_conf_set_log_cb(kc, sl_kafka_log_cb);
+        for (; kv && kv[0]; kv += 2)
+                if (sl_kafka_conf_set(kc, kv[0], kv[1], errstr, errstr_size)) {
+                        rd_kafka_conf_destroy(kc);
+                        return NULL;
+                }
+        if (!(rk = rd_kafka_new(type, kc, errstr, errstr_size)))
+                rd_kafka_conf_destroy(kc);
+        return rk;
+}
+
+rd_kafka_t *sl_kafka_reader_new(const sl_conf_t *conf, const char *group_id,
+                                char *errstr, size_t errstr_size) {
+        const char *const kv[] = {"group.id",
+                                  group_id,
+                                  "enable.auto.commit",
+                                  "false",
+                                  "isolation.level",
+                                  "read_committed",
+                                  "auto.offset.reset",
+                                  "earliest",
+                                  "enable.partition.eof",
+                                  "true",
+                                  NULL};
+        rd_kafka_t *rk = sl_kafka_client_new(conf, RD_KAFKA_CONSUMER, kv,
+                                             errstr, errstr_size);
+
+        if (rk)
+                rd_kafka_poll_set_consumer(rk);
+        return rk;
+}
+
 int sl_kafka_partition_count(rd_kafka_t *rk, const char *topic,
                              int timeout_ms) {
         const struct rd_kafka_metadata *md;

@@ -42,6 +42,22 @@ const char *sl_kafka_user_value(const sl_conf_t *conf, const char *key);
 int sl_kafka_conf_set(rd_kafka_conf_t *conf, const char *name,
                       const char *value, char *errstr, size_t errstr_size);
 
+/* A client of type with conf's [kafka] settings, sluice's log callback
+ * and the properties kv (name, value, ..., NULL), for the commands that
+ * read or write outside the runtime (inspect, dlq replay); NULL with the
+ * reason in errstr when it cannot be made. */
+rd_kafka_t *sl_kafka_client_new(const sl_conf_t *conf, rd_kafka_type_t type,
+                                const char *const *kv, char *errstr,
+                                size_t errstr_size);
+
+/* A command's reader: a read_committed consumer with conf's [kafka]
+ * settings and group.id group_id that assigns partitions itself and
+ * commits nothing by itself, from the earliest offset, with an event at
+ * each partition's end; its queue is the consumer's.  NULL with the reason
+ * in errstr when it cannot be made. */
+rd_kafka_t *sl_kafka_reader_new(const sl_conf_t *conf, const char *group_id,
+                                char *errstr, size_t errstr_size);
+
 /* Partition count of topic as seen by rk (a metadata request, blocking up to
  * timeout_ms); 0 if the topic does not exist, SL_KAFKA_PARTS_REFUSED if the
  * authorizer hides it (no Describe: none of the operations that imply

@@ -110,10 +110,11 @@ typedef enum {
 #define SL_ACL_WHY_DEFAULT_TARGET 0x0200 /* a delay pipeline's */
 #define SL_ACL_WHY_TARGET         0x0400 /* allowed_targets */
 #define SL_ACL_WHY_LIMITS         0x0800 /* DescribeConfigs: max.message.bytes */
-#define SL_ACL_WHY_GROUP          0x1000 /* the consumer group */
-#define SL_ACL_WHY_REBUILD        0x2000 /* the reader's group id */
-#define SL_ACL_WHY_TXN            0x4000 /* the transactional ids */
-#define SL_ACL_WHY_PAYLOADS       0x8000 /* a delay pipeline's payload_topic */
+#define SL_ACL_WHY_GROUP          0x1000  /* the consumer group */
+#define SL_ACL_WHY_REBUILD        0x2000  /* the reader's group id */
+#define SL_ACL_WHY_TXN            0x4000  /* the transactional ids */
+#define SL_ACL_WHY_PAYLOADS       0x8000  /* a delay pipeline's payload_topic */
+#define SL_ACL_WHY_REPLAY         0x10000 /* a DLQ replay (dlqreplay.h) */
 
 /* What sluice does with a topic of a role: bits of sl_roledef_t.flags.
  * Exactly one of INPUT, OUTPUT and INTERNAL is set. */

@@ -38,7 +38,7 @@ LAYERS = [
         topiccache apireq peerauth acls metrics connguard memlimit schedule
     """),
     ("io", """
-        kafka kwatch kquery txn watchdog http topics api
+        kafka kwatch kquery txn watchdog http topics dlqreplay apireplay api
     """),
     ("runtime", """
         runtime task ops authz reader parts pipeline targets health input

@@ -20,14 +20,17 @@
  *
  * Checks: a parsed path names a route of the table whose method is the
  * one asked, a pipeline the API serves and whose type the route serves,
- * and a non-empty key; a refused one says 404 or 405 with a reason and
+ * and a non-empty key (a DLQ replay's route: a pipeline with a DLQ, no
+ * key); a refused one says 404 or 405 with a reason and
  * holds no key; the lookup path of a parsed key parses back to the same
  * route, pipeline and key.  A body read names an error code and a message
  * when it fails; when it succeeds its headers fit the record's array, each
  * named, and sl_delay_input_parse() takes the record (the reason is not
  * checked: the body may be anything).  Every write route of the served
  * pipelines either refuses the body (4xx, code, message) or makes a record
- * and answers it (2xx, a JSON object or no body).  An answer read names a
+ * and answers it (2xx, a JSON object or no body).  A DLQ replay's body is
+ * refused bad-body with a reason, or read into strings and counts.  An
+ * answer read names a
  * status
  * 100..599, its body is the bytes after the headers (NUL-terminated), and
  * its three header values fit their arrays (the peer signature within its
@@ -70,13 +73,24 @@ static void check_path(const char *url, const char *method) {
         }
         CHECK(pp.bad == 0);
         CHECK(!strcmp(pp.route->method, method) ||
-              (pp.route == &sl_route_index && !strcmp(method, "HEAD")));
+              ((pp.route == &sl_route_index ||
+                pp.route == &sl_route_replay_status) &&
+               !strcmp(method, "HEAD")));
         if (pp.route == &sl_route_index) {
                 CHECK(pp.pipeline == -1 && !pp.key);
                 return;
         }
         CHECK(pp.pipeline >= 0 && pp.pipeline < conf.pipeline_cnt);
         CHECK(pipes[pp.pipeline].api);
+        if (pp.route == &sl_route_replay ||
+            pp.route == &sl_route_replay_status) {
+                /* The API's own, of pipelines with a DLQ; no key. */
+                CHECK(pipes[pp.pipeline].dlq && !pp.key);
+                CHECK(!strcmp(pp.route->method, method) ||
+                      (pp.route == &sl_route_replay_status &&
+                       !strcmp(method, "HEAD")));
+                return;
+        }
         CHECK(route_serves(pp.route, pipes[pp.pipeline].type));
         CHECK(pp.key && pp.keylen > 0 && pp.key[pp.keylen] == '\0');
 
@@ -125,6 +139,25 @@ static void check_body(const char *body, size_t len) {
                              sizeof(detail));
         sl_delay_req_clear(&req);
         sl_apireq_timer_clear(&b);
+}
+
+/* A POST /dlq/replay body: refused with bad-body and a reason, or read
+ * into at most SL_APIREQ_MAX_REASONS reasons, each a string. */
+static void check_replay_body(const char *body, size_t len) {
+        sl_apireq_replay_t b;
+        const char *code = NULL;
+        char why[256] = "";
+
+        if (sl_apireq_replay_read(body, len, &b, &code, why, sizeof(why))) {
+                CHECK(code && !strcmp(code, "bad-body") && why[0]);
+        } else {
+                CHECK(b.reason_cnt >= 0 &&
+                      b.reason_cnt <= SL_APIREQ_MAX_REASONS);
+                for (int i = 0; i < b.reason_cnt; i++)
+                        CHECK(b.reasons[i]);
+                CHECK(b.limit >= -1 && b.since >= -1 && b.until >= -1);
+        }
+        sl_apireq_replay_clear(&b);
 }
 
 /* 1 when pc has a topic of the role named role. */
@@ -241,6 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                            size - (size_t)(nl + 1 - data));
                 check_writes((const char *)nl + 1,
                              size - (size_t)(nl + 1 - data));
+                check_replay_body((const char *)nl + 1,
+                                  size - (size_t)(nl + 1 - data));
         }
         return 0;
 }

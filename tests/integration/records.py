@@ -8,8 +8,11 @@ python3 import it (lib.sh puts this folder on PYTHONPATH).
     hdrs(r)         a record's headers as a dict (a repeated name: its last
                     value)
     hdr_pairs(r)    a record's headers as a list of (name, value), in order
+    replay_errors(inp, out, dlq, n, target)
+                    what is wrong after the DLQ replays of 0611 and 0612
 """
 import json
+from collections import Counter
 
 
 def load(path):
@@ -25,3 +28,48 @@ def hdr_pairs(r):
 
 def hdrs(r):
     return dict(hdr_pairs(r))
+
+
+def replay_errors(inp, out, dlq, n, target):
+    """The DLQ replay tests' verdict (0611, 0612), a list of sentences,
+    empty when all is right.  Their delay pipeline DLQ'd n timers k1..kn
+    (value v<i>, headers sluice-target: target, sluice-delay: 1s, x-extra:
+    keep me) and kbad (a bad delay), and the test wrote kcut, ktimer and
+    kforeign to the DLQ; the replay of target-not-allowed sent back k1..kn
+    only.  So: in the input (read_committed, reroutes aside) each ki twice,
+    both with the original value, headers and partition, kbad once, the
+    others never; each ki fired once to the target, with its value and
+    x-extra; the DLQ holds n + 4 records (none DLQ'd again)."""
+    want_h = [("sluice-target", target), ("sluice-delay", "1s"), ("x-extra", "keep me")]
+    inp = [r for r in inp if "sluice-rerouted-from" not in hdrs(r)]
+    keys = Counter(r["key"] for r in inp)
+    errors = []
+    for i in range(1, n + 1):
+        if keys[f"k{i}"] != 2:
+            errors.append(f"k{i}: {keys[f'k{i}']} times in the input, want 2 (the original, one replay)")
+    if keys["kbad"] != 1:
+        errors.append(f"kbad: {keys['kbad']} times in the input (not to be replayed)")
+    for k in ("kcut", "ktimer", "kforeign"):
+        if keys[k]:
+            errors.append(f"{k}: replayed, must not be")
+    first = {}
+    for r in inp:
+        if r["key"] not in first:
+            first[r["key"]] = r
+            continue
+        o = first[r["key"]]
+        if r["payload"] != o["payload"] or hdr_pairs(r) != want_h or hdr_pairs(o) != want_h:
+            errors.append(f"{r['key']}: replayed as {r['payload']!r} {hdr_pairs(r)}, "
+                          f"was {o['payload']!r} {hdr_pairs(o)}")
+        if r["partition"] != o["partition"]:
+            errors.append(f"{r['key']}: replayed to partition {r['partition']}, was {o['partition']}")
+    fired = Counter(r["key"] for r in out)
+    if set(fired) != {f"k{i}" for i in range(1, n + 1)} or max(fired.values(), default=0) != 1:
+        errors.append(f"target: {len(fired)} keys, {sum(fired.values())} records, want {n} once each")
+    for r in out:
+        if r["payload"] != "v" + r["key"][1:] or ("x-extra", "keep me") not in hdr_pairs(r):
+            errors.append(f"target: {r['key']} {r['payload']!r} {hdr_pairs(r)}")
+            break
+    if len(dlq) != n + 4:
+        errors.append(f"DLQ holds {len(dlq)} records, want {n + 4} (a replayed record DLQ'd again?)")
+    return errors

@@ -129,6 +129,13 @@ static int has_topic(const sl_acls_t *acls, const char *name, sl_acl_op_t op) {
         return has(acls, SL_ACL_TOPIC, SL_ACL_LITERAL, name, op);
 }
 
+/* The why bits of the Write on topic name, 0 when there is none. */
+static unsigned write_why(const sl_acls_t *acls, const char *name) {
+        const sl_acl_t *e = sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_LITERAL,
+                                         name, SL_ACL_WRITE);
+        return e ? e->why : 0;
+}
+
 /* No two bindings of acls are the same (resource, pattern, name, op). */
 static void assert_distinct(const sl_acls_t *acls) {
         for (int i = 0; i < acls->cnt; i++)
@@ -414,6 +421,7 @@ static void test_three_operators(void **state) {
                      "TOPIC\tPREFIXED\tnotify.\tDESCRIBE_CONFIGS\n"
                      "TOPIC\tLITERAL\taudit.log\tWRITE\n"
                      "TOPIC\tLITERAL\taudit.log\tDESCRIBE_CONFIGS\n"
+                     "TOPIC\tLITERAL\ttimers.dlq\tREAD\n"
                      "TOPIC\tLITERAL\tapi.calls\tREAD\n"
                      "TOPIC\tLITERAL\tapi.calls\tWRITE\n"
                      "TOPIC\tLITERAL\tapi.calls\tDESCRIBE_CONFIGS\n"
@@ -429,6 +437,7 @@ static void test_three_operators(void **state) {
                      "TOPIC\tLITERAL\tlimits.dlq\tDESCRIBE_CONFIGS\n"
                      "TOPIC\tLITERAL\tapi.calls.limited\tWRITE\n"
                      "TOPIC\tLITERAL\tapi.calls.limited\tDESCRIBE_CONFIGS\n"
+                     "TOPIC\tLITERAL\tlimits.dlq\tREAD\n"
                      "TOPIC\tLITERAL\torders.in\tREAD\n"
                      "TOPIC\tLITERAL\torders.in\tWRITE\n"
                      "TOPIC\tLITERAL\torders.in\tDESCRIBE_CONFIGS\n"
@@ -439,6 +448,8 @@ static void test_three_operators(void **state) {
                      "TOPIC\tLITERAL\ttransfers.out\tDESCRIBE_CONFIGS\n"
                      "GROUP\tLITERAL\torders-sluice\tREAD\n"
                      "GROUP\tLITERAL\tsluice-rebuild\tDESCRIBE\n"
+                     "GROUP\tLITERAL\torders-sluice-dlq-replay.timers\tREAD\n"
+                     "GROUP\tLITERAL\torders-sluice-dlq-replay.limits\tREAD\n"
                      "TRANSACTIONAL_ID\tPREFIXED\torders-sluice-\tWRITE\n");
         /* No Write on the rates topic (only the API writes it), none on
          * Kafka's wildcard (the globs have prefixes). */
@@ -447,6 +458,11 @@ static void test_three_operators(void **state) {
         /* Why, for the commands' comments. */
         assert_int_equal(sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_LITERAL,
                                       "timers.in", SL_ACL_WRITE)
+                             ->why,
+                         SL_ACL_WHY_REROUTE | SL_ACL_WHY_REPLAY);
+        /* batches has no DLQ: nothing to replay, no Write for it. */
+        assert_int_equal(sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_LITERAL,
+                                      "orders.in", SL_ACL_WRITE)
                              ->why,
                          SL_ACL_WHY_REROUTE);
         assert_string_equal(sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_PREFIXED,
@@ -472,9 +488,12 @@ static void test_reroute_false(void **state) {
                        "input = orders.in\n"
                        "output = transfers.out\n");
         /* Read stays, and DescribeConfigs (sluice describes every topic,
-         * and so does topics check); Write goes. */
+         * and so does topics check); Write is the DLQ replay's alone. */
         assert_true(has_topic(acls, "api.calls", SL_ACL_READ));
-        assert_false(has_topic(acls, "api.calls", SL_ACL_WRITE));
+        assert_int_equal(sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_LITERAL,
+                                      "api.calls", SL_ACL_WRITE)
+                             ->why,
+                         SL_ACL_WHY_REPLAY);
         assert_true(has_topic(acls, "api.calls", SL_ACL_DESCRIBE_CONFIGS));
         /* The other pipeline still reroutes. */
         assert_true(has_topic(acls, "orders.in", SL_ACL_WRITE));
@@ -606,6 +625,7 @@ static void test_shared_topics(void **state) {
                        "input = timers2.in\n"
                        "changelog = timers2.log\n"
                        "reroute = false\n"
+                       "dlq = none\n"
                        "default_target = notify.x\n"
                        "allowed_targets = notify.*\n");
         assert_distinct(acls);
@@ -614,7 +634,8 @@ static void test_shared_topics(void **state) {
                          SL_ACL_WRITE);
         assert_non_null(w);
         assert_int_equal(w->first, SL_ACL_WHY_REROUTE);
-        assert_int_equal(w->why, SL_ACL_WHY_REROUTE | SL_ACL_WHY_OUTPUT);
+        assert_int_equal(w->why, SL_ACL_WHY_REROUTE | SL_ACL_WHY_OUTPUT |
+                                     SL_ACL_WHY_REPLAY);
         /* Listed where first found: the first pipeline's place. */
         assert_string_equal(acls->acls[0].name, "timers.in");
         assert_int_equal(acls->acls[0].op, SL_ACL_READ);
@@ -634,7 +655,8 @@ static void test_shared_topics(void **state) {
                 assert_int_equal(inputs, 3);  /* and Read */
                 assert_int_equal(dflt, 2);
         }
-        /* timers2 reads its input and does not write it. */
+        /* timers2 (no DLQ, nothing to replay) reads its input and does
+         * not write it. */
         assert_true(has_topic(acls, "timers2.in", SL_ACL_READ));
         assert_false(has_topic(acls, "timers2.in", SL_ACL_WRITE));
         assert_commands_grant_table(acls, "User:sluice");
@@ -670,9 +692,12 @@ static void test_api_writes(void **state) {
         assert_true(has_topic(acls, "timers.in", SL_ACL_WRITE));
         assert_true(has_topic(acls, "timers.in", SL_ACL_DESCRIBE_CONFIGS));
         assert_true(has_topic(acls, "limits.rates", SL_ACL_WRITE));
-        assert_false(has_topic(acls, "api.calls", SL_ACL_WRITE));
+        assert_int_equal(write_why(acls, "timers.in"),
+                         SL_ACL_WHY_API_INPUT | SL_ACL_WHY_REPLAY);
+        /* The API writes no throttle input; a DLQ replay does. */
+        assert_int_equal(write_why(acls, "api.calls"), SL_ACL_WHY_REPLAY);
         /* api = false: not served. */
-        assert_false(has_topic(acls, "orders.in", SL_ACL_WRITE));
+        assert_int_equal(write_why(acls, "orders.in"), SL_ACL_WHY_REPLAY);
         cmds = commands_of(acls, "User:sluice");
         expect_comment(cmds,
                        "The HTTP API (api_listen) writes to the inputs it "
@@ -688,7 +713,8 @@ static void test_api_writes(void **state) {
         acls = acls_of("[pipeline timers]\n"
                        "type = delay\n"
                        "input = timers.in\n"
-                       "reroute = false\n");
+                       "reroute = false\n"
+                       "dlq = none\n");
         assert_false(has_topic(acls, "timers.in", SL_ACL_WRITE));
         sl_acls_destroy(acls);
 }
@@ -768,6 +794,122 @@ static void test_payload_topic(void **state) {
         free(cmds);
         assert_commands_grant_table(acls, "User:sluice");
         sl_acls_destroy(acls);
+}
+
+/* A DLQ replay (dlqreplay.h) of each pipeline with a DLQ: Read on the
+ * DLQ, Write on the input, Read on its group <app_id>-dlq-replay.<name>;
+ * its transactional id is under the <app_id>- prefix, and nothing else is
+ * added.  A pipeline without a DLQ adds nothing. */
+static void test_dlq_replay(void **state) {
+        sl_acls_t *acls, *none;
+        const sl_acl_t *e;
+        char buf[320], *cmds, id[512];
+        sl_conf_t *conf = NULL;
+        (void)state;
+
+        acls = acls_of("[sluice]\n"
+                       "app_id = app\n"
+                       "[pipeline timers]\n"
+                       "type = delay\n"
+                       "input = timers.in\n"
+                       "reroute = false\n"
+                       "allowed_targets = notify.*\n"
+                       "dlq = timers.dead\n"
+                       "[pipeline batches]\n"
+                       "type = debounce\n"
+                       "input = orders.in\n"
+                       "output = transfers.out\n"
+                       "reroute = false\n"
+                       "dlq = none\n");
+        assert_distinct(acls);
+        e = sl_acls_find(acls, SL_ACL_TOPIC, SL_ACL_LITERAL, "timers.dead",
+                         SL_ACL_READ);
+        assert_non_null(e);
+        assert_int_equal(e->why, SL_ACL_WHY_REPLAY);
+        assert_int_equal(write_why(acls, "timers.in"), SL_ACL_WHY_REPLAY);
+        assert_int_equal(write_why(acls, "timers.dead"), SL_ACL_WHY_DLQ);
+        e = sl_acls_find(acls, SL_ACL_GROUP, SL_ACL_LITERAL,
+                         "app-dlq-replay.timers", SL_ACL_READ);
+        assert_non_null(e);
+        assert_int_equal(e->why, SL_ACL_WHY_REPLAY);
+        e = sl_acls_find(acls, SL_ACL_TRANSACTIONAL_ID, SL_ACL_PREFIXED, "app-",
+                         SL_ACL_WRITE);
+        assert_int_equal(e->why, SL_ACL_WHY_TXN | SL_ACL_WHY_REPLAY);
+        /* The id the replay uses is the group listed, under the prefix. */
+        write_file(cfg_path, "[sluice]\napp_id = app\n[pipeline timers]\n"
+                             "type = delay\ninput = timers.in\n"
+                             "dlq = timers.dead\n");
+        assert_int_equal(sl_conf_load(cfg_path, 0, &conf, NULL), 0);
+        sl_conf_replay_id(conf, &conf->pipelines[0], id, sizeof(id));
+        assert_string_equal(id, "app-dlq-replay.timers");
+        sl_conf_destroy(conf);
+        /* Nothing for batches (no DLQ). */
+        assert_int_equal(write_why(acls, "orders.in"), 0);
+        for (int i = 0; i < acls->cnt; i++)
+                assert_null(strstr(acls->acls[i].name, "replay.batches"));
+        /* What the replay needs beyond sluice run: these three (its
+         * transactional id is under the prefix sluice has). */
+        {
+                int n = 0;
+                for (int i = 0; i < acls->cnt; i++)
+                        n += acls->acls[i].why == SL_ACL_WHY_REPLAY;
+                assert_int_equal(n, 3); /* DLQ Read, input Write, group */
+        }
+        assert_string_equal(
+            sl_acls_refusal(acls, SL_ACL_TOPIC, "timers.dead", SL_ACL_READ, buf,
+                            sizeof(buf)),
+            "READ on TOPIC timers.dead (a DLQ replay; sluice acls lists TOPIC "
+            "LITERAL timers.dead READ)");
+        assert_string_equal(
+            sl_acls_refusal(acls, SL_ACL_TRANSACTIONAL_ID,
+                            "app-dlq-replay.timers", SL_ACL_ANY, buf,
+                            sizeof(buf)),
+            "an operation on TRANSACTIONAL_ID app-dlq-replay.timers (the "
+            "transactional ids; sluice acls lists TRANSACTIONAL_ID PREFIXED "
+            "app- WRITE)");
+        cmds = commands_of(acls, "User:sluice");
+        expect_comment(cmds,
+                       "DLQ replay (sluice dlq replay, POST "
+                       "/v1/pipelines/{p}/dlq/replay): it reads the DLQs",
+                       1);
+        expect_comment(cmds, "a DLQ replay's is <app_id>-dlq-replay.<pipeline>",
+                       1);
+        assert_non_null(strstr(cmds, "--group app-dlq-replay.timers"));
+        free(cmds);
+        assert_commands_grant_table(acls, "User:sluice");
+
+        /* Without any DLQ: no replay binding, no replay comment. */
+        none = acls_of("[pipeline batches]\n"
+                       "type = debounce\n"
+                       "input = orders.in\n"
+                       "output = transfers.out\n"
+                       "dlq = none\n");
+        for (int i = 0; i < none->cnt; i++)
+                assert_false(none->acls[i].why & SL_ACL_WHY_REPLAY);
+        cmds = commands_of(none, "User:sluice");
+        expect_comment(cmds, "replay", 0);
+        free(cmds);
+        sl_acls_destroy(none);
+        sl_acls_destroy(acls);
+}
+
+/* An instance_id that starts like a replay's id would share its
+ * transactional id: refused. */
+static void test_replay_instance_id(void **state) {
+        sl_conf_t *conf = NULL;
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *mem = open_memstream(&buf, &size);
+        (void)state;
+
+        write_file(cfg_path, "[sluice]\ninstance_id = dlq-replay.timers\n"
+                             "[pipeline timers]\ntype = delay\n"
+                             "input = timers.in\n");
+        assert_int_not_equal(sl_conf_load(cfg_path, 0, &conf, mem), 0);
+        fclose(mem);
+        assert_null(conf);
+        assert_non_null(strstr(buf, "may not start with \"dlq-replay.\""));
+        free(buf);
 }
 
 static void test_commands_quoting(void **state) {
@@ -934,6 +1076,8 @@ int main(void) {
             cmocka_unit_test(test_shared_topics),
             cmocka_unit_test(test_api_writes),
             cmocka_unit_test(test_payload_topic),
+            cmocka_unit_test(test_dlq_replay),
+            cmocka_unit_test(test_replay_instance_id),
             cmocka_unit_test(test_commands_quoting),
             cmocka_unit_test(test_principal_ok),
             cmocka_unit_test(test_cmd),

@@ -122,6 +122,7 @@ static void test_method_not_allowed(void **state) {
             {"GET", "/v1", NULL},
             {"POST", "/v1/pipelines/timers/timers/x", "PUT, GET, DELETE"},
             {"GET", "/v1/pipelines/timers/groups/x/flush", "POST"},
+            {"DELETE", "/v1/pipelines/timers/dlq/replay", "GET, HEAD, POST"},
         };
         sl_conf_t *conf = NULL;
         sl_api_t *api;
@@ -177,6 +178,24 @@ static void test_method_not_allowed(void **state) {
                         fail_msg("%s %s: %s", cases[i].method, cases[i].path,
                                  buf);
         }
+
+        /* The DLQ replay's routes: no replay yet (404), a bad body (400),
+         * in the Error shape; neither starts one. */
+        http_ask(port,
+                 "GET /v1/pipelines/timers/dlq/replay HTTP/1.1\r\nHost: x\r\n"
+                 "Authorization: Bearer tok-1\r\nConnection: close\r\n\r\n",
+                 buf, sizeof(buf));
+        if (strncmp(buf, "HTTP/1.1 404 ", 13) ||
+            !strstr(buf, "{\"code\":\"no-replay\",\"message\":"))
+                fail_msg("GET replay: %s", buf);
+        http_ask(port,
+                 "POST /v1/pipelines/timers/dlq/replay HTTP/1.1\r\nHost: x\r\n"
+                 "Authorization: Bearer tok-1\r\nContent-Length: 14\r\n"
+                 "Connection: close\r\n\r\n{\"limit\": \"x\"}",
+                 buf, sizeof(buf));
+        if (strncmp(buf, "HTTP/1.1 400 ", 13) ||
+            !strstr(buf, "{\"code\":\"bad-body\",\"message\":\"limit: "))
+                fail_msg("POST replay, a bad body: %s", buf);
 
         /* No token: 401, whatever the method. */
         http_ask(port,

@@ -33,11 +33,12 @@ static const sl_route_t *route_of(const char *method, const char *path) {
         return NULL;
 }
 
-#define TIMER "/v1/pipelines/{pipeline}/timers/{id}"
-#define KEY   "/v1/pipelines/{pipeline}/keys/{key}"
-#define RATE  "/v1/pipelines/{pipeline}/rates/{key}"
-#define GROUP "/v1/pipelines/{pipeline}/groups/{key}"
-#define FLUSH "/v1/pipelines/{pipeline}/groups/{key}/flush"
+#define TIMER  "/v1/pipelines/{pipeline}/timers/{id}"
+#define REPLAY "/v1/pipelines/{pipeline}/dlq/replay"
+#define KEY    "/v1/pipelines/{pipeline}/keys/{key}"
+#define RATE   "/v1/pipelines/{pipeline}/rates/{key}"
+#define GROUP  "/v1/pipelines/{pipeline}/groups/{key}"
+#define FLUSH  "/v1/pipelines/{pipeline}/groups/{key}/flush"
 
 /* Paths that name a route: route (method and template), pipeline and the
  * decoded key. */
@@ -61,6 +62,10 @@ static void test_paths(void **state) {
              "w", 1},
             {"POST", "/v1/pipelines/g%2f1%20%c3%bc/groups/w/flush", "POST",
              FLUSH, 2, "w", 1},
+            {"POST", "/v1/pipelines/timers/dlq/replay", "POST", REPLAY, 0, NULL,
+             0},
+            {"GET", "/v1/pipelines/lim/dlq/replay", "GET", REPLAY, 1, NULL, 0},
+            {"HEAD", "/v1/pipelines/lim/dlq/replay", "GET", REPLAY, 1, NULL, 0},
         };
         (void)state;
         for (size_t i = 0; i < SL_ARRAY_SIZE(ok); i++) {
@@ -117,6 +122,14 @@ static void test_refused(void **state) {
             {"GET", "/v1/pipelines/timers/timers/%4", 404, "bad key"},
             {"GET", "/v1/pipelines/timers/timers/%g0", 404, "bad key"},
             {"GET", "/v1/pipelines/%00/timers/x", 404, "no pipeline '\\x00'"},
+            {"POST", "/v1/pipelines/g%2F1%20%C3%BC/dlq/replay", 404,
+             "'g/1 \xc3\xbc' has no DLQ"},
+            {"POST", "/v1/pipelines/hidden/dlq/replay", 404,
+             "no pipeline 'hidden' served"},
+            {"GET", "/v1/pipelines/nope/dlq/replay", 404, "no pipeline 'nope'"},
+            {"POST", "/v1/pipelines/timers/dlq/x", 404, "no such route"},
+            {"POST", "/v1/pipelines/timers/dlq/replay/x", 404, "no such route"},
+            {"POST", "/v1/pipelines/%zz/dlq/replay", 404, "no such route"},
         };
         (void)state;
         for (size_t i = 0; i < SL_ARRAY_SIZE(no); i++) {
@@ -146,6 +159,8 @@ static void test_allow(void **state) {
             {"GET", "/v1/pipelines/lim/rates/x", "PUT, DELETE"},
             {"PUT", "/v1/pipelines/g/groups/w", "GET"},
             {"GET", "/v1/pipelines/g/groups/w/flush", "POST"},
+            {"DELETE", "/v1/pipelines/timers/dlq/replay", "GET, HEAD, POST"},
+            {"PUT", "/v1/pipelines/nope/dlq/replay", "GET, HEAD, POST"},
             {"GET", "/v1/pipelines/nope/rates/x", "PUT, DELETE"},
             {"GET", "/v1/pipelines/timers/clocks/x", ""},
             {"GET", "/v1/pipelines/nope/timers/x", ""},
@@ -161,6 +176,81 @@ static void test_allow(void **state) {
                                  cases[i].method, cases[i].url, pp.bad,
                                  pp.allow, cases[i].allow);
                 sl_apireq_path_clear(&pp);
+        }
+}
+
+/* A POST /dlq/replay body: the CLI's options, each optional. */
+static void test_replay_body(void **state) {
+        static const struct {
+                const char *body, *why;
+        } bad[] = {
+            {"[]", "not a JSON object"},
+            {"{", "not JSON"},
+            {"{\"reasons\": 3}", "reasons: a string or an array"},
+            {"{\"reasons\": [1]}", "reasons: strings only"},
+            {"{\"reasons\": [\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
+             "\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
+             "\"a\"]}",
+             "at most 16"},
+            {"{\"since\": \"yesterday\"}", "since: epoch milliseconds"},
+            {"{\"until\": -5}", "until: epoch milliseconds"},
+            {"{\"limit\": -1}", "limit: a count"},
+            {"{\"limit\": 1.5}", "limit: a count"},
+            {"{\"dry_run\": 1}", "dry_run: true or false"},
+            {"{\"from_beginning\": \"yes\"}", "from_beginning: true or false"},
+            {"{\"dry\": true}", "unknown member 'dry'"},
+            {"{\"limit\": 1, \"limit\": 2}", "not JSON"},
+        };
+        sl_apireq_replay_t b;
+        const char *code;
+        char why[256];
+        const char *all = "{\"reasons\": [\"target-not-allowed\", \"bad-at\"], "
+                          "\"since\": \"2026-01-01T00:00:00Z\", \"until\": "
+                          "1767225601000, \"limit\": 0, \"dry_run\": true, "
+                          "\"from_beginning\": true}";
+        (void)state;
+
+        /* No body: every record, from where the last run stopped. */
+        assert_int_equal(
+            sl_apireq_replay_read("", 0, &b, &code, why, sizeof(why)), 0);
+        assert_int_equal(b.reason_cnt, 0);
+        assert_true(b.since == -1 && b.until == -1 && b.limit == -1);
+        assert_false(b.dry_run || b.from_beginning);
+        sl_apireq_replay_clear(&b);
+
+        assert_int_equal(sl_apireq_replay_read(all, strlen(all), &b, &code, why,
+                                               sizeof(why)),
+                         0);
+        assert_int_equal(b.reason_cnt, 2);
+        assert_string_equal(b.reasons[0], "target-not-allowed");
+        assert_string_equal(b.reasons[1], "bad-at");
+        assert_int_equal(b.since, 1767225600000LL);
+        assert_int_equal(b.until, 1767225601000LL);
+        assert_int_equal(b.limit, 0);
+        assert_true(b.dry_run && b.from_beginning);
+        sl_apireq_replay_clear(&b);
+
+        /* One reason as a string; nulls are absent. */
+        {
+                const char *one = "{\"reasons\": \"x\", \"since\": null, "
+                                  "\"limit\": null}";
+                assert_int_equal(sl_apireq_replay_read(one, strlen(one), &b,
+                                                       &code, why, sizeof(why)),
+                                 0);
+        }
+        assert_int_equal(b.reason_cnt, 1);
+        assert_string_equal(b.reasons[0], "x");
+        assert_true(b.since == -1 && b.limit == -1);
+        sl_apireq_replay_clear(&b);
+
+        for (size_t i = 0; i < SL_ARRAY_SIZE(bad); i++) {
+                int rc = sl_apireq_replay_read(bad[i].body, strlen(bad[i].body),
+                                               &b, &code, why, sizeof(why));
+                if (rc != -1 || strcmp(code, "bad-body") ||
+                    !strstr(why, bad[i].why))
+                        fail_msg("%s: %d %s (want bad-body %s)", bad[i].body,
+                                 rc, why, bad[i].why);
+                sl_apireq_replay_clear(&b);
         }
 }
 
@@ -548,6 +638,7 @@ int main(void) {
             cmocka_unit_test(test_paths),
             cmocka_unit_test(test_refused),
             cmocka_unit_test(test_allow),
+            cmocka_unit_test(test_replay_body),
             cmocka_unit_test(test_lookup_path),
             cmocka_unit_test(test_timer_body),
             cmocka_unit_test(test_timer_body_refused),
