@@ -390,17 +390,6 @@ static const char *ini_value_problem(const char *s) {
         return NULL;
 }
 
-static int vfail(char *errstr, size_t errstr_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int vfail(char *errstr, size_t errstr_size, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(errstr, errstr_size, fmt, ap);
-        va_end(ap);
-        return -1;
-}
-
 static int hostport_ok(const char *s) {
         const char *colon = strrchr(s, ':');
         char *end;
@@ -451,18 +440,18 @@ static int num_parse(const sl_conf_key_t *k, const char *s, int64_t *out,
         switch (k->type) {
         case SL_KT_INT:
                 if (int_parse(s, out) == -1)
-                        return vfail(errstr, errstr_size,
-                                     "'%s' is not an integer", s);
+                        return sl_errf(errstr, errstr_size,
+                                       "'%s' is not an integer", s);
                 return 0;
         case SL_KT_DURATION:
                 if (sl_parse_duration_ms(s, out, why, sizeof(why)) == -1)
-                        return vfail(errstr, errstr_size,
-                                     "invalid duration '%s': %s", s, why);
+                        return sl_errf(errstr, errstr_size,
+                                       "invalid duration '%s': %s", s, why);
                 return 0;
         case SL_KT_SIZE:
                 if (sl_parse_size(s, out, why, sizeof(why)) == -1)
-                        return vfail(errstr, errstr_size,
-                                     "invalid size '%s': %s", s, why);
+                        return sl_errf(errstr, errstr_size,
+                                       "invalid size '%s': %s", s, why);
                 return 0;
         default:
                 sl_assert(!"not a number type");
@@ -482,13 +471,13 @@ static int bounds_check(const sl_conf_key_t *k, const char *s, int64_t v,
         if (v >= min && v <= max)
                 return 0;
         if (k->min && k->max)
-                return vfail(errstr, errstr_size, "%s is out of range %s..%s",
-                             s, k->min, k->max);
+                return sl_errf(errstr, errstr_size, "%s is out of range %s..%s",
+                               s, k->min, k->max);
         if (k->min)
-                return vfail(errstr, errstr_size, "%s is below the minimum %s",
-                             s, k->min);
-        return vfail(errstr, errstr_size, "%s is above the maximum %s", s,
-                     k->max);
+                return sl_errf(errstr, errstr_size,
+                               "%s is below the minimum %s", s, k->min);
+        return sl_errf(errstr, errstr_size, "%s is above the maximum %s", s,
+                       k->max);
 }
 
 static void str_set(void *field, const char *value) {
@@ -509,26 +498,26 @@ static int key_value_refused(const sl_conf_key_t *k, const char *value,
         const char *why_not;
 
         if (!*value && k->flags & SL_KF_NONEMPTY)
-                return vfail(errstr, errstr_size, "must not be empty");
+                return sl_errf(errstr, errstr_size, "must not be empty");
         /* Instance a's second producer is app_id-a#2: an instance named
          * a#2 would share its transactional id, and each would fence the
          * other. */
         if (k->flags & SL_KF_TXNID && n >= sn &&
             !strcmp(value + n - sn, SL_TXNID_SECOND_SUFFIX))
-                return vfail(errstr, errstr_size,
-                             "may not end in \"" SL_TXNID_SECOND_SUFFIX
-                             "\" (the transactional id of another "
-                             "instance's second producer)");
+                return sl_errf(errstr, errstr_size,
+                               "may not end in \"" SL_TXNID_SECOND_SUFFIX
+                               "\" (the transactional id of another "
+                               "instance's second producer)");
         if (k->flags & SL_KF_TXNID && !strncmp(value, SL_TXNID_REPLAY_PREFIX,
                                                strlen(SL_TXNID_REPLAY_PREFIX)))
-                return vfail(errstr, errstr_size,
-                             "may not start with \"" SL_TXNID_REPLAY_PREFIX
-                             "\" (the transactional id of a DLQ replay)");
+                return sl_errf(errstr, errstr_size,
+                               "may not start with \"" SL_TXNID_REPLAY_PREFIX
+                               "\" (the transactional id of a DLQ replay)");
         if ((k->type == SL_KT_STRING || k->type == SL_KT_HOSTPORT) &&
             (why_not = ini_value_problem(value)))
-                return vfail(errstr, errstr_size,
-                             "the value %s (not possible in a config file)",
-                             why_not);
+                return sl_errf(errstr, errstr_size,
+                               "the value %s (not possible in a config file)",
+                               why_not);
         return 0;
 }
 
@@ -564,21 +553,21 @@ static int key_set(const sl_conf_key_t *k, void *base, const char *value,
         switch (k->type) {
         case SL_KT_TOPIC:
                 if (*value && sl_topicname_illegal(value, strlen(value)))
-                        return vfail(errstr, errstr_size,
-                                     "invalid topic name '%s' (use "
-                                     "A-Z a-z 0-9 . _ -, at most 249)",
-                                     value);
+                        return sl_errf(errstr, errstr_size,
+                                       "invalid topic name '%s' (use "
+                                       "A-Z a-z 0-9 . _ -, at most 249)",
+                                       value);
                 /* fall through */
         case SL_KT_STRING:
                 str_set(field, *value ? value : NULL);
                 return 0;
         case SL_KT_HOSTPORT:
                 if (*value && !hostport_ok(value))
-                        return vfail(errstr, errstr_size,
-                                     "invalid address '%s' (expected "
-                                     "host:port, e.g. 0.0.0.0:9464; port 0 "
-                                     "picks a free one)",
-                                     value);
+                        return sl_errf(errstr, errstr_size,
+                                       "invalid address '%s' (expected "
+                                       "host:port, e.g. 0.0.0.0:9464; port 0 "
+                                       "picks a free one)",
+                                       value);
                 str_set(field, *value ? value : NULL);
                 return 0;
         case SL_KT_INT:
@@ -597,20 +586,20 @@ static int key_set(const sl_conf_key_t *k, void *base, const char *value,
                 return 0;
         case SL_KT_BOOL:
                 if ((v = bool_parse(value)) == -1)
-                        return vfail(errstr, errstr_size,
-                                     "'%s' is not a boolean (true or false)",
-                                     value);
+                        return sl_errf(errstr, errstr_size,
+                                       "'%s' is not a boolean (true or false)",
+                                       value);
                 *(int *)field = (int)v;
                 return 0;
         case SL_KT_RATE:
                 if (sl_parse_rate(value, field, why, sizeof(why)) == -1)
-                        return vfail(errstr, errstr_size,
-                                     "invalid rate '%s': %s", value, why);
+                        return sl_errf(errstr, errstr_size,
+                                       "invalid rate '%s': %s", value, why);
                 return 0;
         case SL_KT_GLOBS: {
                 sl_globs_t g;
                 if (sl_globs_parse(value, &g, why, sizeof(why)) == -1)
-                        return vfail(errstr, errstr_size, "%s", why);
+                        return sl_errf(errstr, errstr_size, "%s", why);
                 sl_globs_free(field);
                 *(sl_globs_t *)field = g;
                 return 0;
@@ -624,10 +613,10 @@ static int key_set(const sl_conf_key_t *k, void *base, const char *value,
                         }
                 }
                 enum_list(k->enums, ", ", why, sizeof(why));
-                return vfail(errstr, errstr_size, "'%s' is not one of %s",
-                             value, why);
+                return sl_errf(errstr, errstr_size, "'%s' is not one of %s",
+                               value, why);
         }
-        return vfail(errstr, errstr_size, "unsupported type");
+        return sl_errf(errstr, errstr_size, "unsupported type");
 }
 
 /* Formats the stored value of row k as the file would say it. */

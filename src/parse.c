@@ -27,20 +27,6 @@
 
 #define DURATION_TOO_LARGE "too large (max 9007199254740992ms, 2^53 ms)"
 
-static int fail(char *errstr, size_t errstr_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *errstr, size_t errstr_size, const char *fmt, ...) {
-        va_list ap;
-
-        if (errstr && errstr_size) {
-                va_start(ap, fmt);
-                vsnprintf(errstr, errstr_size, fmt, ap);
-                va_end(ap);
-        }
-        return -1;
-}
-
 /* Skips leading blanks; returns the length without trailing blanks. */
 static const char *trim(const char *s, size_t *lenp) {
         size_t len;
@@ -114,8 +100,8 @@ static int dec_read(const char *s, const char *end, dec_t *d, int max_sig) {
 }
 
 static int dec_fail(int n, char *errstr, size_t errstr_size) {
-        return fail(errstr, errstr_size, "%s",
-                    n == -2 ? "too many digits" : "malformed number");
+        return sl_errf(errstr, errstr_size, "%s",
+                       n == -2 ? "too many digits" : "malformed number");
 }
 
 /* 10^n for 0 <= n <= DEC_MAX_SCALE (dec_read never makes a larger scale). */
@@ -191,10 +177,10 @@ static int duration_parse(const char *s, size_t len, int64_t *out_ms,
         int64_t total = 0;
 
         if (len == 0)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         if (*p == '-')
-                return fail(errstr, errstr_size,
-                            "negative durations are not allowed");
+                return sl_errf(errstr, errstr_size,
+                               "negative durations are not allowed");
 
         while (p < end) {
                 dec_t d;
@@ -207,9 +193,9 @@ static int duration_parse(const char *s, size_t len, int64_t *out_ms,
                 if (n < 0)
                         return dec_fail(n, errstr, errstr_size);
                 if (n == 0)
-                        return fail(errstr, errstr_size,
-                                    "expected a number at '%.*s'",
-                                    (int)(end - p), p);
+                        return sl_errf(errstr, errstr_size,
+                                       "expected a number at '%.*s'",
+                                       (int)(end - p), p);
                 p += n;
                 ulen = alpha_run(p, end);
                 if (ulen == 0) {
@@ -219,27 +205,28 @@ static int duration_parse(const char *s, size_t len, int64_t *out_ms,
                                 *out_ms = 0;
                                 return 0;
                         }
-                        return fail(errstr, errstr_size,
-                                    "missing unit after '%.*s' (" DURATION_UNITS
-                                    ")",
-                                    n, num);
+                        return sl_errf(
+                            errstr, errstr_size,
+                            "missing unit after '%.*s' (" DURATION_UNITS ")", n,
+                            num);
                 }
                 if (duration_unit(p, ulen, &mult) == -1)
-                        return fail(errstr, errstr_size,
-                                    "unknown unit '%.*s' (" DURATION_UNITS ")",
-                                    (int)ulen, p);
+                        return sl_errf(errstr, errstr_size,
+                                       "unknown unit '%.*s' (" DURATION_UNITS
+                                       ")",
+                                       (int)ulen, p);
                 p += ulen;
                 switch (dec_mul(&d, mult, SL_PARSE_DURATION_MAX_MS, &part)) {
                 case -1:
-                        return fail(errstr, errstr_size,
-                                    "finer than a millisecond");
+                        return sl_errf(errstr, errstr_size,
+                                       "finer than a millisecond");
                 case -2:
-                        return fail(errstr, errstr_size, DURATION_TOO_LARGE);
+                        return sl_errf(errstr, errstr_size, DURATION_TOO_LARGE);
                 }
                 /* Both are at most the maximum: the sum cannot wrap. */
                 total += part;
                 if (total > SL_PARSE_DURATION_MAX_MS)
-                        return fail(errstr, errstr_size, DURATION_TOO_LARGE);
+                        return sl_errf(errstr, errstr_size, DURATION_TOO_LARGE);
         }
         *out_ms = total;
         return 0;
@@ -250,7 +237,7 @@ int sl_parse_duration_ms(const char *s, int64_t *out_ms, char *errstr,
         size_t len;
 
         if (!s)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         s = trim(s, &len);
         return duration_parse(s, len, out_ms, errstr, errstr_size);
 }
@@ -259,9 +246,9 @@ int sl_parse_duration_ms(const char *s, int64_t *out_ms, char *errstr,
 static int copy_n(const char *s, size_t len, char *buf, char *errstr,
                   size_t errstr_size) {
         if (len > 63)
-                return fail(errstr, errstr_size, "too long (max 63 bytes)");
+                return sl_errf(errstr, errstr_size, "too long (max 63 bytes)");
         if (len && memchr(s, '\0', len))
-                return fail(errstr, errstr_size, "contains a NUL byte");
+                return sl_errf(errstr, errstr_size, "contains a NUL byte");
         if (len)
                 memcpy(buf, s, len);
         buf[len] = '\0';
@@ -273,7 +260,7 @@ int sl_parse_duration_ms_n(const char *s, size_t len, int64_t *out_ms,
         char buf[64];
 
         if (!s && len)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         if (copy_n(s, len, buf, errstr, errstr_size) == -1)
                 return -1;
         return sl_parse_duration_ms(buf, out_ms, errstr, errstr_size);
@@ -325,21 +312,21 @@ int sl_parse_size(const char *s, int64_t *out_bytes, char *errstr,
         int n;
 
         if (!s)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         s = trim(s, &len);
         p = s;
         end = s + len;
         if (len == 0)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         if (*p == '-')
-                return fail(errstr, errstr_size,
-                            "negative sizes are not allowed");
+                return sl_errf(errstr, errstr_size,
+                               "negative sizes are not allowed");
         n = dec_read(p, end, &d, DEC_MAX_DIGITS);
         if (n < 0)
                 return dec_fail(n, errstr, errstr_size);
         if (n == 0)
-                return fail(errstr, errstr_size, "expected a number at '%.*s'",
-                            (int)len, s);
+                return sl_errf(errstr, errstr_size,
+                               "expected a number at '%.*s'", (int)len, s);
         p += n;
         while (p < end && (*p == ' ' || *p == '\t'))
                 p++;
@@ -350,20 +337,21 @@ int sl_parse_size(const char *s, int64_t *out_bytes, char *errstr,
                         if (word_ieq(p, ulen, units[i].name))
                                 break;
                 if (i == SL_ARRAY_SIZE(units))
-                        return fail(errstr, errstr_size,
-                                    "unknown unit '%.*s' (" SIZE_UNITS ")",
-                                    (int)ulen, p);
+                        return sl_errf(errstr, errstr_size,
+                                       "unknown unit '%.*s' (" SIZE_UNITS ")",
+                                       (int)ulen, p);
                 mult = units[i].mult;
                 p += ulen;
         }
         if (p < end)
-                return fail(errstr, errstr_size, "unexpected '%.*s'",
-                            (int)(end - p), p);
+                return sl_errf(errstr, errstr_size, "unexpected '%.*s'",
+                               (int)(end - p), p);
         switch (dec_mul(&d, mult, INT64_MAX, out_bytes)) {
         case -1:
-                return fail(errstr, errstr_size, "not a whole number of bytes");
+                return sl_errf(errstr, errstr_size,
+                               "not a whole number of bytes");
         case -2:
-                return fail(errstr, errstr_size, "too large");
+                return sl_errf(errstr, errstr_size, "too large");
         }
         return 0;
 }
@@ -409,21 +397,21 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
         int n;
 
         if (!s)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         s = trim(s, &len);
         p = s;
         end = s + len;
         if (len == 0)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         if (*p == '-')
-                return fail(errstr, errstr_size,
-                            "negative rates are not allowed");
+                return sl_errf(errstr, errstr_size,
+                               "negative rates are not allowed");
         n = dec_read(p, end, &d, DEC_RATE_DIGITS);
         if (n < 0)
                 return dec_fail(n, errstr, errstr_size);
         if (n == 0 || n == (int)len || p[n] != '/')
-                return fail(errstr, errstr_size,
-                            "expected <number>/<unit>, e.g. '100/s'");
+                return sl_errf(errstr, errstr_size,
+                               "expected <number>/<unit>, e.g. '100/s'");
         per_sec = dec_double(&d);
         p += n + 1;
         ulen = alpha_run(p, end);
@@ -431,16 +419,17 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
                 if (word_eq(p, ulen, rate_units[i].name))
                         break;
         if (ulen == 0)
-                return fail(errstr, errstr_size,
-                            "missing unit after '/' (" RATE_UNITS ")");
+                return sl_errf(errstr, errstr_size,
+                               "missing unit after '/' (" RATE_UNITS ")");
         if (i == SL_ARRAY_SIZE(rate_units))
-                return fail(errstr, errstr_size,
-                            "unknown unit '%.*s' (" RATE_UNITS ")", (int)ulen,
-                            p);
+                return sl_errf(errstr, errstr_size,
+                               "unknown unit '%.*s' (" RATE_UNITS ")",
+                               (int)ulen, p);
         per_sec /= rate_units[i].secs;
         /* At most 15 digits keep the number below 10^15: always finite. */
         if (!isfinite(per_sec) || per_sec > SL_RATE_MAX_PER_SEC)
-                return fail(errstr, errstr_size, "too fast (max 1000000000/s)");
+                return sl_errf(errstr, errstr_size,
+                               "too fast (max 1000000000/s)");
         p += ulen;
         burst = per_sec < 1 ? 1 : per_sec;
 
@@ -449,28 +438,29 @@ int sl_parse_rate(const char *s, sl_rate_t *out, char *errstr,
                 while (q < end && isspace((unsigned char)*q))
                         q++;
                 if (q == p || (size_t)(end - q) < 6 || strncmp(q, "burst=", 6))
-                        return fail(errstr, errstr_size,
-                                    "unexpected '%.*s' (expected "
-                                    "burst=<number>)",
-                                    (int)(end - p), p);
+                        return sl_errf(errstr, errstr_size,
+                                       "unexpected '%.*s' (expected "
+                                       "burst=<number>)",
+                                       (int)(end - p), p);
                 q += 6;
                 num = q;
                 if (q < end && *q == '-')
-                        return fail(errstr, errstr_size,
-                                    "burst must be at least 1");
+                        return sl_errf(errstr, errstr_size,
+                                       "burst must be at least 1");
                 n = dec_read(q, end, &d, DEC_MAX_DIGITS);
                 if (n == -2)
                         return dec_fail(n, errstr, errstr_size);
                 if (n <= 0 || q + n != end)
-                        return fail(errstr, errstr_size, "invalid burst '%.*s'",
-                                    (int)(end - num), num);
+                        return sl_errf(errstr, errstr_size,
+                                       "invalid burst '%.*s'", (int)(end - num),
+                                       num);
                 burst = dec_double(&d);
                 if (burst < 1)
-                        return fail(errstr, errstr_size,
-                                    "burst must be at least 1");
+                        return sl_errf(errstr, errstr_size,
+                                       "burst must be at least 1");
                 if (!isfinite(burst) || burst > SL_RATE_MAX_BURST)
-                        return fail(errstr, errstr_size,
-                                    "burst too large (max 1000000000)");
+                        return sl_errf(errstr, errstr_size,
+                                       "burst too large (max 1000000000)");
         }
         out->per_sec = per_sec;
         out->burst = burst;
@@ -543,10 +533,11 @@ static int glob_char_ok(char c) {
 static int glob_check(const char *pat, char *errstr, size_t errstr_size) {
         for (const char *p = pat; *p; p++) {
                 if (!glob_char_ok(*p))
-                        return fail(errstr, errstr_size,
-                                    "invalid pattern '%s': '%c' cannot appear "
-                                    "in a topic name",
-                                    pat, *p);
+                        return sl_errf(
+                            errstr, errstr_size,
+                            "invalid pattern '%s': '%c' cannot appear "
+                            "in a topic name",
+                            pat, *p);
                 if (*p == '[') {
                         /* fnmatch: "[]" and "[!]" take ']' literally. */
                         const char *q = p + 1;
@@ -556,17 +547,18 @@ static int glob_check(const char *pat, char *errstr, size_t errstr_size) {
                                 q++;
                         q = strchr(q, ']');
                         if (!q)
-                                return fail(errstr, errstr_size,
-                                            "invalid pattern '%s': unclosed "
-                                            "'['",
-                                            pat);
+                                return sl_errf(errstr, errstr_size,
+                                               "invalid pattern '%s': unclosed "
+                                               "'['",
+                                               pat);
                         for (const char *r = p + 1; r < q; r++)
                                 if (!glob_char_ok(*r))
-                                        return fail(errstr, errstr_size,
-                                                    "invalid pattern '%s': "
-                                                    "'%c' cannot appear in a "
-                                                    "topic name",
-                                                    pat, *r);
+                                        return sl_errf(
+                                            errstr, errstr_size,
+                                            "invalid pattern '%s': "
+                                            "'%c' cannot appear in a "
+                                            "topic name",
+                                            pat, *r);
                         p = q;
                 }
         }
@@ -789,25 +781,25 @@ static int rfc3339_parse(const char *s, size_t len, int64_t *out_ms,
         if (digits(&p, end, 4, &y) || expect(&p, end, '-') ||
             digits(&p, end, 2, &mo) || expect(&p, end, '-') ||
             digits(&p, end, 2, &d))
-                return fail(errstr, errstr_size, RFC3339_HINT);
+                return sl_errf(errstr, errstr_size, RFC3339_HINT);
         if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
-                return fail(errstr, errstr_size, "invalid date");
+                return sl_errf(errstr, errstr_size, "invalid date");
         if (p >= end || (*p != 'T' && *p != 't' && *p != ' '))
-                return fail(errstr, errstr_size, RFC3339_HINT);
+                return sl_errf(errstr, errstr_size, RFC3339_HINT);
         p++;
         if (digits(&p, end, 2, &h) || expect(&p, end, ':') ||
             digits(&p, end, 2, &mi) || expect(&p, end, ':') ||
             digits(&p, end, 2, &sec))
-                return fail(errstr, errstr_size, RFC3339_HINT);
+                return sl_errf(errstr, errstr_size, RFC3339_HINT);
         /* Second 60 is a leap second (RFC 3339 5.7). */
         if (h > 23 || mi > 59 || sec > 60)
-                return fail(errstr, errstr_size, "invalid time of day");
+                return sl_errf(errstr, errstr_size, "invalid time of day");
         if (p < end && *p == '.') {
                 int n = 0;
                 p++;
                 if (p >= end || !isdigit((unsigned char)*p))
-                        return fail(errstr, errstr_size,
-                                    "missing digits after '.'");
+                        return sl_errf(errstr, errstr_size,
+                                       "missing digits after '.'");
                 /* Finer digits than milliseconds are dropped: timers have
                  * millisecond resolution. */
                 for (; p < end && isdigit((unsigned char)*p); p++, n++)
@@ -817,8 +809,8 @@ static int rfc3339_parse(const char *s, size_t len, int64_t *out_ms,
                         frac_ms *= 10;
         }
         if (p >= end)
-                return fail(errstr, errstr_size,
-                            "missing time zone (Z or +HH:MM)");
+                return sl_errf(errstr, errstr_size,
+                               "missing time zone (Z or +HH:MM)");
         if (*p == 'Z' || *p == 'z') {
                 p++;
         } else if (*p == '+' || *p == '-') {
@@ -826,17 +818,17 @@ static int rfc3339_parse(const char *s, size_t len, int64_t *out_ms,
                 p++;
                 if (digits(&p, end, 2, &oh) || expect(&p, end, ':') ||
                     digits(&p, end, 2, &om) || oh > 23 || om > 59)
-                        return fail(errstr, errstr_size,
-                                    "invalid time zone offset (Z or "
-                                    "+HH:MM)");
+                        return sl_errf(errstr, errstr_size,
+                                       "invalid time zone offset (Z or "
+                                       "+HH:MM)");
                 off_min = sign * (oh * 60 + om);
         } else {
-                return fail(errstr, errstr_size,
-                            "missing time zone (Z or +HH:MM)");
+                return sl_errf(errstr, errstr_size,
+                               "missing time zone (Z or +HH:MM)");
         }
         if (p != end)
-                return fail(errstr, errstr_size, "unexpected '%.*s'",
-                            (int)(end - p), p);
+                return sl_errf(errstr, errstr_size, "unexpected '%.*s'",
+                               (int)(end - p), p);
 
         /* Four-digit years keep every term small: no overflow, and the
          * result within SL_PARSE_TIMESTAMP_MIN_MS..MAX_MS. */
@@ -852,13 +844,13 @@ int sl_parse_timestamp_ms(const char *s, int64_t *out_ms, char *errstr,
         int64_t v = 0;
 
         if (!s)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         s = trim(s, &len);
         if (len == 0)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         if (*s == '-')
-                return fail(errstr, errstr_size,
-                            "negative timestamps are not allowed");
+                return sl_errf(errstr, errstr_size,
+                               "negative timestamps are not allowed");
         for (i = 0; i < len && isdigit((unsigned char)s[i]); i++)
                 ;
         if (i == len) {
@@ -866,9 +858,9 @@ int sl_parse_timestamp_ms(const char *s, int64_t *out_ms, char *errstr,
                 for (i = 0; i < len; i++) {
                         v = v * 10 + (s[i] - '0');
                         if (v > SL_PARSE_TIMESTAMP_MAX_MS)
-                                return fail(errstr, errstr_size,
-                                            "too large (max "
-                                            "9007199254740992, 2^53)");
+                                return sl_errf(errstr, errstr_size,
+                                               "too large (max "
+                                               "9007199254740992, 2^53)");
                 }
                 *out_ms = v;
                 return 0;
@@ -881,7 +873,7 @@ int sl_parse_timestamp_ms_n(const char *s, size_t len, int64_t *out_ms,
         char buf[64];
 
         if (!s && len)
-                return fail(errstr, errstr_size, "empty value");
+                return sl_errf(errstr, errstr_size, "empty value");
         if (copy_n(s, len, buf, errstr, errstr_size) == -1)
                 return -1;
         return sl_parse_timestamp_ms(buf, out_ms, errstr, errstr_size);

@@ -91,20 +91,6 @@
  * every-second schedule is 3600; more means the zone data is odd. */
 #define MAX_STEPS 100000
 
-static int fail(char *errstr, size_t errstr_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *errstr, size_t errstr_size, const char *fmt, ...) {
-        va_list ap;
-
-        if (errstr && errstr_size) {
-                va_start(ap, fmt);
-                vsnprintf(errstr, errstr_size, fmt, ap);
-                va_end(ap);
-        }
-        return -1;
-}
-
 /*
  * Fields.
  */
@@ -141,18 +127,18 @@ static int value_read(const field_t *f, const char *p, const char *end,
                 int v = 0;
                 while (q < end && isdigit((unsigned char)*q)) {
                         if (q - p >= 2)
-                                return fail(errstr, errstr_size,
-                                            "%s field: '%.*s' is out of "
-                                            "range %d-%d",
-                                            f->name, (int)(end - p), p, f->min,
-                                            f->max);
+                                return sl_errf(errstr, errstr_size,
+                                               "%s field: '%.*s' is out of "
+                                               "range %d-%d",
+                                               f->name, (int)(end - p), p,
+                                               f->min, f->max);
                         v = v * 10 + (*q - '0');
                         q++;
                 }
                 if (v < f->min || v > f->max)
-                        return fail(errstr, errstr_size,
-                                    "%s field: %d is out of range %d-%d",
-                                    f->name, v, f->min, f->max);
+                        return sl_errf(errstr, errstr_size,
+                                       "%s field: %d is out of range %d-%d",
+                                       f->name, v, f->min, f->max);
                 *out = v;
                 return (int)(q - p);
         }
@@ -160,11 +146,11 @@ static int value_read(const field_t *f, const char *p, const char *end,
                 q++;
         if (q == p) {
                 if (p == end)
-                        return fail(errstr, errstr_size,
-                                    "%s field: a value is missing", f->name);
-                return fail(errstr, errstr_size,
-                            "%s field: unexpected character '%c'", f->name,
-                            isprint((unsigned char)*p) ? *p : '?');
+                        return sl_errf(errstr, errstr_size,
+                                       "%s field: a value is missing", f->name);
+                return sl_errf(errstr, errstr_size,
+                               "%s field: unexpected character '%c'", f->name,
+                               isprint((unsigned char)*p) ? *p : '?');
         }
         if (f->names && q - p == 3) {
                 int n = f->max - f->min + 1 - (f == &fields[F_WDAY]);
@@ -175,8 +161,8 @@ static int value_read(const field_t *f, const char *p, const char *end,
                         }
                 }
         }
-        return fail(errstr, errstr_size, "%s field: unknown name '%.*s'",
-                    f->name, (int)(q - p), p);
+        return sl_errf(errstr, errstr_size, "%s field: unknown name '%.*s'",
+                       f->name, (int)(q - p), p);
 }
 
 /* One field (the bytes of p to end, no blanks) into a bit set over
@@ -208,11 +194,11 @@ static int field_parse(const field_t *f, const char *p, const char *end,
                                         return -1;
                                 p += n;
                                 if (hi < lo)
-                                        return fail(errstr, errstr_size,
-                                                    "%s field: range "
-                                                    "'%.*s' runs backwards",
-                                                    f->name, (int)(p - item),
-                                                    item);
+                                        return sl_errf(errstr, errstr_size,
+                                                       "%s field: range "
+                                                       "'%.*s' runs backwards",
+                                                       f->name, (int)(p - item),
+                                                       item);
                         } else if (p < end && *p == '/') {
                                 hi = f->max; /* "a/n" is "a-max/n" */
                         }
@@ -224,24 +210,25 @@ static int field_parse(const field_t *f, const char *p, const char *end,
                                p - d < 3)
                                 step = step * 10 + (*p++ - '0');
                         if (p == d || (p < end && isdigit((unsigned char)*p)))
-                                return fail(errstr, errstr_size,
-                                            "%s field: bad step in '%.*s'",
-                                            f->name, (int)(p - item), item);
+                                return sl_errf(errstr, errstr_size,
+                                               "%s field: bad step in '%.*s'",
+                                               f->name, (int)(p - item), item);
                         if (step < 1 || step > f->max - f->min + 1)
-                                return fail(errstr, errstr_size,
-                                            "%s field: step %d is not in "
-                                            "1-%d",
-                                            f->name, step, f->max - f->min + 1);
+                                return sl_errf(errstr, errstr_size,
+                                               "%s field: step %d is not in "
+                                               "1-%d",
+                                               f->name, step,
+                                               f->max - f->min + 1);
                 }
                 for (int v = lo; v <= hi; v += step)
                         set |= 1ULL << v;
                 if (p == end)
                         break;
                 if (*p != ',')
-                        return fail(errstr, errstr_size,
-                                    "%s field: unexpected character '%c'",
-                                    f->name,
-                                    isprint((unsigned char)*p) ? *p : '?');
+                        return sl_errf(errstr, errstr_size,
+                                       "%s field: unexpected character '%c'",
+                                       f->name,
+                                       isprint((unsigned char)*p) ? *p : '?');
                 p++;
         }
         if (f == &fields[F_WDAY] && (set & (1ULL << 7)))
@@ -400,11 +387,11 @@ int sl_schedule_parse_every(sl_schedule_t *out, const char *s, size_t len,
         char why[128];
 
         if (sl_parse_duration_ms_n(s, len, &ms, why, sizeof(why)) == -1)
-                return fail(errstr, errstr_size, "bad interval: %s", why);
+                return sl_errf(errstr, errstr_size, "bad interval: %s", why);
         if (ms < SL_SCHEDULE_EVERY_MIN_MS)
-                return fail(errstr, errstr_size,
-                            "interval below the minimum of %d ms",
-                            SL_SCHEDULE_EVERY_MIN_MS);
+                return sl_errf(errstr, errstr_size,
+                               "interval below the minimum of %d ms",
+                               SL_SCHEDULE_EVERY_MIN_MS);
         schedule_clear(out, SL_SCHEDULE_EVERY);
         out->every_ms = ms;
         return 0;
@@ -445,10 +432,10 @@ int sl_schedule_parse_cron(sl_schedule_t *out, const char *s, size_t len,
         if (!s)
                 len = 0;
         if (len > SL_SCHEDULE_EXPR_MAX)
-                return fail(errstr, errstr_size, "too long (max %d bytes)",
-                            SL_SCHEDULE_EXPR_MAX);
+                return sl_errf(errstr, errstr_size, "too long (max %d bytes)",
+                               SL_SCHEDULE_EXPR_MAX);
         if (len && memchr(s, '\0', len))
-                return fail(errstr, errstr_size, "contains a NUL byte");
+                return sl_errf(errstr, errstr_size, "contains a NUL byte");
         p = s;
         end = s + len;
         while (p < end && is_blank(*p))
@@ -456,7 +443,7 @@ int sl_schedule_parse_cron(sl_schedule_t *out, const char *s, size_t len,
         while (end > p && is_blank(end[-1]))
                 end--;
         if (p == end)
-                return fail(errstr, errstr_size, "empty expression");
+                return sl_errf(errstr, errstr_size, "empty expression");
 
         if (*p == '@') {
                 for (size_t i = 0; i < SL_ARRAY_SIZE(macros); i++) {
@@ -466,13 +453,14 @@ int sl_schedule_parse_cron(sl_schedule_t *out, const char *s, size_t len,
                                     out, macros[i].expr, strlen(macros[i].expr),
                                     errstr, errstr_size);
                 }
-                return fail(errstr, errstr_size, "unknown macro '%.*s'",
-                            (int)(end - p > 32 ? 32 : end - p), p);
+                return sl_errf(errstr, errstr_size, "unknown macro '%.*s'",
+                               (int)(end - p > 32 ? 32 : end - p), p);
         }
 
         while (p < end) {
                 if (nf == 6)
-                        return fail(errstr, errstr_size, "more than 6 fields");
+                        return sl_errf(errstr, errstr_size,
+                                       "more than 6 fields");
                 fb[nf] = p;
                 while (p < end && !is_blank(*p))
                         p++;
@@ -481,9 +469,9 @@ int sl_schedule_parse_cron(sl_schedule_t *out, const char *s, size_t len,
                         p++;
         }
         if (nf < 5)
-                return fail(errstr, errstr_size,
-                            "%d field%s, expected 5 (or 6 with seconds)", nf,
-                            nf == 1 ? "" : "s");
+                return sl_errf(errstr, errstr_size,
+                               "%d field%s, expected 5 (or 6 with seconds)", nf,
+                               nf == 1 ? "" : "s");
 
         memset(&c, 0, sizeof(c));
         c.sec = 1; /* second 0 when there is no seconds field */
@@ -524,9 +512,9 @@ int sl_schedule_parse_cron(sl_schedule_t *out, const char *s, size_t len,
          * choose, and those may all miss the months: "0 0 30 2 *".  (With
          * both restricted a weekday comes every week.) */
         if ((c.flags & SL_CRON_WDAY_ANY) && !mday_meets_months(&c))
-                return fail(errstr, errstr_size,
-                            "never fires: no day of the day-of-month field "
-                            "occurs in the months of the month field");
+                return sl_errf(errstr, errstr_size,
+                               "never fires: no day of the day-of-month field "
+                               "occurs in the months of the month field");
 
         schedule_clear(out, SL_SCHEDULE_CRON);
         out->cron = c;
@@ -543,19 +531,20 @@ static int count_parse(const char *s, size_t len, int64_t *out, char *errstr,
         while (end > p && is_blank(end[-1]))
                 end--;
         if (p == end)
-                return fail(errstr, errstr_size, "count: empty value");
+                return sl_errf(errstr, errstr_size, "count: empty value");
         for (; p < end; p++) {
                 if (!isdigit((unsigned char)*p))
-                        return fail(errstr, errstr_size,
-                                    "count: not a whole number");
+                        return sl_errf(errstr, errstr_size,
+                                       "count: not a whole number");
                 v = v * 10 + (*p - '0');
                 if (v > SL_SCHEDULE_COUNT_MAX)
-                        return fail(errstr, errstr_size,
-                                    "count: larger than %lld",
-                                    (long long)SL_SCHEDULE_COUNT_MAX);
+                        return sl_errf(errstr, errstr_size,
+                                       "count: larger than %lld",
+                                       (long long)SL_SCHEDULE_COUNT_MAX);
         }
         if (v < 1)
-                return fail(errstr, errstr_size, "count: must be at least 1");
+                return sl_errf(errstr, errstr_size,
+                               "count: must be at least 1");
         *out = v;
         return 0;
 }
@@ -570,14 +559,14 @@ int sl_schedule_parse_bounds(sl_schedule_t *s, const char *start,
 
         if (start && sl_parse_timestamp_ms_n(start, start_len, &a, why,
                                              sizeof(why)) == -1)
-                return fail(errstr, errstr_size, "start: %s", why);
+                return sl_errf(errstr, errstr_size, "start: %s", why);
         if (until && sl_parse_timestamp_ms_n(until, until_len, &b, why,
                                              sizeof(why)) == -1)
-                return fail(errstr, errstr_size, "until: %s", why);
+                return sl_errf(errstr, errstr_size, "until: %s", why);
         if (count && count_parse(count, count_len, &n, errstr, errstr_size))
                 return -1;
         if (start && until && b < a)
-                return fail(errstr, errstr_size, "until is before start");
+                return sl_errf(errstr, errstr_size, "until is before start");
         s->start_ms = a;
         s->until_ms = b;
         s->count = n;
@@ -656,7 +645,7 @@ int sl_tzcache_get(sl_tzcache_t *c, const char *name, size_t len, sl_tz_t **out,
         sl_tz_t *tz;
 
         if (!name || len == 0)
-                return fail(errstr, errstr_size, "empty time zone");
+                return sl_errf(errstr, errstr_size, "empty time zone");
         for (int i = 0; i < c->cnt; i++) {
                 if (strlen(c->zones[i]->name) == len &&
                     !memcmp(c->zones[i]->name, name, len)) {
@@ -665,34 +654,35 @@ int sl_tzcache_get(sl_tzcache_t *c, const char *name, size_t len, sl_tz_t **out,
                 }
         }
         if (len > TZ_NAME_MAX)
-                return fail(errstr, errstr_size, "unknown time zone");
+                return sl_errf(errstr, errstr_size, "unknown time zone");
         for (size_t i = 0; i < len; i++) {
                 if (!tz_char(name[i]))
-                        return fail(errstr, errstr_size, "unknown time zone");
+                        return sl_errf(errstr, errstr_size,
+                                       "unknown time zone");
                 id[i] = (UChar)name[i];
         }
         clen = ucal_getCanonicalTimeZoneID(id, (int32_t)len, canon,
                                            (int32_t)SL_ARRAY_SIZE(canon),
                                            &is_system, &st);
         if (U_FAILURE(st) || !is_system || clen <= 0)
-                return fail(errstr, errstr_size, "unknown time zone '%.*s'",
-                            (int)len, name);
+                return sl_errf(errstr, errstr_size, "unknown time zone '%.*s'",
+                               (int)len, name);
         /* Opened by its canonical id: ICU matches ids without regard to
          * case ("europe/paris") when it canonicalizes, but would open an
          * unknown spelling as GMT without a word. */
         cal = ucal_open(canon, clen, "", UCAL_GREGORIAN, &st);
         if (U_FAILURE(st))
-                return fail(errstr, errstr_size,
-                            "time zone '%.*s': ICU cannot open it: %s",
-                            (int)len, name, u_errorName(st));
+                return sl_errf(errstr, errstr_size,
+                               "time zone '%.*s': ICU cannot open it: %s",
+                               (int)len, name, u_errorName(st));
         /* Proleptic Gregorian, as the walk's calendar arithmetic is (ICU
          * switches to Julian before 1582 otherwise). */
         ucal_setGregorianChange(cal, -8.64e15, &st);
         if (U_FAILURE(st)) {
                 ucal_close(cal);
-                return fail(errstr, errstr_size,
-                            "time zone '%.*s': ICU cannot set it up: %s",
-                            (int)len, name, u_errorName(st));
+                return sl_errf(errstr, errstr_size,
+                               "time zone '%.*s': ICU cannot set it up: %s",
+                               (int)len, name, u_errorName(st));
         }
         ucal_setAttribute(cal, UCAL_LENIENT, 1);
         ucal_setAttribute(cal, UCAL_REPEATED_WALL_TIME, UCAL_WALLTIME_FIRST);
@@ -855,7 +845,7 @@ static int next_cron(const sl_schedule_t *s, sl_tz_t *tz, int64_t after_ms,
         int ylimit;
 
         if (tz_local(tz, floor_div(after_ms, 1000) * 1000, &t) == -1)
-                return fail(errstr, errstr_size, "ICU: local time failed");
+                return sl_errf(errstr, errstr_size, "ICU: local time failed");
         ylimit = t.y + SL_SCHEDULE_SEARCH_YEARS;
         if (ylimit > 10000)
                 ylimit = 10000;
@@ -869,14 +859,14 @@ static int next_cron(const sl_schedule_t *s, sl_tz_t *tz, int64_t after_ms,
                         /* None before the until: the schedule is over. */
                         if (tz_instant(tz, &lim, &at) == 0 && s->until_ms < at)
                                 return SL_SCHEDULE_END;
-                        return fail(errstr, errstr_size,
-                                    "never fires: no occurrence in %d years "
-                                    "of %s",
-                                    SL_SCHEDULE_SEARCH_YEARS, tz->name);
+                        return sl_errf(errstr, errstr_size,
+                                       "never fires: no occurrence in %d years "
+                                       "of %s",
+                                       SL_SCHEDULE_SEARCH_YEARS, tz->name);
                 }
                 if (tz_instant(tz, &t, &at) == -1)
-                        return fail(errstr, errstr_size,
-                                    "ICU: instant of a local time failed");
+                        return sl_errf(errstr, errstr_size,
+                                       "ICU: instant of a local time failed");
                 if (at > after_ms) {
                         if (at >= SEARCH_END_MS)
                                 return SL_SCHEDULE_END;
@@ -887,8 +877,8 @@ static int next_cron(const sl_schedule_t *s, sl_tz_t *tz, int64_t after_ms,
                  * its second pass; or a second of after_ms itself). */
                 civil_next_second(&t);
         }
-        return fail(errstr, errstr_size, "search stepped over %d local times",
-                    MAX_STEPS);
+        return sl_errf(errstr, errstr_size,
+                       "search stepped over %d local times", MAX_STEPS);
 }
 
 int sl_schedule_next(const sl_schedule_t *s, sl_tz_t *tz, int64_t after_ms,
@@ -901,8 +891,8 @@ int sl_schedule_next(const sl_schedule_t *s, sl_tz_t *tz, int64_t after_ms,
         if (s->count > 0 && fired >= s->count)
                 return SL_SCHEDULE_END;
         if (after_ms < SEARCH_MIN_MS || after_ms >= SEARCH_END_MS)
-                return fail(errstr, errstr_size,
-                            "time out of range (1900 to 9999)");
+                return sl_errf(errstr, errstr_size,
+                               "time out of range (1900 to 9999)");
         /* The start is inclusive: search after the instant before it. */
         if (s->start_ms != SL_SCHEDULE_NO_START && after_ms < s->start_ms)
                 after_ms = s->start_ms - 1;
@@ -919,7 +909,7 @@ int sl_schedule_next(const sl_schedule_t *s, sl_tz_t *tz, int64_t after_ms,
                 r = next_cron(s, tz, after_ms, &at, errstr, errstr_size);
                 break;
         default:
-                return fail(errstr, errstr_size, "not a schedule");
+                return sl_errf(errstr, errstr_size, "not a schedule");
         }
         if (r != 0)
                 return r;

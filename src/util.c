@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,4 +294,15 @@ int sl_time_rfc3339(int64_t ms, char *buf, size_t size) {
                      tm.tm_min, tm.tm_sec, (int)(ms % 1000)) >= (int)size)
                 return -1;
         return 0;
+}
+
+int sl_errf(char *errstr, size_t errstr_size, const char *fmt, ...) {
+        va_list ap;
+
+        if (errstr && errstr_size) {
+                va_start(ap, fmt);
+                vsnprintf(errstr, errstr_size, fmt, ap);
+                va_end(ap);
+        }
+        return -1;
 }

@@ -150,6 +150,11 @@ void *sl_base64_decode(const char *s, size_t len, size_t *outlen);
  * empty).  Pure. */
 int sl_time_rfc3339(int64_t ms, char *buf, size_t size);
 
+/* Writes the formatted message into errstr (when it is not NULL and has
+ * room) and returns -1: the error return of the parsers. */
+int sl_errf(char *errstr, size_t errstr_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #define SL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SL_MIN(a, b)     ((a) < (b) ? (a) : (b))
 #define SL_MAX(a, b)     ((a) > (b) ? (a) : (b))
