@@ -51,6 +51,16 @@
  * per second per partition (a token bucket, tbucket.c), and any wake-up
  * fires at most SL_DELAY_FIRE_MAX before yielding to the loop.
  *
+ * RECURRING TIMERS
+ *
+ * A timer whose record has sluice-every or sluice-cron (blob flag 16)
+ * comes back: firing it produces its occurrence and rewrites its changelog
+ * record with the next instant in the same transaction, and the heap takes
+ * it again at that instant (delay_recur_fire).  The schedule, its catch-up
+ * after a rebuild and its blob section are delay_recurring.c's, which has
+ * the design; only payloads in memory have them (with payload_topic such
+ * a record goes to the DLQ as recurring-unsupported).
+ *
  * LATENESS AND DRIFT
  *
  * sluice_timer_lateness_seconds and sluice_timer_drift_seconds measure how
@@ -1245,10 +1255,13 @@ static void delay_recur_fire(sl_task_t *t, const sl_timer_t *next,
                 sl_assert(!"timer blob corrupt");
         r = v.recur;
         fire_timer_t ft = {id, idlen, due, blob, bloblen, r.fired + 1};
+        const char *why = "unknown-zone"; /* an ICU without the zone */
         rc = sl_recur_tz(&r, recur_zones(dp), &tz, err, sizeof(err));
-        if (rc == 0)
+        if (rc == 0) {
+                why = "bad-schedule";
                 rc = sl_recur_due(&r, tz, due, st->catchup_until_ms, &at, err,
                                   sizeof(err));
+        }
         if (rc == SL_RECUR_FIRE) {
                 ft.due_ms = at;
                 delay_fire_one(t, &ft, now);
@@ -1257,7 +1270,7 @@ static void delay_recur_fire(sl_task_t *t, const sl_timer_t *next,
                 rc = sl_schedule_next(&r.sched, tz, at, r.fired, &at, err,
                                       sizeof(err));
         } else if (rc < 0) {
-                delay_fire_dlq(t, &ft, &v, "bad-schedule", err);
+                delay_fire_dlq(t, &ft, &v, why, err);
         }
         if (rc == SL_RECUR_FIRE || rc == SL_RECUR_SKIP) {
                 /* The blob again with the progress: its schedule section
