@@ -9,7 +9,8 @@
 # kn-* (sluice-catch-up latest, all, none).  Sluice is SIGKILLed twice at
 # random moments (the seed is printed; SEED=N replays it) and restarted at
 # once; then the cancels and replacements; then a kill -9 followed by ~8 s
-# down, for catch-up.  Four bad schedules go to the DLQ with their reasons.
+# down, for catch-up.  Four bad schedules go to the DLQ with their reasons,
+# and a schedule to a pipeline with payload_topic as recurring-unsupported.
 #
 # The verdict, read with read_committed: each (id, sluice-due) once; none
 # produced before its instant (record timestamp >= sluice-due); per id the
@@ -30,7 +31,13 @@ SEED=${SEED:-$RANDOM}
 RANDOM=$SEED
 note "seed $SEED (SEED=$SEED replays the kill moments)"
 
-dl_setup 4
+# The pipeline under test, and one with payload_topic, which refuses
+# recurring timers (recurring-unsupported).
+base_conf "$conf"
+dl_pipeline "$conf" "$PFX" "$in" 4
+pipeline_section "$conf" "$PFX.k" delay input="$PFX.kin" input_partitions=1 payload_topic="$PFX.k.payloads"
+"$SLUICE_BIN" topics apply -c "$conf" >/dev/null
+topic_create "$out" 4
 dl_start
 echo "sluice ready on $in -> $out"
 
@@ -54,6 +61,8 @@ echo 'bad-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-cron=61 * 
 echo 'bad-2:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-tz=Mars/Olympus'
 echo 'bad-3:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-until=1000000000000'
 echo 'bad-4:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-delay=5s'
+echo 'kx-1:x' | produce "$PFX.kin" -K: -H "sluice-target=$out" -H 'sluice-every=1s'
+_unsupported() { consume_all "$PFX.k.dlq" -f '%h\n' | grep -q 'sluice-error=recurring-unsupported'; }
 
 # Two kills at random moments of the next ~12 s, a restart at once.
 kill_log=""
@@ -66,6 +75,7 @@ for k in 1 2; do
     dl_start
 done
 note "kills (SIGKILL) at$kill_log after the first schedule (ds = 0.1 s)"
+wait_until 20 _unsupported || fail "no recurring-unsupported in $PFX.k.dlq"
 
 # Cancel c-*, replace p-* (every 2 s, payload v2), while they run.
 t_cancel=$(now_ms)
@@ -98,21 +108,22 @@ unset KCAT_READ_TIMEOUT
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
 consume_json "$in" >"$WORK/in.json"
-python3 - "$WORK" "$t_cancel" "$t_down" "$t_up" <<'PY' || fail "recurring check failed"
+python3 - "$WORK" "$PFX" "$t_cancel" "$t_down" "$t_up" <<'PY' || fail "recurring check failed"
 import json, re, sys
 from collections import defaultdict
 from datetime import datetime, timezone
-work, t_cancel, t_down, t_up = sys.argv[1], *map(int, sys.argv[2:])
+work, pfx, t_cancel, t_down, t_up = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
 out, dlq = f"{work}/out.json", f"{work}/dlq.json"
 bad = []
 # The end of each input partition's last rebuild (the log's time, within a
 # few ms of the operator's): occurrences due by then were missed.
 rebuilt = {}
 for line in open(f"{work}/sluice-main.log"):
-    m = re.match(r"(\S+Z) info REBUILD \S+ \[(\d+)\]: rebuilt from", line)
-    if m:
-        at = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-        rebuilt[int(m[2])] = int(at.timestamp() * 1000)
+    m = re.match(r"(\S+Z) info REBUILD (\S+) \[(\d+)\]: rebuilt from", line)
+    if not m or m[2] != pfx:
+        continue
+    at = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    rebuilt[int(m[3])] = int(at.timestamp() * 1000)
 part_of = {json.loads(l)["key"]: json.loads(l)["partition"] for l in open(f"{work}/in.json")}
 by_id = defaultdict(list)
 seen = set()
