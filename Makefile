@@ -33,14 +33,11 @@ GEN_C     := $(patsubst proto/%.proto,$(BUILD)/gen/%.pb-c.c,$(PROTOS))
 GEN_H     := $(GEN_C:.c=.h)
 OBJS      := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS)) $(GEN_C:$(BUILD)/gen/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS  := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
-# ./sluice does not use schedule.c yet: it is left out of the binary, which
-# so needs no ICU.  The day a module of ./sluice includes schedule.h, drop
-# the filter and link $(ICU_LIBS) there (and add libicu72 to
-# docker/runtime-packages.txt).
-SLUICE_OBJS := $(filter-out $(BUILD)/obj/schedule.o,$(OBJS))
-# The binaries that link schedule.o, with ICU's libraries.
-ICU_USERS := $(BUILD)/tests/test_schedule $(BUILD)/bench/schedule_next
-$(ICU_USERS): LDLIBS += $(ICU_LIBS)
+# The delay operator's recurring timers (delay_recurring.c) use
+# schedule.c, so ./sluice and whatever links op_delay.o need ICU's
+# libraries (libicu72 in docker/runtime-packages.txt).
+SLUICE_OBJS := $(OBJS)
+LDLIBS    += $(ICU_LIBS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCH_SRCS:= $(wildcard bench/*.c)

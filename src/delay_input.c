@@ -61,6 +61,7 @@ static const char *const reason_names[SL_DELAY_REASON_CNT] = {
     [SL_DELAY_BAD_ENVELOPE] = "bad-envelope",
     [SL_DELAY_OVERSIZE] = "oversize",
     [SL_DELAY_BAD_HEADER] = "bad-header",
+    [SL_DELAY_BAD_SCHEDULE] = "bad-schedule",
 };
 
 const char *sl_delay_reason_str(int reason) {
@@ -76,7 +77,8 @@ enum {
         CTL_AT,
         CTL_TARGET_KEY,
         CTL_TARGET_PARTITION,
-        CTL_CNT
+        CTL_RECUR, /* CTL_RECUR + SL_RECUR_*: the recurring headers */
+        CTL_CNT = CTL_RECUR + SL_RECUR_HDR_CNT
 };
 
 static const char *const ctl_names[CTL_CNT] = {
@@ -85,6 +87,13 @@ static const char *const ctl_names[CTL_CNT] = {
     [CTL_AT] = "sluice-at",
     [CTL_TARGET_KEY] = "sluice-target-key",
     [CTL_TARGET_PARTITION] = "sluice-target-partition",
+    [CTL_RECUR + SL_RECUR_EVERY] = "sluice-every",
+    [CTL_RECUR + SL_RECUR_CRON] = "sluice-cron",
+    [CTL_RECUR + SL_RECUR_TZ] = "sluice-tz",
+    [CTL_RECUR + SL_RECUR_START] = "sluice-start",
+    [CTL_RECUR + SL_RECUR_UNTIL] = "sluice-until",
+    [CTL_RECUR + SL_RECUR_COUNT] = "sluice-count",
+    [CTL_RECUR + SL_RECUR_CATCH_UP] = "sluice-catch-up",
 };
 
 static int ctl_index(const char *name) {
@@ -407,6 +416,45 @@ static int parse_due(const sl_delay_params_t *params,
         return SL_DELAY_OK;
 }
 
+/* Step 7 for a recurring timer: -1 when no recurring header is given (a
+ * one-shot timer), else a reason (SL_DELAY_OK: req->recur is read). */
+static int parse_recurring(const sl_delay_params_t *params,
+                           const sl_hdr_t *const *ctl, const envelope_t *env,
+                           int64_t timestamp_ms, int64_t now_ms,
+                           sl_delay_req_t *req, char *detail,
+                           size_t detail_size) {
+        const char *vals[SL_RECUR_HDR_CNT];
+        size_t lens[SL_RECUR_HDR_CNT];
+        const char *one = ctl[CTL_DELAY]   ? "sluice-delay"
+                          : ctl[CTL_AT]    ? "sluice-at"
+                          : env->countdown ? "countdown"
+                          : env->at        ? "at"
+                                           : NULL;
+        sl_delay_base_t base;
+
+        for (int i = 0; i < SL_RECUR_HDR_CNT; i++) {
+                const sl_hdr_t *h = ctl[CTL_RECUR + i];
+                vals[i] = h ? h->value : NULL;
+                lens[i] = h ? h->size : 0;
+        }
+        if (!sl_recur_asked(vals))
+                return -1;
+        if (one)
+                return refuse(req, SL_DELAY_CONFLICTING_DUE, detail,
+                              detail_size,
+                              "both %s and a recurring schedule "
+                              "(sluice-every, sluice-cron) given",
+                              one);
+        req->base_ms = sl_delay_base_ms(timestamp_ms, now_ms,
+                                        params->timestamp_skew_ms, &base);
+        req->base = base;
+        if (sl_recur_parse(&req->recur, vals, lens, req->base_ms, detail,
+                           detail_size))
+                return refuse(req, SL_DELAY_BAD_SCHEDULE, NULL, 0, "-");
+        req->recurring = 1;
+        return SL_DELAY_OK;
+}
+
 /* The timer id: the key, or for a keyless record "<partition>-<offset>"
  * (req->gen_id); a keyless cancel names nothing. */
 static int read_id(const sl_delay_record_t *rec, sl_delay_req_t *req,
@@ -584,9 +632,13 @@ int sl_delay_input_parse(const sl_delay_params_t *params,
                              detail_size)))
                 return r;
 
-        /* 7: when. */
-        if ((r = parse_due(params, ctl, &env, rec->timestamp_ms, now_ms, req,
+        /* 7: when: once, or again and again. */
+        if ((r = parse_recurring(params, ctl, &env, rec->timestamp_ms, now_ms,
+                                 req, detail, detail_size)) < 0 &&
+            (r = parse_due(params, ctl, &env, rec->timestamp_ms, now_ms, req,
                            detail, detail_size)))
+                return r;
+        if (r > 0)
                 return r;
 
         /* 8: where in the target. */

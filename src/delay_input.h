@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "delay_recurring.h"
 #include "parse.h"
 #include "topicname.h"
 
@@ -96,6 +97,8 @@ typedef enum {
         SL_DELAY_BAD_ENVELOPE,         /* "bad-envelope" */
         SL_DELAY_OVERSIZE,             /* "oversize": value too large */
         SL_DELAY_BAD_HEADER,           /* "bad-header" */
+        SL_DELAY_BAD_SCHEDULE,         /* "bad-schedule": a recurring
+                                        * header unreadable */
         SL_DELAY_REASON_CNT
 } sl_delay_reason_t;
 
@@ -183,6 +186,14 @@ typedef struct sl_delay_req_s {
          * the control headers read here. */
         sl_hdr_t *hdrs;
         size_t hdr_cnt;
+        /* A recurring timer (sluice-every or sluice-cron: docs/delay.md
+         * "Recurring timers"): its schedule, pointing into the record's
+         * headers; due_ms is then 0, the first occurrence being the
+         * operator's to find (it needs the zone), after base_ms, the
+         * record's timestamp base (sl_delay_base_ms). */
+        int recurring;
+        sl_recur_t recur;
+        int64_t base_ms;
 
         /* Owned memory, released by sl_delay_req_clear(). */
         void *priv_json;   /* the parsed envelope (payload may point in) */

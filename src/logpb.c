@@ -134,9 +134,11 @@ static size_t str_len(const field_t *f) {
 enum { K_UNKNOWN = 0, K_VARINT, K_LEN, K_BOOL /* any wire type */ };
 
 static const unsigned char timer_kinds[] = {
-    [1] = K_VARINT, [2] = K_LEN,     [3] = K_LEN,   [4] = K_BOOL,
-    [5] = K_VARINT, [6] = K_LEN,     [7] = K_BOOL,  [8] = K_LEN,
-    [9] = K_VARINT, [10] = K_VARINT, [11] = K_BOOL,
+    [1] = K_VARINT,  [2] = K_LEN,     [3] = K_LEN,     [4] = K_BOOL,
+    [5] = K_VARINT,  [6] = K_LEN,     [7] = K_BOOL,    [8] = K_LEN,
+    [9] = K_VARINT,  [10] = K_VARINT, [11] = K_BOOL,   [12] = K_LEN,
+    [13] = K_LEN,    [14] = K_LEN,    [15] = K_VARINT, [16] = K_VARINT,
+    [17] = K_VARINT, [18] = K_VARINT, [19] = K_VARINT, [20] = K_VARINT,
 };
 static const unsigned char header_kinds[] = {
     [1] = K_LEN,
@@ -226,7 +228,7 @@ int sl_logpb_timer_read(sl_logpb_timer_t *t, const void *buf, size_t len) {
         int r;
 
         memset(t, 0, offsetof(sl_logpb_timer_t, hdr_in));
-        t->target_topic = "";
+        t->target_topic = t->every = t->cron = t->tz = "";
         t->headers = t->hdr_in;
         t->hdr_cap = SL_TIMERPB_HDRS;
         while ((r = next_known(buf, len, &pos, timer_kinds, sizeof(timer_kinds),
@@ -268,6 +270,36 @@ int sl_logpb_timer_read(sl_logpb_timer_t *t, const void *buf, size_t len) {
                         break;
                 case 11:
                         t->null_target_key = field_bool(&f);
+                        break;
+                case 12:
+                        t->every = (const char *)f.val;
+                        t->every_len = str_len(&f);
+                        break;
+                case 13:
+                        t->cron = (const char *)f.val;
+                        t->cron_len = str_len(&f);
+                        break;
+                case 14:
+                        t->tz = (const char *)f.val;
+                        t->tz_len = str_len(&f);
+                        break;
+                case 15:
+                        t->start_ms = (int64_t)varint_u64(&f);
+                        break;
+                case 16:
+                        t->until_ms = (int64_t)varint_u64(&f);
+                        break;
+                case 17:
+                        t->count = (int64_t)varint_u64(&f);
+                        break;
+                case 18:
+                        t->catch_up = (int32_t)(uint32_t)varint_u64(&f);
+                        break;
+                case 19:
+                        t->fired = (int64_t)varint_u64(&f);
+                        break;
+                case 20:
+                        t->last_fired_ms = (int64_t)varint_u64(&f);
                         break;
                 }
         }

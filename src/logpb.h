@@ -53,6 +53,17 @@ typedef struct sl_logpb_timer_s {
         int64_t seq;
         int64_t created_ms;
         int null_target_key;
+        /* A recurring timer (proto/sluice.proto fields 12-20): every or
+         * cron set (not NUL-terminated; *_len 0: absent). */
+        const char *every;
+        size_t every_len;
+        const char *cron;
+        size_t cron_len;
+        const char *tz;
+        size_t tz_len;
+        int64_t start_ms, until_ms, count;
+        int32_t catch_up;
+        int64_t fired, last_fired_ms;
         size_t n_headers;
         sl_logpb_timer_hdr_t *headers; /* hdr_in, or the heap */
         sl_logpb_timer_hdr_t hdr_in[SL_TIMERPB_HDRS];

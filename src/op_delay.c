@@ -32,10 +32,11 @@
  * bytes beyond key and payload):
  *
  *   u8      flags (1: has target key, 2: has target partition, 4: null
- *           target key, 8: due on arrival)
+ *           target key, 8: due on arrival, 16: recurring)
  *   u16     target topic index into the pipeline's interned topic table
  *   varint  target partition            (flag 2)
  *   varint  target key length, bytes    (flag 1)
+ *   ...     the schedule (flag 16: delay_recurring.c's blob section)
  *   varint  header count, then per header: varint name length, name,
  *           varint value length + 1 (0 = null value), value
  *   ...     payload: the rest of the blob
@@ -49,6 +50,16 @@
  * After a rebuild the backlog of overdue timers fires at most catchup_rate
  * per second per partition (a token bucket, tbucket.c), and any wake-up
  * fires at most SL_DELAY_FIRE_MAX before yielding to the loop.
+ *
+ * RECURRING TIMERS
+ *
+ * A timer whose record has sluice-every or sluice-cron (blob flag 16)
+ * comes back: firing it produces its occurrence and rewrites its changelog
+ * record with the next instant in the same transaction, and the heap takes
+ * it again at that instant (delay_recur_fire).  The schedule, its catch-up
+ * after a rebuild and its blob section are delay_recurring.c's, which has
+ * the design; only payloads in memory have them (with payload_topic such
+ * a record goes to the DLQ as recurring-unsupported).
  *
  * LATENESS AND DRIFT
  *
@@ -167,8 +178,9 @@
 #define SL_DELAY_MAX_TARGETS   65535
 #define SL_BLOB_HAS_KEY        1
 #define SL_BLOB_HAS_PARTITION  2
-#define SL_BLOB_NULL_KEY       4 /* fire with a null key */
-#define SL_BLOB_DUE_ON_ARRIVAL 8 /* already due when scheduled */
+#define SL_BLOB_NULL_KEY       4  /* fire with a null key */
+#define SL_BLOB_DUE_ON_ARRIVAL 8  /* already due when scheduled */
+#define SL_BLOB_RECURRING      16 /* a recurring timer (delay_recurring.h) */
 
 /* Payloads in Kafka: how far ahead payloads are read back (the earliest
  * timers due within this long, as many as payload_cache holds). */
@@ -211,6 +223,9 @@ typedef struct delay_pipeline_s {
          * the in-memory blob being built, reused by every record. */
         sl_scratch_t pack;
         sl_scratch_t blob;
+        /* Recurring timers: the zones their schedules name (loop thread;
+         * made on first use). */
+        sl_tzcache_t *tzc;
 } delay_pipeline_t;
 
 /* Rebuild pipelining.  A rebuild applies 250k+ changelog records per
@@ -362,6 +377,9 @@ typedef struct fire_view_s {
         int has_key;
         int null_key;
         int due_on_arrival;
+        int recurring;
+        sl_recur_t recur;            /* when recurring */
+        size_t recur_off, recur_end; /* its section in the blob */
         size_t hdr_cnt;
         const uint8_t *hdrs; /* encoded headers, hdr_cnt of them */
         const void *payload;
@@ -385,6 +403,13 @@ static int blob_decode(const void *data, size_t len, fire_view_t *v) {
                 v->has_key = 1;
                 v->keylen = rd_varint(&r);
                 v->key = rd_bytes(&r, v->keylen);
+        }
+        if ((*flags & SL_BLOB_RECURRING) && !r.bad) {
+                v->recurring = 1;
+                v->recur_off = (size_t)(r.p - (const uint8_t *)data);
+                if (sl_recur_blob_get(&r.p, r.end, &v->recur))
+                        r.bad = 1;
+                v->recur_end = (size_t)(r.p - (const uint8_t *)data);
         }
         v->hdr_cnt = rd_varint(&r);
         v->hdrs = r.p;
@@ -612,6 +637,7 @@ static void delay_pipeline_destroy(sl_pipeline_t *pl) {
         sl_delay_params_clear(&dp->params);
         sl_scratch_free(&dp->pack);
         sl_scratch_free(&dp->blob);
+        sl_tzcache_destroy(dp->tzc);
         free(dp);
         pl->op_data = NULL;
 }
@@ -755,10 +781,10 @@ static void delay_state_destroy(void *state) {
 static int delay_blob(delay_pipeline_t *dp, sl_buf_t *b, uint8_t flags,
                       const char *target, size_t target_len, int32_t partition,
                       int has_key, const void *key, size_t keylen,
-                      size_t hdr_cnt, const char *const *hnames,
-                      const size_t *hnamelens, const void *const *hvals,
-                      const size_t *hvallens, const void *payload,
-                      size_t payload_len) {
+                      const sl_recur_t *recur, size_t hdr_cnt,
+                      const char *const *hnames, const size_t *hnamelens,
+                      const void *const *hvals, const size_t *hvallens,
+                      const void *payload, size_t payload_len) {
         int idx = target_index(dp, target, target_len);
         uint8_t idxb[2];
         if (idx < 0)
@@ -766,6 +792,8 @@ static int delay_blob(delay_pipeline_t *dp, sl_buf_t *b, uint8_t flags,
         sl_assert(!(flags & (SL_BLOB_HAS_KEY | SL_BLOB_HAS_PARTITION)));
         if (has_key)
                 flags |= SL_BLOB_HAS_KEY;
+        if (recur)
+                flags |= SL_BLOB_RECURRING;
         if (partition >= 0)
                 flags |= SL_BLOB_HAS_PARTITION;
         idxb[0] = (uint8_t)(idx & 0xff);
@@ -778,6 +806,8 @@ static int delay_blob(delay_pipeline_t *dp, sl_buf_t *b, uint8_t flags,
                 blob_varint(b, keylen);
                 sl_buf_put(b, key, keylen);
         }
+        if (recur)
+                sl_recur_blob_put(b, recur);
         blob_varint(b, hdr_cnt);
         for (size_t i = 0; i < hdr_cnt; i++) {
                 blob_varint(b, hnamelens[i]);
@@ -815,7 +845,9 @@ static int timer_record_blob(sl_task_t *t, int64_t offset, const void *value,
         sl_logpb_timer_t tm;
         char target[SL_TOPICNAME_MAX + 1];
         const char *why;
-        int r = -1;
+        sl_recur_t recur;
+        char err[200], why_sched[240];
+        int r = -1, recurring;
 
         if (sl_logpb_timer_read(&tm, value, len) < 0 || !tm.target_topic_len) {
                 sl_counter_inc(dp->m_restore_bad);
@@ -832,12 +864,22 @@ static int timer_record_blob(sl_task_t *t, int64_t offset, const void *value,
                 target[tm.target_topic_len] = '\0';
                 why = restore_target_refused(dp, target);
         }
+        recurring = tm.every_len || tm.cron_len;
+        if (!why && recurring &&
+            sl_recur_from_record(&recur, tm.every, tm.every_len, tm.cron,
+                                 tm.cron_len, tm.tz, tm.tz_len, tm.start_ms,
+                                 tm.until_ms, tm.count, tm.catch_up, tm.fired,
+                                 tm.last_fired_ms, err, sizeof(err)) < 0) {
+                snprintf(why_sched, sizeof(why_sched),
+                         "unreadable (its schedule: %s)", err);
+                why = why_sched;
+        }
         if (why) {
                 sl_counter_inc(dp->m_restore_bad);
                 sl_log(LOG_WARNING, "REBUILD",
-                       "%s [%d] @%" PRId64
-                       ": timer record skipped: its target is %s",
-                       t->pl->conf->name, t->partition, offset, why);
+                       "%s [%d] @%" PRId64 ": timer record skipped: %s%s",
+                       t->pl->conf->name, t->partition, offset,
+                       why == why_sched ? "" : "its target is ", why);
                 sl_logpb_timer_free(&tm);
                 return -1;
         }
@@ -875,15 +917,17 @@ static int timer_record_blob(sl_task_t *t, int64_t offset, const void *value,
                                t->pl->conf->name, t->partition, offset,
                                tm.due_ms, due);
                 }
-                if (tm.due_ms < tm.created_ms)
+                /* A recurring timer's lateness is sluice's. */
+                if (tm.due_ms < tm.created_ms && !recurring)
                         flags |= SL_BLOB_DUE_ON_ARRIVAL;
                 if (tm.null_target_key)
                         flags |= SL_BLOB_NULL_KEY;
                 if (delay_blob(dp, b, flags, target, tm.target_topic_len,
                                tm.target_partition,
                                tm.has_target_key && !tm.null_target_key,
-                               tm.target_key, tm.target_key_len, n, hn, hnl, hv,
-                               hvl, tm.payload, tm.payload_len) == 0) {
+                               tm.target_key, tm.target_key_len,
+                               recurring ? &recur : NULL, n, hn, hnl, hv, hvl,
+                               tm.payload, tm.payload_len) == 0) {
                         *duep = due;
                         *seqp = tm.seq;
                         r = 0;
@@ -959,6 +1003,7 @@ typedef struct fire_timer_s {
         int64_t due_ms;
         const void *blob;
         size_t bloblen;
+        int64_t occurrence; /* a recurring timer's: 1, 2, ...; else 0 */
 } fire_timer_t;
 
 static void delay_fire_dlq(sl_task_t *t, const fire_timer_t *tm,
@@ -1026,12 +1071,17 @@ static void delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
                 delay_fire_dlq(t, tm, &v, "bad-target-partition",
                                "the target has fewer partitions now");
         } else {
-                hdrs = rd_kafka_headers_new(v.hdr_cnt + 2);
+                hdrs = rd_kafka_headers_new(v.hdr_cnt + 3);
                 blob_headers(&v, (const char *)tm->blob + tm->bloblen, hdrs);
                 rd_kafka_header_add(hdrs, "sluice-timer-id", -1, tm->id,
                                     (ssize_t)tm->idlen);
                 snprintf(buf, sizeof(buf), "%" PRId64, tm->due_ms);
                 rd_kafka_header_add(hdrs, "sluice-due", -1, buf, -1);
+                if (tm->occurrence > 0) {
+                        snprintf(buf, sizeof(buf), "%" PRId64, tm->occurrence);
+                        rd_kafka_header_add(hdrs, "sluice-occurrence", -1, buf,
+                                            -1);
+                }
                 r = sl_task_produce(t, target,
                                     v.partition >= 0 ? v.partition
                                                      : RD_KAFKA_PARTITION_UA,
@@ -1063,6 +1113,188 @@ static void delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
                                      (double)SL_MAX(0, late) / 1000.0);
                 sl_gauge_set(dp->m_drift, (double)late / 1000.0);
         }
+}
+
+/* ------------------------------------------------------------------ */
+/* Recurring timers (delay_recurring.c has the design).                 */
+
+/* The recurring fields of a Timer record (proto/sluice.proto 12-20) from
+ * r; their strings are copied into strs (NUL-terminated, as protobuf-c
+ * wants them), freed by recur_fields_free() once the record is packed. */
+static void recur_fields(Sluice__V1__Timer *tm, const sl_recur_t *r,
+                         char *strs[2]) {
+        strs[0] = sl_strndup(r->expr, r->expr_len);
+        strs[1] = sl_strndup(r->tz_len ? r->tz : "", r->tz_len);
+        if (r->sched.kind == SL_SCHEDULE_EVERY)
+                tm->every = strs[0];
+        else
+                tm->cron = strs[0];
+        tm->tz = strs[1];
+        tm->start_ms = sl_recur_start_field(r);
+        tm->until_ms = sl_recur_until_field(r);
+        tm->count = r->sched.count;
+        tm->catch_up = r->catch_up;
+        tm->fired = r->fired;
+        tm->last_fired_ms = r->last_ms;
+}
+
+static void recur_fields_free(char *strs[2]) {
+        free(strs[0]);
+        free(strs[1]);
+}
+
+static sl_tzcache_t *recur_zones(delay_pipeline_t *dp) {
+        if (!dp->tzc)
+                dp->tzc = sl_tzcache_new();
+        return dp->tzc;
+}
+
+/* The first occurrence of the recurring timer req asks for, into
+ * req->due_ms: 0, or -1 when input record m went to the DLQ (a zone ICU
+ * does not know, a schedule with no occurrence left). */
+static int delay_recur_first(sl_task_t *t, const rd_kafka_message_t *m,
+                             sl_delay_req_t *req) {
+        char err[200], detail[300], ex[SL_ESCAPE_SIZE(SL_RECUR_TZ_MAX)];
+        sl_tz_t *tz;
+        int rc;
+
+        if (sl_recur_tz(&req->recur, recur_zones(dp_of(t)), &tz, err,
+                        sizeof(err)) < 0) {
+                snprintf(detail, sizeof(detail), "sluice-tz: %s: '%s'", err,
+                         sl_escape(req->recur.tz, req->recur.tz_len, ex,
+                                   sizeof(ex)));
+                sl_task_dlq(t, m, "unknown-zone", detail);
+                return -1;
+        }
+        rc = sl_recur_first(&req->recur, tz, req->base_ms, &req->due_ms, err,
+                            sizeof(err));
+        if (rc == SL_SCHEDULE_END)
+                sl_task_dlq(t, m, "never-fires",
+                            "no occurrence after the record's timestamp "
+                            "within sluice-start, sluice-until and "
+                            "sluice-count");
+        else if (rc < 0)
+                sl_task_dlq(t, m, "never-fires", err);
+        return rc ? -1 : 0;
+}
+
+/* The changelog record of a recurring timer (its blob's view v, the blob
+ * ending at end) pending at due_ms with the progress in r, packed into the
+ * pipeline's pack scratch. */
+static uint8_t *recur_pack(delay_pipeline_t *dp, const fire_view_t *v,
+                           const void *end, const sl_recur_t *r, int64_t due_ms,
+                           int64_t seq, int64_t now, size_t *plen) {
+        Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
+        Sluice__V1__Header *hv = sl_calloc(v->hdr_cnt + 1, sizeof(*hv));
+        Sluice__V1__Header **hp = sl_calloc(v->hdr_cnt + 1, sizeof(*hp));
+        blob_reader_t br = {v->hdrs, end, 0};
+        char *strs[2];
+        uint8_t *packed;
+        size_t n = 0;
+
+        recur_fields(&tm, r, strs);
+        for (size_t i = 0; i < v->hdr_cnt && !br.bad; i++, n++) {
+                size_t nlen = rd_varint(&br);
+                const char *name = rd_bytes(&br, nlen);
+                size_t vlen = rd_varint(&br);
+                const void *val = vlen ? rd_bytes(&br, vlen - 1) : NULL;
+                sluice__v1__header__init(&hv[n]);
+                hv[n].name = sl_strndup(name ? name : "", name ? nlen : 0);
+                hv[n].value.data = (uint8_t *)val;
+                hv[n].value.len = vlen ? vlen - 1 : 0;
+                hv[n].null_value = !vlen;
+                hp[n] = &hv[n];
+        }
+        tm.due_ms = due_ms;
+        tm.target_topic = dp->targets[v->target_idx];
+        tm.has_target_key = v->has_key;
+        tm.null_target_key = v->null_key;
+        tm.target_key.data = (uint8_t *)v->key;
+        tm.target_key.len = v->has_key ? v->keylen : 0;
+        tm.target_partition = v->partition;
+        tm.payload.data = (uint8_t *)v->payload;
+        tm.payload.len = v->payload_len;
+        tm.seq = seq;
+        tm.created_ms = now;
+        tm.n_headers = n;
+        tm.headers = hp;
+        *plen = sluice__v1__timer__get_packed_size(&tm);
+        packed = sl_scratch_get(&dp->pack, *plen);
+        sluice__v1__timer__pack(&tm, packed);
+        for (size_t i = 0; i < n; i++)
+                free(hv[i].name);
+        free(hv);
+        free(hp);
+        recur_fields_free(strs);
+        return packed;
+}
+
+/* The earliest timer of the heap, recurring, fell due: produces its
+ * occurrence (or, after downtime, the one its catch-up picks, or none),
+ * and in the same transaction rewrites its changelog record with the next
+ * instant, or tombstones it after the last; the heap follows. */
+static void delay_recur_fire(sl_task_t *t, const sl_timer_t *next,
+                             int64_t now) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = dp_of(t);
+        size_t idlen = next->keylen, bloblen = next->datalen, plen;
+        char *id = sl_malloc(idlen + 1);
+        uint8_t *blob = sl_malloc(bloblen);
+        int64_t seq = next->seq, at = 0, due = next->due_ms;
+        char err[200] = "";
+        sl_tz_t *tz = NULL;
+        fire_view_t v;
+        sl_recur_t r;
+        sl_buf_t b = {0};
+        int rc;
+
+        /* Copies: the heap entry goes before the next one is added. */
+        memcpy(id, sl_timer_key(next), idlen);
+        memcpy(blob, sl_timer_data(next), bloblen);
+        sl_timerheap_drop_min(st->heap);
+        if (blob_decode(blob, bloblen, &v) == -1 ||
+            v.target_idx >= dp->target_cnt || !v.recurring)
+                sl_assert(!"timer blob corrupt");
+        r = v.recur;
+        fire_timer_t ft = {id, idlen, due, blob, bloblen, r.fired + 1};
+        const char *why = "unknown-zone"; /* an ICU without the zone */
+        rc = sl_recur_tz(&r, recur_zones(dp), &tz, err, sizeof(err));
+        if (rc == 0) {
+                why = "bad-schedule";
+                rc = sl_recur_due(&r, tz, due, st->catchup_until_ms, &at, err,
+                                  sizeof(err));
+        }
+        if (rc == SL_RECUR_FIRE) {
+                ft.due_ms = at;
+                delay_fire_one(t, &ft, now);
+                r.fired++;
+                r.last_ms = at;
+                rc = sl_schedule_next(&r.sched, tz, at, r.fired, &at, err,
+                                      sizeof(err));
+        } else if (rc < 0) {
+                delay_fire_dlq(t, &ft, &v, why, err);
+        }
+        if (rc == SL_RECUR_FIRE || rc == SL_RECUR_SKIP) {
+                /* The blob again with the progress: its schedule section
+                 * made anew, the rest as it was. */
+                sl_buf_put(&b, blob, v.recur_off);
+                sl_recur_blob_put(&b, &r);
+                sl_buf_put(&b, blob + v.recur_end, bloblen - v.recur_end);
+                uint8_t *packed =
+                    recur_pack(dp, &v, blob + bloblen, &r, at, seq, now, &plen);
+                sl_task_changelog(t, id, idlen, packed, plen);
+                sl_scratch_done(&dp->pack);
+                sl_timerheap_upsert(st->heap, id, idlen, at, seq, b.p, b.len);
+                free(b.p);
+        } else {
+                if (rc < 0)
+                        sl_log(LOG_WARNING, "DELAY",
+                               "%s [%d]: recurring timer ends: %s",
+                               t->pl->conf->name, t->partition, err);
+                sl_task_changelog(t, id, idlen, NULL, 0);
+        }
+        free(id);
+        free(blob);
 }
 
 static void kx_wake(sl_task_t *t, int64_t now);
@@ -1118,6 +1350,11 @@ static void delay_wake(sl_task_t *t, int64_t now) {
                     !sl_tbucket_take(&st->catchup, &cr, mono_ms)) {
                         limited = paced = 1;
                         break;
+                }
+                if (*(const uint8_t *)sl_timer_data(next) & SL_BLOB_RECURRING) {
+                        delay_recur_fire(t, next, now);
+                        fired++;
+                        continue;
                 }
                 /* Fired from where it lies in the slab, then freed. */
                 fire_timer_t ft = {sl_timer_key(next), next->keylen,
@@ -1318,7 +1555,10 @@ static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
                                  const sched_hdrs_t *sh, size_t *plen) {
         Sluice__V1__Timer tm = SLUICE__V1__TIMER__INIT;
         uint8_t *packed;
+        char *strs[2] = {NULL, NULL};
 
+        if (req->recurring)
+                recur_fields(&tm, &req->recur, strs);
         tm.due_ms = req->due_ms;
         tm.target_topic = (char *)req->target;
         tm.has_target_key = req->has_target_key;
@@ -1335,6 +1575,7 @@ static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
         *plen = sluice__v1__timer__get_packed_size(&tm);
         packed = sl_scratch_get(&dp->pack, *plen);
         sluice__v1__timer__pack(&tm, packed);
+        recur_fields_free(strs);
         return packed;
 }
 
@@ -2421,7 +2662,7 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
         packed = delay_pack_timer(dp, req, m, now, &sh, &plen);
         /* The rule delay_restore() applies to the record (due before
          * created), so a rebuild keeps the flag. */
-        if (req->due_ms < now)
+        if (req->due_ms < now && !req->recurring)
                 flags |= SL_BLOB_DUE_ON_ARRIVAL;
         if (req->null_target_key)
                 flags |= SL_BLOB_NULL_KEY;
@@ -2429,11 +2670,11 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
         /* The in-memory form first: a record refused here leaves
          * the changelog (and an earlier timer of the same id) as
          * it was. */
-        if (delay_blob(dp, &b, flags, target, strlen(target),
-                       req->target_partition, req->has_target_key,
-                       req->target_key, req->target_key_len, req->hdr_cnt,
-                       sh.hn, sh.hnl, sh.hvv, sh.hvl, req->payload,
-                       req->payload_len) == -1) {
+        if (delay_blob(
+                dp, &b, flags, target, strlen(target), req->target_partition,
+                req->has_target_key, req->target_key, req->target_key_len,
+                req->recurring ? &req->recur : NULL, req->hdr_cnt, sh.hn,
+                sh.hnl, sh.hvv, sh.hvl, req->payload, req->payload_len) == -1) {
                 sl_task_dlq(t, m, "too-many-targets",
                             "over 65535 distinct targets");
         } else if ((r = st->ix ? sl_task_produce_tracked(
@@ -2502,6 +2743,13 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         kx_cancel(t, &req);
                 else
                         delay_cancel(t, &req);
+        } else if (req.recurring && st->ix) {
+                sl_task_dlq(t, m, "recurring-unsupported",
+                            "recurring timers (sluice-every, sluice-cron) "
+                            "keep their payload in memory: not with "
+                            "payload_topic");
+        } else if (req.recurring && delay_recur_first(t, m, &req) < 0) {
+                /* to the DLQ */
         } else if (delay_check_target(t, m, &req) == 0) {
                 uint32_t old = SL_TIMERINDEX_NONE;
                 int found = 0;

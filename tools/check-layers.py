@@ -34,7 +34,7 @@ LAYERS = [
         util log cli hash heap hmap varint parse config cap outbox refused
         recsize slab idtab dlqrec
         timerheap timerindex tbucket backlog rates debounce logpb jsontext describe
-        topicname opdef opdef_* delay_input partitioner topicplan groupcheck
+        topicname opdef opdef_* delay_input delay_recurring partitioner topicplan groupcheck
         topiccache apireq peerauth acls metrics connguard memlimit schedule
     """),
     ("io", """

@@ -32,7 +32,7 @@ FUZZ_CFLAGS      := -O1 -g -std=gnu11 -Wall -Wextra -Werror \
                     -Wno-missing-field-initializers -D_GNU_SOURCE -Isrc \
                     -I$(FUZZ_BUILD)/gen $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
                     $(ICU_CFLAGS) $(FUZZ_SANITIZE)
-FUZZ_LDLIBS      := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+FUZZ_LDLIBS      := $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(ICU_LIBS) -lm -lpthread
 # libFuzzer flags of every run: inputs up to 64 KiB; an input that takes over
 # 10 s, or 2 GiB, is a finding, and so is a leak (ASan's default).
 FUZZ_RUN_FLAGS   ?= -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
@@ -70,8 +70,6 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libsluice-fuzz.a $(wildc
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests/fuzz -fsanitize=fuzzer -MMD -MP \
 	    -o $@ $< $(FUZZ_BUILD)/libsluice-fuzz.a $(FUZZ_LDLIBS)
 
-# The harnesses that link schedule.o get ICU's libraries (Makefile).
-$(FUZZ_BUILD)/fuzz_schedule: FUZZ_LDLIBS += $(ICU_LIBS)
 
 fuzz-build: $(FUZZ_BINS) ## build the fuzz harnesses only (build-fuzz/)
 

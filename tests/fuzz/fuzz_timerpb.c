@@ -48,6 +48,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(t.seq == pc->seq);
         CHECK(t.created_ms == pc->created_ms);
         CHECK(!t.null_target_key == !pc->null_target_key);
+        CHECK(same(t.every, t.every_len, pc->every, strlen(pc->every)));
+        CHECK(same(t.cron, t.cron_len, pc->cron, strlen(pc->cron)));
+        CHECK(same(t.tz, t.tz_len, pc->tz, strlen(pc->tz)));
+        CHECK(t.start_ms == pc->start_ms);
+        CHECK(t.until_ms == pc->until_ms);
+        CHECK(t.count == pc->count);
+        CHECK(t.catch_up == pc->catch_up);
+        CHECK(t.fired == pc->fired);
+        CHECK(t.last_fired_ms == pc->last_fired_ms);
         CHECK(t.n_headers == pc->n_headers);
         for (size_t i = 0; i < t.n_headers; i++) {
                 const sl_logpb_timer_hdr_t *h = &t.headers[i];

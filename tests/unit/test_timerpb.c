@@ -100,14 +100,14 @@ static void test_fields(void **state) {
 static void test_protobuf_c_reading(void **state) {
         /* due 1 then 2 (the last wins); topic "out\0x" (up to the NUL);
          * has_target_key as 4 fixed bytes 00 00 01 00 (a bool of any wire
-         * type: true); unknown fields 12 (64-bit), 13 (32-bit), 14
-         * (varint), 15 (bytes); null_payload as a varint 0x80 0x00
+         * type: true); unknown fields 30 (64-bit), 31 (32-bit), 32
+         * (varint), 33 (bytes); null_payload as a varint 0x80 0x00
          * (false). */
         static const uint8_t rec[] = {
-            0x08, 0x01, 0x08, 0x02, 0x12, 0x05, 'o',  'u',  't', 0x00,
-            'x',  0x25, 0x00, 0x00, 0x01, 0x00, 0x61, 1,    2,   3,
-            4,    5,    6,    7,    8,    0x6d, 1,    2,    3,   4,
-            0x70, 0x63, 0x7a, 0x02, 'h',  'i',  0x38, 0x80, 0x00};
+            0x08, 0x01, 0x08, 0x02, 0x12, 0x05, 'o',  'u',  't',  0x00, 'x',
+            0x25, 0x00, 0x00, 0x01, 0x00, 0xf1, 0x01, 1,    2,    3,    4,
+            5,    6,    7,    8,    0xfd, 0x01, 1,    2,    3,    4,    0x80,
+            0x02, 0x63, 0x8a, 0x02, 0x02, 'h',  'i',  0x38, 0x80, 0x00};
         static const uint8_t group[] = {0x08, 0x01, 0x83, 0x01, 0x84, 0x01};
         static const uint8_t cut[] = {0x12, 0x05, 'o', 'u'};
         static const uint8_t wrong[] = {0x0a, 0x01, 0x00}; /* due as bytes */
