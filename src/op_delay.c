@@ -1042,14 +1042,16 @@ static int64_t delay_late_ms(int64_t now, int64_t due) {
         return late;
 }
 
-/* Produces one due timer; the caller tombstones it. */
-static void delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
+/* Produces one due timer; the caller tombstones it (or, recurring, takes
+ * it again).  Returns 1 when the target refused it as too large (a
+ * recurring timer's every occurrence would be), else 0. */
+static int delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
         delay_pipeline_t *dp = dp_of(t);
         fire_view_t v;
         rd_kafka_headers_t *hdrs;
         const char *target;
         char buf[32];
-        int r, parts;
+        int r, parts, too_large = 0;
         int64_t late;
 
         if (blob_decode(tm->blob, tm->bloblen, &v) == -1 ||
@@ -1092,10 +1094,11 @@ static void delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
                                     : v.has_key ? v.keylen
                                                 : tm->idlen,
                                     v.payload, v.payload_len, hdrs);
-                if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+                if (r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
                         delay_fire_dlq(t, tm, &v, "too-large",
                                        sl_task_refused_why(t));
-                else if (r < 0)
+                        too_large = 1;
+                } else if (r < 0)
                         delay_fire_dlq(
                             t, tm, &v, "target-refused",
                             rd_kafka_err2str((rd_kafka_resp_err_t)-r));
@@ -1113,6 +1116,7 @@ static void delay_fire_one(sl_task_t *t, const fire_timer_t *tm, int64_t now) {
                                      (double)SL_MAX(0, late) / 1000.0);
                 sl_gauge_set(dp->m_drift, (double)late / 1000.0);
         }
+        return too_large;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1266,11 +1270,17 @@ static void delay_recur_fire(sl_task_t *t, const sl_timer_t *next,
         }
         if (rc == SL_RECUR_FIRE) {
                 ft.due_ms = at;
-                delay_fire_one(t, &ft, now);
-                r.fired++;
-                r.last_ms = at;
-                rc = sl_schedule_next(&r.sched, tz, at, r.fired, &at, err,
-                                      sizeof(err));
+                if (delay_fire_one(t, &ft, now)) {
+                        /* In the DLQ once: every occurrence would be. */
+                        rc = -1;
+                        snprintf(err, sizeof(err),
+                                 "its occurrence is too large for the target");
+                } else {
+                        r.fired++;
+                        r.last_ms = at;
+                        rc = sl_schedule_next(&r.sched, tz, at, r.fired, &at,
+                                              err, sizeof(err));
+                }
         } else if (rc < 0) {
                 delay_fire_dlq(t, &ft, &v, why, err);
         }
