@@ -21,7 +21,7 @@ promtool=$root/build/ops-tools/promtool
 t0=$(date +%s%N)
 if [ ! -e "$venv/ok" ] || { [ ! -x "$kustomize" ] && command -v go >/dev/null; } ||
     { [ ! -x "$promtool" ] && command -v apt-get >/dev/null; }; then
-    make -s -C "$root" ops-tools >"$WORK/ops-tools.log" 2>&1 ||
+    ops_tools_locked >"$WORK/ops-tools.log" 2>&1 ||
         { cat "$WORK/ops-tools.log" >&2; fail "make ops-tools failed"; }
     note "make ops-tools: $((($(date +%s%N) - t0) / 1000000)) ms"
 fi

@@ -23,7 +23,7 @@ source "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 kustomize=$root/build/ops-tools/kustomize
-[ -x "$kustomize" ] || make -s -C "$root" ops-tools >"$WORK/ops-tools.log" 2>&1 ||
+[ -x "$kustomize" ] || ops_tools_locked >"$WORK/ops-tools.log" 2>&1 ||
     { cat "$WORK/ops-tools.log" >&2; fail "make ops-tools failed"; }
 [ -x "$kustomize" ] || fail "no kustomize in build/ops-tools (make ops-tools builds it with Go)"
 command -v unshare >/dev/null || fail "unshare (util-linux) is needed for the pods' DNS names"

@@ -298,6 +298,16 @@ for t in sorted(json.load(sys.stdin)["topics"], key=lambda t: t["topic"]):
         print(t["topic"], len(t["partitions"]))' "$1"
 }
 
+# ops_tools_locked — make ops-tools, one caller at a time (0031 and 0034
+# may run side by side on a fresh tree: two makes writing one promtool
+# fail with "Text file busy").
+ops_tools_locked() {
+    local root
+    root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+    mkdir -p "$root/build"
+    flock -o "$root/build/.ops-tools.lock" make -s -C "$root" ops-tools
+}
+
 # free_port — a TCP port free on 127.0.0.1 right now (for metrics_listen,
 # e.g. SLUICE_METRICS_LISTEN=127.0.0.1:$(free_port) sluice_start ...).
 free_port() {

@@ -69,7 +69,8 @@
 # SLUICE_TEST_CLUSTER_NET (0-255, the third octet; default 0),
 # SLUICE_TEST_CLUSTER_DIR (default /tmp/sluice-test-cluster-NET),
 # SLUICE_TEST_CLUSTER_PROPS (more server.properties lines for every node,
-# space-separated key=value).
+# space-separated key=value), SLUICE_TEST_KAFKA_JVM_OPTS (more JVM options
+# for every node, as broker.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -215,8 +216,9 @@ launch() {
     logopt=$(cat "$d/logopt")
     t0=$(date +%s%N)
     # ip netns exec execs java: $! is the JVM's pid.
+    # shellcheck disable=SC2086 # word-split on purpose: a list of options
     nohup ip netns exec "$(ns "$i")" java -Xms256m -Xmx768m -XX:+UseG1GC \
-        -Djava.awt.headless=true "$logopt" -cp "$lib/*" kafka.Kafka \
+        -Djava.awt.headless=true ${SLUICE_TEST_KAFKA_JVM_OPTS:-} "$logopt" -cp "$lib/*" kafka.Kafka \
         "$d/server.properties" >>"$d/stdout.log" 2>&1 </dev/null &
     echo $! >"$d/node.pid"
     [ "${2:-wait}" = wait ] || return 0
@@ -319,13 +321,19 @@ while True:
     if not s.startswith("-"):
         print(s)
         break')
+    # The three nodes' storage formatted at once (a JVM each).
+    local fpids=()
     for i in "${nodes[@]}"; do
         mkdir -p "$(ndir "$i")/data"
         write_config "$i"
         "$broker" logconf "$(ndir "$i")" "$(ndir "$i")/node.log" >"$(ndir "$i")/logopt"
         "$broker" java kafka.tools.StorageTool format -t "$id" \
             -c "$(ndir "$i")/server.properties" --ignore-formatted "${scram[@]}" \
-            >"$(ndir "$i")/format.log" 2>&1 || {
+            >"$(ndir "$i")/format.log" 2>&1 &
+        fpids+=($!)
+    done
+    for i in "${nodes[@]}"; do
+        wait "${fpids[$((i - 1))]}" || {
             cat "$(ndir "$i")/format.log" >&2
             return 1
         }
