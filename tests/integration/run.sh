@@ -199,12 +199,26 @@ finish() {
         failed=$((failed + 1))
         failed_names+=("$label")
         echo "FAIL $label (${secs}s, exit $rc)"
+        # The test's own verdict, repeated in the summary at the end: the
+        # tail below can be too long for whoever reads only the end.
+        why_lines "$tmp/job-$j.log" | sed "s/^/integration: why $label: /" >>"$tmp/why"
         sed 's/^/    /' "$tmp/job-$j.log" | tail -120
         echo "    --- broker log tail (slot $s, 127.0.0.1:$(slot_port "$s")) ---"
         slot_broker "$s" logs 40 | sed 's/^/    /'
     fi
     rm -f "$tmp/job-$j.log"
     unset "SLOT_PID[$s]" "SLOT_JOB[$s]"
+}
+
+# why_lines LOG — a failed test's verdict: its FAIL: message with the
+# checks listed under it, else its PROBLEM: lines, else its last line;
+# at most 8 lines of 300 characters.
+why_lines() {
+    local w
+    w=$(sed -n '/^FAIL: /,/^[^ ]/{/^FAIL: \|^  - /p}' "$1")
+    [ -n "$w" ] || w=$(grep '^PROBLEM: ' "$1")
+    [ -n "$w" ] || w=$(grep -v '^[[:space:]]*$' "$1" | tail -1)
+    printf '%s\n' "$w" | head -8 | cut -c1-300
 }
 
 # run_jobs NSLOTS JOB... — runs the jobs, NSLOTS at a time, in the given
@@ -346,5 +360,6 @@ fi
 record
 echo "integration: wall time $((($(date +%s%N) - t_run) / 1000000000)) s"
 [ "$failed" -gt 0 ] && echo "integration: failed: ${failed_names[*]}"
+[ ! -s "$tmp/why" ] || cat "$tmp/why"
 echo "integration: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
