@@ -55,6 +55,8 @@ static void by_due_put(delay_ctx_t *c, const sl_timer_t *t, int64_t due,
 static void delay_collect(const sl_timer_t *t, void *opaque) {
         delay_ctx_t *c = opaque;
         Sluice__V1__Timer *tm;
+        if (!t->keylen)
+                return; /* the gone list (logpb.h), no timer */
         if (c->key && (strlen(c->key) != t->keylen ||
                        memcmp(c->key, sl_timer_key(t), t->keylen)))
                 return;

@@ -406,3 +406,55 @@ int sl_logpb_index_read(const void *buf, size_t len, int64_t *due_ms,
         *offset = (int64_t)o;
         return 0;
 }
+
+uint8_t *sl_logpb_gone_put(const sl_logpb_gone_t *g, size_t n, size_t *len) {
+        uint8_t *buf = sl_malloc(12 + 20 * n);
+        size_t k = 0;
+        buf[k++] = 0xfe;
+        buf[k++] = 1;
+        k += sl_varint_put(buf + k, (uint64_t)n);
+        for (size_t i = 0; i < n; i++) {
+                k += sl_varint_put(
+                    buf + k,
+                    (uint64_t)(i ? g[i].loc - g[i - 1].loc : g[i].loc));
+                k += sl_varint_put(buf + k, (uint64_t)g[i].due_ms);
+        }
+        *len = k;
+        return buf;
+}
+
+int sl_logpb_gone_read(const void *buf, size_t len, sl_logpb_gone_t **g,
+                       size_t *n) {
+        const uint8_t *p = buf, *end = p + len;
+        uint64_t cnt, d, due, at = 0;
+        sl_logpb_gone_t *o = NULL;
+        *g = NULL;
+        *n = 0;
+        if (len < 2 || p[0] != 0xfe || p[1] != 1)
+                return -1;
+        p += 2;
+        /* Each timer takes two bytes at least. */
+        if (sl_varint_get(&p, end, &cnt) || cnt > SL_LOGPB_GONE_MAX ||
+            cnt > (uint64_t)(end - p) / 2)
+                return -1;
+        if (cnt)
+                o = sl_malloc(cnt * sizeof(*o));
+        for (uint64_t i = 0; i < cnt; i++) {
+                if (sl_varint_get(&p, end, &d) || (i && !d) ||
+                    d > (uint64_t)INT64_MAX - at ||
+                    sl_varint_get(&p, end, &due) || due > (uint64_t)INT64_MAX) {
+                        free(o);
+                        return -1;
+                }
+                at += d;
+                o[i].loc = (int64_t)at;
+                o[i].due_ms = (int64_t)due;
+        }
+        if (p != end) {
+                free(o);
+                return -1;
+        }
+        *g = o;
+        *n = (size_t)cnt;
+        return 0;
+}

@@ -130,4 +130,41 @@ size_t sl_logpb_index_put(uint8_t *buf, int64_t due_ms, int64_t offset);
 int sl_logpb_index_read(const void *buf, size_t len, int64_t *due_ms,
                         int64_t *offset);
 
+/*
+ * delay with payload_topic: the gone list, one record per changelog
+ * partition under the empty key (no timer id is empty): the timers that
+ * went to the DLQ as payload-missing while their index records stayed
+ * (the read found the payload record gone, and the timer's id with it, so
+ * nothing could name the index record), each by the offset its index
+ * record names and its due time.  A rebuild removes the index records
+ * that match one in both, without sending their timers again.  The byte
+ * 0xfe (a tag of wire type 6, which protobuf has not: no Timer begins
+ * with it), a version byte (1), the count, then per timer in ascending
+ * order of offset: the offset as a varint (the first) or its distance
+ * from the one before (at least 1), and the due time as a varint.
+ */
+#define SL_LOGPB_GONE_MAX 65536 /* timers in one gone list, at most */
+
+typedef struct sl_logpb_gone_s {
+        int64_t loc; /* the payload record's offset */
+        int64_t due_ms;
+} sl_logpb_gone_t;
+
+/* 1 when the value buf[0..len) is a gone list (of any version). */
+static inline int sl_logpb_is_gone(const void *buf, size_t len) {
+        return len && ((const uint8_t *)buf)[0] == 0xfe;
+}
+
+/* The gone list of g[0..n) (ascending, distinct offsets, both fields >= 0;
+ * n at most SL_LOGPB_GONE_MAX) in a new buffer (free()), its length in
+ * *len. */
+uint8_t *sl_logpb_gone_put(const sl_logpb_gone_t *g, size_t n, size_t *len);
+
+/* Reads a gone list: 0 with *g (malloc'd; NULL when *n is 0) and *n, or -1
+ * when it is not one of version 1, holds more than SL_LOGPB_GONE_MAX
+ * timers, a field past INT64_MAX or a distance of 0, or does not end
+ * where its last timer does. */
+int sl_logpb_gone_read(const void *buf, size_t len, sl_logpb_gone_t **g,
+                       size_t *n);
+
 #endif

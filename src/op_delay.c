@@ -136,7 +136,11 @@
  * away, deleted), finds holding another id, or that lies past the
  * partition's high watermark although it was committed, marks its timer
  * missing: it goes to the DLQ at its due time as payload-missing, id
- * unknown (its index record stays: each rebuild finds it again).  One
+ * unknown.  Its index record stays (nothing here knows its key), named by
+ * offset and due time in the partition's gone list (logpb.h; the
+ * changelog record under the empty key, written in the same
+ * transaction): the next rebuild, which knows every id, removes the index
+ * records the list names without a second DLQ record.  A wanted offset
  * between where the read stopped and the high watermark waits: a
  * transaction not yet decided holds the read back (kx_missing_past).  A
  * rebuild, which knows every id, finds the index records whose offset lies
@@ -310,6 +314,12 @@ typedef struct delay_state_s {
          * highest delivered by the last precommit, loc_txn by now. */
         int64_t loc_safe, loc_prev, loc_txn;
         int undecided_logged; /* the read's wait for one was logged */
+        /* The gone list (logpb.h): timers sent to the DLQ as
+         * payload-missing whose index records stay, by offset (ascending);
+         * gone_dirty: changed since the changelog's copy. */
+        sl_logpb_gone_t *gone;
+        size_t gone_cnt, gone_cap;
+        int gone_dirty;
         restore_slot_t restore[RESTORE_LAG]; /* records read, not applied */
         unsigned restore_head, restore_cnt;
         struct delay_pipeline_s *dp;
@@ -770,6 +780,7 @@ static void delay_state_destroy(void *state) {
                 }
                 free(st->owed);
                 free(st->want_buf);
+                free(st->gone);
                 rb_free(st);
                 st->dp->kx_parts--;
                 sl_timerindex_destroy(st->ix);
@@ -1615,10 +1626,82 @@ static uint8_t *delay_pack_timer(delay_pipeline_t *dp,
         2              /* its record is a changelog Timer (written before      \
                           payload_topic was set): resident until it fires */
 #define KX_F_MISSING 4 /* the payload topic no longer holds its record */
+#define KX_F_GONE    8 /* ...and its timer went to the DLQ (the gone list) */
 
 static const char *kx_topic(const sl_pipeline_conf_t *pc) {
         const char *p = sl_delay_conf(pc)->payload_topic;
         return p && *p ? p : NULL;
+}
+
+/* The gone list (see PAYLOADS IN KAFKA above).  Where loc is or would go
+ * in it: 1 when there, with *at its place. */
+static int gone_find(const delay_state_t *st, int64_t loc, size_t *at) {
+        size_t lo = 0, hi = st->gone_cnt;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (st->gone[mid].loc < loc)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *at = lo;
+        return lo < st->gone_cnt && st->gone[lo].loc == loc;
+}
+
+/* A timer whose index record stays went to the DLQ.  At the cap the
+ * lowest offset leaves the list (a rebuild would send that one again). */
+static void gone_add(sl_task_t *t, int64_t loc, int64_t due_ms) {
+        delay_state_t *st = t->state_data;
+        size_t at;
+        if (gone_find(st, loc, &at))
+                return;
+        if (st->gone_cnt == SL_LOGPB_GONE_MAX) {
+                sl_log(LOG_WARNING, "DELAY",
+                       "%s [%d]: %d timers sent to the DLQ as payload-missing "
+                       "keep index records; the oldest is forgotten and may "
+                       "be sent again after a rebuild",
+                       t->pl->conf->name, t->partition, SL_LOGPB_GONE_MAX);
+                memmove(st->gone, st->gone + 1,
+                        --st->gone_cnt * sizeof(*st->gone));
+                if (at)
+                        at--;
+        }
+        if (st->gone_cnt == st->gone_cap) {
+                st->gone_cap = st->gone_cap ? 2 * st->gone_cap : 16;
+                st->gone =
+                    sl_realloc(st->gone, st->gone_cap * sizeof(*st->gone));
+        }
+        memmove(st->gone + at + 1, st->gone + at,
+                (st->gone_cnt - at) * sizeof(*st->gone));
+        st->gone[at].loc = loc;
+        st->gone[at].due_ms = due_ms;
+        st->gone_cnt++;
+        st->gone_dirty = 1;
+}
+
+static void gone_del(delay_state_t *st, int64_t loc) {
+        size_t at;
+        if (!gone_find(st, loc, &at))
+                return;
+        memmove(st->gone + at, st->gone + at + 1,
+                (st->gone_cnt - at - 1) * sizeof(*st->gone));
+        st->gone_cnt--;
+        st->gone_dirty = 1;
+}
+
+/* The list as it is now to the changelog, when it changed: a tombstone
+ * once it is empty. */
+static void gone_write(sl_task_t *t) {
+        delay_state_t *st = t->state_data;
+        uint8_t *val = NULL;
+        size_t len = 0;
+        if (!st->gone_dirty)
+                return;
+        if (st->gone_cnt)
+                val = sl_logpb_gone_put(st->gone, st->gone_cnt, &len);
+        sl_task_changelog(t, "", 0, val, len);
+        free(val);
+        st->gone_dirty = 0;
 }
 
 static kres_t *res_get(const delay_state_t *st, uint32_t h) {
@@ -2080,11 +2163,18 @@ static void kx_wake(sl_task_t *t, int64_t now) {
                         break;
                 }
                 if (!r) {
+                        /* Its id went with the record: the index record
+                         * stays, named in the gone list. */
                         kx_fire_missing(t, h, NULL, 0);
+                        gone_add(t, sl_timerindex_loc(st->ix, h), due);
                 } else if (sl_timerindex_flags(st->ix, h) & KX_F_MISSING) {
                         /* Found gone at the rebuild: its index record
-                         * goes with it. */
-                        kx_fire_missing(t, h, r->buf, r->idlen);
+                         * goes with it, and to the DLQ the timer, unless
+                         * the gone list says it went there already. */
+                        if (sl_timerindex_flags(st->ix, h) & KX_F_GONE)
+                                gone_del(st, sl_timerindex_loc(st->ix, h));
+                        else
+                                kx_fire_missing(t, h, r->buf, r->idlen);
                         sl_task_changelog(t, r->buf, r->idlen, NULL, 0);
                         if (sl_task_produce(t, ptopic, t->partition, r->buf,
                                             r->idlen, NULL, 0, NULL) < 0)
@@ -2103,6 +2193,7 @@ static void kx_wake(sl_task_t *t, int64_t now) {
                 kx_entry_remove(st, h);
                 fired++;
         }
+        gone_write(t);
         if (limited)
                 kx_plan(t, now);
         wake_done(t, fired, limited, paced, &cr, mono_ms, now, kx_arm);
@@ -2439,6 +2530,24 @@ static uint32_t kx_add(delay_state_t *st, uint64_t hash, int64_t due,
 
 /* A changelog record at rebuild: an index record, a timer written before
  * payload_topic was set (kept resident), or a tombstone. */
+/* The gone list as the changelog holds it (the last one read wins). */
+static void kx_restore_gone(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        sl_logpb_gone_t *g = NULL;
+        size_t n = 0;
+        if (m->payload && sl_logpb_gone_read(m->payload, m->len, &g, &n)) {
+                sl_counter_inc(st->dp->m_restore_bad);
+                sl_log(LOG_WARNING, "REBUILD",
+                       "%s [%d] @%" PRId64 ": undecodable gone list skipped",
+                       t->pl->conf->name, t->partition, m->offset);
+                return;
+        }
+        free(st->gone);
+        st->gone = g;
+        st->gone_cnt = st->gone_cap = n;
+        st->gone_dirty = 0;
+}
+
 static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = st->dp;
@@ -2447,7 +2556,11 @@ static void kx_restore(sl_task_t *t, const rd_kafka_message_t *m) {
         sl_buf_t b = {0};
         uint32_t h;
 
-        if (!m->key || !m->key_len) {
+        if (m->key && !m->key_len) {
+                kx_restore_gone(t, m);
+                return;
+        }
+        if (!m->key) {
                 sl_counter_inc(dp->m_restore_bad);
                 return;
         }
@@ -2537,23 +2650,45 @@ static void kx_restored(sl_task_t *t) {
          * their due time, and the ids, known now, stay in memory (an
          * empty record, pinned) to remove their index records then and to
          * match a cancel or a reschedule exactly. */
-        for (size_t h = 0;
-             t->rebuild_source_hi >= 0 && h < sl_idtab_span(&st->rb); h++) {
-                size_t len;
+        /* Those the gone list names went to the DLQ already: they leave
+         * the same way, without a DLQ record.  What the list names that
+         * no index record matches leaves the list. */
+        size_t kept = 0;
+        uint8_t *hit = st->gone_cnt ? sl_calloc(st->gone_cnt, 1) : NULL;
+        for (size_t h = 0; h < sl_idtab_span(&st->rb); h++) {
+                size_t len, at;
                 const void *id = sl_idtab_get(&st->rb, (uint32_t)h, &len);
-                uint16_t f;
-                int64_t loc;
+                uint16_t f, miss = 0;
+                int64_t loc, due;
                 if (!id)
                         continue;
                 f = sl_timerindex_flags(st->ix, (uint32_t)h);
                 loc = sl_timerindex_loc(st->ix, (uint32_t)h);
-                if ((f & (KX_F_LEGACY | KX_F_RESIDENT)) ||
-                    (loc >= t->rebuild_source_lo && loc < t->rebuild_source_hi))
+                due = sl_timerindex_due(st->ix, (uint32_t)h);
+                if (f & (KX_F_LEGACY | KX_F_RESIDENT))
                         continue;
-                res_add(t, (uint32_t)h, id, len, "", 0,
-                        sl_timerindex_due(st->ix, (uint32_t)h), 0, 1);
-                sl_timerindex_set_flags(st->ix, (uint32_t)h, f | KX_F_MISSING);
+                if (gone_find(st, loc, &at) && st->gone[at].due_ms == due) {
+                        hit[at] = 1;
+                        miss = KX_F_MISSING | KX_F_GONE;
+                } else if (t->rebuild_source_hi >= 0 &&
+                           (loc < t->rebuild_source_lo ||
+                            loc >= t->rebuild_source_hi)) {
+                        miss = KX_F_MISSING;
+                }
+                if (!miss)
+                        continue;
+                res_add(t, (uint32_t)h, id, len, "", 0, due, 0, 1);
+                sl_timerindex_set_flags(st->ix, (uint32_t)h,
+                                        (uint16_t)(f | miss));
         }
+        for (size_t i = 0; i < st->gone_cnt; i++)
+                if (hit[i])
+                        st->gone[kept++] = st->gone[i];
+        if (kept != st->gone_cnt) {
+                st->gone_cnt = kept;
+                st->gone_dirty = 1;
+        }
+        free(hit);
         rb_free(st);
         if (st->owed_cnt)
                 sl_task_commit_soon(t);

@@ -16,7 +16,10 @@
  * kinds apart); the fields read are the reference's, both in range;
  * sl_logpb_index_put() of them writes at most SL_LOGPB_INDEX_MAX bytes,
  * the shortest form, which reads back the same, and which reads as
- * nothing once cut short.
+ * nothing once cut short.  The same bytes as a gone list
+ * (sl_logpb_gone_read): an accepted one holds at most SL_LOGPB_GONE_MAX
+ * timers, offsets ascending and distinct, fields in range, and
+ * sl_logpb_gone_put() of them reads back the same; no value is both kinds.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -96,6 +99,29 @@ static int64_t le64_nonneg(const uint8_t *p) {
         return (int64_t)(v & (uint64_t)INT64_MAX);
 }
 
+static void gone_list(const uint8_t *data, size_t size) {
+        sl_logpb_gone_t *g = NULL, *g2 = NULL;
+        size_t n = 0, n2 = 0, len;
+        uint8_t *buf;
+        if (sl_logpb_gone_read(data, size, &g, &n) == -1) {
+                CHECK(!g && !n);
+                return;
+        }
+        CHECK(sl_logpb_is_gone(data, size) && !sl_logpb_is_index(data, size));
+        CHECK(n <= SL_LOGPB_GONE_MAX);
+        for (size_t i = 0; i < n; i++) {
+                CHECK(g[i].loc >= 0 && g[i].due_ms >= 0);
+                CHECK(!i || g[i].loc > g[i - 1].loc);
+        }
+        buf = sl_logpb_gone_put(g, n, &len);
+        CHECK(len <= size); /* the shortest form */
+        CHECK(sl_logpb_gone_read(buf, len, &g2, &n2) == 0);
+        CHECK(n2 == n && (!n || !memcmp(g, g2, n * sizeof(*g))));
+        free(buf);
+        free(g);
+        free(g2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t head[16] = {0};
         int64_t due = -1, off = -1, rdue = -1, roff = -1;
@@ -122,5 +148,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         memcpy(head, data, size < sizeof(head) ? size : sizeof(head));
         round_trip(le64_nonneg(head), le64_nonneg(head + 8));
+        gone_list(data, size);
         return 0;
 }

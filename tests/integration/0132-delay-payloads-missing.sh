@@ -65,20 +65,12 @@ for p in 0 1; do
     [ "$last_g" -lt "$first_k" ] || fail "partition $p: g record at $last_g after the first k record at $first_k"
     del_below[$p]=$first_k
 done
-# The broker refuses DeleteRecords on a topic that is only compacted: the
-# policy is compact,delete for as long as it takes, as an operator does.
-payload_policy() { # POLICY — kafka-configs on the payload topic
-    timeout 60 "$(dirname "$0")/kafka/broker.sh" java kafka.admin.ConfigCommand \
-        --bootstrap-server "$BOOTSTRAP" --alter --entity-type topics \
-        --entity-name "$PFX.payloads" --add-config "cleanup.policy=$1" \
-        >"$WORK/configs.log" 2>&1 || fail "setting cleanup.policy=$1 failed: $(tail -3 "$WORK/configs.log")"
-}
-payload_policy '[compact,delete]'
+dl_payload_policy '[compact,delete]'
 for p in 0 1; do
     "$tools/delrecords" -b "$BOOTSTRAP" -t "$PFX.payloads" -p $p -o "${del_below[$p]}" >"$WORK/delrecords.log" 2>&1 ||
         fail "DeleteRecords below ${del_below[$p]} on partition $p failed: $(cat "$WORK/delrecords.log")"
 done
-payload_policy compact
+dl_payload_policy compact
 ng=$(grep -c ' g-' "$WORK/payloads.txt")
 [ "$ng" = 40 ] || fail "$ng g records in the payload topic, not 40"
 note "the 40 g payload records deleted at +$(($(now_ms) - t0)) ms"
@@ -112,17 +104,12 @@ check() { # what the output and the DLQ hold
     consume_json "$out" >"$WORK/out.json"
     consume_json "$PFX.dlq" >"$WORK/dlq.json"
     python3 - "$WORK" "$t0" "$pad" "$PFX.payloads" <<'PY'
-import re, sys
+import sys
 from collections import Counter
-from records import load, hdrs
+from records import load, hdrs, payload_missing
 
 work, t0, pad, ptopic = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 out, dlq = load(work + "/out.json"), load(work + "/dlq.json")
-where = {}  # (partition, offset) -> g id
-for line in open(work + "/payloads.txt"):
-    p, o, k = line.split()
-    if k.startswith("g-"):
-        where[(int(p), int(o))] = k
 want = {f"k-{i}": (f"p-k-{i}-v2-{pad}", t0 + 27000, "2") if i < 20 else (f"p-k-{i}-v1-{pad}", t0 + 24000 + i // 15 * 600, "1")
         for i in range(10, 60)}
 errors = []
@@ -139,23 +126,8 @@ for r in out:
             errors.append(f"{r['key']}: {r['payload'][:12]}... x-n {h.get('x-n')} due {h.get('sluice-due')}")
         if r["ts"] < due:
             errors.append(f"{r['key']} fired early")
-dl = Counter()
-for r in dlq:
-    h = hdrs(r)
-    d = h.get("sluice-error-detail", "")
-    m = re.search(re.escape(ptopic) + r" \[(\d+)\] offset (\d+)", d)
-    if h.get("sluice-error") != "payload-missing" or not m:
-        errors.append(f"DLQ record {h.get('sluice-error')}: {d[:120]}")
-        continue
-    loc = (int(m.group(1)), int(m.group(2)))
-    if loc not in where:
-        errors.append(f"DLQ record for {loc}, not a deleted g record: {d[:120]}")
-        continue
-    dl[loc] += 1
-    if int(h.get("sluice-due", -1)) != t0 + 25000 or r["ts"] < t0 + 25000:
-        errors.append(f"{where[loc]}: DLQ record at {r['ts']}, sluice-due {h.get('sluice-due')} (due {t0 + 25000})")
-errors += [f"{where[l]} ({l}) in the DLQ {c} times" for l, c in dl.items() if c != 1]
-errors += [f"{k} ({l}) neither fired nor in the DLQ" for l, k in where.items() if not dl[l]]
+where, dl, e = payload_missing(dlq, ptopic, work + "/payloads.txt", "g-", t0 + 25000)
+errors += e
 fired = sum(1 for k in seen if k in want)
 print(f"# {fired} fired + {sum(1 for l in dl)} payload-missing in the DLQ + 10 cancelled of 100 scheduled; {len(out)} out, {len(dlq)} DLQ records; {len(errors)} errors")
 for e in errors[:20]:

@@ -97,6 +97,17 @@ dl_produce_at() {
     done
 }
 
+# dl_payload_policy POLICY — cleanup.policy of $PFX.payloads, with
+# kafka-configs (the broker refuses DeleteRecords on a topic that is only
+# compacted: a test that deletes payload records sets compact,delete for
+# as long as it takes, as an operator does).
+dl_payload_policy() {
+    timeout 60 "$(dirname "${BASH_SOURCE[0]}")/kafka/broker.sh" java kafka.admin.ConfigCommand \
+        --bootstrap-server "$BOOTSTRAP" --alter --entity-type topics \
+        --entity-name "$PFX.payloads" --add-config "cleanup.policy=$1" \
+        >"$WORK/configs.log" 2>&1 || fail "setting cleanup.policy=$1 failed: $(tail -3 "$WORK/configs.log")"
+}
+
 dl_no_pending() {
     "$SLUICE_BIN" inspect -c "$conf" "${1:-$PFX}" | grep -q ': 0 pending timers'
 }

@@ -10,8 +10,11 @@ python3 import it (lib.sh puts this folder on PYTHONPATH).
     hdr_pairs(r)    a record's headers as a list of (name, value), in order
     replay_errors(inp, out, dlq, n, target)
                     what is wrong after the DLQ replays of 0611 and 0612
+    payload_missing(dlq, ptopic, payloads, prefix, due)
+                    the payload-missing DLQ records of 0132 and 0138
 """
 import json
+import re
 from collections import Counter
 
 
@@ -73,3 +76,38 @@ def replay_errors(inp, out, dlq, n, target):
     if len(dlq) != n + 4:
         errors.append(f"DLQ holds {len(dlq)} records, want {n + 4} (a replayed record DLQ'd again?)")
     return errors
+
+
+def payload_missing(dlq, ptopic, payloads, prefix, due):
+    """The DLQ of a delay pipeline whose payload records of the timers
+    named prefix* were deleted (0132, 0138; payloads: a file of "partition
+    offset id" lines, the payload topic before the deletes): each record
+    must be payload-missing with a detail naming a deleted record, its
+    sluice-due and its timestamp at due or later.  Returns (where:
+    (partition, offset) -> id of the deleted ones, a Counter of the places
+    named, a list of sentences: empty when all is right), with a sentence
+    for each place named more or less than once."""
+    where = {}
+    with open(payloads) as f:
+        for line in f:
+            p, o, k = line.split()
+            if k.startswith(prefix):
+                where[(int(p), int(o))] = k
+    errors, dl = [], Counter()
+    for r in dlq:
+        h = hdrs(r)
+        d = h.get("sluice-error-detail", "")
+        m = re.search(re.escape(ptopic) + r" \[(\d+)\] offset (\d+)", d)
+        if h.get("sluice-error") != "payload-missing" or not m:
+            errors.append(f"DLQ record {h.get('sluice-error')}: {d[:120]}")
+            continue
+        loc = (int(m.group(1)), int(m.group(2)))
+        if loc not in where:
+            errors.append(f"DLQ record for {loc}, not a deleted record: {d[:120]}")
+            continue
+        dl[loc] += 1
+        if int(h.get("sluice-due", -1)) != due or r["ts"] < due:
+            errors.append(f"{where[loc]}: DLQ record at {r['ts']}, sluice-due {h.get('sluice-due')} (due {due})")
+    errors += [f"{where[l]} ({l}) in the DLQ {c} times" for l, c in dl.items() if c != 1]
+    errors += [f"{k} ({l}) not in the DLQ" for l, k in where.items() if not dl[l]]
+    return where, dl, errors

@@ -5,7 +5,8 @@
  * the cases where protobuf-c's reading is not the obvious one (a string
  * up to its NUL, a repeated scalar's last value, a bool of another wire
  * type, unknown fields, a group).  tests/fuzz/fuzz_timerpb.c holds the
- * reader to protobuf-c on any bytes.
+ * reader to protobuf-c on any bytes.  Also the gone list, the delay
+ * changelog's third kind of value (logpb.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,10 +138,54 @@ static void test_protobuf_c_reading(void **state) {
         sl_logpb_timer_free(&r);
 }
 
+/* The gone list: a round trip, its bytes, and what it refuses. */
+static void test_gone_list(void **state) {
+        sl_logpb_gone_t g[3] = {{0, 5}, {300, 1796618181620}, {301, 0}}, *r;
+        const uint8_t dup[] = {0xfe, 1, 2, 7, 1, 0, 1};  /* distance 0 */
+        const uint8_t more[] = {0xfe, 1, 3, 7, 1, 1, 1}; /* count 3, 2 given */
+        const uint8_t tail[] = {0xfe, 1, 1, 7, 1, 9};    /* a byte after */
+        const uint8_t v2[] = {0xfe, 2, 0};
+        const uint8_t big[] = {0xfe, 1, 0x81, 0x80, 0x04}; /* 65537 */
+        uint8_t *buf;
+        size_t len, n;
+        Sluice__V1__Timer *tm;
+        (void)state;
+
+        buf = sl_logpb_gone_put(g, 3, &len);
+        assert_true(sl_logpb_is_gone(buf, len));
+        assert_false(sl_logpb_is_index(buf, len));
+        /* 0xfe 1, count 3, 0 5, 300 (2 bytes) and a 6-byte due, 1 0 */
+        assert_int_equal(len, 2 + 1 + 2 + 2 + 6 + 2);
+        assert_int_equal(sl_logpb_gone_read(buf, len, &r, &n), 0);
+        assert_int_equal(n, 3);
+        assert_memory_equal(r, g, sizeof(g));
+        free(r);
+        /* No Timer: protobuf-c refuses a tag of wire type 6. */
+        tm = sluice__v1__timer__unpack(NULL, len, buf);
+        assert_null(tm);
+        for (size_t cut = 0; cut < len; cut++)
+                assert_int_equal(sl_logpb_gone_read(buf, cut, &r, &n), -1);
+        free(buf);
+
+        buf = sl_logpb_gone_put(NULL, 0, &len);
+        assert_int_equal(len, 3);
+        assert_int_equal(sl_logpb_gone_read(buf, len, &r, &n), 0);
+        assert_int_equal(n, 0);
+        assert_null(r);
+        free(buf);
+
+        assert_int_equal(sl_logpb_gone_read(dup, sizeof(dup), &r, &n), -1);
+        assert_int_equal(sl_logpb_gone_read(more, sizeof(more), &r, &n), -1);
+        assert_int_equal(sl_logpb_gone_read(tail, sizeof(tail), &r, &n), -1);
+        assert_int_equal(sl_logpb_gone_read(v2, sizeof(v2), &r, &n), -1);
+        assert_int_equal(sl_logpb_gone_read(big, sizeof(big), &r, &n), -1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_fields),
             cmocka_unit_test(test_protobuf_c_reading),
+            cmocka_unit_test(test_gone_list),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
