@@ -13,6 +13,10 @@
  * that they print like the others.  A record the payload topic no longer
  * holds (or that holds another id) prints as missing.  Timer records
  * written before payload_topic was set print from the changelog.
+ *
+ * A recurring timer (sluice-every, sluice-cron) prints one line more: its
+ * schedule, how many occurrences it fired, and the instants after the
+ * pending one, which delay_recurring.h computes as the operator does.
  */
 #include "inspect.h"
 
@@ -22,6 +26,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "delay_recurring.h"
 #include "logpb.h"
 #include "opdef_delay.h"
 #include "sluice.pb-c.h"
@@ -177,6 +182,62 @@ static int delay_read_back(const sl_inspect_t *in, delay_row_t *rows,
 }
 
 /* A payload as a column: escaped, cut short. */
+/* The instants a recurring timer shows after its pending one. */
+#define INSPECT_NEXT 3
+
+/* The line under a recurring timer's row: its schedule, what it fired,
+ * and the INSPECT_NEXT instants after the pending one at due_ms.  The
+ * zones come from *zc (made on first use). */
+static void print_recurring(const Sluice__V1__Timer *tm, int64_t due_ms,
+                            sl_tzcache_t **zc) {
+        const char *every = tm->every ? tm->every : "";
+        const char *cron = tm->cron ? tm->cron : "";
+        const char *tzn = tm->tz ? tm->tz : "";
+        char err[256], expr[128], tzb[96], when[40];
+        sl_recur_t r;
+        sl_tz_t *tz = NULL;
+        int64_t at = due_ms;
+
+        if (!*every && !*cron)
+                return;
+        sl_escape(*every ? every : cron, strlen(*every ? every : cron), expr,
+                  sizeof(expr));
+        sl_escape(*tzn ? tzn : "UTC", strlen(*tzn ? tzn : "UTC"), tzb,
+                  sizeof(tzb));
+        printf("    %s %s%s%s: %" PRId64 " fired", *every ? "every" : "cron",
+               expr, *every ? "" : " in ", *every ? "" : tzb, tm->fired);
+        if (sl_recur_from_record(&r, every, strlen(every), cron, strlen(cron),
+                                 tzn, strlen(tzn), tm->start_ms, tm->until_ms,
+                                 tm->count, tm->catch_up, tm->fired,
+                                 tm->last_fired_ms, err, sizeof(err)) < 0) {
+                printf("; schedule unreadable: %s\n", err);
+                return;
+        }
+        if (!*zc)
+                *zc = sl_tzcache_new();
+        if (sl_recur_tz(&r, *zc, &tz, err, sizeof(err)) < 0) {
+                printf("; %s\n", err);
+                return;
+        }
+        printf("; then");
+        for (int i = 0; i < INSPECT_NEXT; i++) {
+                /* After the pending one, fired + 1 + i are produced. */
+                int rc = sl_schedule_next(&r.sched, tz, at, r.fired + 1 + i,
+                                          &at, err, sizeof(err));
+                if (rc == SL_SCHEDULE_END) {
+                        printf("%s none", i ? "," : "");
+                        break;
+                }
+                if (rc < 0) {
+                        printf("%s (%s)", i ? "," : "", err);
+                        break;
+                }
+                sl_inspect_fmt_time(at, when, sizeof(when));
+                printf("%s %s", i ? "," : "", when);
+        }
+        printf("\n");
+}
+
 static const char *payload_col(const Sluice__V1__Timer *tm, char *buf,
                                size_t size) {
         if (tm->null_payload)
@@ -193,6 +254,7 @@ int sl_inspect_delay(const sl_inspect_t *in) {
         delay_ctx_t c = {sl_timerheap_new(), 0, key};
         int64_t now = sl_now_ms();
         size_t total, shown, n, missing = 0;
+        sl_tzcache_t *zc = NULL;
         delay_row_t *rows;
         int rc = SL_EXIT_OK;
 
@@ -240,6 +302,7 @@ int sl_inspect_delay(const sl_inspect_t *in) {
                                          strlen(r->tm->target_topic), tgt,
                                          sizeof(tgt)),
                                idb, payload_col(r->tm, pl, sizeof(pl)));
+                        print_recurring(r->tm, r->t->due_ms, &zc);
                         continue;
                 }
                 /* An index record whose Timer record is gone from the
@@ -265,6 +328,8 @@ int sl_inspect_delay(const sl_inspect_t *in) {
         }
         free(rows);
         sl_timerheap_destroy(c.by_due);
+        if (zc)
+                sl_tzcache_destroy(zc);
         if (key && total == 0)
                 return SL_EXIT_FAIL;
         return rc;

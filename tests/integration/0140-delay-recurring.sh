@@ -62,6 +62,9 @@ echo 'bad-2:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' 
 echo 'bad-3:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-until=1000000000000'
 echo 'bad-4:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-delay=5s'
 echo 'kx-1:x' | produce "$PFX.kin" -K: -H "sluice-target=$out" -H 'sluice-every=1s'
+# One that does not fire during the test: `sluice inspect` shows its next
+# instants (and r-1's) at the end.
+echo 'cron-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-cron=0 9 * * MON-FRI' -H 'sluice-tz=Europe/Paris'
 _unsupported() { consume_all "$PFX.k.dlq" -f '%h\n' | grep -q 'sluice-error=recurring-unsupported'; }
 
 # Two kills at random moments of the next ~12 s, a restart at once.
@@ -104,6 +107,42 @@ note "down $((t_up - t_down)) ms for catch-up"
 # A clean stop (its transactions end), so the final read sees the end.
 sluice_kill main TERM || fail "sluice did not stop cleanly"
 unset KCAT_READ_TIMEOUT
+
+# sluice inspect: the pending occurrence, then the next three, as the
+# schedule gives them (Europe/Paris by Python's zoneinfo).
+for id in r-1 cron-1; do
+    "$SLUICE_BIN" inspect -c "$conf" "$PFX" --key "$id" >"$WORK/inspect-$id.txt" 2>&1 ||
+        problem "sluice inspect --key $id failed: $(head -3 "$WORK/inspect-$id.txt")"
+done
+python3 - "$WORK" <<'PY' || problem "sluice inspect of recurring timers: $(tail -4 "$WORK/inspect-cron-1.txt" | tr '\n' ' ')"
+import re, sys
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+work = sys.argv[1]
+def t(s):
+    return datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+bad = []
+for id, kind in (("r-1", "every 1s"), ("cron-1", "cron 0 9 * * MON-FRI in Europe/Paris")):
+    text = open(f"{work}/inspect-{id}.txt").read()
+    row = re.search(r"^(\S+Z)\s+\S+\s+\d+\s+\S+\s+" + re.escape(id) + r"\s", text, re.M)
+    sched = re.search(r"^    " + re.escape(kind) + r": (\d+) fired; then (\S+Z), (\S+Z), (\S+Z)$", text, re.M)
+    if not row or not sched:
+        bad.append(f"{id}: no row or no schedule line ({kind}) in: {text[-300:]!r}")
+        continue
+    due, nxt = t(row[1]), [t(x) for x in sched.groups()[1:]]
+    if id == "r-1":
+        if nxt != [due + timedelta(seconds=k) for k in (1, 2, 3)] or int(sched[1]) < 10:
+            bad.append(f"r-1: due {due}, next {nxt}, fired {sched[1]}")
+    else:
+        seq = [due] + nxt
+        local = [x.astimezone(ZoneInfo("Europe/Paris")) for x in seq]
+        if sched[1] != "0" or any((l.hour, l.minute, l.second) != (9, 0, 0) or l.weekday() > 4 for l in local) \
+                or any(b <= a for a, b in zip(seq, seq[1:])) or (seq[-1] - seq[0]).days > 5:
+            bad.append(f"cron-1: instants {[str(l) for l in local]}, fired {sched[1]}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+note "inspect: $(grep -h '^    ' "$WORK/inspect-r-1.txt" "$WORK/inspect-cron-1.txt" | tr -s ' ' | tr '\n' ';')"
 
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
@@ -196,4 +235,5 @@ print(f"{n} occurrences of {len(by_id)} schedules, {len(bad)} faults")
 sys.exit(1 if bad else 0)
 PY
 note "$(wc -l <"$WORK/out.json") occurrences checked"
+problems_verdict
 echo "PASS"
