@@ -74,12 +74,19 @@ int sl_recur_asked(const char *const vals[SL_RECUR_HDR_CNT]) {
         return 0;
 }
 
+static const char *const catch_up_names[] = {"latest", "all", "none"};
+
 static int read_catch_up(const char *v, size_t len) {
-        static const char *const names[] = {"latest", "all", "none"};
         for (int i = 0; i < 3; i++)
-                if (len == strlen(names[i]) && !memcmp(v, names[i], len))
+                if (len == strlen(catch_up_names[i]) &&
+                    !memcmp(v, catch_up_names[i], len))
                         return i;
         return -1;
+}
+
+const char *sl_recur_catch_up_name(int catch_up) {
+        return catch_up >= 0 && catch_up < 3 ? catch_up_names[catch_up]
+                                             : "latest";
 }
 
 int sl_recur_parse(sl_recur_t *r, const char *const vals[SL_RECUR_HDR_CNT],
@@ -310,4 +317,21 @@ int sl_recur_due(const sl_recur_t *r, sl_tz_t *tz, int64_t due_ms,
         rc = sl_schedule_next(&r->sched, tz, caught_until, r->fired, out_ms,
                               errstr, errstr_size);
         return rc == 0 ? SL_RECUR_SKIP : rc;
+}
+
+int sl_recur_upcoming(const sl_recur_t *r, sl_tz_t *tz, int64_t due_ms,
+                      int64_t *out, int max, char *errstr, size_t errstr_size) {
+        int64_t at = due_ms;
+        int n = 0;
+        /* After the pending one, fired + 1 + n are produced. */
+        while (n < max) {
+                int rc = sl_schedule_next(&r->sched, tz, at, r->fired + 1 + n,
+                                          &at, errstr, errstr_size);
+                if (rc == SL_SCHEDULE_END)
+                        break;
+                if (rc < 0)
+                        return n ? n : -1;
+                out[n++] = at;
+        }
+        return n;
 }

@@ -117,4 +117,13 @@ int sl_recur_due(const sl_recur_t *r, sl_tz_t *tz, int64_t due_ms,
                  int64_t caught_until, int64_t *out_ms, char *errstr,
                  size_t errstr_size);
 
+/* The name of a sluice-catch-up value ("latest", "all", "none"). */
+const char *sl_recur_catch_up_name(int catch_up);
+
+/* The instants after a pending occurrence at due_ms (the one fired + 1
+ * produces), at most max of them, into out[]: how many (fewer when the
+ * schedule ends), or -1 with a reason when none could be computed. */
+int sl_recur_upcoming(const sl_recur_t *r, sl_tz_t *tz, int64_t due_ms,
+                      int64_t *out, int max, char *errstr, size_t errstr_size);
+
 #endif

@@ -102,6 +102,36 @@ json_t *sl_describe_timer(const sl_describe_timer_t *v, int64_t now_ms) {
         set(o, "header_count", json_integer((json_int_t)v->header_count));
         set(o, "header_bytes", json_integer((json_int_t)v->header_bytes));
         set(o, "seq", json_integer(v->seq));
+        if (v->expr) {
+                json_t *sc = json_object(), *ms = json_array(),
+                       *at = json_array();
+                sl_assert(sc && ms && at);
+                sl_describe_bytes(sc, v->cron ? "cron" : "every", v->expr,
+                                  v->expr_len);
+                if (v->tz)
+                        sl_describe_bytes(sc, "tz", v->tz, v->tz_len);
+                else
+                        set(sc, "tz", json_string("UTC"));
+                set(sc, "catch_up", json_string(v->catch_up));
+                set(sc, "fired", json_integer(v->fired));
+                if (v->last_fired_ms) {
+                        sl_describe_time(sc, "last_fired", v->last_fired_ms);
+                } else {
+                        set(sc, "last_fired_ms", json_null());
+                        set(sc, "last_fired", json_null());
+                }
+                for (int i = 0; i < v->next_cnt && i < SL_DESCRIBE_NEXT; i++) {
+                        json_t *one = json_object();
+                        sl_assert(one);
+                        sl_describe_time(one, "t", v->next_ms[i]);
+                        json_array_append(ms, json_object_get(one, "t_ms"));
+                        json_array_append(at, json_object_get(one, "t"));
+                        json_decref(one);
+                }
+                set(sc, "next_ms", ms);
+                set(sc, "next", at);
+                set(o, "schedule", sc);
+        }
         return o;
 }
 

@@ -67,9 +67,19 @@
  *                                 and sluice-due, added at firing, are
  *                                 not counted)
  *    "header_bytes": 31,          their names plus values
- *    "seq": 88412}                arrival order: the input offset that
+ *    "seq": 88412,                arrival order: the input offset that
  *                                 scheduled it (equal due times fire in
  *                                 seq order)
+ *    "schedule": {...}}           a recurring timer only (due is its
+ *                                 pending occurrence):
+ *      {"every": "10m"} or {"cron": "0 9 * * MON-FRI"} (bytes convention),
+ *      "tz": "Europe/Paris",      "UTC" when none was given
+ *      "catch_up": "latest",      latest, all or none
+ *      "fired": 4,                occurrences produced so far
+ *      "last_fired_ms": ..., "last_fired": "...",  null before the first
+ *      "next_ms": [...], "next": [...]  the instants after the pending
+ *                                 one (SL_DESCRIBE_NEXT at most: fewer
+ *                                 when the schedule ends)
  *
  * The time a timer was scheduled is not kept in memory (a pending timer
  * costs at most 64 bytes beyond its id and payload: timerheap.c); it is in
@@ -91,7 +101,21 @@ typedef struct sl_describe_timer_s {
         size_t header_count;
         size_t header_bytes;
         int64_t seq;
+        /* A recurring timer: expr non-NULL, cron (else every); tz NULL
+         * for UTC. */
+        const char *expr;
+        size_t expr_len;
+        int cron;
+        const char *tz;
+        size_t tz_len;
+        const char *catch_up;
+        int64_t fired, last_fired_ms; /* last_fired_ms 0: none */
+        int64_t next_ms[5];
+        int next_cnt;
 } sl_describe_timer_t;
+
+/* The instants after a recurring timer's pending one that it shows. */
+#define SL_DESCRIBE_NEXT 5
 
 json_t *sl_describe_timer(const sl_describe_timer_t *v, int64_t now_ms);
 

@@ -196,7 +196,8 @@ static void print_recurring(const Sluice__V1__Timer *tm, int64_t due_ms,
         char err[256], expr[128], tzb[96], when[40];
         sl_recur_t r;
         sl_tz_t *tz = NULL;
-        int64_t at = due_ms;
+        int64_t next[INSPECT_NEXT];
+        int n;
 
         if (!*every && !*cron)
                 return;
@@ -219,22 +220,19 @@ static void print_recurring(const Sluice__V1__Timer *tm, int64_t due_ms,
                 printf("; %s\n", err);
                 return;
         }
+        n = sl_recur_upcoming(&r, tz, due_ms, next, INSPECT_NEXT, err,
+                              sizeof(err));
+        if (n < 0) {
+                printf("; %s\n", err);
+                return;
+        }
         printf("; then");
-        for (int i = 0; i < INSPECT_NEXT; i++) {
-                /* After the pending one, fired + 1 + i are produced. */
-                int rc = sl_schedule_next(&r.sched, tz, at, r.fired + 1 + i,
-                                          &at, err, sizeof(err));
-                if (rc == SL_SCHEDULE_END) {
-                        printf("%s none", i ? "," : "");
-                        break;
-                }
-                if (rc < 0) {
-                        printf("%s (%s)", i ? "," : "", err);
-                        break;
-                }
-                sl_inspect_fmt_time(at, when, sizeof(when));
+        for (int i = 0; i < n; i++) {
+                sl_inspect_fmt_time(next[i], when, sizeof(when));
                 printf("%s %s", i ? "," : "", when);
         }
+        if (n < INSPECT_NEXT)
+                printf("%s none", n ? "," : "");
         printf("\n");
 }
 

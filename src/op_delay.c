@@ -2953,6 +2953,26 @@ static struct json_t *describe_blob(sl_task_t *t, const void *id, size_t idlen,
                         d.header_bytes += n - 1;
                 }
         }
+        if (v.recurring) {
+                /* Its schedule, and the instants after this one. */
+                sl_tz_t *tz;
+                char err[200];
+                int n;
+                d.expr = v.recur.expr;
+                d.expr_len = v.recur.expr_len;
+                d.cron = v.recur.sched.kind == SL_SCHEDULE_CRON;
+                d.tz = v.recur.tz_len ? v.recur.tz : NULL;
+                d.tz_len = v.recur.tz_len;
+                d.catch_up = sl_recur_catch_up_name(v.recur.catch_up);
+                d.fired = v.recur.fired;
+                d.last_fired_ms = v.recur.last_ms;
+                if (sl_recur_tz(&v.recur, recur_zones(dp), &tz, err,
+                                sizeof(err)) == 0 &&
+                    (n = sl_recur_upcoming(&v.recur, tz, due_ms, d.next_ms,
+                                           SL_DESCRIBE_NEXT, err,
+                                           sizeof(err))) > 0)
+                        d.next_cnt = n;
+        }
         return sl_describe_timer(&d, sl_now_ms());
 }
 

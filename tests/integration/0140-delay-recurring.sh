@@ -36,6 +36,10 @@ note "seed $SEED (SEED=$SEED replays the kill moments)"
 base_conf "$conf"
 dl_pipeline "$conf" "$PFX" "$in" 4
 pipeline_section "$conf" "$PFX.k" delay input="$PFX.kin" input_partitions=1 payload_topic="$PFX.k.payloads"
+token=tok-$RANDOM-$RANDOM
+echo "$token" >"$WORK/tokens"
+api_port=$(free_port)
+conf_set "$conf" sluice api_listen="127.0.0.1:$api_port" api_tokens_file="$WORK/tokens"
 "$SLUICE_BIN" topics apply -c "$conf" >/dev/null
 topic_create "$out" 4
 dl_start
@@ -104,6 +108,33 @@ sys.exit(0 if {"kl-", "ka-", "kn-"} <= seen else 1)' "$((t_up + 2000))"
 }
 wait_until 30 _caught_up || fail "catch-up schedules did not fire after the restart within 30 s"
 note "down $((t_up - t_down)) ms for catch-up"
+# The API's GET of a recurring timer: its schedule and next instants.
+for id in r-1 cron-1; do
+    curl -s --max-time 10 -H "Authorization: Bearer $token" \
+        "http://127.0.0.1:$api_port/v1/pipelines/$PFX/timers/$id" >"$WORK/api-$id.json" ||
+        problem "GET timers/$id failed"
+done
+python3 - "$WORK" <<'PY' || problem "the API's schedule of recurring timers: $(cat "$WORK/api-cron-1.json")"
+import json, sys
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+work, bad = sys.argv[1], []
+r, c = (json.load(open(f"{work}/api-{i}.json")) for i in ("r-1", "cron-1"))
+s = r.get("schedule", {})
+if s.get("every") != "1s" or s.get("tz") != "UTC" or s.get("catch_up") != "latest" or s.get("fired", 0) < 10 \
+        or s.get("next_ms") != [r["due_ms"] + 1000 * k for k in range(1, 6)] or len(s.get("next", [])) != 5:
+    bad.append(f"r-1: {r}")
+s = c.get("schedule", {})
+seq = [c["due_ms"]] + s.get("next_ms", [])
+local = [datetime.fromtimestamp(t / 1000, timezone.utc).astimezone(ZoneInfo("Europe/Paris")) for t in seq]
+if s.get("cron") != "0 9 * * MON-FRI" or s.get("tz") != "Europe/Paris" or s.get("fired") != 0 \
+        or s.get("last_fired_ms", 0) is not None or len(seq) != 6 \
+        or any((l.hour, l.minute, l.second, l.weekday() < 5) != (9, 0, 0, True) for l in local) \
+        or any(b <= a for a, b in zip(seq, seq[1:])):
+    bad.append(f"cron-1: {c}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
 # A clean stop (its transactions end), so the final read sees the end.
 sluice_kill main TERM || fail "sluice did not stop cleanly"
 unset KCAT_READ_TIMEOUT

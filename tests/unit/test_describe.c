@@ -154,6 +154,59 @@ static void test_timer(void **state) {
         assert_string_equal(str_of(o, "target_key_source"), "null");
         assert_int_equal(int_of(o, "due_in_ms"), INT64_MIN); /* saturated */
         json_decref(o);
+
+        /* A recurring timer: its schedule under "schedule". */
+        v.due_ms = T0;
+        v.expr = "0 9 * * MON-FRI";
+        v.expr_len = strlen(v.expr);
+        v.cron = 1;
+        v.tz = "Europe/Paris";
+        v.tz_len = strlen(v.tz);
+        v.catch_up = "all";
+        v.fired = 4;
+        v.last_fired_ms = T0 - 86400000;
+        v.next_ms[0] = T0 + 86400000;
+        v.next_ms[1] = T0 + 2 * 86400000;
+        v.next_cnt = 2;
+        o = sl_describe_timer(&v, T0);
+        {
+                json_t *sc = json_object_get(o, "schedule"), *n;
+                assert_non_null(sc);
+                assert_string_equal(str_of(sc, "cron"), "0 9 * * MON-FRI");
+                assert_null(json_object_get(sc, "every"));
+                assert_string_equal(str_of(sc, "tz"), "Europe/Paris");
+                assert_string_equal(str_of(sc, "catch_up"), "all");
+                assert_int_equal(int_of(sc, "fired"), 4);
+                assert_string_equal(str_of(sc, "last_fired"),
+                                    "2025-12-31T00:00:00.000Z");
+                n = json_object_get(sc, "next_ms");
+                assert_int_equal(json_array_size(n), 2);
+                assert_int_equal(json_integer_value(json_array_get(n, 1)),
+                                 T0 + 2 * 86400000);
+                n = json_object_get(sc, "next");
+                assert_string_equal(json_string_value(json_array_get(n, 0)),
+                                    "2026-01-02T00:00:00.000Z");
+        }
+        json_decref(o);
+        /* every, in UTC, nothing fired yet. */
+        v.expr = "10m";
+        v.expr_len = 3;
+        v.cron = 0;
+        v.tz = NULL;
+        v.tz_len = 0;
+        v.last_fired_ms = 0;
+        v.next_cnt = 0;
+        o = sl_describe_timer(&v, T0);
+        {
+                json_t *sc = json_object_get(o, "schedule");
+                assert_string_equal(str_of(sc, "every"), "10m");
+                assert_string_equal(str_of(sc, "tz"), "UTC");
+                is_null(sc, "last_fired_ms");
+                is_null(sc, "last_fired");
+                assert_int_equal(json_array_size(json_object_get(sc, "next")),
+                                 0);
+        }
+        json_decref(o);
 }
 
 static void test_throttle_key(void **state) {
