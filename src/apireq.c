@@ -480,6 +480,32 @@ static int body_field(sl_apireq_timer_t *b, const char *name, json_t *v,
              "delay: a duration string such as \"90s\" is expected"},
             {"key", "sluice-target-key", "bad-header",
              "key: a string is expected"},
+            {"every", "sluice-every", "bad-schedule",
+             "every: a duration string such as \"10m\" is expected"},
+            {"cron", "sluice-cron", "bad-schedule",
+             "cron: a cron expression string is expected"},
+            {"tz", "sluice-tz", "bad-schedule",
+             "tz: a time zone name such as \"Europe/Paris\" is expected"},
+            {"catch_up", "sluice-catch-up", "bad-schedule",
+             "catch_up: \"latest\", \"all\" or \"none\" is expected"},
+        };
+        /* The fields that are epoch ms (an integer) or a string. */
+        struct {
+                const char *field, *header, *code;
+                char *buf;
+        } times[] = {
+            {"at", "sluice-at", "bad-at", b->at_buf},
+            {"start", "sluice-start", "bad-schedule", b->start_buf},
+            {"until", "sluice-until", "bad-schedule", b->until_buf},
+        };
+        /* The fields that are an integer. */
+        struct {
+                const char *field, *header, *code;
+                char *buf;
+        } ints[] = {
+            {"partition", "sluice-target-partition", "bad-target-partition",
+             b->part_buf},
+            {"count", "sluice-count", "bad-schedule", b->count_buf},
         };
         for (size_t i = 0; i < SL_ARRAY_SIZE(strings); i++) {
                 if (strcmp(name, strings[i].field))
@@ -493,34 +519,39 @@ static int body_field(sl_apireq_timer_t *b, const char *name, json_t *v,
                          json_string_length(v));
                 return 0;
         }
-        if (!strcmp(name, "at")) {
+        for (size_t i = 0; i < SL_ARRAY_SIZE(times); i++) {
+                if (strcmp(name, times[i].field))
+                        continue;
                 if (json_is_integer(v)) {
-                        snprintf(b->at_buf, sizeof(b->at_buf), "%" PRId64,
+                        snprintf(times[i].buf, 32, "%" PRId64,
                                  (int64_t)json_integer_value(v));
-                        body_hdr(b, "sluice-at", b->at_buf, strlen(b->at_buf));
+                        body_hdr(b, times[i].header, times[i].buf,
+                                 strlen(times[i].buf));
                 } else if (json_is_string(v)) {
-                        body_hdr(b, "sluice-at", json_string_value(v),
+                        body_hdr(b, times[i].header, json_string_value(v),
                                  json_string_length(v));
                 } else {
-                        *code = "bad-at";
+                        *code = times[i].code;
                         snprintf(why, why_size,
-                                 "at: epoch ms or an RFC 3339 string is "
-                                 "expected");
+                                 "%s: epoch ms or an RFC 3339 string is "
+                                 "expected",
+                                 times[i].field);
                         return -1;
                 }
                 return 0;
         }
-        if (!strcmp(name, "partition")) {
+        for (size_t i = 0; i < SL_ARRAY_SIZE(ints); i++) {
+                if (strcmp(name, ints[i].field))
+                        continue;
                 if (!json_is_integer(v)) {
-                        *code = "bad-target-partition";
-                        snprintf(why, why_size,
-                                 "partition: an integer is expected");
+                        *code = ints[i].code;
+                        snprintf(why, why_size, "%s: an integer is expected",
+                                 ints[i].field);
                         return -1;
                 }
-                snprintf(b->part_buf, sizeof(b->part_buf), "%" PRId64,
+                snprintf(ints[i].buf, 32, "%" PRId64,
                          (int64_t)json_integer_value(v));
-                body_hdr(b, "sluice-target-partition", b->part_buf,
-                         strlen(b->part_buf));
+                body_hdr(b, ints[i].header, ints[i].buf, strlen(ints[i].buf));
                 return 0;
         }
         if (!strcmp(name, "value") || !strcmp(name, "value_base64"))

@@ -185,17 +185,21 @@ void sl_apireq_replay_clear(sl_apireq_replay_t *b);
  * format (pointing into the JSON document and the two buffers) and the
  * value (owned). */
 typedef struct sl_apireq_timer_s {
-        /* The user's headers and the five that fields become. */
-        sl_hdr_t hdrs[SL_APIREQ_MAX_USER_HEADERS + 5];
+        /* The user's headers and the twelve that fields become. */
+        sl_hdr_t hdrs[SL_APIREQ_MAX_USER_HEADERS + 12];
         size_t hdr_cnt;
         char at_buf[32], part_buf[32];
+        char start_buf[32], until_buf[32], count_buf[32];
         char *value;
         size_t value_len;
         json_t *doc; /* the document the headers point into, owned */
 } sl_apireq_timer_t;
 
 /* Reads a PUT /timers body (JSON: target, delay | at, key, partition,
- * value | value_base64, headers) into b, which must be zeroed.  Returns 0,
+ * value | value_base64, headers; for a recurring timer every | cron, tz,
+ * start, until, count, catch_up: the sluice-* headers of the same names)
+ * into b, which must be zeroed.  Each field is given once at most.
+ * Returns 0,
  * or -1 with the error's code (the API's, e.g. "bad-body") and a message
  * in why; either way release b with sl_apireq_timer_clear(). */
 int sl_apireq_timer_read(const char *body, size_t len, sl_apireq_timer_t *b,

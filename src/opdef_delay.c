@@ -123,6 +123,31 @@ typedef struct timer_put_s {
         sl_delay_req_t req;
 } timer_put_t;
 
+/* A recurring timer's first occurrence, as the owner will find it (the
+ * zone and the first instant after the record's timestamp): 0 with
+ * req->due_ms, or -1 with the reason the DLQ would give.  A zone cache
+ * of its own: the API's threads share none with the loop. */
+static int recurring_first(sl_apiwrite_t *w, sl_delay_req_t *req) {
+        sl_tzcache_t *zc = sl_tzcache_new();
+        sl_tz_t *tz;
+        char err[200];
+        int rc = sl_recur_tz(&req->recur, zc, &tz, err, sizeof(err));
+        if (rc < 0) {
+                w->code = "unknown-zone";
+                snprintf(w->msg, sizeof(w->msg), "tz: %s", err);
+        } else if ((rc = sl_recur_first(&req->recur, tz, req->base_ms,
+                                        &req->due_ms, err, sizeof(err)))) {
+                w->code = "never-fires";
+                snprintf(w->msg, sizeof(w->msg), "%s",
+                         rc < 0 ? err
+                                : "no occurrence after now within start, "
+                                  "until and count");
+                rc = -1;
+        }
+        sl_tzcache_destroy(zc);
+        return rc;
+}
+
 static int timer_put_build(sl_apiwrite_t *w) {
         const sl_delay_params_t *params = w->data;
         sl_delay_record_t rec;
@@ -158,6 +183,8 @@ static int timer_put_build(sl_apiwrite_t *w) {
                 w->code = sl_delay_reason_str(reason);
                 return -1;
         }
+        if (t->req.recurring && recurring_first(w, &t->req) == -1)
+                return -1;
         w->value = t->body.value;
         w->value_len = t->body.value_len;
         w->hdrs = t->body.hdrs;

@@ -66,6 +66,28 @@ echo 'bad-2:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' 
 echo 'bad-3:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-until=1000000000000'
 echo 'bad-4:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-delay=5s'
 echo 'kx-1:x' | produce "$PFX.kin" -K: -H "sluice-target=$out" -H 'sluice-every=1s'
+# Through the API: one schedule (checked with the others), and the same
+# four refusals, as 400 with the DLQ's reasons.
+api_put() { # ID BODY — prints "STATUS BODY"
+    local code
+    code=$(curl -s -o "$WORK/put.json" -w '%{http_code}' --max-time 10 -X PUT \
+        -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+        --data-binary "$2" "http://127.0.0.1:$api_port/v1/pipelines/$PFX/timers/$1") || true
+    echo "$code $(cat "$WORK/put.json" 2>/dev/null)"
+}
+t_put=$(now_ms)
+a=$(api_put api-1 "{\"target\":\"$out\",\"every\":\"1s\",\"value\":\"payload-api-1\"}")
+due=$(sed -n 's/.*"due":\([0-9]*\).*/\1/p' <<<"$a")
+case $a in 201\ *) ;; *) problem "PUT of an every-1s schedule: $a" ;; esac
+[ -n "$due" ] && [ "$due" -gt "$t_put" ] && [ "$due" -le $(($(now_ms) + 1000)) ] ||
+    problem "PUT of an every-1s schedule answered due $due (asked at $t_put): $a"
+for want in "bad-schedule {\"target\":\"$out\",\"cron\":\"61 * * * *\"}" \
+    "unknown-zone {\"target\":\"$out\",\"every\":\"1s\",\"tz\":\"Mars/Olympus\"}" \
+    "never-fires {\"target\":\"$out\",\"every\":\"1s\",\"until\":1000000000000}" \
+    "conflicting-due {\"target\":\"$out\",\"every\":\"1s\",\"delay\":\"5s\"}"; do
+    a=$(api_put api-bad "${want#* }")
+    case $a in "400 "*"\"${want%% *}\""*) ;; *) problem "PUT ${want#* }: $a, want 400 ${want%% *}" ;; esac
+done
 # One that does not fire during the test: `sluice inspect` shows its next
 # instants (and r-1's) at the end.
 echo 'cron-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-cron=0 9 * * MON-FRI' -H 'sluice-tz=Europe/Paris'
@@ -209,7 +231,7 @@ for line in open(out):
     if r["ts"] < due:
         bad.append(f"{key}: instant {due} produced {due - r['ts']} ms early")
     by_id[key].append((due, occ, r["payload"]))
-expect = [f"{p}{i}" for p, n in (("r-", 50), ("c-", 5), ("p-", 5), ("kl-", 5), ("ka-", 5), ("kn-", 5)) for i in range(1, n + 1)]
+expect = [f"{p}{i}" for p, n in (("r-", 50), ("c-", 5), ("p-", 5), ("kl-", 5), ("ka-", 5), ("kn-", 5), ("api-", 1)) for i in range(1, n + 1)]
 for k in expect:
     if not by_id.get(k):
         bad.append(f"{k}: never fired")

@@ -327,6 +327,26 @@ static void test_timer_body(void **state) {
         assert_memory_equal(b.value, "hi", 2);
         sl_apireq_timer_clear(&b);
 
+        /* A recurring timer: each field its sluice-* header. */
+        {
+                static const char rb[] =
+                    "{\"target\":\"out\",\"cron\":\"0 9 * * MON-FRI\","
+                    "\"tz\":\"Europe/Paris\",\"start\":1767225600000,"
+                    "\"until\":\"2027-01-01T00:00:00Z\",\"count\":20,"
+                    "\"catch_up\":\"all\"}";
+                assert_int_equal(sl_apireq_timer_read(rb, strlen(rb), &b, &code,
+                                                      why, sizeof(why)),
+                                 0);
+                assert_int_equal(b.hdr_cnt, 7);
+                assert_hdr(&b, "sluice-cron", "0 9 * * MON-FRI");
+                assert_hdr(&b, "sluice-tz", "Europe/Paris");
+                assert_hdr(&b, "sluice-start", "1767225600000");
+                assert_hdr(&b, "sluice-until", "2027-01-01T00:00:00Z");
+                assert_hdr(&b, "sluice-count", "20");
+                assert_hdr(&b, "sluice-catch-up", "all");
+                sl_apireq_timer_clear(&b);
+        }
+
         /* at as a number, a JSON value as its text, base64, no value. */
         {
                 static const struct {
@@ -375,6 +395,13 @@ static void test_timer_body_refused(void **state) {
             {"{\"headers\":[]}", "bad-header", "an object of strings"},
             {"{\"headers\":{\"h\":1}}", "bad-header", "the value of h"},
             {"{\"colour\":1}", "bad-body", "unknown field 'colour'"},
+            {"{\"every\":60}", "bad-schedule", "every: a duration"},
+            {"{\"cron\":[]}", "bad-schedule", "cron: a cron expression"},
+            {"{\"tz\":1}", "bad-schedule", "tz: a time zone"},
+            {"{\"catch_up\":true}", "bad-schedule", "catch_up: "},
+            {"{\"start\":{}}", "bad-schedule", "start: epoch ms"},
+            {"{\"until\":1.5}", "bad-schedule", "until: epoch ms"},
+            {"{\"count\":\"3\"}", "bad-schedule", "count: an integer"},
             {"{\"col\\u0000our\":1}", "bad-body", "NUL byte in object key"},
         };
         (void)state;
@@ -396,7 +423,7 @@ static void test_timer_body_refused(void **state) {
 }
 
 /* At most SL_APIREQ_MAX_USER_HEADERS user headers, wherever "headers"
- * stands among the fields, and all five fields beside them. */
+ * stands among the fields, and all twelve header fields beside them. */
 static void test_timer_headers_max(void **state) {
         char body[8192];
         (void)state;
@@ -405,7 +432,10 @@ static void test_timer_headers_max(void **state) {
                 for (int first = 0; first <= 1; first++) {
                         static const char fields[] =
                             "\"target\":\"t\",\"delay\":\"1s\",\"key\":\"k\","
-                            "\"at\":1,\"partition\":0";
+                            "\"at\":1,\"partition\":0,\"every\":\"1s\","
+                            "\"cron\":\"@daily\",\"tz\":\"UTC\",\"start\":1,"
+                            "\"until\":\"2027-01-01T00:00:00Z\",\"count\":3,"
+                            "\"catch_up\":\"all\"";
                         sl_apireq_timer_t b = {0};
                         const char *code;
                         char why[300];
@@ -426,7 +456,7 @@ static void test_timer_headers_max(void **state) {
                                                  why, sizeof(why));
                         if (n <= SL_APIREQ_MAX_USER_HEADERS) {
                                 assert_int_equal(r, 0);
-                                assert_int_equal(b.hdr_cnt, (size_t)n + 5);
+                                assert_int_equal(b.hdr_cnt, (size_t)n + 12);
                         } else {
                                 assert_int_equal(r, -1);
                                 assert_string_equal(code, "bad-header");
