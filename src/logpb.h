@@ -143,7 +143,10 @@ int sl_logpb_index_read(const void *buf, size_t len, int64_t *due_ms,
  * order of offset: the offset as a varint (the first) or its distance
  * from the one before (at least 1), and the due time as a varint.
  */
-#define SL_LOGPB_GONE_MAX 65536 /* timers in one gone list, at most */
+/* Timers in one gone list, at most: at 20 bytes a timer at worst (two
+ * 10-byte varints) a full list is 320 KiB, well inside a changelog
+ * record (1 MiB by default). */
+#define SL_LOGPB_GONE_MAX 16384
 
 typedef struct sl_logpb_gone_s {
         int64_t loc; /* the payload record's offset */
