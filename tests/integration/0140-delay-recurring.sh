@@ -12,7 +12,8 @@
 # down, for catch-up.  Four bad schedules go to the DLQ with their reasons,
 # and a schedule to a pipeline with payload_topic as recurring-unsupported.
 #
-# The verdict, read with read_committed: each (id, sluice-due) once; none
+# The verdict (recurring-check.py), read with read_committed: each (id,
+# sluice-due) once, no instant skipped but across a kill; none
 # produced before its instant (record timestamp >= sluice-due); per id the
 # occurrences are 1, 2, ... in due order, dues on the id's grid (1 s, 2 s
 # after a replacement); nothing of a c-* due after its cancel; catch-up all
@@ -94,14 +95,16 @@ echo 'cron-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-cron=0 9 
 _unsupported() { consume_all "$PFX.k.dlq" -f '%h\n' | grep -q 'sluice-error=recurring-unsupported'; }
 
 # Two kills at random moments of the next ~12 s, a restart at once.
-kill_log=""
+kill_log="" kill_ms=""
 for k in 1 2; do
     gap_ms=$((2000 + RANDOM % 4001))
     sleep "$((gap_ms / 1000)).$(printf '%03d' $((gap_ms % 1000)))"
     sluice_alive main || fail "sluice died by itself before kill $k"
+    k_ms=$(now_ms)
     sluice_kill main KILL || true
-    kill_log="$kill_log +$((($(now_ms) - t0) / 100))ds"
+    kill_log="$kill_log +$(((k_ms - t0) / 100))ds"
     dl_start
+    kill_ms="$kill_ms,$k_ms-$(now_ms)"
 done
 note "kills (SIGKILL) at$kill_log after the first schedule (ds = 0.1 s)"
 wait_until 20 _unsupported || fail "no recurring-unsupported in $PFX.k.dlq"
@@ -119,16 +122,7 @@ t_down=$(now_ms)
 sleep 8
 t_up=$(now_ms)
 dl_start
-_caught_up() {
-    consume_json "$out" | python3 -c '
-import json, sys
-t = int(sys.argv[1]); seen = set()
-for line in sys.stdin:
-    r = json.loads(line); h = r["headers"]; h = dict(zip(h[0::2], h[1::2]))
-    if int(h["sluice-due"]) > t: seen.add(r["key"][:3])
-sys.exit(0 if {"kl-", "ka-", "kn-"} <= seen else 1)' "$((t_up + 2000))"
-}
-wait_until 30 _caught_up || fail "catch-up schedules did not fire after the restart within 30 s"
+wait_until 30 dl_recurring_caught_up "$((t_up + 2000))" kl- ka- kn- || fail "catch-up schedules did not fire after the restart within 30 s"
 note "down $((t_up - t_down)) ms for catch-up"
 # The API's GET of a recurring timer: its schedule and next instants.
 for id in r-1 cron-1; do
@@ -200,93 +194,10 @@ note "inspect: $(grep -h '^    ' "$WORK/inspect-r-1.txt" "$WORK/inspect-cron-1.t
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
 consume_json "$in" >"$WORK/in.json"
-python3 - "$WORK" "$PFX" "$t_cancel" "$t_down" "$t_up" <<'PY' || fail "recurring check failed"
-import json, re, sys
-from collections import defaultdict
-from datetime import datetime, timezone
-work, pfx, t_cancel, t_down, t_up = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
-out, dlq = f"{work}/out.json", f"{work}/dlq.json"
-bad = []
-# The end of each input partition's last rebuild (the log's time, within a
-# few ms of the operator's): occurrences due by then were missed.
-rebuilt = {}
-for line in open(f"{work}/sluice-main.log"):
-    m = re.match(r"(\S+Z) info REBUILD (\S+) \[(\d+)\]: rebuilt from", line)
-    if not m or m[2] != pfx:
-        continue
-    at = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-    rebuilt[int(m[3])] = int(at.timestamp() * 1000)
-part_of = {json.loads(l)["key"]: json.loads(l)["partition"] for l in open(f"{work}/in.json")}
-by_id = defaultdict(list)
-seen = set()
-for line in open(out):
-    r = json.loads(line)
-    h = dict(zip(r["headers"][0::2], r["headers"][1::2]))
-    key, due, occ = r["key"], int(h["sluice-due"]), int(h["sluice-occurrence"])
-    if h.get("sluice-timer-id") != key:
-        bad.append(f"{key}: sluice-timer-id {h.get('sluice-timer-id')}")
-    if (key, due) in seen:
-        bad.append(f"{key}: instant {due} produced twice")
-    seen.add((key, due))
-    if r["ts"] < due:
-        bad.append(f"{key}: instant {due} produced {due - r['ts']} ms early")
-    by_id[key].append((due, occ, r["payload"]))
-expect = [f"{p}{i}" for p, n in (("r-", 50), ("c-", 5), ("p-", 5), ("kl-", 5), ("ka-", 5), ("kn-", 5), ("api-", 1)) for i in range(1, n + 1)]
-for k in expect:
-    if not by_id.get(k):
-        bad.append(f"{k}: never fired")
-for key, recs in by_id.items():
-    recs.sort()
-    runs = [[x for x in recs if x[2] != "v2"], [x for x in recs if x[2] == "v2"]]
-    for run in runs:
-        if not run:
-            continue
-        step = 2000 if run[0][2] == "v2" else 1000
-        if [o for _, o, _ in run] != list(range(1, len(run) + 1)):
-            bad.append(f"{key}: occurrences {[o for _, o, _ in run][:12]} not 1, 2, ...")
-        for (a, _, _), (b, _, _) in zip(run, run[1:]):
-            if (b - a) % step:
-                bad.append(f"{key}: instants {a} and {b} off the {step} ms grid")
-        gaps = [(a, b) for (a, _, _), (b, _, _) in zip(run, run[1:]) if b - a != step]
-        if key.startswith("ka-") and gaps:
-            bad.append(f"{key}: catch-up all skipped instants: {gaps[:3]}")
-        # Down from t_down to t_up: latest fires the most recent instant of
-        # the down time, none the first after it, all every one.
-        down = [d for d, _, _ in run if t_down + 1500 < d <= t_up - 1000]
-        if key.startswith(("kl-", "kn-")) and down:
-            bad.append(f"{key}: catch-up {key[:2]} fired missed instants {down[:3]}")
-        after = [d for d, _, _ in run if d > t_down + 1500]
-        if key.startswith(("kl-", "kn-")) and not after:
-            bad.append(f"{key}: nothing fired after the restart")
-        elif key.startswith(("kl-", "kn-")):
-            # latest: the most recent instant by the rebuild's end u;
-            # none: the first after it (100 ms for the log's clock).
-            u = rebuilt.get(part_of.get(key), 0)
-            lo, hi = (u - 1100, u + 100) if key.startswith("kl-") else (u - 100, u + 1100)
-            if not lo < after[0] <= hi:
-                bad.append(f"{key}: first instant after the restart {after[0]}, rebuild ended {u}")
-    if key.startswith("c-"):
-        late = [d for d, _, _ in recs if d > t_cancel + 2000]
-        if late:
-            bad.append(f"{key}: fired {late[:3]} after its cancel at {t_cancel}")
-    if key.startswith("p-"):
-        old = [d for d, _, p in recs if p != "v2" and d > t_cancel + 2000]
-        if old or not runs[1]:
-            bad.append(f"{key}: not replaced (old instants {old[:3]}, {len(runs[1])} new)")
-reasons = {}
-for line in open(dlq):
-    r = json.loads(line)
-    h = dict(zip(r["headers"][0::2], r["headers"][1::2]))
-    reasons[r["key"]] = h.get("sluice-error")
-want = {"bad-1": "bad-schedule", "bad-2": "unknown-zone", "bad-3": "never-fires", "bad-4": "conflicting-due"}
-if reasons != want:
-    bad.append(f"DLQ reasons {reasons}, expected {want}")
-for b in bad[:20]:
-    print("BAD", b)
-n = sum(len(v) for v in by_id.values())
-print(f"{n} occurrences of {len(by_id)} schedules, {len(bad)} faults")
-sys.exit(1 if bad else 0)
-PY
-note "$(wc -l <"$WORK/out.json") occurrences checked"
+"$(dirname "$0")/recurring-check.py" "$WORK" "$PFX" --cancel "$t_cancel" --down "$t_down" --up "$t_up" \
+    --events "$kill_ms" --expect r-=50,c-=5,p-=5,kl-=5,ka-=5,kn-=5,api-=1 \
+    --dlq bad-1=bad-schedule,bad-2=unknown-zone,bad-3=never-fires,bad-4=conflicting-due >"$WORK/verdict.txt" ||
+    fail "recurring check failed: $(cat "$WORK/verdict.txt")"
+note "$(tail -1 "$WORK/verdict.txt")"
 problems_verdict
 echo "PASS"

@@ -44,6 +44,9 @@
 #                          payload_topic: their payloads have left memory
 #                          once their index records are written); fails the
 #                          test when that takes past SECS
+#   dl_recurring_caught_up SINCE PREFIX...
+#                          0 when each recurring id of every PREFIX in $out
+#                          has fired an instant due after SINCE (ms)
 #   dl_none_missing        fails the test when $PFX.dlq holds a record or a
 #                          sluice log says a payload record is missing
 #                          (payload_topic)
@@ -135,6 +138,23 @@ dl_metric() {
 dl_start() {
     SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"
     wait_readyz main 200 30
+}
+
+# dl_recurring_caught_up SINCE PREFIX... — 0 when every recurring id in
+# $out of each PREFIX (and at least one) fired an instant due after SINCE
+# (ms): the catch-up after a stop is over (0140, 0141).
+dl_recurring_caught_up() {
+    consume_json "$out" | python3 -c '
+import json, sys
+since, prefixes = int(sys.argv[1]), sys.argv[2:]
+last = {}
+for line in sys.stdin:
+    r = json.loads(line); h = r["headers"]; h = dict(zip(h[0::2], h[1::2]))
+    last[r["key"]] = max(last.get(r["key"], 0), int(h["sluice-due"]))
+for p in prefixes:
+    ids = [k for k in last if k.startswith(p)]
+    if not ids or any(last[k] <= since for k in ids):
+        sys.exit(1)' "$@"
 }
 
 dl_wait_indexed() {
