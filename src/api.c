@@ -1293,6 +1293,29 @@ static enum MHD_Result answer_lookup(sl_api_t *api, struct MHD_Connection *c,
         return rc;
 }
 
+/* A route that answers only what holds route->needs (GET .../schedules:
+ * a recurring timer): any other answer of the owner becomes a 404. */
+static void lookup_needs(const sl_pipeline_conf_t *pc,
+                         const sl_apireq_path_t *pp, look_t *l) {
+        json_t *root = l->body ? json_loads(l->body, 0, NULL) : NULL;
+        int has = root && json_object_get(root, pp->route->needs);
+        char *path;
+
+        json_decref(root);
+        if (has)
+                return;
+        free(l->body);
+        l->body = NULL;
+        l->status = 404;
+        l->code = pp->route->lacks;
+        path = sl_apireq_lookup_path(pc, pp->key, pp->keylen);
+        snprintf(l->msg, sizeof(l->msg),
+                 "what pipeline %.100s holds for this key has no %s "
+                 "(GET %.200s shows it)",
+                 pc->name, pp->route->needs, path);
+        free(path);
+}
+
 static enum MHD_Result serve_get(sl_api_t *api, struct MHD_Connection *c,
                                  const sl_apireq_path_t *pp) {
         const sl_pipeline_conf_t *pc = &api->conf->pipelines[pp->pipeline];
@@ -1303,6 +1326,8 @@ static enum MHD_Result serve_get(sl_api_t *api, struct MHD_Connection *c,
         if (p < 0)
                 return rc;
         lookup(api, pp->pipeline, p, pp->key, pp->keylen, NULL, &l);
+        if (l.status == 200 && pp->route->needs)
+                lookup_needs(pc, pp, &l);
         return answer_lookup(api, c, &l, NULL);
 }
 

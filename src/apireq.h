@@ -107,6 +107,11 @@ typedef struct sl_route_s {
         int (*build)(sl_apiwrite_t *w);
         json_t *(*answer)(const sl_apiwrite_t *w, int *status);
         void (*clear)(sl_apiwrite_t *w);
+        /* SL_ROUTE_LOOKUP: a member the owner's answer must hold (a
+         * timer's "schedule"), else the route answers 404 with code
+         * `lacks`; NULL: any answer. */
+        const char *needs;
+        const char *lacks;
 } sl_route_t;
 
 /* GET /v1. */

@@ -60,7 +60,9 @@
  * HTTP API
  *
  * Each route (apireq.h) is a lookup, answered by the owner's describe()
- * hook (task.h), or a write: a pure build() turns the request into the
+ * hook (task.h; an operator has one plain lookup, the one an owner is
+ * asked, and others that narrow its answer), or a write: a pure build()
+ * turns the request into the
  * record the API produces (to the input, or another topic of the
  * pipeline) and answer() the JSON the client gets; api.c does the HTTP,
  * the partition, the produce and the wait.

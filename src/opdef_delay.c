@@ -219,7 +219,29 @@ static void timer_put_clear(sl_apiwrite_t *w) {
         w->priv = NULL;
 }
 
-/* GET looks a timer up; DELETE cancels it: a null value for the id. */
+/* PUT .../schedules/{id}: a timer PUT that must be recurring (every or
+ * cron), so that a client who meant a schedule never makes a one-shot
+ * timer by leaving the field out. */
+static int schedule_put_build(sl_apiwrite_t *w) {
+        const timer_put_t *t;
+
+        if (timer_put_build(w) == -1)
+                return -1;
+        t = w->priv;
+        if (t->req.recurring)
+                return 0;
+        w->status = 400;
+        w->code = "not-a-schedule";
+        snprintf(w->msg, sizeof(w->msg),
+                 "a schedule needs \"every\" or \"cron\" (a one-shot "
+                 "timer is PUT under /timers)");
+        return -1;
+}
+
+/* GET looks a timer up; DELETE cancels it: a null value for the id.  An id
+ * names one timer, one-shot or recurring: /schedules/{id} is the same id
+ * seen as a schedule, whose GET answers 404 not-a-schedule for a one-shot
+ * timer.  The first lookup route is the one forwarded to an owner. */
 static const sl_route_t delay_routes[] = {
     {"PUT", "/v1/pipelines/{pipeline}/timers/{id}", "timers", NULL,
      SL_ROUTE_WRITE, "input", timer_put_build, timer_put_answer,
@@ -227,6 +249,14 @@ static const sl_route_t delay_routes[] = {
     {"GET", "/v1/pipelines/{pipeline}/timers/{id}", "timers", NULL,
      SL_ROUTE_LOOKUP},
     {"DELETE", "/v1/pipelines/{pipeline}/timers/{id}", "timers", NULL,
+     SL_ROUTE_WRITE, "input", sl_apireq_build_tombstone,
+     sl_apireq_answer_no_content, NULL},
+    {"PUT", "/v1/pipelines/{pipeline}/schedules/{id}", "schedules", NULL,
+     SL_ROUTE_WRITE, "input", schedule_put_build, timer_put_answer,
+     timer_put_clear},
+    {"GET", "/v1/pipelines/{pipeline}/schedules/{id}", "schedules", NULL,
+     SL_ROUTE_LOOKUP, .needs = "schedule", .lacks = "not-a-schedule"},
+    {"DELETE", "/v1/pipelines/{pipeline}/schedules/{id}", "schedules", NULL,
      SL_ROUTE_WRITE, "input", sl_apireq_build_tombstone,
      sl_apireq_answer_no_content, NULL},
 };

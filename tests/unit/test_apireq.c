@@ -34,6 +34,7 @@ static const sl_route_t *route_of(const char *method, const char *path) {
 }
 
 #define TIMER  "/v1/pipelines/{pipeline}/timers/{id}"
+#define SCHED  "/v1/pipelines/{pipeline}/schedules/{id}"
 #define REPLAY "/v1/pipelines/{pipeline}/dlq/replay"
 #define KEY    "/v1/pipelines/{pipeline}/keys/{key}"
 #define RATE   "/v1/pipelines/{pipeline}/rates/{key}"
@@ -56,6 +57,8 @@ static void test_paths(void **state) {
              3},
             {"DELETE", "/v1/pipelines/timers/timers/a%20b%2Fc", "DELETE", TIMER,
              0, "a b/c", 5},
+            {"GET", "/v1/pipelines/timers/schedules/s-1", "GET", SCHED, 0,
+             "s-1", 3},
             {"GET", "/v1/pipelines/lim/keys/%00x", "GET", KEY, 1, "\0x", 2},
             {"PUT", "/v1/pipelines/lim/rates/*", "PUT", RATE, 1, "*", 1},
             {"GET", "/v1/pipelines/g%2F1%20%C3%BC/groups/w", "GET", GROUP, 2,
@@ -155,6 +158,7 @@ static void test_allow(void **state) {
             {"DELETE", "/v1/", "GET, HEAD"},
             {"POST", "/v1/pipelines/timers/timers/x", "PUT, GET, DELETE"},
             {"HEAD", "/v1/pipelines/timers/timers/x", "PUT, GET, DELETE"},
+            {"POST", "/v1/pipelines/timers/schedules/x", "PUT, GET, DELETE"},
             {"PUT", "/v1/pipelines/lim/keys/x", "GET"},
             {"GET", "/v1/pipelines/lim/rates/x", "PUT, DELETE"},
             {"PUT", "/v1/pipelines/g/groups/w", "GET"},
@@ -576,6 +580,40 @@ static void test_write_routes(void **state) {
         assert_string_equal(w.msg, "pipeline env reads json-envelope input; "
                                    "the API writes the header format only");
         write_release("PUT", TIMER, &w, data);
+
+        /* /schedules: a timer PUT that must be recurring. */
+        assert_int_equal(write_build("PUT", SCHED, 0, "s-1",
+                                     "{\"target\":\"out\",\"every\":\"1m\"}",
+                                     &w, &data),
+                         0);
+        w.existed = 1;
+        s = write_answer("PUT", SCHED, &w, data, &status);
+        assert_int_equal(status, 200);
+        assert_string_equal(s, "{\"pipeline\":\"timers\",\"id\":\"s-1\","
+                               "\"partition\":3,\"offset\":7,\"due\":"
+                               "1767225660000,\"target\":\"out\","
+                               "\"existed\":true}");
+        free(s);
+        assert_int_equal(write_build("PUT", SCHED, 0, "s-1",
+                                     "{\"target\":\"out\",\"delay\":\"1m\"}",
+                                     &w, &data),
+                         -1);
+        assert_int_equal(w.status, 400);
+        assert_string_equal(w.code, "not-a-schedule");
+        write_release("PUT", SCHED, &w, data);
+        assert_int_equal(write_build("PUT", SCHED, 0, "s-1",
+                                     "{\"target\":\"out\",\"cron\":\"@yearly\","
+                                     "\"tz\":\"Nowhere/Else\"}",
+                                     &w, &data),
+                         -1);
+        assert_string_equal(w.code, "unknown-zone");
+        write_release("PUT", SCHED, &w, data);
+        assert_non_null(route_of("GET", SCHED)->needs);
+        assert_null(route_of("GET", TIMER)->needs);
+        assert_int_equal(write_build("DELETE", SCHED, 0, "s-1", "", &w, &data),
+                         0);
+        assert_null(w.value);
+        write_release("DELETE", SCHED, &w, data);
 
         assert_int_equal(write_build("DELETE", TIMER, 0, "o-1", "", &w, &data),
                          0);

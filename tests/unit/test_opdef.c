@@ -94,9 +94,13 @@ static void test_definitions(void **state) {
                                                         strlen(rt->action),
                                                     rt->action);
                         if (rt->kind == SL_ROUTE_LOOKUP) {
-                                lookups++;
+                                /* One plain lookup (what an owner is
+                                 * asked); the others narrow its answer. */
+                                lookups += !rt->needs;
+                                assert_true(!rt->needs == !rt->lacks);
                                 continue;
                         }
+                        assert_null(rt->needs);
                         assert_int_equal(rt->kind, SL_ROUTE_WRITE);
                         assert_non_null(rt->build);
                         assert_non_null(rt->answer);
