@@ -11,6 +11,9 @@
 # once; then the cancels and replacements; then a kill -9 followed by ~8 s
 # down, for catch-up.  Four bad schedules go to the DLQ with their reasons,
 # and a schedule to a pipeline with payload_topic as recurring-unsupported.
+# The API makes a schedule under /timers and one under /schedules (then
+# cancelled by DELETE), refuses the four and a schedule without every or
+# cron with 400, shows r-1 under /schedules and a one-shot timer not.
 #
 # The verdict (recurring-check.py), read with read_committed: each (id,
 # sluice-due) once, no instant skipped but across a kill; none
@@ -67,15 +70,17 @@ echo 'bad-2:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' 
 echo 'bad-3:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-until=1000000000000'
 echo 'bad-4:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-delay=5s'
 echo 'kx-1:x' | produce "$PFX.kin" -K: -H "sluice-target=$out" -H 'sluice-every=1s'
-# Through the API: one schedule (checked with the others), and the same
-# four refusals, as 400 with the DLQ's reasons.
-api_put() { # ID BODY — prints "STATUS BODY"
+# Through the API: a schedule under /timers and one under /schedules
+# (c-api, cancelled with c-*), checked with the others; the same four
+# refusals, as 400 with the DLQ's reasons, and a schedule without one.
+api() { # METHOD PATH [BODY] — prints "STATUS BODY" (PATH after the pipeline)
     local code
-    code=$(curl -s -o "$WORK/put.json" -w '%{http_code}' --max-time 10 -X PUT \
+    code=$(curl -s -o "$WORK/api.json" -w '%{http_code}' --max-time 10 -X "$1" \
         -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-        --data-binary "$2" "http://127.0.0.1:$api_port/v1/pipelines/$PFX/timers/$1") || true
-    echo "$code $(cat "$WORK/put.json" 2>/dev/null)"
+        ${3:+--data-binary "$3"} "http://127.0.0.1:$api_port/v1/pipelines/$PFX/$2") || true
+    echo "$code $(cat "$WORK/api.json" 2>/dev/null)"
 }
+api_put() { api PUT "timers/$1" "$2"; }
 t_put=$(now_ms)
 a=$(api_put api-1 "{\"target\":\"$out\",\"every\":\"1s\",\"value\":\"payload-api-1\"}")
 due=$(sed -n 's/.*"due":\([0-9]*\).*/\1/p' <<<"$a")
@@ -89,9 +94,18 @@ for want in "bad-schedule {\"target\":\"$out\",\"cron\":\"61 * * * *\"}" \
     a=$(api_put api-bad "${want#* }")
     case $a in "400 "*"\"${want%% *}\""*) ;; *) problem "PUT ${want#* }: $a, want 400 ${want%% *}" ;; esac
 done
+a=$(api PUT schedules/c-api "{\"target\":\"$out\",\"every\":\"1s\",\"value\":\"payload-c-api\"}")
+case $a in 201\ *) ;; *) problem "PUT schedules/c-api: $a" ;; esac
+a=$(api PUT schedules/api-bad "{\"target\":\"$out\",\"delay\":\"1h\"}")
+case $a in "400 "*'"not-a-schedule"'*) ;; *) problem "PUT schedules/ of a one-shot timer: $a, want 400 not-a-schedule" ;; esac
+# A one-shot timer (due after the test), that /schedules does not show.
+echo 'once-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-delay=1h'
 # One that does not fire during the test: `sluice inspect` shows its next
 # instants (and r-1's) at the end.
-echo 'cron-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-cron=0 9 * * MON-FRI' -H 'sluice-tz=Europe/Paris'
+# Its hour is 12 h away from Paris's now: never within the test.
+cron_h=$((($(TZ=Europe/Paris date +%-H) + 12) % 24))
+export CRON_H=$cron_h
+echo 'cron-1:x' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-cron=0 $cron_h * * MON-FRI" -H 'sluice-tz=Europe/Paris'
 _unsupported() { consume_all "$PFX.k.dlq" -f '%h\n' | grep -q 'sluice-error=recurring-unsupported'; }
 
 # Two kills at random moments of the next ~12 s, a restart at once.
@@ -112,6 +126,8 @@ wait_until 20 _unsupported || fail "no recurring-unsupported in $PFX.k.dlq"
 # Cancel c-*, replace p-* (every 2 s, payload v2), while they run.
 t_cancel=$(now_ms)
 ids c- 5 | sed 's/$/:/' | produce "$in" -K: -Z
+a=$(api DELETE schedules/c-api)
+case $a in 204\ *) ;; *) problem "DELETE schedules/c-api: $a" ;; esac
 ids p- 5 | sed 's/$/:v2/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=2s"
 _replaced() { [ "$(consume_all "$out" -f '%s\n' | grep -c '^v2$')" -ge 10 ]; }
 wait_until 20 _replaced || fail "the replaced schedules did not fire twice each within 20 s"
@@ -124,14 +140,21 @@ t_up=$(now_ms)
 dl_start
 wait_until 30 dl_recurring_caught_up "$((t_up + 2000))" kl- ka- kn- || fail "catch-up schedules did not fire after the restart within 30 s"
 note "down $((t_up - t_down)) ms for catch-up"
-# The API's GET of a recurring timer: its schedule and next instants.
-for id in r-1 cron-1; do
-    curl -s --max-time 10 -H "Authorization: Bearer $token" \
-        "http://127.0.0.1:$api_port/v1/pipelines/$PFX/timers/$id" >"$WORK/api-$id.json" ||
-        problem "GET timers/$id failed"
+# The API's GET of a recurring timer (as a schedule, and as a timer): its
+# schedule and next instants; a one-shot timer is not a schedule.
+for get in schedules/r-1 timers/cron-1; do
+    a=$(api GET "$get")
+    case $a in 200\ *) ;; *) problem "GET $get: $a" ;; esac
+    cp "$WORK/api.json" "$WORK/api-${get#*/}.json"
 done
+a=$(api GET schedules/once-1)
+case $a in "404 "*'"not-a-schedule"'*) ;; *) problem "GET schedules/once-1 (one-shot): $a, want 404 not-a-schedule" ;; esac
+a=$(api GET timers/once-1)
+case $a in 200\ *) ;; *) problem "GET timers/once-1: $a" ;; esac
+a=$(api GET schedules/none-such)
+case $a in "404 "*'"not-found"'*) ;; *) problem "GET schedules/none-such: $a, want 404 not-found" ;; esac
 python3 - "$WORK" <<'PY' || problem "the API's schedule of recurring timers: $(cat "$WORK/api-cron-1.json")"
-import json, sys
+import json, os, sys
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 work, bad = sys.argv[1], []
@@ -143,9 +166,10 @@ if s.get("every") != "1s" or s.get("tz") != "UTC" or s.get("catch_up") != "lates
 s = c.get("schedule", {})
 seq = [c["due_ms"]] + s.get("next_ms", [])
 local = [datetime.fromtimestamp(t / 1000, timezone.utc).astimezone(ZoneInfo("Europe/Paris")) for t in seq]
-if s.get("cron") != "0 9 * * MON-FRI" or s.get("tz") != "Europe/Paris" or s.get("fired") != 0 \
+h = int(os.environ["CRON_H"])
+if s.get("cron") != f"0 {h} * * MON-FRI" or s.get("tz") != "Europe/Paris" or s.get("fired") != 0 \
         or s.get("last_fired_ms", 0) is not None or len(seq) != 6 \
-        or any((l.hour, l.minute, l.second, l.weekday() < 5) != (9, 0, 0, True) for l in local) \
+        or any((l.hour, l.minute, l.second, l.weekday() < 5) != (h, 0, 0, True) for l in local) \
         or any(b <= a for a, b in zip(seq, seq[1:])):
     bad.append(f"cron-1: {c}")
 print("\n".join(bad))
@@ -162,14 +186,15 @@ for id in r-1 cron-1; do
         problem "sluice inspect --key $id failed: $(head -3 "$WORK/inspect-$id.txt")"
 done
 python3 - "$WORK" <<'PY' || problem "sluice inspect of recurring timers: $(tail -4 "$WORK/inspect-cron-1.txt" | tr '\n' ' ')"
-import re, sys
+import os, re, sys
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 work = sys.argv[1]
 def t(s):
     return datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
 bad = []
-for id, kind in (("r-1", "every 1s"), ("cron-1", "cron 0 9 * * MON-FRI in Europe/Paris")):
+h = int(os.environ["CRON_H"])
+for id, kind in (("r-1", "every 1s"), ("cron-1", f"cron 0 {h} * * MON-FRI in Europe/Paris")):
     text = open(f"{work}/inspect-{id}.txt").read()
     row = re.search(r"^(\S+Z)\s+\S+\s+\d+\s+\S+\s+" + re.escape(id) + r"\s", text, re.M)
     sched = re.search(r"^    " + re.escape(kind) + r": (\d+) fired; then (\S+Z), (\S+Z), (\S+Z)$", text, re.M)
@@ -183,7 +208,7 @@ for id, kind in (("r-1", "every 1s"), ("cron-1", "cron 0 9 * * MON-FRI in Europe
     else:
         seq = [due] + nxt
         local = [x.astimezone(ZoneInfo("Europe/Paris")) for x in seq]
-        if sched[1] != "0" or any((l.hour, l.minute, l.second) != (9, 0, 0) or l.weekday() > 4 for l in local) \
+        if sched[1] != "0" or any((l.hour, l.minute, l.second) != (h, 0, 0) or l.weekday() > 4 for l in local) \
                 or any(b <= a for a, b in zip(seq, seq[1:])) or (seq[-1] - seq[0]).days > 5:
             bad.append(f"cron-1: instants {[str(l) for l in local]}, fired {sched[1]}")
 print("\n".join(bad))
