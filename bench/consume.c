@@ -50,6 +50,8 @@ static void usage(FILE *fp) {
                 "due, timestamp, visible\n"
                 "      --timeout S           give up after S seconds "
                 "(default 300)\n"
+                "      --from-end            only records written after the "
+                "start\n"
                 "  -X KEY=VALUE              extra librdkafka property\n"
                 "  -h, --help\n");
 }
@@ -95,11 +97,12 @@ int main(int argc, char **argv) {
             {"lateness-header", required_argument, NULL, 'L'},
             {"timeout", required_argument, NULL, 'T'},
             {"dump", required_argument, NULL, 'D'},
+            {"from-end", no_argument, NULL, 'E'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         const char *bootstrap = NULL, *topic = NULL, *lhdr = NULL;
         const char *props[MAX_PROPS];
-        int nprops = 0, opt, parts, eofs = 0;
+        int nprops = 0, opt, parts, eofs = 0, from_end = 0;
         int64_t count = -1, timeout_s = 300, got = 0, no_due = 0;
         int64_t t_start = sl_mono_us(), t_first = 0, t_last = 0, deadline;
         int64_t *late = NULL, *made = NULL;
@@ -127,6 +130,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'L':
                         lhdr = optarg;
+                        break;
+                case 'E':
+                        from_end = 1;
                         break;
                 case 'D':
                         dump = fopen(optarg, "w");
@@ -186,7 +192,7 @@ int main(int argc, char **argv) {
         asg = rd_kafka_topic_partition_list_new(parts);
         for (int p = 0; p < parts; p++)
                 rd_kafka_topic_partition_list_add(asg, topic, p)->offset =
-                    RD_KAFKA_OFFSET_BEGINNING;
+                    from_end ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
         err = rd_kafka_assign(rk, asg);
         rd_kafka_topic_partition_list_destroy(asg);
         if (err)

@@ -16,6 +16,11 @@
 #                   (p50/p99/max), sluice's own due → fired histogram, its
 #                   commit times and how long the coordinator took to
 #                   finish each commit
+#   delay_recurring 10k, then 100k recurring timers `every 1s` (the same
+#                   ids and payloads), after a 5 s warm-up: lateness due →
+#                   produced and due → visible of every occurrence for 20 s,
+#                   and CPU µs per occurrence over 10 s of it (beside the
+#                   one-shot timers of delay_lateness and delay_fire)
 #
 # Every timer: a 16-byte id ("k" + 15 digits), a 100-byte payload, 4
 # partitions, round-robin (the baseline's shape).  Each section runs its own
@@ -33,6 +38,9 @@
 #   BENCH_DELAY_LATENESS_LOW_RATE  the first rate of delay_lateness (2000)
 #   BENCH_DELAY_LATENESS_RATE   the second rate of delay_lateness (10000)
 #   BENCH_DELAY_LATENESS_SECS   seconds of load in delay_lateness (20)
+#   BENCH_DELAY_RECURRING       the schedules of delay_recurring's second
+#                               run (100000; the first runs a tenth of it)
+#   BENCH_DELAY_RECURRING_SECS  seconds of occurrences read (20)
 #   BENCH_LATENESS_DUMP=PREFIX  delay_lateness's reader writes every record
 #                               it read to PREFIX.dlate2k and PREFIX.dlate
 #                               (consume --dump: partition, offset, due,
@@ -42,6 +50,7 @@
 bench_register delay_rebuild 150 "delay: memory per pending timer (1M), changelog rebuild of 1M timers"
 bench_register delay_fire 150 "delay: timers fired/s, 1M due at once"
 bench_register delay_lateness 150 "delay: lateness due → produced and due → visible (read_committed) at a steady 2k and 10k timers/s; commit times"
+bench_register delay_recurring 150 "delay: recurring timers every 1 s (10k, 100k): lateness due → produced and → visible, CPU per occurrence"
 
 DELAY_KEY_LEN=16
 DELAY_PAYLOAD=100
@@ -414,4 +423,55 @@ section_delay_lateness() {
     _delay_lateness_run dlatewarm "${BENCH_DELAY_LATENESS_LOW_RATE:-2000}" 5 warmup
     _delay_lateness_run dlate2k "${BENCH_DELAY_LATENESS_LOW_RATE:-2000}" "$secs"
     _delay_lateness_run dlate "${BENCH_DELAY_LATENESS_RATE:-10000}" "$secs"
+}
+
+# _delay_recurring_run NAME SCHEDULES SECS — SCHEDULES recurring timers
+# `every 1s` into a fresh pipeline, loaded over one second (SCHEDULES/s):
+# each counts from its record's timestamp, so their instants are spread
+# evenly over the second, SCHEDULES occurrences/s; the first 5 s of
+# occurrences unmeasured, then SECS seconds of them read: due → produced and
+# due → visible, and CPU µs per occurrence over 10 s (sluice's utime +
+# stime against sluice_records_out_total).
+_delay_recurring_run() {
+    local name=$1 n=$2 secs=$3 t=$BENCH_ID.$1 port pid line cpid o0 o1 c0 c1
+    port=$(_delay_pipeline "$name")
+    _delay_start "$name" "$port"
+    pid=$(bench_sluice_pid "$name")
+    line=$(bench_load "$t.in" "$n" "$DELAY_PAYLOAD" --key-len "$DELAY_KEY_LEN" --rate "$n" \
+        -H sluice-target="$t.out" -H sluice-every=1s)
+    bench_log "$name: $line"
+    bench_wait_until 60 bench_metric_is "$port" sluice_timers_pending "$n" ||
+        bench_fail "$name: not all $n schedules pending within 60 s"
+    sleep 5
+    # From the end of the topic now: SECS seconds of occurrences.
+    bench_consume "$t.out" $((n * secs)) --lateness-header sluice-due --from-end \
+        -X fetch.wait.max.ms=5 >"$BENCH_WORK/$name.consume" &
+    cpid=$!
+    sleep 2
+    o0=$(bench_metric "$port" sluice_records_out_total)
+    c0=$(bench_cpu_ticks "$pid")
+    sleep 10
+    o1=$(bench_metric "$port" sluice_records_out_total)
+    c1=$(bench_cpu_ticks "$pid")
+    wait "$cpid" || bench_fail "reading $t.out failed"
+    line=$(cat "$BENCH_WORK/$name.consume")
+    bench_log "$name: $line"
+    [ "$(bench_field "$line" no_due)" = 0 ] || bench_fail "records without sluice-due: $line"
+    bench_figure delay_recurring "$n schedules every 1 s: lateness p99, due → produced (record timestamp)" \
+        "$(bench_field "$line" produced_p99_ms)" ms "" "<= 15 ms"
+    bench_figure delay_recurring "  p50 / max" \
+        "$(bench_field "$line" produced_p50_ms)/$(bench_field "$line" produced_max_ms)" ms
+    bench_figure delay_recurring "  due → visible (read_committed) p99" \
+        "$(bench_field "$line" lateness_p99_ms)" ms
+    bench_figure delay_recurring "  occurrences/s (10 s of sluice_records_out_total)" \
+        "$(awk -v a="$o0" -v b="$o1" 'BEGIN { printf "%.0f", (b - a) / 10 }')" rec/s
+    bench_cpu_figure delay_recurring "  CPU µs per occurrence" \
+        "$(bench_cpu_us_per "$c0" "$c1" $((${o1%.*} - ${o0%.*})))"
+    bench_sluice_stop "$name"
+}
+
+section_delay_recurring() {
+    local n=${BENCH_DELAY_RECURRING:-100000} secs=${BENCH_DELAY_RECURRING_SECS:-20}
+    _delay_recurring_run drec10k $((n / 10)) "$secs"
+    _delay_recurring_run drec "$n" "$secs"
 }
