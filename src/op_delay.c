@@ -56,10 +56,13 @@
  * A timer whose record has sluice-every or sluice-cron (blob flag 16)
  * comes back: firing it produces its occurrence and rewrites its changelog
  * record with the next instant in the same transaction, and the heap takes
- * it again at that instant (delay_recur_fire).  The schedule, its catch-up
- * after a rebuild and its blob section are delay_recurring.c's, which has
- * the design; only payloads in memory have them (with payload_topic such
- * a record goes to the DLQ as recurring-unsupported).
+ * it again at that instant (recur_advance; delay_recur_fire for the heap,
+ * kx_recur_fire for the index).  The schedule, its catch-up after a
+ * rebuild and its blob section are delay_recurring.c's, which has the
+ * design.  With payload_topic a recurring timer stays resident, its whole
+ * Timer record in the changelog (kx_add_resident): it fires again and
+ * again, and reading its payload back each time would cost a fetch per
+ * occurrence.
  *
  * LATENESS AND DRIFT
  *
@@ -433,6 +436,11 @@ static int blob_decode(const void *data, size_t len, fire_view_t *v) {
         v->payload = r.p;
         v->payload_len = (size_t)(r.end - r.p);
         return r.bad ? -1 : 0;
+}
+
+/* 1 when a blob is a recurring timer's (its flags byte says so). */
+static int blob_recurring(const void *data, size_t len) {
+        return len && (*(const uint8_t *)data & SL_BLOB_RECURRING);
 }
 
 /* Adds the encoded headers of a view to hdrs. */
@@ -1244,29 +1252,25 @@ static uint8_t *recur_pack(delay_pipeline_t *dp, const fire_view_t *v,
         return packed;
 }
 
-/* The earliest timer of the heap, recurring, fell due: produces its
- * occurrence (or, after downtime, the one its catch-up picks, or none),
- * and in the same transaction rewrites its changelog record with the next
- * instant, or tombstones it after the last; the heap follows. */
-static void delay_recur_fire(sl_task_t *t, const sl_timer_t *next,
-                             int64_t now) {
+/* Recurring timer id (blob: its in-memory form, seq: its input offset),
+ * due at due, fell due: produces its occurrence (or, after downtime, the
+ * one its catch-up picks, or none), and in the same transaction rewrites
+ * its changelog record with the next instant, or tombstones it after the
+ * last.  1 when it goes on: *b holds its new blob, *next its next instant;
+ * 0 when it ends.  The caller took it out of its heap or index first. */
+static int recur_advance(sl_task_t *t, const char *id, size_t idlen,
+                         const uint8_t *blob, size_t bloblen, int64_t due,
+                         int64_t seq, int64_t now, sl_buf_t *b, int64_t *next) {
         delay_state_t *st = t->state_data;
         delay_pipeline_t *dp = dp_of(t);
-        size_t idlen = next->keylen, bloblen = next->datalen, plen;
-        char *id = sl_malloc(idlen + 1);
-        uint8_t *blob = sl_malloc(bloblen);
-        int64_t seq = next->seq, at = 0, due = next->due_ms;
+        int64_t at = 0;
         char err[200] = "";
         sl_tz_t *tz = NULL;
         fire_view_t v;
         sl_recur_t r;
-        sl_buf_t b = {0};
+        size_t plen;
         int rc;
 
-        /* Copies: the heap entry goes before the next one is added. */
-        memcpy(id, sl_timer_key(next), idlen);
-        memcpy(blob, sl_timer_data(next), bloblen);
-        sl_timerheap_drop_min(st->heap);
         if (blob_decode(blob, bloblen, &v) == -1 ||
             v.target_idx >= dp->target_cnt || !v.recurring)
                 sl_assert(!"timer blob corrupt");
@@ -1298,22 +1302,42 @@ static void delay_recur_fire(sl_task_t *t, const sl_timer_t *next,
         if (rc == SL_RECUR_FIRE || rc == SL_RECUR_SKIP) {
                 /* The blob again with the progress: its schedule section
                  * made anew, the rest as it was. */
-                sl_buf_put(&b, blob, v.recur_off);
-                sl_recur_blob_put(&b, &r);
-                sl_buf_put(&b, blob + v.recur_end, bloblen - v.recur_end);
+                sl_buf_put(b, blob, v.recur_off);
+                sl_recur_blob_put(b, &r);
+                sl_buf_put(b, blob + v.recur_end, bloblen - v.recur_end);
                 uint8_t *packed =
                     recur_pack(dp, &v, blob + bloblen, &r, at, seq, now, &plen);
                 sl_task_changelog(t, id, idlen, packed, plen);
                 sl_scratch_done(&dp->pack);
-                sl_timerheap_upsert(st->heap, id, idlen, at, seq, b.p, b.len);
-                free(b.p);
-        } else {
-                if (rc < 0)
-                        sl_log(LOG_WARNING, "DELAY",
-                               "%s [%d]: recurring timer ends: %s",
-                               t->pl->conf->name, t->partition, err);
-                sl_task_changelog(t, id, idlen, NULL, 0);
+                *next = at;
+                return 1;
         }
+        if (rc < 0)
+                sl_log(LOG_WARNING, "DELAY",
+                       "%s [%d]: recurring timer ends: %s", t->pl->conf->name,
+                       t->partition, err);
+        sl_task_changelog(t, id, idlen, NULL, 0);
+        return 0;
+}
+
+/* The earliest timer of the heap, recurring, fell due (recur_advance());
+ * the heap follows. */
+static void delay_recur_fire(sl_task_t *t, const sl_timer_t *next,
+                             int64_t now) {
+        delay_state_t *st = t->state_data;
+        size_t idlen = next->keylen, bloblen = next->datalen;
+        char *id = sl_malloc(idlen + 1);
+        uint8_t *blob = sl_malloc(bloblen);
+        int64_t seq = next->seq, due = next->due_ms, at;
+        sl_buf_t b = {0};
+
+        /* Copies: the heap entry goes before the next one is added. */
+        memcpy(id, sl_timer_key(next), idlen);
+        memcpy(blob, sl_timer_data(next), bloblen);
+        sl_timerheap_drop_min(st->heap);
+        if (recur_advance(t, id, idlen, blob, bloblen, due, seq, now, &b, &at))
+                sl_timerheap_upsert(st->heap, id, idlen, at, seq, b.p, b.len);
+        free(b.p);
         free(id);
         free(blob);
 }
@@ -2131,6 +2155,9 @@ static void kx_fire_missing(sl_task_t *t, uint32_t h, const void *id,
         sl_task_dlq_send(t, id, idlen, NULL, 0, NULL, hdrs);
 }
 
+static void kx_recur_fire(sl_task_t *t, uint32_t h, kres_t *r, int64_t due,
+                          int64_t now);
+
 static void kx_wake(sl_task_t *t, int64_t now) {
         delay_state_t *st = t->state_data;
         const sl_pipeline_conf_t *pc = t->pl->conf;
@@ -2179,6 +2206,11 @@ static void kx_wake(sl_task_t *t, int64_t now) {
                         if (sl_task_produce(t, ptopic, t->partition, r->buf,
                                             r->idlen, NULL, 0, NULL) < 0)
                                 sl_task_abort(t, "payload tombstone refused");
+                } else if ((sl_timerindex_flags(st->ix, h) & KX_F_LEGACY) &&
+                           blob_recurring(r->buf + r->idlen, r->bloblen)) {
+                        kx_recur_fire(t, h, r, due, now);
+                        fired++;
+                        continue;
                 } else {
                         fire_timer_t ft = {r->buf, r->idlen, due,
                                            r->buf + r->idlen, r->bloblen};
@@ -2619,21 +2651,38 @@ static void kx_restore_source(sl_task_t *t, const rd_kafka_message_t *m) {
         sl_buf_t b = {0};
         uint32_t h;
         uint32_t old;
+        int legacy, ok;
 
         if (!st->ix || !m->key || !m->key_len)
                 return;
         st->loc_safe = SL_MAX(st->loc_safe, m->offset);
         hash = kx_hash(st->dp, m->key, m->key_len);
         old = rb_find(st, hash, m->key, m->key_len);
-        if (old != SL_TIMERINDEX_NONE &&
-            !(sl_timerindex_flags(st->ix, old) & KX_F_LEGACY) &&
+        legacy = old != SL_TIMERINDEX_NONE &&
+                 (sl_timerindex_flags(st->ix, old) & KX_F_LEGACY);
+        if (old != SL_TIMERINDEX_NONE && !legacy &&
             sl_timerindex_loc(st->ix, old) >= m->offset)
                 return; /* indexed already, or by something newer */
-        rb_drop(st, hash, m->key, m->key_len);
-        if (!m->payload)
+        /* A whole Timer in the changelog (its place: its input offset)
+         * answers to the changelog alone: no payload tombstone removes
+         * it, and a payload record replaces it only when scheduled after
+         * it (a recurring timer that replaced a timer whose index record
+         * was never written leaves that timer's record, then its
+         * tombstone, here). */
+        if (legacy && !m->payload)
                 return;
-        if (timer_record_blob(t, m->offset, m->payload, m->len, &b, &due,
-                              &seq) == 0 &&
+        if (!m->payload) {
+                rb_drop(st, hash, m->key, m->key_len);
+                return;
+        }
+        ok = timer_record_blob(t, m->offset, m->payload, m->len, &b, &due,
+                               &seq) == 0;
+        if (legacy && ok && seq <= sl_timerindex_loc(st->ix, old)) {
+                free(b.p);
+                return;
+        }
+        rb_drop(st, hash, m->key, m->key_len);
+        if (ok &&
             (h = kx_add(st, hash, due, m->offset, 0)) != SL_TIMERINDEX_NONE) {
                 kx_owe(st, res_add(t, h, m->key, m->key_len, b.p, b.len, due,
                                    seq, 0));
@@ -2748,6 +2797,69 @@ static int kx_over_cap(sl_task_t *t, const rd_kafka_message_t *m,
         return 0;
 }
 
+/* Recurring timers with payloads in Kafka stay resident: their changelog
+ * record is a whole Timer (a schedule fires again and again, and its
+ * record would be read back each time), as a timer written before
+ * payload_topic was set is, and entry h holds it pinned (KX_F_LEGACY, its
+ * input offset as its place).  The timer req schedules enters the index
+ * so; old (or NONE) is the entry it replaces, whose payload record goes
+ * (nothing under the id takes its place in the payload topic). */
+static void kx_add_resident(sl_task_t *t, const sl_delay_req_t *req,
+                            int64_t input_offset, const void *blob,
+                            size_t bloblen, uint32_t old) {
+        delay_state_t *st = t->state_data;
+        delay_pipeline_t *dp = st->dp;
+        uint32_t h;
+
+        if (old != SL_TIMERINDEX_NONE) {
+                if (!(sl_timerindex_flags(st->ix, old) & KX_F_LEGACY) &&
+                    sl_task_produce(t, kx_topic(t->pl->conf), t->partition,
+                                    req->id, req->id_len, NULL, 0, NULL) < 0)
+                        sl_task_abort(t, "payload tombstone refused");
+                kx_entry_remove(st, old);
+        }
+        h = kx_add(st, kx_hash(dp, req->id, req->id_len), req->due_ms,
+                   input_offset, KX_F_LEGACY);
+        if (h == SL_TIMERINDEX_NONE) {
+                sl_task_abort(t, "timer index full");
+                return;
+        }
+        res_add(t, h, req->id, req->id_len, blob, bloblen, req->due_ms,
+                input_offset, 1);
+        sl_counter_inc(old != SL_TIMERINDEX_NONE ? dp->m_rescheduled
+                                                 : dp->m_scheduled);
+}
+
+/* Resident recurring entry h (record r) fell due (recur_advance()); the
+ * index follows: the entry again at the next instant, or gone. */
+static void kx_recur_fire(sl_task_t *t, uint32_t h, kres_t *r, int64_t due,
+                          int64_t now) {
+        delay_state_t *st = t->state_data;
+        size_t idlen = r->idlen, bloblen = r->bloblen;
+        char *id = sl_malloc(idlen + 1);
+        uint8_t *blob = sl_malloc(bloblen + 1);
+        int64_t seq = sl_timerindex_loc(st->ix, h), at;
+        sl_buf_t b = {0};
+        uint32_t nh;
+
+        /* Copies: the entry goes before the next one is added. */
+        memcpy(id, r->buf, idlen);
+        memcpy(blob, r->buf + idlen, bloblen);
+        kx_entry_remove(st, h);
+        if (recur_advance(t, id, idlen, blob, bloblen, due, seq, now, &b,
+                          &at)) {
+                nh = kx_add(st, kx_hash(st->dp, id, idlen), at, seq,
+                            KX_F_LEGACY);
+                if (nh == SL_TIMERINDEX_NONE)
+                        sl_task_abort(t, "timer index full");
+                else
+                        res_add(t, nh, id, idlen, b.p, b.len, at, seq, 1);
+        }
+        free(b.p);
+        free(id);
+        free(blob);
+}
+
 /* The timer req schedules enters the index, its record held (pinned)
  * until its delivery report gives its offset; old (or NONE) is the entry
  * it replaces. */
@@ -2822,13 +2934,14 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
                 sh.hnl, sh.hvv, sh.hvl, req->payload, req->payload_len) == -1) {
                 sl_task_dlq(t, m, "too-many-targets",
                             "over 65535 distinct targets");
-        } else if ((r = st->ix ? sl_task_produce_tracked(
-                                     t, kx_topic(t->pl->conf), t->partition,
-                                     req->id, req->id_len, packed, plen, NULL)
-                               : sl_task_produce(t, t->pl->conf->changelog,
-                                                 t->partition, req->id,
-                                                 req->id_len, packed, plen,
-                                                 NULL)) < 0) {
+        } else if ((r = st->ix && !req->recurring
+                            ? sl_task_produce_tracked(
+                                  t, kx_topic(t->pl->conf), t->partition,
+                                  req->id, req->id_len, packed, plen, NULL)
+                            : sl_task_produce(t, t->pl->conf->changelog,
+                                              t->partition, req->id,
+                                              req->id_len, packed, plen,
+                                              NULL)) < 0) {
                 snprintf(detail, sizeof(detail),
                          "the timer's changelog record: %s",
                          r == -RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
@@ -2840,7 +2953,10 @@ static void delay_schedule(sl_task_t *t, const rd_kafka_message_t *m,
                                 : "changelog-refused",
                             detail);
         } else if (st->ix) {
-                kx_add_scheduled(t, req, m->offset, b.p, b.len, old);
+                if (req->recurring)
+                        kx_add_resident(t, req, m->offset, b.p, b.len, old);
+                else
+                        kx_add_scheduled(t, req, m->offset, b.p, b.len, old);
                 delay_update_gauges(t);
                 sl_task_wake_at(t, req->due_ms > 0 ? req->due_ms : 1);
         } else {
@@ -2888,11 +3004,6 @@ static void delay_input(sl_task_t *t, const rd_kafka_message_t *m) {
                         kx_cancel(t, &req);
                 else
                         delay_cancel(t, &req);
-        } else if (req.recurring && st->ix) {
-                sl_task_dlq(t, m, "recurring-unsupported",
-                            "recurring timers (sluice-every, sluice-cron) "
-                            "keep their payload in memory: not with "
-                            "payload_topic");
         } else if (req.recurring && delay_recur_first(t, m, &req) < 0) {
                 /* to the DLQ */
         } else if (delay_check_target(t, m, &req) == 0) {

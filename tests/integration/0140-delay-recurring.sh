@@ -3,17 +3,19 @@
 # 0140-delay-recurring — recurring timers (sluice-every) end to end, exactly
 # once per (id, instant) through kill -9 (docs/delay.md "Recurring timers").
 #
-# 75 schedules `every 1s` on a 4-partition input: 50 r-* (catch-up latest,
+# 85 schedules `every 1s` on a 4-partition input: 50 r-* (catch-up latest,
 # the default), 5 c-* (cancelled while running), 5 p-* (replaced while
-# running by `every 2s` with another payload), and 5 each of kl-*, ka-*,
-# kn-* (sluice-catch-up latest, all, none).  Sluice is SIGKILLed twice at
-# random moments (the seed is printed; SEED=N replays it) and restarted at
-# once; then the cancels and replacements; then a kill -9 followed by ~8 s
-# down, for catch-up.  Four bad schedules go to the DLQ with their reasons,
-# and a schedule to a pipeline with payload_topic as recurring-unsupported.
-# The API makes a schedule under /timers and one under /schedules (then
-# cancelled by DELETE), refuses the four and a schedule without every or
-# cron with 400, shows r-1 under /schedules and a one-shot timer not.
+# running by `every 2s` with another payload), 5 q-* (replaced then by a
+# one-shot timer), 5 o-* (one-shot timers replaced at once by schedules),
+# and 5 each of kl-*, ka-*, kn-* (sluice-catch-up latest, all, none).
+# Sluice is SIGKILLed twice at random moments (the seed is printed; SEED=N
+# replays it) and restarted at once; then the cancels and replacements;
+# then a kill -9 followed by ~8 s down, for catch-up.  Four bad schedules
+# go to the DLQ with their reasons.  The API makes a schedule under
+# /timers and one under /schedules (then cancelled by DELETE), refuses the
+# four and a schedule without every or cron with 400, shows r-1 under
+# /schedules and a one-shot timer not.  Variant payloads: the same with
+# payload_topic (schedules stay resident, one-shot timers go to Kafka).
 #
 # The verdict (recurring-check.py), read with read_committed: each (id,
 # sluice-due) once, no instant skipped but across a kill; none
@@ -23,6 +25,7 @@
 # skips no instant, latest and none skip those of the down time (latest
 # fires the most recent of them, none waits for the next).
 # variant: asan
+# variant: payloads
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 
@@ -35,11 +38,8 @@ SEED=${SEED:-$RANDOM}
 RANDOM=$SEED
 note "seed $SEED (SEED=$SEED replays the kill moments)"
 
-# The pipeline under test, and one with payload_topic, which refuses
-# recurring timers (recurring-unsupported).
 base_conf "$conf"
 dl_pipeline "$conf" "$PFX" "$in" 4
-pipeline_section "$conf" "$PFX.k" delay input="$PFX.kin" input_partitions=1 payload_topic="$PFX.k.payloads"
 token=tok-$RANDOM-$RANDOM
 echo "$token" >"$WORK/tokens"
 api_port=$(free_port)
@@ -59,7 +59,10 @@ ids() { local p=$1 n=$2; for i in $(seq 1 "$n"); do echo "$p$i"; done; }
 
 t0=$(now_ms)
 every latest $(ids r- 50) $(ids c- 5)
-every latest $(ids p- 5)
+every latest $(ids p- 5) $(ids q- 5)
+# o-*: one-shot timers (due in an hour) that schedules replace at once.
+ids o- 5 | sed 's/$/:x/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=1h"
+every latest $(ids o- 5)
 every latest $(ids kl- 5)
 every all $(ids ka- 5)
 every none $(ids kn- 5)
@@ -69,7 +72,6 @@ echo 'bad-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-cron=61 * 
 echo 'bad-2:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-tz=Mars/Olympus'
 echo 'bad-3:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-until=1000000000000'
 echo 'bad-4:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-every=1s' -H 'sluice-delay=5s'
-echo 'kx-1:x' | produce "$PFX.kin" -K: -H "sluice-target=$out" -H 'sluice-every=1s'
 # Through the API: a schedule under /timers and one under /schedules
 # (c-api, cancelled with c-*), checked with the others; the same four
 # refusals, as 400 with the DLQ's reasons, and a schedule without one.
@@ -106,7 +108,6 @@ echo 'once-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-delay=1h'
 cron_h=$((($(TZ=Europe/Paris date +%-H) + 12) % 24))
 export CRON_H=$cron_h
 echo 'cron-1:x' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-cron=0 $cron_h * * MON-FRI" -H 'sluice-tz=Europe/Paris'
-_unsupported() { consume_all "$PFX.k.dlq" -f '%h\n' | grep -q 'sluice-error=recurring-unsupported'; }
 
 # Two kills at random moments of the next ~12 s, a restart at once.
 kill_log="" kill_ms=""
@@ -121,7 +122,6 @@ for k in 1 2; do
     kill_ms="$kill_ms,$k_ms-$(now_ms)"
 done
 note "kills (SIGKILL) at$kill_log after the first schedule (ds = 0.1 s)"
-wait_until 20 _unsupported || fail "no recurring-unsupported in $PFX.k.dlq"
 
 # Cancel c-*, replace p-* (every 2 s, payload v2), while they run.
 t_cancel=$(now_ms)
@@ -129,6 +129,7 @@ ids c- 5 | sed 's/$/:/' | produce "$in" -K: -Z
 a=$(api DELETE schedules/c-api)
 case $a in 204\ *) ;; *) problem "DELETE schedules/c-api: $a" ;; esac
 ids p- 5 | sed 's/$/:v2/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=2s"
+ids q- 5 | sed 's/$/:once/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=2s"
 _replaced() { [ "$(consume_all "$out" -f '%s\n' | grep -c '^v2$')" -ge 10 ]; }
 wait_until 20 _replaced || fail "the replaced schedules did not fire twice each within 20 s"
 
@@ -138,6 +139,7 @@ t_down=$(now_ms)
 sleep 8
 t_up=$(now_ms)
 dl_start
+t_ready=$(now_ms)
 wait_until 30 dl_recurring_caught_up "$((t_up + 2000))" kl- ka- kn- || fail "catch-up schedules did not fire after the restart within 30 s"
 note "down $((t_up - t_down)) ms for catch-up"
 # The API's GET of a recurring timer (as a schedule, and as a timer): its
@@ -219,8 +221,8 @@ note "inspect: $(grep -h '^    ' "$WORK/inspect-r-1.txt" "$WORK/inspect-cron-1.t
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
 consume_json "$in" >"$WORK/in.json"
-"$(dirname "$0")/recurring-check.py" "$WORK" "$PFX" --cancel "$t_cancel" --down "$t_down" --up "$t_up" \
-    --events "$kill_ms" --expect r-=50,c-=5,p-=5,kl-=5,ka-=5,kn-=5,api-=1 \
+"$(dirname "$0")/recurring-check.py" "$WORK" "$PFX" --cancel "$t_cancel" --down "$t_down" --up "$t_up" --ready "$t_ready" \
+    --events "$kill_ms" --expect r-=50,c-=5,p-=5,q-=5,o-=5,kl-=5,ka-=5,kn-=5,api-=1 \
     --dlq bad-1=bad-schedule,bad-2=unknown-zone,bad-3=never-fires,bad-4=conflicting-due >"$WORK/verdict.txt" ||
     fail "recurring check failed: $(cat "$WORK/verdict.txt")"
 note "$(tail -1 "$WORK/verdict.txt")"

@@ -100,6 +100,7 @@ t_down=$(now_ms)
 sleep 20
 t_up=$(now_ms)
 dl_start
+t_ready=$(now_ms)
 wait_until 60 dl_recurring_caught_up "$((t_up + 2000))" kl- ka- kn- ||
     fail "catch-up schedules did not fire after the restart within 60 s"
 note "down $((t_up - t_down)) ms for catch-up"
@@ -109,7 +110,7 @@ unset KCAT_READ_TIMEOUT
 consume_json "$out" >"$WORK/out.json"
 consume_json "$PFX.dlq" >"$WORK/dlq.json"
 consume_json "$in" >"$WORK/in.json"
-"$(dirname "$0")/recurring-check.py" "$WORK" "$PFX" --cancel "$t_cancel" --down "$t_down" --up "$t_up" \
+"$(dirname "$0")/recurring-check.py" "$WORK" "$PFX" --cancel "$t_cancel" --down "$t_down" --up "$t_up" --ready "$t_ready" \
     --events "${events#,}" --expect r-=640,c-=60,p-=60,kl-=80,ka-=80,kn-=80 >"$WORK/verdict.txt" ||
     fail "recurring check failed: $(cat "$WORK/verdict.txt")"
 note "$(tail -1 "$WORK/verdict.txt")"

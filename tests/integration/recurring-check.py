@@ -7,20 +7,27 @@ sluice logs WORK/sluice-*.log (the end of each partition's last rebuild).
 
 The schedules are `every 1s` ids named by prefix: r- (catch-up latest),
 c- (cancelled at --cancel), p- (replaced at --cancel by `every 2s` with the
-payload v2), kl-, ka-, kn- (catch-up latest, all, none), api- (made through
-the API).  The verdict:
+payload v2), q- (replaced at --cancel by a one-shot timer with the payload
+once, due 2 s later), o- (one-shot timers replaced by schedules before
+any fired), kl-, ka-, kn- (catch-up latest, all, none), api- (made
+through the API).  The verdict:
   - each (id, sluice-due) once, never produced before its instant (record
     timestamp >= sluice-due), sluice-timer-id = the key;
   - per id and per schedule, occurrences 1, 2, ... in due order, dues on
     the schedule's grid;
-  - nothing lost: ka- skips no instant; any other id skips instants only
-    across a disturbance (--events: a kill to the restart's readiness, a
-    member's join or leave to the end of the hand-over, the stop for
-    catch-up), i.e. a gap (a, b) meets a disturbance's span within 1 s;
+  - nothing lost: ka- skips no instant; any other id skips only instants
+    due during a disturbance (--events: a kill to the restart's readiness,
+    a member's join or leave to the end of the hand-over; the stop for
+    catch-up, --down to --ready), from 2 s before it (a transaction the
+    kill aborted) to 1 s after it;
   - down from --down to --up (the catch-up stop): kl- fires the most recent
     instant due by the rebuild's end, kn- the first after it, ka- all;
   - c- fires nothing due 2 s after its cancel; p- runs on its new grid;
-  - every id of --expect fired; the DLQ holds --dlq's keys and reasons.
+    q- fires nothing of its schedule due 2 s after --cancel, and its
+    one-shot timer once; o- nothing but its schedule;
+  - every id of --expect fired, and every one not cancelled or replaced by
+    a one-shot timer (c-, q-) fired after the catch-up restart (--up):
+    none stopped for good; the DLQ holds --dlq's keys and reasons.
 Prints the figures; exits 1 on any fault."""
 import argparse
 import glob
@@ -38,6 +45,7 @@ ap.add_argument("--expect", required=True, help="PREFIX=N,... ids that must fire
 ap.add_argument("--cancel", type=int, required=True, help="when c- were cancelled and p- replaced (ms)")
 ap.add_argument("--down", type=int, required=True, help="the catch-up stop's start (ms)")
 ap.add_argument("--up", type=int, required=True, help="its restart (ms)")
+ap.add_argument("--ready", type=int, required=True, help="the restart ready (ms)")
 ap.add_argument("--events", default="", help="FROM-TO,... (ms) other disturbances (kills, joins, leaves)")
 ap.add_argument("--dlq", default="", help="KEY=REASON,... the DLQ's records")
 a = ap.parse_args()
@@ -55,12 +63,16 @@ for path in glob.glob(f"{a.work}/sluice-*.log"):
         ms = int(at.timestamp() * 1000)
         rebuilt[int(m[3])] = max(rebuilt.get(int(m[3]), 0), ms)
 part_of = {r["key"]: r["partition"] for r in load(f"{a.work}/in.json")}
-events = sorted([tuple(map(int, x.split("-"))) for x in a.events.split(",") if x] + [(a.down, a.up)])
+events = sorted([tuple(map(int, x.split("-"))) for x in a.events.split(",") if x] + [(a.down, a.ready)])
 
 by_id = defaultdict(list)
+once = defaultdict(list)
 seen = set()
 for r in load(f"{a.work}/out.json"):
     h = hdrs(r)
+    if "sluice-occurrence" not in h:  # a one-shot timer
+        once[r["key"]].append(r["payload"])
+        continue
     key, due, occ = r["key"], int(h["sluice-due"]), int(h["sluice-occurrence"])
     if h.get("sluice-timer-id") != key:
         bad.append(f"{key}: sluice-timer-id {h.get('sluice-timer-id')}")
@@ -78,6 +90,8 @@ for item in a.expect.split(","):
 for k in expect:
     if not by_id.get(k):
         bad.append(f"{k}: never fired")
+    elif not k.startswith(("c-", "q-")) and max(d for d, _, _ in by_id[k]) <= a.up:
+        bad.append(f"{k}: stopped: nothing fired after the restart at {a.up}")
 skipped = 0
 for key, recs in by_id.items():
     recs.sort()
@@ -95,9 +109,10 @@ for key, recs in by_id.items():
         skipped += sum((y - x) // step - 1 for x, y in gaps)
         if key.startswith("ka-") and gaps:
             bad.append(f"{key}: catch-up all skipped instants: {gaps[:3]}")
-        quiet = [(x, y) for x, y in gaps if not any(s <= y and x - 1000 <= e for s, e in events)]
+        quiet = [d for x, y in gaps for d in range(x + step, y, step)
+                 if not any(s - 2000 <= d <= e + 1000 for s, e in events)]
         if quiet:
-            bad.append(f"{key}: skipped instants with nothing to explain it: {quiet[:3]}")
+            bad.append(f"{key}: skipped {len(quiet)} instants due while nothing disturbed it: {quiet[:3]}")
         # Down from --down to --up: latest fires the most recent instant of
         # the down time, none the first after it, all every one.
         down = [d for d, _, _ in run if a.down + 1500 < d <= a.up - 1000]
@@ -117,11 +132,18 @@ for key, recs in by_id.items():
         late = [d for d, _, _ in recs if d > a.cancel + 2000]
         if late:
             bad.append(f"{key}: fired {late[:3]} after its cancel at {a.cancel}")
+    if key.startswith("q-"):
+        late = [d for d, _, _ in recs if d > a.cancel + 2000]
+        if late or once.get(key) != ["once"]:
+            bad.append(f"{key}: not replaced by its one-shot timer ({late[:3]}, {once.get(key)})")
     if key.startswith("p-"):
         old = [d for d, _, p in recs if p != "v2" and d > a.cancel + 2000]
         if old or not runs[1]:
             bad.append(f"{key}: not replaced (old instants {old[:3]}, {len(runs[1])} new)")
 
+for key, v in once.items():
+    if not key.startswith("q-"):
+        bad.append(f"{key}: a one-shot timer fired ({v})")
 reasons = {r["key"]: hdrs(r).get("sluice-error") for r in load(f"{a.work}/dlq.json")}
 want = dict(x.split("=") for x in a.dlq.split(",") if x)
 if reasons != want:
