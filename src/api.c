@@ -88,6 +88,7 @@
 #include "apireplay.h"
 #include "apireq.h"
 #include "connguard.h"
+#include "describe.h"
 #include "groupcheck.h"
 #include "http.h"
 #include "kafka.h"
@@ -1112,6 +1113,22 @@ static int lookup_answer_local(sl_api_t *api, int pi, int32_t partition,
                          "(partition %d)",
                          pc->name, partition);
                 break;
+        case SL_API_GONE: {
+                json_t *j = json ? json_loads(json, 0, NULL) : NULL;
+                int64_t due = sl_describe_gone_due(j);
+                char at[40] = "its due time";
+                json_decref(j);
+                if (due >= 0)
+                        sl_time_rfc3339(due, at, sizeof(at));
+                l->status = 404;
+                l->code = "payload-missing";
+                snprintf(l->msg, sizeof(l->msg),
+                         "pipeline %s holds a timer for this key (partition "
+                         "%d) whose payload record is gone from %s: it goes "
+                         "to the DLQ as payload-missing at %s",
+                         pc->name, partition, "its payload topic", at);
+                break;
+        }
         case SL_API_READING:
                 l->code = "reading";
                 snprintf(l->msg, sizeof(l->msg),

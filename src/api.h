@@ -79,6 +79,8 @@ typedef enum {
         SL_API_UNSUPPORTED, /* the operator has no describe() hook */
         SL_API_READING,     /* owned here; a record the answer needs is
                                being read back from Kafka: ask again */
+        SL_API_GONE,        /* a timer whose payload record is gone
+                               (*jsonp: sl_describe_gone()'s text) */
 } sl_api_lookup_t;
 
 /* Runs on the loop thread: the state pipeline (index into conf->pipelines)

@@ -251,3 +251,14 @@ int sl_describe_is_retry(const json_t *j) {
         return json_object_size(j) == 1 &&
                json_is_true(json_object_get(j, "retry"));
 }
+
+json_t *sl_describe_gone(int64_t due_ms) {
+        return json_pack("{s:I}", "payload_gone_due_ms", (json_int_t)due_ms);
+}
+
+int64_t sl_describe_gone_due(const json_t *j) {
+        json_t *d = json_object_get(j, "payload_gone_due_ms");
+        return json_object_size(j) == 1 && json_is_integer(d)
+                   ? (int64_t)json_integer_value(d)
+                   : -1;
+}

@@ -125,6 +125,14 @@ json_t *sl_describe_timer(const sl_describe_timer_t *v, int64_t now_ms);
 json_t *sl_describe_retry(void);
 int sl_describe_is_retry(const json_t *j);
 
+/* What a delay describe() hook answers for a pending timer whose payload
+ * record is gone from the payload topic (it goes to the DLQ as
+ * payload-missing at due_ms): the API answers 404 payload-missing.
+ * sl_describe_gone_due(): that due time, or -1 when j is not such an
+ * answer. */
+json_t *sl_describe_gone(int64_t due_ms);
+int64_t sl_describe_gone_due(const json_t *j);
+
 /*
  * throttle — GET /v1/pipelines/{p}/keys/{key}
  *

@@ -3107,7 +3107,8 @@ static struct json_t *delay_describe(sl_task_t *t, const void *key,
                 }
                 r = res_get(st, h);
                 if (sl_timerindex_flags(st->ix, h) & KX_F_MISSING)
-                        return NULL; /* no payload: it goes to the DLQ */
+                        /* no payload: it goes to the DLQ */
+                        return sl_describe_gone(sl_timerindex_due(st->ix, h));
                 return describe_blob(t, key, keylen,
                                      sl_timerindex_due(st->ix, h), r->seq,
                                      r->buf + r->idlen, r->bloblen);

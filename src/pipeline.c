@@ -207,6 +207,7 @@ sl_api_lookup_t sl_pipeline_describe(void *opaque, int pi, int32_t p,
         sl_pipeline_t *pl;
         sl_task_t *t;
         json_t *j;
+        int gone;
 
         if (pi < 0 || pi >= rt->pipeline_cnt)
                 return SL_API_UNOWNED;
@@ -226,7 +227,10 @@ sl_api_lookup_t sl_pipeline_describe(void *opaque, int pi, int32_t p,
                 json_decref(j);
                 return SL_API_READING;
         }
+        gone = sl_describe_gone_due(j) >= 0;
         *jsonp = json_dumps(j, JSON_COMPACT);
         json_decref(j);
-        return *jsonp ? SL_API_FOUND : SL_API_ABSENT;
+        if (!*jsonp)
+                return SL_API_ABSENT;
+        return gone ? SL_API_GONE : SL_API_FOUND;
 }

@@ -25,13 +25,19 @@
 # their last version, none early; k-0..9 never; the DLQ holds one
 # payload-missing record per g timer (by the partition and offset its
 # detail names), sluice-due its due time, none before it, nothing else.
-# Then kill -9 and a restart: nothing pending, no DLQ record again.
+# Then kill -9 and a restart: nothing pending, no DLQ record again.  The
+# API's GET of a g timer, pending with its payload gone, answers 404
+# payload-missing; of a k timer, 200 (its payload read back).
 # variant: asan
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 
 export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500
 dl_setup 2 payload_topic="$PFX.payloads"
+token=tok-$RANDOM-$RANDOM
+echo "$token" >"$WORK/tokens"
+api_port=$(free_port)
+conf_set "$conf" sluice api_listen="127.0.0.1:$api_port" api_tokens_file="$WORK/tokens"
 start() { SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"; }
 tools=${SLUICE_TOOLS_DIR:-$(dirname "$SLUICE_BIN")/build/tools}
 [ -x "$tools/delrecords" ] || fail "$tools/delrecords is missing: make build/tools/delrecords"
@@ -91,6 +97,14 @@ note "cancels and reschedules among deleted records: $(dl_metric sluice_timer_pa
 sluice_kill main KILL || true
 start
 wait_readyz main 200 30
+get() { # ID — the API's status for GET timers/ID (the body in get.json)
+    curl -s -o "$WORK/get.json" -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $token" \
+        "http://127.0.0.1:$api_port/v1/pipelines/$PFX/timers/$1" || true
+}
+[ "$(get g-0)" = 404 ] && grep -q '"payload-missing"' "$WORK/get.json" ||
+    problem "GET timers/g-0 (its payload deleted): $(cat "$WORK/get.json"), want 404 payload-missing"
+[ "$(get k-20)" = 200 ] && grep -q '"payload_bytes"' "$WORK/get.json" ||
+    problem "GET timers/k-20: $(cat "$WORK/get.json"), want 200"
 [ "$(now_ms)" -lt $((t0 + 24000)) ] || fail "the restarts ran past the first due time (+$(($(now_ms) - t0)) ms)"
 
 done_all() {

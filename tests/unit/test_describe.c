@@ -209,6 +209,23 @@ static void test_timer(void **state) {
         json_decref(o);
 }
 
+/* The markers a describe() hook answers instead of a key's JSON. */
+static void test_markers(void **state) {
+        json_t *j = sl_describe_gone(1767225600000LL), *r = sl_describe_retry();
+        (void)state;
+        assert_int_equal(sl_describe_gone_due(j), 1767225600000LL);
+        assert_false(sl_describe_is_retry(j));
+        assert_true(sl_describe_is_retry(r));
+        assert_int_equal(sl_describe_gone_due(r), -1);
+        json_decref(j);
+        /* A timer's own JSON is neither. */
+        j = json_pack("{s:I, s:s}", "payload_gone_due_ms", (json_int_t)5, "id",
+                      "x");
+        assert_int_equal(sl_describe_gone_due(j), -1);
+        json_decref(j);
+        json_decref(r);
+}
+
 static void test_throttle_key(void **state) {
         sl_describe_tkey_t v = {0};
         json_t *o;
@@ -365,6 +382,7 @@ int main(void) {
             cmocka_unit_test(test_rfc3339),
             cmocka_unit_test(test_time_and_bytes),
             cmocka_unit_test(test_timer),
+            cmocka_unit_test(test_markers),
             cmocka_unit_test(test_throttle_key),
             cmocka_unit_test(test_group),
         };
