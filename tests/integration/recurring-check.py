@@ -42,10 +42,10 @@ ap = argparse.ArgumentParser()
 ap.add_argument("work")
 ap.add_argument("pfx")
 ap.add_argument("--expect", required=True, help="PREFIX=N,... ids that must fire")
-ap.add_argument("--cancel", type=int, required=True, help="when c- were cancelled and p- replaced (ms)")
-ap.add_argument("--down", type=int, required=True, help="the catch-up stop's start (ms)")
-ap.add_argument("--up", type=int, required=True, help="its restart (ms)")
-ap.add_argument("--ready", type=int, required=True, help="the restart ready (ms)")
+ap.add_argument("--cancel", type=int, default=0, help="when c- were cancelled and p- replaced (ms)")
+ap.add_argument("--down", type=int, default=0, help="the catch-up stop's start (ms; 0: none)")
+ap.add_argument("--up", type=int, default=0, help="its restart (ms)")
+ap.add_argument("--ready", type=int, default=0, help="the restart ready (ms)")
 ap.add_argument("--events", default="", help="FROM-TO,... (ms) other disturbances (kills, joins, leaves)")
 ap.add_argument("--dlq", default="", help="KEY=REASON,... the DLQ's records")
 a = ap.parse_args()
@@ -63,7 +63,10 @@ for path in glob.glob(f"{a.work}/sluice-*.log"):
         ms = int(at.timestamp() * 1000)
         rebuilt[int(m[3])] = max(rebuilt.get(int(m[3]), 0), ms)
 part_of = {r["key"]: r["partition"] for r in load(f"{a.work}/in.json")}
-events = sorted([tuple(map(int, x.split("-"))) for x in a.events.split(",") if x] + [(a.down, a.ready)])
+events = sorted([tuple(map(int, x.split("-"))) for x in a.events.split(",") if x] +
+                ([(a.down, a.ready)] if a.down else []))
+# A schedule that fires nothing after this stopped for good.
+last_up = a.up if a.down else max([e for _, e in events], default=0)
 
 by_id = defaultdict(list)
 once = defaultdict(list)
@@ -90,8 +93,8 @@ for item in a.expect.split(","):
 for k in expect:
     if not by_id.get(k):
         bad.append(f"{k}: never fired")
-    elif not k.startswith(("c-", "q-")) and max(d for d, _, _ in by_id[k]) <= a.up:
-        bad.append(f"{k}: stopped: nothing fired after the restart at {a.up}")
+    elif not k.startswith(("c-", "q-")) and max(d for d, _, _ in by_id[k]) <= last_up:
+        bad.append(f"{k}: stopped: nothing fired after {last_up}")
 skipped = 0
 for key, recs in by_id.items():
     recs.sort()
@@ -115,6 +118,8 @@ for key, recs in by_id.items():
             bad.append(f"{key}: skipped {len(quiet)} instants due while nothing disturbed it: {quiet[:3]}")
         # Down from --down to --up: latest fires the most recent instant of
         # the down time, none the first after it, all every one.
+        if not a.down:
+            continue
         down = [d for d, _, _ in run if a.down + 1500 < d <= a.up - 1000]
         if key.startswith(("kl-", "kn-")) and down:
             bad.append(f"{key}: catch-up {key[:2]} fired missed instants {down[:3]}")
