@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
@@ -73,6 +74,38 @@ static rd_kafka_t *inspect_consumer_new(sl_conf_t *conf) {
         return rk;
 }
 
+/* A partition's watermarks, asked again every half second while the
+ * answer is one a leader change or a broker away gives (librdkafka's own
+ * call does not retry those): during a rolling restart, or just after a
+ * node rejoins, the first answer can name a node that no longer leads. */
+static rd_kafka_resp_err_t inspect_watermarks(rd_kafka_t *rk, const char *topic,
+                                              int p, int64_t *lo, int64_t *hi,
+                                              int64_t deadline) {
+        for (;;) {
+                int64_t left = deadline - sl_now_ms();
+                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                    rk, topic, p, lo, hi, (int)SL_MIN(left, 10000));
+                switch (err) {
+                case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+                case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+                case RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH:
+                case RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH:
+                case RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE:
+                case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+                case RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR:
+                case RD_KAFKA_RESP_ERR__TIMED_OUT:
+                case RD_KAFKA_RESP_ERR__TRANSPORT:
+                case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
+                        if (deadline - sl_now_ms() <= 500)
+                                return err;
+                        usleep(500 * 1000);
+                        break;
+                default:
+                        return err;
+                }
+        }
+}
+
 int sl_inspect_read_topic(sl_conf_t *conf, const char *topic, int parts,
                           const int64_t *from, sl_inspect_read_cb cb,
                           void *opaque) {
@@ -88,8 +121,8 @@ int sl_inspect_read_topic(sl_conf_t *conf, const char *topic, int parts,
         l = rd_kafka_topic_partition_list_new(parts);
         for (int p = 0; p < parts; p++) {
                 int64_t lo = 0, hi = 0, start;
-                rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-                    rk, topic, p, &lo, &hi, 10000);
+                rd_kafka_resp_err_t err =
+                    inspect_watermarks(rk, topic, p, &lo, &hi, deadline);
                 if (err) {
                         fprintf(stderr, "sluice inspect: %s [%d]: %s\n", topic,
                                 p, rd_kafka_err2str(err));
@@ -184,7 +217,7 @@ static int read_partition_at(rd_kafka_t *rk, const char *topic,
         int64_t lo = 0, hi = 0;
         size_t i = 0;
         rd_kafka_resp_err_t err =
-            rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 10000);
+            inspect_watermarks(rk, topic, p, &lo, &hi, deadline);
 
         if (err) {
                 fprintf(stderr, "sluice inspect: %s [%d]: %s\n", topic, p,
