@@ -409,6 +409,21 @@ _fault_out_count() {
     echo "$n"
 }
 
+# _fault_pending_why OP... — why each operator still pending when a drain
+# gave up is not done: its input and output counts on stderr, and for
+# delay and debounce `sluice inspect`'s answer (stderr too) in
+# WORK/inspect-OP.txt, its first lines on stderr.
+_fault_pending_why() {
+    local op
+    for op in "$@"; do
+        echo "$op: $(count_input_records "$PFX.$op.in") input records, $(count_records "$PFX.$op.out") output records" >&2
+        case $op in d | b) ;; *) continue ;; esac
+        timeout 150 "$SLUICE_BIN" inspect -c "$FAULT_CONF" "$PFX-$op" --limit 5 >"$WORK/inspect-$op.txt" 2>&1
+        echo "inspect $PFX-$op (exit $?):" >&2
+        head -12 "$WORK/inspect-$op.txt" | sed 's/^/    /' >&2
+    done
+}
+
 # fault_drain SECS NAME... — waits (while an instance lives, for at most
 # SECS, and no longer than 40 s without any new output record) until every
 # operator is done, then judges each output against its input.  A timeout
@@ -444,6 +459,7 @@ fault_drain() {
         sleep 0.5
     done
     sluice_reap "${names[@]}"
+    [ "$state" = complete ] || _fault_pending_why $pending
     case $state in
     dead) problem "every instance exited before the output was complete: $(fault_exits "${names[@]}")" ;;
     stalled) problem "output stalled: no new output record for 40 s (pending:$pending)" ;;
