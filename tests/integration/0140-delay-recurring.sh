@@ -49,23 +49,15 @@ topic_create "$out" 4
 dl_start
 echo "sluice ready on $in -> $out"
 
-every() { # every CATCH_UP IDS... — one schedule each, every 1 s
-    local cu=$1
-    shift
-    for id in "$@"; do echo "$id:payload-$id"; done |
-        produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=1s" -H "sluice-catch-up=$cu"
-}
-ids() { local p=$1 n=$2; for i in $(seq 1 "$n"); do echo "$p$i"; done; }
-
 t0=$(now_ms)
-every latest $(ids r- 50) $(ids c- 5)
-every latest $(ids p- 5) $(ids q- 5)
+dl_every latest $(dl_ids r- 50) $(dl_ids c- 5)
+dl_every latest $(dl_ids p- 5) $(dl_ids q- 5)
 # o-*: one-shot timers (due in an hour) that schedules replace at once.
-ids o- 5 | sed 's/$/:x/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=1h"
-every latest $(ids o- 5)
-every latest $(ids kl- 5)
-every all $(ids ka- 5)
-every none $(ids kn- 5)
+dl_ids o- 5 | sed 's/$/:x/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=1h"
+dl_every latest $(dl_ids o- 5)
+dl_every latest $(dl_ids kl- 5)
+dl_every all $(dl_ids ka- 5)
+dl_every none $(dl_ids kn- 5)
 # The DLQ's: a bad expression, an unknown zone, one that never fires, and a
 # schedule given with a one-shot due time.
 echo 'bad-1:x' | produce "$in" -K: -H "sluice-target=$out" -H 'sluice-cron=61 * * * *'
@@ -125,11 +117,11 @@ note "kills (SIGKILL) at$kill_log after the first schedule (ds = 0.1 s)"
 
 # Cancel c-*, replace p-* (every 2 s, payload v2), while they run.
 t_cancel=$(now_ms)
-ids c- 5 | sed 's/$/:/' | produce "$in" -K: -Z
+dl_ids c- 5 | sed 's/$/:/' | produce "$in" -K: -Z
 a=$(api DELETE schedules/c-api)
 case $a in 204\ *) ;; *) problem "DELETE schedules/c-api: $a" ;; esac
-ids p- 5 | sed 's/$/:v2/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=2s"
-ids q- 5 | sed 's/$/:once/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=2s"
+dl_ids p- 5 | sed 's/$/:v2/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=2s"
+dl_ids q- 5 | sed 's/$/:once/' | produce "$in" -K: -H "sluice-target=$out" -H "sluice-delay=2s"
 _replaced() { [ "$(consume_all "$out" -f '%s\n' | grep -c '^v2$')" -ge 10 ]; }
 wait_until 20 _replaced || fail "the replaced schedules did not fire twice each within 20 s"
 

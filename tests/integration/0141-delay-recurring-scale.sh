@@ -30,17 +30,13 @@ conf_set "$conf" kafka session.timeout.ms=6000
 dl_start
 echo "sluice ready on $in -> $out"
 
-every() { # every CATCH_UP PREFIX N — N schedules PREFIX1..PREFIXN, every 1 s
-    seq 1 "$3" | sed "s/.*/$2&:payload-$2&/" |
-        produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=1s" -H "sluice-catch-up=$1"
-}
 t0=$(now_ms)
-every latest r- 640
-every latest c- 60
-every latest p- 60
-every latest kl- 80
-every all ka- 80
-every none kn- 80
+dl_every latest $(dl_ids r- 640)
+dl_every latest $(dl_ids c- 60)
+dl_every latest $(dl_ids p- 60)
+dl_every latest $(dl_ids kl- 80)
+dl_every all $(dl_ids ka- 80)
+dl_every none $(dl_ids kn- 80)
 echo "1,000 schedules written in $(($(now_ms) - t0)) ms"
 
 running() { sluice_metric "$1" "sluice_partitions{pipeline=\"$PFX\",state=\"running\"}"; }

@@ -18,6 +18,7 @@
 # the same with payload_topic (the schedules stay resident).
 # variant: payloads
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib-delay.sh"
 source "$(dirname "$0")/lib-faults.sh"
 
 # (the payloads variant may run beside the plain one: a port of its own)
@@ -32,12 +33,8 @@ fault_start_ready a
 in=$PFX.d.in
 out=$PFX.d.out
 
-every() { # every CATCH_UP PREFIX N
-    seq 1 "$3" | sed "s/.*/$2&:payload-$2&/" |
-        produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=1s" -H "sluice-catch-up=$1"
-}
-every latest r- 150
-every all ka- 50
+dl_every latest $(dl_ids r- 150)
+dl_every all $(dl_ids ka- 50)
 _firing() { [ "$(count_records "$out")" -ge 1000 ]; }
 wait_until 30 _firing || fail "the schedules did not fire 1,000 occurrences within 30 s: $(count_records "$out")"
 

@@ -44,6 +44,10 @@
 #                          payload_topic: their payloads have left memory
 #                          once their index records are written); fails the
 #                          test when that takes past SECS
+#   dl_ids PREFIX N        prints the ids PREFIX1..PREFIXN, one a line
+#   dl_every CATCH_UP ID...
+#                          one schedule `every 1s` per ID (payload
+#                          payload-ID) to $out on $in, catch-up CATCH_UP
 #   dl_recurring_caught_up SINCE PREFIX...
 #                          0 when each recurring id of every PREFIX in $out
 #                          has fired an instant due after SINCE (ms)
@@ -138,6 +142,18 @@ dl_metric() {
 dl_start() {
     SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"
     wait_readyz main 200 30
+}
+
+dl_ids() {
+    local i
+    for i in $(seq 1 "$2"); do echo "$1$i"; done
+}
+
+dl_every() {
+    local cu=$1 id
+    shift
+    for id in "$@"; do echo "$id:payload-$id"; done |
+        produce "$in" -K: -H "sluice-target=$out" -H "sluice-every=1s" -H "sluice-catch-up=$cu"
 }
 
 # dl_recurring_caught_up SINCE PREFIX... — 0 when every recurring id in
