@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """recurring-check.py WORK PFX [options] — the exactly-once verdict of the
-recurring-timer tests (0140, 0141), read from `consume_json` dumps in WORK
+recurring-timer tests (0140, 0141, 0142), read from `consume_json` dumps in WORK
 (out.json: the target; dlq.json: PFX.dlq; in.json: the input) and the
 sluice logs WORK/sluice-*.log (the end of each partition's last rebuild).
 
@@ -18,8 +18,9 @@ through the API).  The verdict:
   - nothing lost: ka- skips no instant; any other id skips only instants
     due during a disturbance (--events: a kill to the restart's readiness,
     a member's join or leave to the end of the hand-over; the stop for
-    catch-up, --down to --ready), from 2 s before it (a transaction the
-    kill aborted) to 1 s after it;
+    catch-up, --down to --ready; with --own-events also each aborted
+    transaction or rebalance in the sluice logs, to the rebuild after it),
+    from 2 s before it (a transaction the kill aborted) to 1 s after it;
   - down from --down to --up (the catch-up stop): kl- fires the most recent
     instant due by the rebuild's end, kn- the first after it, ka- all;
   - c- fires nothing due 2 s after its cancel; p- runs on its new grid;
@@ -48,25 +49,53 @@ ap.add_argument("--up", type=int, default=0, help="its restart (ms)")
 ap.add_argument("--ready", type=int, default=0, help="the restart ready (ms)")
 ap.add_argument("--events", default="", help="FROM-TO,... (ms) other disturbances (kills, joins, leaves)")
 ap.add_argument("--dlq", default="", help="KEY=REASON,... the DLQ's records")
+ap.add_argument("--own-events", action="store_true",
+                help="sluice's own aborts and rebalances (its logs) are disturbances too")
 a = ap.parse_args()
 
 bad = []
+
+
+def log_ms(stamp):
+    at = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    return int(at.timestamp() * 1000)
+
+
 # The end of each input partition's last rebuild (the log's time, within a
-# few ms of the operator's): occurrences due by then were missed.
+# few ms of the operator's): occurrences due by then were missed.  And with
+# --own-events, sluice's own disturbances: from a failed transaction or a
+# rebalance to the end of the rebuilds that follow it (rebuilds within 2 s
+# of each other).
 rebuilt = {}
+own = []
 for path in glob.glob(f"{a.work}/sluice-*.log"):
+    span, waiting = None, False  # [from, to]; a trouble not yet rebuilt after
     for line in open(path, errors="replace"):
         m = re.match(r"(\S+Z) info REBUILD (\S+) \[(\d+)\]: rebuilt from", line)
-        if not m or m[2] != a.pfx:
+        if m and m[2] == a.pfx:
+            ms = log_ms(m[1])
+            rebuilt[int(m[3])] = max(rebuilt.get(int(m[3]), 0), ms)
+            if span and (waiting or ms - span[1] <= 2000):
+                span[1], waiting = ms, False
             continue
-        at = datetime.strptime(m[1], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-        ms = int(at.timestamp() * 1000)
-        rebuilt[int(m[3])] = max(rebuilt.get(int(m[3]), 0), ms)
+        m = re.match(r"(\S+Z) \w+ (TXNERR|TXN|REBALANCE) .*(Current transaction failed|"
+                     r"transaction will be aborted|aborting transaction|revoking)", line)
+        if m:
+            ms = log_ms(m[1])
+            if span and not waiting and ms - span[1] > 2000:
+                own.append(tuple(span))
+                span = None
+            span = span or [ms, ms]
+            waiting = True
+    if span:
+        own.append(tuple(span))
 part_of = {r["key"]: r["partition"] for r in load(f"{a.work}/in.json")}
-events = sorted([tuple(map(int, x.split("-"))) for x in a.events.split(",") if x] +
-                ([(a.down, a.ready)] if a.down else []))
-# A schedule that fires nothing after this stopped for good.
-last_up = a.up if a.down else max([e for _, e in events], default=0)
+given = sorted([tuple(map(int, x.split("-"))) for x in a.events.split(",") if x] +
+               ([(a.down, a.ready)] if a.down else []))
+events = sorted(given + (own if a.own_events else []))
+# A schedule that fires nothing after this stopped for good.  (Not after
+# sluice's own events: the stop at the end revokes every partition.)
+last_up = a.up if a.down else max([e for _, e in given], default=0)
 
 by_id = defaultdict(list)
 once = defaultdict(list)
@@ -157,5 +186,6 @@ for b in bad[:20]:
     print("BAD", b)
 n = sum(len(v) for v in by_id.values())
 print(f"{n} occurrences of {len(by_id)} schedules, {skipped} instants skipped across "
-      f"{len(events)} disturbances, {len(bad)} faults")
+      f"{len(events)} disturbances" + (f" ({len(own)} of them sluice's own, from its logs)" if a.own_events else "") +
+      f", {len(bad)} faults")
 sys.exit(1 if bad else 0)
