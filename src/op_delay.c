@@ -119,8 +119,13 @@
  * are read back first, and the input record waits (sl_task_input_retry,
  * resumed by fetched()).  With 64-bit hashes a match is nearly always the
  * same id (a cancel or reschedule), so the cost falls on cancels and
- * reschedules of timers not due soon: one read each (the timers of one hash
- * in one pass), the input waiting meanwhile.  Tests cut hashes to a few
+ * reschedules of timers not due soon.  While the input waits, the records
+ * behind the waiting one that the consumer already handed over are
+ * peeked (delay_peek): the entries of their ids' hashes are wanted in the
+ * same read, and the input goes on once all of them are back, so a run of
+ * cancels costs one read pass, not a round trip each (bench/NOTES.md "What
+ * a cancel and a reschedule cost").  The peek decides nothing: input()
+ * compares the id when it takes the record.  Tests cut hashes to a few
  * bits (SLUICE_TEST_TIMER_HASH_BITS) to make every id collide.
  *
  * Reading back.  One read per partition (sl_task_fetch) serves a sorted
@@ -152,7 +157,8 @@
  * keeps their ids (kx_restored): those go to the DLQ keyed by id, and
  * their index records go.  Records read on the way are
  * kept only when due soon and the share has room; those read only to
- * compare an id leave after KX_HELD_MS; over the share, the records that
+ * compare an id leave KX_HELD_MS after the last id the input waited for
+ * came back (never while it waits); over the share, the records that
  * fire last go first (kx_trim, in firing order).  A timer due whose record
  * is not back waits for it (lateness = the read), the wake-up polling every
  * KX_WAIT_POLL_MS meanwhile.
@@ -192,6 +198,11 @@
 /* Payloads in Kafka: how far ahead payloads are read back (the earliest
  * timers due within this long, as many as payload_cache holds). */
 #define KX_LOOKAHEAD_MS 60000
+/* Ids wanted at once for input records not yet taken (delay_peek). */
+#define KX_PEEK_MAX 256
+/* The size of a record read back assumed before any was (delay_peek):
+ * large, so that the first peeks ask for few. */
+#define KX_READ_MEAN0 65536
 
 /* Headers of an input record handled without allocation. */
 #define SL_DELAY_HDRS_ON_STACK 16
@@ -210,6 +221,7 @@ typedef struct delay_pipeline_s {
         sl_counter_t *m_due_on_arrival;
         sl_counter_t *m_payload_reads; /* payload_topic: records read back */
         sl_counter_t *m_id_waits; /* input waits for an id to be read back */
+        sl_counter_t *m_id_peeks; /* ids asked for ahead of their input */
         /* Timers whose sluice-delay counted from the read time, by why
          * (index: sl_delay_base_t - SL_DELAY_BASE_READ_NO_TS). */
         sl_counter_t *m_read_base[3];
@@ -282,6 +294,7 @@ SL_HMAP_DEFINE(rmap, kres_t, link, KRES_HASH, KRES_EQ)
 typedef struct want_s {
         int64_t loc;
         uint32_t handle;
+        uint8_t id; /* wanted to compare an id (the input waits for it) */
 } want_t;
 
 typedef struct delay_state_s {
@@ -300,8 +313,11 @@ typedef struct delay_state_s {
         want_t *want;     /* the want_cnt live ones, inside want_buf */
         want_t *want_buf; /* want_cap long */
         size_t want_cnt, want_cap;
-        int64_t plan_ms; /* when kx_plan() last walked the index */
-        int plan_short;  /* and found all it could want by then */
+        size_t id_wants;     /* of them, wanted to compare an id (want_t.id) */
+        int64_t ids_back_ms; /* when the last of those came back */
+        size_t read_mean;    /* bytes of a record read back (a running mean) */
+        int64_t plan_ms;     /* when kx_plan() last walked the index */
+        int plan_short;      /* and found all it could want by then */
         int fetching;
         int64_t fetch_next; /* the offset the read delivers next */
         int64_t fetch_from; /* where the read last began (fetch_kick) */
@@ -570,6 +586,11 @@ static const sl_metric_def_t delay_metrics[] = {
                        "the records of pending timers whose id hash matched "
                        "theirs to be read back (ids are compared, never "
                        "their hashes alone)."),
+    SL_METRICS_COUNTER(delay_pipeline_t, m_id_peeks,
+                       "sluice_timer_id_peeks_total",
+                       "With payload_topic: input records after one that "
+                       "waited for an id whose own ids' records were asked "
+                       "for in the same read back."),
     SL_METRICS_GAUGE(delay_pipeline_t, m_pending, "sluice_timers_pending",
                      "Timers waiting to fire."),
     SL_METRICS_GAUGE(delay_pipeline_t, m_pending_bytes,
@@ -679,6 +700,7 @@ static void *delay_state_new(sl_task_t *t) {
                 st->rb_on = 1;
                 st->ix_max_loc = -1;
                 st->loc_safe = st->loc_prev = st->loc_txn = -1;
+                st->read_mean = KX_READ_MEAN0;
         } else {
                 st->heap = sl_timerheap_new_slab();
         }
@@ -1819,15 +1841,23 @@ static void want_room(delay_state_t *st, size_t n) {
         st->want = st->want_buf;
 }
 
-static void want_add(delay_state_t *st, int64_t loc, uint32_t h) {
+/* Wants loc for entry h; id: to compare an id (counted in id_wants). */
+static void want_add(delay_state_t *st, int64_t loc, uint32_t h, int id) {
         size_t i = want_pos(st, loc);
-        if (i < st->want_cnt && st->want[i].loc == loc)
+        if (i < st->want_cnt && st->want[i].loc == loc) {
+                if (id && !st->want[i].id) {
+                        st->want[i].id = 1;
+                        st->id_wants++;
+                }
                 return;
+        }
         want_room(st, 1);
         memmove(&st->want[i + 1], &st->want[i],
                 (st->want_cnt - i) * sizeof(*st->want));
         st->want[i].loc = loc;
         st->want[i].handle = h;
+        st->want[i].id = (uint8_t) !!id;
+        st->id_wants += !!id;
         st->want_cnt++;
 }
 
@@ -1835,6 +1865,7 @@ static void want_del(delay_state_t *st, int64_t loc) {
         size_t i = want_pos(st, loc);
         if (i == st->want_cnt || st->want[i].loc != loc)
                 return;
+        st->id_wants -= st->want[i].id;
         if (i == 0)
                 st->want++;
         else
@@ -1948,7 +1979,7 @@ static int kx_lookup(sl_task_t *t, const void *id, size_t idlen, uint64_t hash,
                 }
                 if (sl_timerindex_flags(st->ix, h) & KX_F_MISSING)
                         continue; /* its id is lost with its record */
-                want_add(st, sl_timerindex_loc(st->ix, h), h);
+                want_add(st, sl_timerindex_loc(st->ix, h), h, 1);
                 unknown = 1;
         }
         if (unknown) {
@@ -1993,9 +2024,11 @@ static void kx_trim(sl_task_t *t) {
         kres_t **v;
         trim_t *tv;
 
-        if (st->held_cnt) {
-                /* Records read back to compare an id leave after a second
-                 * (the input that waited for them has gone on by then). */
+        if (st->held_cnt && !st->id_wants) {
+                /* Records read back to compare an id leave a second after
+                 * the last id wanted came back (the input that waited for
+                 * them has gone on by then); never while the input waits
+                 * for more of them (delay_peek). */
                 int64_t now = sl_now_ms();
                 v = sl_malloc(st->held_cnt * sizeof(*v));
                 for (size_t i = 0; i < st->res.nbuckets; i++)
@@ -2003,7 +2036,8 @@ static void kx_trim(sl_task_t *t) {
                              l = l->next) {
                                 kres_t *r = rmap_entry(l);
                                 if (r->held_ms &&
-                                    now - r->held_ms >= KX_HELD_MS &&
+                                    now - SL_MAX(r->held_ms, st->ids_back_ms) >=
+                                        KX_HELD_MS &&
                                     !r->pinned && !r->lists && n < st->held_cnt)
                                         v[n++] = r;
                         }
@@ -2024,7 +2058,8 @@ static void kx_trim(sl_task_t *t) {
         for (size_t i = 0; i < st->res.nbuckets; i++)
                 for (sl_hmap_link_t *l = st->res.buckets[i]; l; l = l->next) {
                         kres_t *r = rmap_entry(l);
-                        if (r->pinned || r->lists)
+                        if (r->pinned || r->lists ||
+                            (r->held_ms && st->id_wants))
                                 continue;
                         tv[n].due = sl_timerindex_due(st->ix, r->handle);
                         tv[n].loc = sl_timerindex_loc(st->ix, r->handle);
@@ -2086,6 +2121,7 @@ static void kx_plan(sl_task_t *t, int64_t now) {
                 }
                 add[nadd].loc = loc;
                 add[nadd].handle = hs[i];
+                add[nadd].id = 0;
                 nadd++;
         }
         want_merge(st, add, nadd);
@@ -2112,7 +2148,7 @@ static void kx_arm(sl_task_t *t) {
         }
         if (!(f & (KX_F_RESIDENT | KX_F_MISSING)))
                 /* It fires next: wanted whatever the cache holds. */
-                want_add(st, sl_timerindex_loc(st->ix, h), h);
+                want_add(st, sl_timerindex_loc(st->ix, h), h, 0);
         kx_plan(t, now);
         if (!(f & KX_F_RESIDENT) && due <= now)
                 /* Due and not read back yet: fetched() wakes the
@@ -2180,7 +2216,7 @@ static void kx_wake(sl_task_t *t, int64_t now) {
                     !(sl_timerindex_flags(st->ix, h) & KX_F_MISSING)) {
                         /* Not read back yet: wait for it (fetched()
                          * wakes the partition). */
-                        want_add(st, sl_timerindex_loc(st->ix, h), h);
+                        want_add(st, sl_timerindex_loc(st->ix, h), h, 0);
                         fetch_kick(t);
                         break;
                 }
@@ -2317,6 +2353,7 @@ static int kx_missing_past(sl_task_t *t, int64_t end) {
 static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
         delay_state_t *st = t->state_data;
         int got = 0;
+        size_t id_wants = st->id_wants;
 
         if (!st->ix || !st->fetching)
                 return;
@@ -2342,6 +2379,8 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 if (wanted)
                         wh = st->want[wi].handle;
                 st->fetch_next = m->offset + 1;
+                st->read_mean +=
+                    (m->key_len + m->len) / 16 - st->read_mean / 16;
                 if (m->key && m->key_len && m->payload) {
                         uint64_t hash = kx_hash(st->dp, m->key, m->key_len);
                         for (uint32_t h = sl_timerindex_find(st->ix, hash);
@@ -2407,13 +2446,55 @@ static void kx_fetched(sl_task_t *t, const rd_kafka_message_t *m) {
                 fetch_stop(t);
         else
                 fetch_kick(t);
-        if (got) {
-                /* Read back, or found gone: an input record waiting for an
-                 * id, and timers due, go on. */
-                delay_update_gauges(t);
+        if ((got || st->id_wants < id_wants) && !st->id_wants) {
+                /* Every id wanted is back (or found gone): the input that
+                 * waited goes on, and finds the records of the ids peeked
+                 * after it (delay_peek) here too. */
+                st->ids_back_ms = sl_now_ms();
                 sl_task_lookup_done(t);
+        }
+        if (got) {
+                /* Read back, or found gone: timers due go on. */
+                delay_update_gauges(t);
                 sl_task_wake_at(t, 0);
                 sl_task_wake_at(t, 1);
+        }
+}
+
+/* An input record after the one that waits for an id (op.peek): the
+ * entries of its id's hash not in memory are wanted too, so that the read
+ * the input waits for brings theirs as well, and a run of cancels or
+ * reschedules costs one read back, not one each (bench/NOTES.md "What a
+ * cancel and a reschedule cost").  Nothing is decided here: input() sees
+ * the record later and compares its id as always.  The records read for
+ * ids stay while the input waits (kx_trim), so at most KX_PEEK_MAX ids are
+ * wanted at once, and no more than a quarter of the partition's share of
+ * payload_cache holds at the mean size of the records read back. */
+static void delay_peek(sl_task_t *t, const rd_kafka_message_t *m) {
+        delay_state_t *st = t->state_data;
+        uint64_t hash;
+        size_t most;
+        int added = 0;
+
+        if (!st->ix || st->rb_on || !m->key || !m->key_len)
+                return;
+        most = kx_cache_budget(st) / 4 / SL_MAX(st->read_mean, 1);
+        if (st->id_wants >= SL_MIN(SL_MAX(most, 1), KX_PEEK_MAX))
+                return;
+        hash = kx_hash(st->dp, m->key, m->key_len);
+        for (uint32_t h = sl_timerindex_find(st->ix, hash);
+             h != SL_TIMERINDEX_NONE;
+             h = sl_timerindex_next_same_hash(st->ix, h)) {
+                if (sl_timerindex_hash(st->ix, h) != hash ||
+                    (sl_timerindex_flags(st->ix, h) &
+                     (KX_F_RESIDENT | KX_F_MISSING)))
+                        continue;
+                want_add(st, sl_timerindex_loc(st->ix, h), h, 1);
+                added = 1;
+        }
+        if (added) {
+                sl_counter_inc(st->dp->m_id_peeks);
+                fetch_kick(t);
         }
 }
 
@@ -3135,5 +3216,6 @@ const sl_op_t sl_op_delay = {
     .tracks = delay_tracks,
     .precommit = kx_precommit,
     .fetched = kx_fetched,
+    .peek = delay_peek,
     .describe = delay_describe,
 };

@@ -568,6 +568,9 @@ void sl_task_on_input(sl_task_t *t, const rd_kafka_message_t *m) {
         rd_kafka_topic_partition_list_t *l;
         rd_kafka_error_t *error;
         int32_t p = t->partition;
+        if (t->state == SL_TASK_RUNNING && t->lookup_wait && !t->cap_wait &&
+            t->pl->op->peek && m->offset > t->retry_offset)
+                t->pl->op->peek(t, m); /* it comes again after the wait */
         if (t->state != SL_TASK_RUNNING || t->lookup_wait || t->cap_wait)
                 return;
         if (t->retry_offset >= 0) {

@@ -114,6 +114,13 @@ typedef struct sl_op_s {
         /* A record (or a partition EOF: m->err set, m->offset = the end)
          * read by sl_task_fetch(). */
         void (*fetched)(sl_task_t *t, const rd_kafka_message_t *m);
+        /* An input record after the one that waits (input() called
+         * sl_task_input_retry() while a lookup runs), met before the
+         * input stops: input() sees it again later, whatever this does.
+         * The operator may start what it will need (delay: the records
+         * of the ids it will compare, so that a run of lookups waits
+         * once).  Decides nothing. */
+        void (*peek)(sl_task_t *t, const rd_kafka_message_t *m);
         /* A global table: the topic every instance reads whole (all
          * partitions, from the beginning, continuously), or NULL.  Tasks
          * of the pipeline stay REBUILDING until the table has been read

@@ -40,9 +40,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 
-seed=${SLUICE_TEST_SEED:-$((RANDOM * 32768 + RANDOM))}
-RANDOM=$seed
-note "seed $seed (SLUICE_TEST_SEED=$seed replays the kill moments)"
+dl_seed
 
 export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500
 dl_setup 4 payload_topic="$PFX.payloads"
@@ -105,7 +103,7 @@ applied() { [ "$(dl_metric sluice_timers_cancelled_total)" = 80 ] && [ "$(dl_met
 wait_until 30 applied || fail "cancels and reschedules not applied: $(dl_metric sluice_timers_cancelled_total) of 80 cancels, $(dl_metric sluice_timers_rescheduled_total) of 100 reschedules"
 [ "$(dl_metric sluice_timer_id_waits_total)" -gt 0 ] && [ "$(dl_metric sluice_timer_payload_reads_total)" -gt 0 ] ||
     fail "the cancels and reschedules read nothing back (no input waited for an id): the case is not tested"
-note "b cancelled and c rescheduled by +$(($(now_ms) - t0)) ms: $(dl_metric sluice_timer_payload_reads_total) payload records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id"
+note "b cancelled and c rescheduled by +$(($(now_ms) - t0)) ms: $(dl_metric sluice_timer_payload_reads_total) payload records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id, $(dl_metric sluice_timer_id_peeks_total) records behind a wait peeked"
 [ "$(now_ms)" -lt $((t0 + 30000)) ] || fail "setup ran past the first due time (+$(($(now_ms) - t0)) ms): the checks below need it before"
 
 # n: cancelled while their payloads are being prefetched.

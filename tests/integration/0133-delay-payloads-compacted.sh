@@ -24,9 +24,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-delay.sh"
 
-seed=${SLUICE_TEST_SEED:-$((RANDOM * 32768 + RANDOM))}
-RANDOM=$seed
-note "seed $seed (SLUICE_TEST_SEED=$seed replays the kill moments)"
+dl_seed
 
 export SLUICE_TEST_PAYLOAD_LOOKAHEAD_MS=1500
 # The two compacted topics exist before `topics apply` (it checks their

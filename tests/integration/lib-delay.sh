@@ -44,6 +44,8 @@
 #                          payload_topic: their payloads have left memory
 #                          once their index records are written); fails the
 #                          test when that takes past SECS
+#   dl_seed                seeds $RANDOM (SLUICE_TEST_SEED=N, or a new seed it
+#                          notes): a test's random kill moments replay
 #   dl_ids PREFIX N        prints the ids PREFIX1..PREFIXN, one a line
 #   dl_every CATCH_UP ID...
 #                          one schedule `every 1s` per ID (payload
@@ -142,6 +144,12 @@ dl_metric() {
 dl_start() {
     SLUICE_INSTANCE_ID=$PFX-0 sluice_start_http main "$conf"
     wait_readyz main 200 30
+}
+
+dl_seed() {
+    seed=${SLUICE_TEST_SEED:-$((RANDOM * 32768 + RANDOM))}
+    RANDOM=$seed
+    note "seed $seed (SLUICE_TEST_SEED=$seed replays the kill moments)"
 }
 
 dl_ids() {
