@@ -12,6 +12,8 @@ python3 import it (lib.sh puts this folder on PYTHONPATH).
                     what is wrong after the DLQ replays of 0611 and 0612
     payload_missing(dlq, ptopic, payloads, prefix, due)
                     the payload-missing DLQ records of 0132 and 0138
+    fired_errors(out, want, payload, own, maybe)
+                    what is wrong with the timers fired by 0131 and 0139
 """
 import json
 import re
@@ -111,3 +113,41 @@ def payload_missing(dlq, ptopic, payloads, prefix, due):
     errors += [f"{where[l]} ({l}) in the DLQ {c} times" for l, c in dl.items() if c != 1]
     errors += [f"{k} ({l}) not in the DLQ" for l, k in where.items() if not dl[l]]
     return where, dl, errors
+
+
+def fired_errors(out, want, payload, own, maybe=()):
+    """What is wrong with the fired timers `out` (a list of sentences,
+    empty when all is right): want maps each id that must fire to its
+    (version, due); payload(id, version) is its payload, own(version) its
+    headers other than sluice-*, in order.  Each wanted id fires exactly
+    once, with its last version byte for byte, sluice-timer-id its id and
+    sluice-due its due time, never before it.  An id that starts with a
+    prefix in maybe may fire (once, at version 1, due maybe[prefix]) or
+    not; any other id must not."""
+    seen = Counter(r["key"] for r in out)
+    errors = [f"{k} fired {c} times" for k, c in seen.items() if c != 1]
+    errors += [f"{k} fired, not wanted" for k in seen if k not in want and not k.startswith(tuple(maybe))]
+    errors += [f"{k} never fired" for k in want if not seen[k]]
+    early = 0
+    for r in out:
+        k = r["key"]
+        pfx = [p for p in maybe if k.startswith(p)]
+        if k in want:
+            v, due = want[k]
+        elif pfx:
+            v, due = 1, maybe[pfx[0]]
+        else:
+            continue
+        if r["payload"] != payload(k, v):
+            errors.append(f"{k}: payload {r['payload'][:24]!r}... ({len(r['payload'])} chars) is not version {v}")
+        pairs = hdr_pairs(r)
+        if [(n, x) for n, x in pairs if not n.startswith("sluice-")] != own(v):
+            errors.append(f"{k}: headers {pairs}")
+        h = dict(pairs)
+        if h.get("sluice-timer-id") != k or int(h.get("sluice-due", -1)) != due:
+            errors.append(f"{k}: sluice-timer-id {h.get('sluice-timer-id')}, sluice-due {h.get('sluice-due')} (want {due})")
+        if r["ts"] < due:
+            early += 1
+    if early:
+        errors.append(f"{early} fired before their due time")
+    return errors
