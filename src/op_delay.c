@@ -98,7 +98,11 @@
  * its index record, in the same transaction, and lets the record go unless
  * its timer is due within the look-ahead.  A fire or a cancel tombstones
  * both.  An index record is written once its offset is known, so it is
- * final, ~12 bytes, and a rebuild reads no payload.
+ * final, ~12 bytes, and a rebuild reads no payload.  (Periodic snapshots
+ * of the index, as Pulsar's bucketed delayed delivery keeps, were the other
+ * way: a format of their own, and a merge with what came after the last
+ * one at each rebuild.  The compacted changelog is such a snapshot, kept
+ * by Kafka: bench/NOTES.md has the 10M figures.)
  *
  * Rebuild.  The changelog gives the index (and keeps the Timer records of
  * before resident: they fire from memory, their changelog record is their
