@@ -5,7 +5,7 @@
 # [PATTERN...] (the tests whose name holds one of the substrings; all by
 # default).
 #
-# Tests run two at a time (SLUICE_TEST_JOBS, default 2), each in a slot of
+# Tests run three at a time (SLUICE_TEST_JOBS, default 3), each in a slot of
 # its own with a broker of its own: slot 0 on SLUICE_TEST_KAFKA_PORT
 # (39092), slot N on that port + 2N, data in /tmp/sluice-test-kafka-PORT.
 # Each test runs in its own process with a deadline (SLUICE_TEST_TIMEOUT,
@@ -45,7 +45,7 @@ root=$(cd "$here/../.." && pwd)
 patterns=("$@")
 broker=$here/kafka/broker.sh
 per_test_timeout=${SLUICE_TEST_TIMEOUT:-600}
-jobs=${SLUICE_TEST_JOBS:-2}
+jobs=${SLUICE_TEST_JOBS:-3}
 version=${SLUICE_TEST_KAFKA_VERSION:-3.9.1}
 port0=${SLUICE_TEST_KAFKA_PORT:-39092}
 k4_version=${SLUICE_TEST_KAFKA4_VERSION:-4.1.1}
