@@ -18,7 +18,7 @@
 # DLQ record; both instances alive with /healthz never failing and /readyz
 # 200 at the end.  Prints, per fault, the time from the kill and from the
 # restart to the first committed output, and the worst lateness meanwhile.
-# exclusive: a cluster of three broker JVMs in network namespaces of its own
+# one-at-a-time: a cluster of three broker JVMs in network namespaces of fixed names
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

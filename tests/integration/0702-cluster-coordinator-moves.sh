@@ -18,7 +18,7 @@
 # with /healthz never failing and /readyz 200 at the end.  Prints how long
 # the takeover took.
 # variant: kafka-4
-# exclusive: a cluster of three broker JVMs in network namespaces of its own
+# one-at-a-time: a cluster of three broker JVMs in network namespaces of fixed names
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

@@ -14,7 +14,7 @@
 # order, no timer before due, no DLQ record; never "Kafka unreachable".
 # Prints, per cut, the time from the cut and from the heal to the first
 # committed output.
-# exclusive: a cluster of three broker JVMs in network namespaces of its own
+# one-at-a-time: a cluster of three broker JVMs in network namespaces of fixed names
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

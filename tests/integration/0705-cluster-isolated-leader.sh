@@ -12,7 +12,7 @@
 # at the end; every record out exactly once (read_committed), per-key
 # order, no timer before due, no DLQ record.  Prints the time from the
 # isolation and from the heal to the first committed output.
-# exclusive: a cluster of three broker JVMs in network namespaces of its own
+# one-at-a-time: a cluster of three broker JVMs in network namespaces of fixed names
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

@@ -11,7 +11,7 @@
 # order, no timer before due, no DLQ record; output goes on during the
 # restarts.  Prints, per node, the time from its stop and from its return
 # to the first committed output, and the longest gap between outputs.
-# exclusive: a cluster of three broker JVMs in network namespaces of its own
+# one-at-a-time: a cluster of three broker JVMs in network namespaces of fixed names
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

@@ -16,7 +16,7 @@
 # /readyz 200 at the end; no authorization error in their logs.  Then
 # `sluice dlq replay` as User:sluice and the API's DLQ replay, with those
 # same ACLs, send DLQ'd records back once each.
-# exclusive: a cluster of three broker JVMs in network namespaces of its own
+# one-at-a-time: a cluster of three broker JVMs in network namespaces of fixed names
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-debounce.sh"
 source "$(dirname "$0")/lib-faults.sh"

@@ -23,7 +23,7 @@
 # throttle at 1/s, so its backlog goes through the overflow topic) get a
 # few records before each run: keyed ones off their key's partition
 # (reroute), a timer due at once, a record without a due time (the DLQ).
-# exclusive: a cluster of three broker JVMs in network namespaces of its own
+# one-at-a-time: a cluster of three broker JVMs in network namespaces of fixed names
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib-cluster.sh"
 

@@ -6,11 +6,13 @@
 # echoed in the summary (figures such as lateness), and it exits non-zero on
 # failure (77, by skip, when this machine lacks what it needs).  Every wait
 # has a deadline; nothing sleeps a fixed time where a condition can be
-# waited on.  run.sh runs two tests at once, each against a
+# waited on.  run.sh runs three tests at once, each against a
 # broker of its own: a test names its topics and group with $PFX, takes its
 # HTTP ports from free_port (sluice_up), and gives a private broker a port
-# no other test file uses (private_broker_start).  A test that cannot share
-# the machine says why in a line "# exclusive: WHY" and runs alone.
+# no other test file uses (private_broker_start).  A test whose own brokers
+# no other such test may share (the cluster tests) says why in a line
+# "# one-at-a-time: WHY"; one that cannot share the machine at all says why
+# in a line "# exclusive: WHY" and runs alone.
 #
 # Run one test by hand:
 #   tests/integration/kafka/broker.sh start

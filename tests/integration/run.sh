@@ -13,13 +13,20 @@
 # with its "# " lines, or "FAIL NAME (Ns, exit N)" with the tail of its
 # output and of its slot's broker log) comes whole when the test ends.
 #
-# A test marked "# exclusive: WHY" cannot share the machine (the cluster
-# tests' three JVMs in network namespaces, tests whose verdict is a time
-# bound): it runs alone, after the others, on slot 0's broker, with the
-# other slots' brokers stopped.
+# A test marked "# one-at-a-time: WHY" brings brokers of its own that no
+# other such test may share (the cluster tests: three JVMs in network
+# namespaces of fixed names).  These run one after another in a lane of
+# their own, beside the slots' tests: while one runs, it takes the place of
+# a slot, so never more than SLUICE_TEST_JOBS tests run at once.
+#
+# A test marked "# exclusive: WHY" cannot share the machine (a verdict
+# that is a time bound, a build that takes both cores): it runs alone,
+# after the others, on slot 0's broker, with the other slots' brokers
+# stopped.
 #
 # The order within a phase: the longest test first, by the durations of
-# the last run (build/test-times), so that the two slots end together.
+# the last run (build/test-times; on a fresh clone, those of the run kept
+# in tests/integration/durations), so that the slots end together.
 #
 # A delay test marked "# variant: payloads" runs a second time with its
 # pipelines' payloads in Kafka (SLUICE_TEST_DELAY_PAYLOADS=kafka: lib-delay.sh
@@ -159,11 +166,13 @@ _stop_all() {
 J_SCRIPT=() J_LABEL=() J_KIND=()
 declare -A SLOT_PID=() SLOT_JOB=() SLOT_T0=()
 
-# Durations of the last run, by label (longest first).
+# Durations of the last run, by label (longest first): those kept in
+# the tree, then this clone's own.
 declare -A LAST=()
-if [ -r "$times_file" ]; then
-    while read -r l s; do LAST[$l]=$s; done <"$times_file"
-fi
+for f in "$here/durations" "$times_file"; do
+    [ -r "$f" ] || continue
+    while read -r l s; do [ "${l#\#}" = "$l" ] && LAST[$l]=$s; done <"$f"
+done
 
 # launch SLOT JOB — runs the job in the background on the slot's broker.
 launch() {
@@ -203,8 +212,10 @@ finish() {
         # tail below can be too long for whoever reads only the end.
         why_lines "$tmp/job-$j.log" | sed "s/^/integration: why $label: /" >>"$tmp/why"
         sed 's/^/    /' "$tmp/job-$j.log" | tail -120
-        echo "    --- broker log tail (slot $s, 127.0.0.1:$(slot_port "$s")) ---"
-        slot_broker "$s" logs 40 | sed 's/^/    /'
+        if [ "$s" -lt "$SLOTS_UP" ] && ! grep -q '^# one-at-a-time' "${J_SCRIPT[$j]}"; then
+            echo "    --- broker log tail (slot $s, 127.0.0.1:$(slot_port "$s")) ---"
+            slot_broker "$s" logs 40 | sed 's/^/    /'
+        fi
     fi
     rm -f "$tmp/job-$j.log"
     unset "SLOT_PID[$s]" "SLOT_JOB[$s]"
@@ -221,18 +232,24 @@ why_lines() {
     printf '%s\n' "$w" | head -8 | cut -c1-300
 }
 
-# run_jobs NSLOTS JOB... — runs the jobs, NSLOTS at a time, in the given
-# order; returns when all have ended.
+# run_jobs NSLOTS — runs the jobs of QUEUE on the slots' brokers and
+# those of LANE one at a time beside them, in the given orders, never more
+# than NSLOTS at once (a LANE job runs as slot NSLOTS, whose broker is not
+# started: it brings its own); returns when all have ended.  The lane goes
+# first when it is free: its jobs are the longest.
+QUEUE=() LANE=()
 run_jobs() {
     local n=$1 s pid rc
-    shift
-    local -a queue=("$@")
-    while [ ${#queue[@]} -gt 0 ] || [ ${#SLOT_PID[@]} -gt 0 ]; do
+    while [ $((${#QUEUE[@]} + ${#LANE[@]} + ${#SLOT_PID[@]})) -gt 0 ]; do
+        if [ ${#LANE[@]} -gt 0 ] && [ -z "${SLOT_PID[$n]:-}" ] && [ ${#SLOT_PID[@]} -lt "$n" ]; then
+            launch "$n" "${LANE[0]}"
+            LANE=("${LANE[@]:1}")
+        fi
         for s in $(seq 0 $((n - 1))); do
-            [ ${#queue[@]} -gt 0 ] || break
+            [ ${#QUEUE[@]} -gt 0 ] && [ ${#SLOT_PID[@]} -lt "$n" ] || break
             [ -z "${SLOT_PID[$s]:-}" ] || continue
-            launch "$s" "${queue[0]}"
-            queue=("${queue[@]:1}")
+            launch "$s" "${QUEUE[0]}"
+            QUEUE=("${QUEUE[@]:1}")
         done
         pid=
         rc=0
@@ -256,12 +273,18 @@ run_phase() {
     ph_version=$1
     ph_port0=$2
     shift 2
-    local j par=() excl=() n up
+    local j par=() lane=() excl=() n up
     for j in "$@"; do
-        if grep -q '^# exclusive' "${J_SCRIPT[$j]}"; then excl+=("$j"); else par+=("$j"); fi
+        if grep -q '^# exclusive' "${J_SCRIPT[$j]}"; then
+            excl+=("$j")
+        elif grep -q '^# one-at-a-time' "${J_SCRIPT[$j]}"; then
+            lane+=("$j")
+        else
+            par+=("$j")
+        fi
     done
     n=$jobs
-    [ "$n" -le ${#par[@]} ] || n=${#par[@]}
+    [ "$n" -le $((${#par[@]} + ${#lane[@]})) ] || n=$((${#par[@]} + ${#lane[@]}))
     [ "$n" -ge 1 ] || n=1
     start_slots "$n"
     up=$SLOTS_UP
@@ -271,10 +294,16 @@ run_phase() {
     fi
     [ "$up" -eq "$n" ] || echo "integration: running on $up slot(s) instead of $n"
     # shellcheck disable=SC2046 # word-split on purpose: job numbers
-    [ ${#par[@]} -eq 0 ] || run_jobs "$up" $(by_length "${par[@]}")
+    [ ${#par[@]} -eq 0 ] || QUEUE=($(by_length "${par[@]}"))
+    # shellcheck disable=SC2046
+    [ ${#lane[@]} -eq 0 ] || LANE=($(by_length "${lane[@]}"))
+    run_jobs "$up"
     local s
     for s in $(seq 1 $((up - 1))); do stop_slot "$s"; done
-    for j in "${excl[@]}"; do run_jobs 1 "$j"; done
+    for j in "${excl[@]}"; do
+        QUEUE=("$j")
+        run_jobs 1
+    done
     stop_slot 0
 }
 
