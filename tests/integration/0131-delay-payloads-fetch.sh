@@ -14,6 +14,10 @@
 # its hash back to compare ids, a dozen a lookup, in one pass, so the
 # next lookups meet records still in flight).
 #
+# Times are from t0, 15 s after the test begins to produce: the setup
+# (580 timers, a restart, the cancels and reschedules) must end before
+# +30 s; it takes ~20 s on an idle machine, and took 32 s with the cores
+# shared among three tests.
 # Timers (4 input partitions; payloads of 0.1-2.5 KB with ':', '=', quotes,
 # tabs and UTF-8; headers x-n = version and x-note = "a=b c:d"):
 #   a-G-I  420: 30 groups of 14, group G due at +30 s + G s (the window)
@@ -69,7 +73,8 @@ sched() {
 }
 cancel() { for i in $(seq "$2" "$3"); do echo "$1-$i:"; done | produce "$in" -K: -Z; }
 
-t0=$(now_ms)
+ts=$(now_ms)
+t0=$((ts + 15000))
 # (ten producers at a time; `wait` alone would wait for sluice too)
 pids=()
 waitall() { for p in "${pids[@]}"; do wait "$p" || fail "a producer failed"; done; pids=(); }
@@ -85,7 +90,7 @@ done
 sched c 0 79 1 $((t0 + 52000)) &
 pids+=($!)
 waitall
-note "580 timers produced in $(($(now_ms) - t0)) ms"
+note "580 timers produced in $(($(now_ms) - ts)) ms"
 
 # Until its index record is written a payload is in memory (pinned).
 dl_wait_indexed 580 $((580 * 600 / 4)) 30
@@ -103,7 +108,7 @@ applied() { [ "$(dl_metric sluice_timers_cancelled_total)" = 80 ] && [ "$(dl_met
 wait_until 30 applied || fail "cancels and reschedules not applied: $(dl_metric sluice_timers_cancelled_total) of 80 cancels, $(dl_metric sluice_timers_rescheduled_total) of 100 reschedules"
 [ "$(dl_metric sluice_timer_id_waits_total)" -gt 0 ] && [ "$(dl_metric sluice_timer_payload_reads_total)" -gt 0 ] ||
     fail "the cancels and reschedules read nothing back (no input waited for an id): the case is not tested"
-note "b cancelled and c rescheduled by +$(($(now_ms) - t0)) ms: $(dl_metric sluice_timer_payload_reads_total) payload records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id, $(dl_metric sluice_timer_id_peeks_total) records behind a wait peeked"
+note "b cancelled and c rescheduled $(($(now_ms) - ts)) ms after the start, $((t0 + 30000 - $(now_ms))) ms before the first due time: $(dl_metric sluice_timer_payload_reads_total) payload records read back, $(dl_metric sluice_timer_id_waits_total) input waits for an id, $(dl_metric sluice_timer_id_peeks_total) records behind a wait peeked"
 [ "$(now_ms)" -lt $((t0 + 30000)) ] || fail "setup ran past the first due time (+$(($(now_ms) - t0)) ms): the checks below need it before"
 
 # n: cancelled while their payloads are being prefetched.
