@@ -43,6 +43,13 @@
 # 77 with a line "SKIP: REASON", shown as "skip NAME (Ns): REASON" and
 # counted as skipped (an exit 77 without that line is a failure).
 #
+# Where it may (root, with cgroups), run.sh counts the CPU each test and
+# each slot's broker used: every job runs in a cgroup of its own (with all
+# it starts: sluice, tools, a cluster's JVMs), the result line gives its
+# CPU seconds ("ok   NAME (12s, cpu 9.1s)"), build/test-cpu keeps them by
+# label, and the summary gives the totals (bench/NOTES.md 'Where the
+# suite's CPU goes').
+#
 # The last line is the total, "integration: N passed, N failed, N
 # skipped"; the same figures go to SLUICE_SUMMARY_FILE when it is set
 # (run-all.sh).  Exit status 0 only when nothing failed.
@@ -74,6 +81,36 @@ fail_job() { # LABEL MESSAGE — a failure that is not a test's
     failed_names+=("$1")
     echo "FAIL $2"
 }
+
+# --- CPU accounting ------------------------------------------------------------
+# cg_dir NAME prints the cgroup for NAME (nothing when none can be made);
+# cg_join DIR moves the calling shell into it; cg_ms DIR prints the CPU it
+# used in ms; cg_drop DIR removes it when nothing runs in it any more.  A
+# cgroup v1 cpuacct hierarchy or cgroup v2 (whose cpu.stat is always
+# there), whichever the machine mounts.
+cg_base=
+cpu_file=${times_file%/*}/test-cpu
+for d in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+    [ -f "$d/cgroup.procs" ] && [ -w "$d" ] || continue
+    [ -f "$d/cpuacct.usage" ] || [ -f "$d/cpu.stat" ] || continue
+    mkdir "$d/sluice-run.$$" 2>/dev/null && cg_base=$d/sluice-run.$$ && break
+done
+cg_dir() {
+    [ -n "$cg_base" ] || return 0
+    mkdir -p "$cg_base/$1" 2>/dev/null && echo "$cg_base/$1"
+}
+cg_join() { [ -z "$1" ] || echo "$BASHPID" >"$1/cgroup.procs" 2>/dev/null || true; }
+cg_ms() {
+    if [ -f "$1/cpuacct.usage" ]; then
+        echo $(($(cat "$1/cpuacct.usage") / 1000000))
+    else
+        awk '$1 == "usage_usec" { print int($2 / 1000) }' "$1/cpu.stat"
+    fi
+}
+cg_drop() { [ -z "$1" ] || rmdir "$1" 2>/dev/null || true; }
+secs_of_ms() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
+cpu_tests=0
+cpu_brokers=0
 
 # --- Brokers ---------------------------------------------------------------
 # The phase's Kafka release and the port of slot 0; a slot's broker is
@@ -111,7 +148,10 @@ start_slots() {
     t0=$(date +%s%N)
     SLOTS_UP=0
     for s in $(seq 0 $((n - 1))); do
-        slot_broker "$s" start >"$tmp/broker-$s.start" 2>&1 &
+        (
+            cg_join "$(cg_dir "broker-$ph_version-$s")"
+            slot_broker "$s" start
+        ) >"$tmp/broker-$s.start" 2>&1 &
         pids+=($!)
     done
     for s in $(seq 0 $((n - 1))); do
@@ -127,8 +167,12 @@ start_slots() {
 }
 
 stop_slot() {
-    local s=$1 i
+    local s=$1 i cg=$cg_base/broker-$ph_version-$1
     slot_broker "$s" stop >/dev/null 2>&1
+    if [ -n "$cg_base" ] && [ -d "$cg" ]; then
+        cpu_brokers=$((cpu_brokers + $(cg_ms "$cg")))
+        cg_drop "$cg"
+    fi
     for i in "${!started[@]}"; do
         [ "${started[$i]}" = "$ph_version $(slot_port "$s") $(slot_dir "$s")" ] && unset "started[$i]"
     done
@@ -157,6 +201,10 @@ _stop_all() {
             "$broker" stop >/dev/null 2>&1
     done
     [ "$reserved_set" = 1 ] && echo "$reserved_old" 2>/dev/null >"$reserved_file"
+    if [ -n "$cg_base" ]; then
+        for b in "$cg_base"/*/; do cg_drop "${b%/}"; done
+        cg_drop "$cg_base"
+    fi
     rm -rf "$tmp"
 }
 
@@ -184,6 +232,7 @@ launch() {
     [ "${J_KIND[$j]}" = payloads ] && env+=(SLUICE_TEST_DELAY_PAYLOADS=kafka)
     (
         trap - EXIT TERM INT
+        cg_join "$(cg_dir "job-$j")"
         exec env "${env[@]}" timeout -k 10 "$per_test_timeout" bash "$t" >"$tmp/job-$j.log" 2>&1
     ) &
     SLOT_PID[$s]=$!
@@ -193,26 +242,33 @@ launch() {
 
 # finish SLOT RC — prints the result of the slot's job and frees the slot.
 finish() {
-    local s=$1 rc=$2 j=${SLOT_JOB[$1]} secs label
+    local s=$1 rc=$2 j=${SLOT_JOB[$1]} secs label cpu= cg=$cg_base/job-${SLOT_JOB[$1]} ms
     secs=$(($(date +%s) - ${SLOT_T0[$1]}))
     label=${J_LABEL[$j]}
     echo "$label $secs" >>"$tmp/times"
+    if [ -n "$cg_base" ] && [ -d "$cg" ]; then
+        ms=$(cg_ms "$cg")
+        cg_drop "$cg"
+        cpu_tests=$((cpu_tests + ms))
+        cpu=", cpu $(secs_of_ms "$ms")s"
+        echo "$label $(secs_of_ms "$ms")" >>"$tmp/cpu"
+    fi
     if [ "$rc" -eq 0 ]; then
         passed=$((passed + 1))
-        echo "ok   $label (${secs}s)"
+        echo "ok   $label (${secs}s$cpu)"
         grep '^# ' "$tmp/job-$j.log" || true
     elif [ "$rc" -eq 77 ] && grep -q '^SKIP: ' "$tmp/job-$j.log"; then
         skipped=$((skipped + 1))
-        echo "skip $label (${secs}s): $(sed -n 's/^SKIP: //p' "$tmp/job-$j.log" | tail -1)"
+        echo "skip $label (${secs}s$cpu): $(sed -n 's/^SKIP: //p' "$tmp/job-$j.log" | tail -1)"
     else
         failed=$((failed + 1))
         failed_names+=("$label")
-        echo "FAIL $label (${secs}s, exit $rc)"
+        echo "FAIL $label (${secs}s$cpu, exit $rc)"
         # The test's own verdict, repeated in the summary at the end: the
         # tail below can be too long for whoever reads only the end.
         why_lines "$tmp/job-$j.log" | sed "s/^/integration: why $label: /" >>"$tmp/why"
         sed 's/^/    /' "$tmp/job-$j.log" | tail -120
-        if [ "$s" -lt "$SLOTS_UP" ] && ! grep -q '^# one-at-a-time' "${J_SCRIPT[$j]}"; then
+        if [ "$s" -lt "$SLOTS_UP" ]; then
             echo "    --- broker log tail (slot $s, 127.0.0.1:$(slot_port "$s")) ---"
             slot_broker "$s" logs 40 | sed 's/^/    /'
         fi
@@ -386,6 +442,10 @@ if [ -s "$tmp/times" ] && mkdir -p "$(dirname "$times_file")" 2>/dev/null; then
         "$tmp/times" "$tmp/times.old" | sort >"$times_file.tmp" && mv "$times_file.tmp" "$times_file"
 fi
 
+if [ -s "$tmp/cpu" ]; then
+    sort "$tmp/cpu" >"$cpu_file" 2>/dev/null || true
+    echo "integration: cpu $(secs_of_ms "$cpu_tests") s in the tests, $(secs_of_ms "$cpu_brokers") s in the slots' brokers"
+fi
 record
 echo "integration: wall time $((($(date +%s%N) - t_run) / 1000000000)) s"
 [ "$failed" -gt 0 ] && echo "integration: failed: ${failed_names[*]}"
