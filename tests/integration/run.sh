@@ -65,6 +65,15 @@ port0=${SLUICE_TEST_KAFKA_PORT:-39092}
 k4_version=${SLUICE_TEST_KAFKA4_VERSION:-4.1.1}
 k4_port0=${SLUICE_TEST_KAFKA4_PORT:-39192}
 asan_bin=$root/sluice-asan
+# The test brokers' JVMs (the slots', a test's own, a cluster's nodes): the
+# quick compiler alone and the serial collector, unless
+# SLUICE_TEST_KAFKA_JVM_OPTS says otherwise (set but empty: the JVM's
+# defaults, C2 and G1, as bench/ runs them).  Most of a test broker's CPU
+# went to starting and compiling, not to serving: in a whole run, C2's
+# compiler threads took a third of the brokers' CPU, and the cluster tests,
+# which start and kill JVMs over and over, two thirds of the suite's
+# (bench/NOTES.md 'Where the suite's CPU goes').
+export SLUICE_TEST_KAFKA_JVM_OPTS=${SLUICE_TEST_KAFKA_JVM_OPTS-"-XX:TieredStopAtLevel=1 -XX:-UseG1GC -XX:+UseSerialGC"}
 times_file=${SLUICE_TEST_TIMES:-$root/build/test-times}
 passed=0
 failed=0
