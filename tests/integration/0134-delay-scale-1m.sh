@@ -9,9 +9,10 @@
 #
 # build/bench/load writes the 1M timers (t = when the load starts):
 #   every 200th (k000000000000000, k000000000000200, ...: 5,000 timers)
-#        due at a uniform random time in t + 110 s .. t + 140 s (NEAR: by
+#        due at a uniform random time in t + 150 s .. t + 170 s (NEAR: by
 #        then the 1M are pending and rebuilt after a kill -9, also under
-#        stress-ng --cpu 2, where the load takes about a minute)
+#        stress-ng --cpu 2, where the load took 66 s once and 87 s another
+#        time, pending at 108 s: 110 s was too close)
 #   the other 995k  due at a uniform random time 1 h .. 7 d after it was
 #        written (random due order, as bench delay_scale loads them)
 # interleaved in the input, so the due ones' payload records lie
@@ -42,8 +43,8 @@ source "$(dirname "$0")/lib-delay.sh"
 n=${SLUICE_TEST_SCALE_COUNT:-1000000}
 every=200
 size=4096
-near_from=${SLUICE_TEST_SCALE_NEAR_FROM:-110} # s after the load starts
-near_to=${SLUICE_TEST_SCALE_NEAR_TO:-140}
+near_from=${SLUICE_TEST_SCALE_NEAR_FROM:-150} # s after the load starts
+near_to=${SLUICE_TEST_SCALE_NEAR_TO:-170}
 rss_max_kb=146484 # 150,000,000 bytes
 nnear=$(((n + every - 1) / every))
 
